@@ -1,0 +1,1 @@
+"""What people read and CI consumes: terminal, Markdown, HTML, JSON, JUnit, history."""

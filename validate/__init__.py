@@ -1,0 +1,1 @@
+"""Plans, engines, the results store, statistics, fidelity, speed and gating."""

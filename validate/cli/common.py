@@ -1,0 +1,65 @@
+"""CLI conventions shared by every ``v41val`` command.
+
+- People get rich output on stdout; machines pass ``--json`` and get exactly one JSON
+  document on stdout and nothing else (progress and warnings go to stderr).
+- Exit 0 on success, 2 on bad usage or input with a one-line message on stderr
+  (``v41val: error: ...``); a traceback only with ``v41val --debug ...``. Gate
+  commands add 1 (NO-GO), 3 (INCONCLUSIVE) and 4 (INVALID).
+
+Errors count as "bad input" when their class is defined inside one of v41val's own
+packages and derives from ValueError/LookupError/OSError: every package declares
+its own input errors (``tasks.errors``, ``runtime.errors``, ``validate.errors``)
+without importing the CLI, and a bug that raises a builtin exception still shows
+its traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+
+EXIT_OK = 0
+EXIT_NO_GO = 1
+EXIT_USAGE = 2
+EXIT_INCONCLUSIVE = 3
+EXIT_INVALID = 4
+
+OWN_PACKAGES = ("runtime", "tasks", "validate", "reports")
+
+
+def stdout_console() -> Console:
+    return Console(highlight=False)
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """True when ``exc`` is one of our own declared input errors (see module doc)."""
+    if not isinstance(exc, (ValueError, LookupError, OSError)):
+        return False
+    return type(exc).__module__.split(".")[0] in OWN_PACKAGES
+
+
+def one_line(message: str) -> str:
+    return " ".join(str(message).split())
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> None:
+    """Print ``v41val: error: <message>`` on one line to stderr and exit."""
+    sys.stderr.write(f"v41val: error: {one_line(message)}\n")
+    raise SystemExit(code)
+
+
+def emit(as_json: bool, document: Any, render: Callable[[Console], None]) -> None:
+    """Write ``document`` as one JSON document, or call ``render`` for people."""
+    if as_json:
+        sys.stdout.write(json.dumps(document, indent=2, sort_keys=False, default=str))
+        sys.stdout.write("\n")
+    else:
+        render(stdout_console())
