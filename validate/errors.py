@@ -8,3 +8,19 @@ validate, reports) into a one-line message and exit code 2; see
 
 class ValidateInputError(ValueError):
     """A plan, policy, results file or argument is malformed; the message names it."""
+
+
+class PolicyError(ValidateInputError):
+    """A gate policy file is malformed; the message names the file and the field."""
+
+
+class SamplesFileError(ValidateInputError):
+    """An lm-eval ``--log_samples`` file or directory cannot be read as per-item outcomes."""
+
+
+class PairingError(ValidateInputError):
+    """Two variants' outcomes cannot be paired (different prompts for one item, no overlap)."""
+
+
+class StatsInputError(ValidateInputError):
+    """Arguments to a statistic are out of range (alpha outside (0, 1), empty data, ...)."""

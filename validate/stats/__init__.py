@@ -1,0 +1,50 @@
+"""Paired statistics for A/B comparisons of inference variants (engine-independent, pure).
+
+Public API (every result is a frozen dataclass with ``report()``):
+- outcome tables: ``ItemOutcomes``, ``PairedOutcomes``, ``pair_outcomes``
+- one variant: ``estimate_accuracy`` -> ``AccuracyEstimate``
+- two variants, 0/1 outcomes: ``compare_binary`` -> ``PairedComparison``
+- two variants, continuous: ``compare_continuous`` -> ``PairedMeanDifference``,
+  ``ratio_of_means`` -> ``RatioEstimate``
+- families: ``adjust`` (holm / bonferroni / none)
+- planning: ``plan_noninferiority``, ``plan_from_aa`` -> ``PowerPlan``; ``task_size``
+- the gate's test: ``score_interval`` (Tango's score test for paired proportions)
+"""
+
+from validate.stats.bootstrap import BootstrapSpec
+from validate.stats.continuous import (
+    PairedMeanDifference,
+    RatioEstimate,
+    compare_continuous,
+    ratio_of_means,
+)
+from validate.stats.multiplicity import CORRECTIONS, adjust, bonferroni, holm
+from validate.stats.outcomes import ItemOutcomes, PairedOutcomes, pair_outcomes
+from validate.stats.paired import DiscordanceTable, PairedComparison, compare_binary
+from validate.stats.planning import PowerPlan, plan_from_aa, plan_noninferiority
+from validate.stats.proportions import AccuracyEstimate, estimate_accuracy
+from validate.stats.task_sizes import task_size
+
+__all__ = [
+    "CORRECTIONS",
+    "AccuracyEstimate",
+    "BootstrapSpec",
+    "DiscordanceTable",
+    "ItemOutcomes",
+    "PairedComparison",
+    "PairedMeanDifference",
+    "PairedOutcomes",
+    "PowerPlan",
+    "RatioEstimate",
+    "adjust",
+    "bonferroni",
+    "compare_binary",
+    "compare_continuous",
+    "estimate_accuracy",
+    "holm",
+    "pair_outcomes",
+    "plan_from_aa",
+    "plan_noninferiority",
+    "ratio_of_means",
+    "task_size",
+]

@@ -1,0 +1,58 @@
+"""Family-wise error control across all (optimization x task) comparisons of one decision.
+
+- Bonferroni: p_adj = min(1, m p).
+- Holm (step-down): sort p ascending, p_adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j)).
+  Uniformly more powerful than Bonferroni with the same family-wise guarantee.
+- none: no adjustment. Defensible only when the release needs *every* critical claim
+  (an intersection-union test controls the error of a GO at alpha without adjustment);
+  the report always names which correction ran.
+
+``effective_alpha`` gives, per hypothesis, the level at which it was effectively tested
+(alpha * p / p_adj), so confidence bounds can be reported at that level and agree with
+the adjusted decision: bound clears the margin exactly when p_adj <= alpha.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from validate.errors import StatsInputError
+
+Correction = Literal["holm", "bonferroni", "none"]
+CORRECTIONS: tuple[str, ...] = ("holm", "bonferroni", "none")
+
+
+def bonferroni(pvalues) -> np.ndarray:
+    p = np.asarray(pvalues, dtype=np.float64)
+    return np.minimum(1.0, p * p.size)
+
+
+def holm(pvalues) -> np.ndarray:
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])  # (m - j + 1) p_(j), j from 1
+    adjusted_sorted = np.maximum.accumulate(scaled)
+    out = np.empty(m, dtype=np.float64)
+    out[order] = adjusted_sorted
+    return out
+
+
+def adjust(pvalues, method: str) -> np.ndarray:
+    if method == "holm":
+        return holm(pvalues)
+    if method == "bonferroni":
+        return bonferroni(pvalues)
+    if method == "none":
+        return np.asarray(pvalues, dtype=np.float64).copy()
+    raise StatsInputError(f"correction must be one of {', '.join(CORRECTIONS)}, got {method!r}")
+
+
+def effective_alpha(alpha: float, pvalues, adjusted) -> np.ndarray:
+    """alpha * p / p_adj per hypothesis (alpha itself where p_adj is 0)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    pa = np.asarray(adjusted, dtype=np.float64)
+    safe = np.where(pa > 0, pa, 1.0)
+    return np.where(pa > 0, alpha * p / safe, alpha)
