@@ -3,4 +3,5 @@
 One line per command group; keep this list sorted.
 """
 
+import validate.cli.runtime_cmd  # noqa: F401
 from validate.cli import info_cmd  # noqa: F401
