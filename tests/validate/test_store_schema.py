@@ -1,0 +1,84 @@
+"""Opening results files: new, foreign, damaged, newer or unknown schema versions."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from validate.store import SCHEMA_VERSION, ResultsStore, StoreError
+
+
+def test_new_file_gets_schema_version_and_wal(tmp_path):
+    db = tmp_path / "ws" / "results.sqlite"
+    ResultsStore.open(db).close()
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    assert meta["schema_version"] == str(SCHEMA_VERSION)
+    assert meta["application"] == "v41val-results"
+    conn.close()
+    ResultsStore.open(db).close()  # reopening an existing store is fine
+
+
+def _one_line_error(db) -> str:
+    with pytest.raises(StoreError) as info:
+        ResultsStore.open(db)
+    message = str(info.value)
+    assert "\n" not in message and str(db) in message
+    return message
+
+
+def test_text_file_is_refused(tmp_path):
+    db = tmp_path / "notes.sqlite"
+    db.write_text("these are my notes, not a database\n")
+    assert "not an SQLite database" in _one_line_error(db)
+    assert db.read_text() == "these are my notes, not a database\n"  # untouched
+
+
+def test_foreign_sqlite_database_is_refused(tmp_path):
+    db = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE customers (id INTEGER)")
+    conn.commit()
+    conn.close()
+    assert "not a v41val results store" in _one_line_error(db)
+
+
+def _set_version(db, version: str) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+    conn.commit()
+    conn.close()
+
+
+def test_newer_schema_is_refused(tmp_path):
+    db = tmp_path / "results.sqlite"
+    ResultsStore.open(db).close()
+    _set_version(db, str(SCHEMA_VERSION + 1))
+    message = _one_line_error(db)
+    assert f"schema version {SCHEMA_VERSION + 1}" in message and "newer" in message
+
+
+def test_unknown_older_schema_is_refused(tmp_path):
+    db = tmp_path / "results.sqlite"
+    ResultsStore.open(db).close()
+    _set_version(db, "0")
+    assert "unknown schema version 0" in _one_line_error(db)
+
+
+def test_garbage_schema_version_is_refused(tmp_path):
+    db = tmp_path / "results.sqlite"
+    ResultsStore.open(db).close()
+    _set_version(db, "one")
+    assert "not an integer" in _one_line_error(db)
+
+
+def test_directory_is_refused(tmp_path):
+    assert "is a directory" in _one_line_error(tmp_path)
+
+
+def test_store_error_is_a_user_error():
+    from validate.cli.common import is_user_error
+
+    assert is_user_error(StoreError("x"))

@@ -1,0 +1,97 @@
+"""The SQLite schema of a results store, and its version.
+
+Identity of a response is (plan_hash, variant, task, item_id, repeat): a rerun of the
+same plan finds its stored responses by that key and never recomputes them. Runs are
+recorded per execution attempt (each with its own environment identity), while
+requests, responses and scores belong to the plan, so a resumed run adds to them.
+Responses are never updated in place; scores may be replaced (a rescore with a new
+extractor), so they live in their own table.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x56343156  # "V41V": marks the SQLite file as a v41val results store
+APPLICATION_NAME = "v41val-results"
+
+DDL = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE runs (
+    run_id        INTEGER PRIMARY KEY,
+    plan_hash     TEXT NOT NULL,
+    plan_name     TEXT NOT NULL,
+    plan_json     TEXT,
+    git_sha       TEXT,
+    identity_json TEXT NOT NULL,   -- package versions, hardware, python, platform
+    seeds_json    TEXT NOT NULL,
+    started_at    REAL NOT NULL,
+    finished_at   REAL,
+    status        TEXT NOT NULL    -- running | complete | failed
+);
+CREATE INDEX runs_by_plan ON runs (plan_hash);
+
+CREATE TABLE variants (
+    plan_hash   TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    config_json TEXT NOT NULL,
+    is_baseline INTEGER NOT NULL,
+    PRIMARY KEY (plan_hash, name)
+);
+
+CREATE TABLE requests (
+    request_id    INTEGER PRIMARY KEY,
+    plan_hash     TEXT NOT NULL,
+    variant       TEXT NOT NULL,
+    task          TEXT NOT NULL,
+    item_id       TEXT NOT NULL,
+    repeat        INTEGER NOT NULL,
+    kind          TEXT NOT NULL,
+    prompt_sha256 TEXT NOT NULL,
+    request_json  TEXT NOT NULL,
+    UNIQUE (plan_hash, variant, task, item_id, repeat)
+);
+
+CREATE TABLE responses (
+    request_id       INTEGER PRIMARY KEY REFERENCES requests (request_id),
+    run_id           INTEGER NOT NULL REFERENCES runs (run_id),
+    response_json    TEXT NOT NULL,   -- the Generation / Loglikelihoods
+    raw_json         TEXT,            -- the server's reply (or the reassembled stream)
+    token_logprobs_json TEXT,
+    finish_reason    TEXT,
+    n_prompt_tokens  INTEGER,
+    n_output_tokens  INTEGER,
+    output_chars     INTEGER,
+    started_at       REAL,
+    ttft_s           REAL,
+    tpot_s           REAL,
+    e2e_s            REAL,
+    itl_json         TEXT,
+    attempts         INTEGER NOT NULL,
+    engine_json      TEXT NOT NULL,
+    stored_at        REAL NOT NULL
+);
+
+CREATE TABLE scores (
+    request_id  INTEGER NOT NULL REFERENCES responses (request_id),
+    filter      TEXT NOT NULL,
+    score       REAL NOT NULL,
+    extracted   TEXT,
+    invalid     INTEGER NOT NULL,
+    scorer      TEXT NOT NULL,      -- task version / extractor that produced the score
+    scored_at   REAL NOT NULL,
+    PRIMARY KEY (request_id, filter)
+);
+
+CREATE TABLE failures (
+    request_id  INTEGER NOT NULL REFERENCES requests (request_id),
+    run_id      INTEGER NOT NULL REFERENCES runs (run_id),
+    error       TEXT NOT NULL,
+    attempts    INTEGER NOT NULL,
+    failed_at   REAL NOT NULL
+);
+CREATE INDEX failures_by_request ON failures (request_id);
+"""

@@ -1,0 +1,274 @@
+"""The results store: every response kept, keyed by (plan, variant, task, item, repeat).
+
+Order of work for a plan runner::
+
+    store = ResultsStore.open(workspace / "results.sqlite")
+    run = store.begin_run(plan_hash, plan_name=..., seeds=...)
+    store.put_variant(run, "baseline", config, is_baseline=True)
+    todo = store.pending(run, planned)          # registers requests; skips answered ones
+    for result in engine results:               # as each completes
+        store.put_response(run, planned[i], record)   # committed before scoring
+    for stored in store.unscored(run.plan_hash):
+        store.put_scores(stored.key, ..., scorer="gsm8k@3")
+    store.finish_run(run)
+
+A rerun of the same plan hash calls ``pending`` again and gets only what is missing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from tasks.request import Generation
+from validate.store import queries
+from validate.store.codec import (
+    dumps,
+    logprobs_to_json,
+    response_to_dict,
+)
+from validate.store.connection import StoreOptions, connect, retry_busy, write_transaction
+from validate.store.errors import StoreError
+from validate.store.records import (
+    OutcomeTable,
+    PlannedRequest,
+    ResponseKey,
+    ResponseRecord,
+    RunInfo,
+    ScoreRecord,
+    StoredResponse,
+    TimingRow,
+    VariantInfo,
+)
+
+T = TypeVar("T")
+
+
+class ResultsStore:
+    """One SQLite results file. Safe to share between threads of one process (a lock
+    serialises use of the connection) and between processes (WAL + busy retries)."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, options: StoreOptions) -> None:
+        self.path = path
+        self.options = options
+        self._conn = conn
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str | Path, options: StoreOptions | None = None) -> ResultsStore:
+        options = options or StoreOptions()
+        path = Path(path)
+        return cls(path, connect(path, options), options)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing -------------------------------------------------------------------
+    def _write(self, fn) -> T:
+        with self._lock:
+            return write_transaction(self._conn, fn, self.options, self.path)
+
+    def _read(self, fn) -> T:
+        with self._lock:
+            return retry_busy(lambda: fn(self._conn), self.options, self.path)
+
+    # -- runs and variants ----------------------------------------------------------
+    def begin_run(self, plan_hash: str, *, plan_name: str = "", seeds: Sequence[int] = (),
+                  plan: Mapping | None = None, identity: Mapping | None = None) -> RunInfo:
+        """Record one execution attempt of a plan with the environment that runs it."""
+        if identity is None:
+            from validate.identity import environment_identity
+            identity = environment_identity()
+        started = time.time()
+        ident = dict(identity)
+
+        def insert(conn: sqlite3.Connection) -> int:
+            cur = conn.execute(
+                "INSERT INTO runs (plan_hash, plan_name, plan_json, git_sha, identity_json,"
+                " seeds_json, started_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'running')",
+                (plan_hash, plan_name, None if plan is None else dumps(plan), ident.get("git"),
+                 dumps(ident), dumps(list(seeds)), started))
+            return int(cur.lastrowid)
+
+        run_id = self._write(insert)
+        return RunInfo(run_id, plan_hash, plan_name, ident.get("git"), ident, tuple(seeds),
+                       started, None, "running")
+
+    def finish_run(self, run: RunInfo, status: str = "complete") -> None:
+        self._write(lambda conn: conn.execute(
+            "UPDATE runs SET finished_at = ?, status = ? WHERE run_id = ?",
+            (time.time(), status, run.run_id)))
+
+    def runs(self, plan_hash: str | None = None) -> list[RunInfo]:
+        return self._read(lambda conn: queries.runs(conn, plan_hash))
+
+    def put_variant(self, run: RunInfo, name: str, config: Mapping,
+                    is_baseline: bool = False) -> None:
+        """Record a variant's configuration; a variant of the same plan hash with a
+        different configuration is refused (the hash should have changed)."""
+        config_json = dumps(dict(config))
+
+        def upsert(conn: sqlite3.Connection) -> None:
+            row = conn.execute("SELECT config_json FROM variants WHERE plan_hash = ? AND name = ?",
+                               (run.plan_hash, name)).fetchone()
+            if row is None:
+                conn.execute("INSERT INTO variants VALUES (?, ?, ?, ?)",
+                             (run.plan_hash, name, config_json, int(is_baseline)))
+            elif row[0] != config_json:
+                raise StoreError(f"{self.path}: variant {name!r} of plan {run.plan_hash[:12]} is "
+                                 f"stored with a different configuration")
+
+        self._write(upsert)
+
+    def variants(self, plan_hash: str) -> list[VariantInfo]:
+        return self._read(lambda conn: queries.variants(conn, plan_hash))
+
+    # -- requests and responses ----------------------------------------------------
+    def pending(self, run: RunInfo, planned: Iterable[PlannedRequest]) -> list[PlannedRequest]:
+        """Register the plan's requests and return those without a stored response, in
+        the order given. Refuses a request whose prompt differs from the stored one under
+        the same key (pairs must be the same prompt: DESIGN principle 1)."""
+        planned = list(planned)
+        self._write(lambda conn: self._register(conn, run.plan_hash, planned))
+        answered = self._read(lambda conn: queries.answered_keys(conn, run.plan_hash))
+        return [p for p in planned if p.key not in answered]
+
+    def _register(self, conn: sqlite3.Connection, plan_hash: str,
+                  planned: Sequence[PlannedRequest]) -> dict[ResponseKey, int]:
+        ids: dict[ResponseKey, int] = {}
+        for p in planned:
+            key, req = p.key, p.request
+            sha = req.prompt_sha256
+            request_json = dumps(req.to_dict())
+            conn.execute(
+                "INSERT OR IGNORE INTO requests (plan_hash, variant, task, item_id, repeat, kind,"
+                " prompt_sha256, request_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (plan_hash, key.variant, key.task, key.item_id, key.repeat, req.kind, sha,
+                 request_json))
+            request_id, stored_sha, stored_json = conn.execute(
+                "SELECT request_id, prompt_sha256, request_json FROM requests WHERE plan_hash = ?"
+                " AND variant = ? AND task = ? AND item_id = ? AND repeat = ?",
+                (plan_hash, key.variant, key.task, key.item_id, key.repeat)).fetchone()
+            if stored_sha != sha or stored_json != request_json:
+                raise StoreError(
+                    f"{self.path}: request {key.variant}/{key.task}/{key.item_id}#{key.repeat} "
+                    f"of plan {plan_hash[:12]} is stored with a different prompt or parameters "
+                    f"(stored prompt sha256 {stored_sha[:12]}, now {sha[:12]}); the task data or "
+                    f"renderer changed, so start a new plan hash or workspace")
+            ids[key] = int(request_id)
+        return ids
+
+    def put_response(self, run: RunInfo, planned: PlannedRequest,
+                     record: ResponseRecord) -> bool:
+        """Commit one response (one transaction). Returns False when a response under
+        this key was already stored (another writer got there first; the first wins)."""
+        return self.put_responses(run, [(planned, record)])[0]
+
+    def put_responses(self, run: RunInfo,
+                      items: Sequence[tuple[PlannedRequest, ResponseRecord]]) -> list[bool]:
+        """Commit a small batch of responses in one transaction."""
+        now = time.time()
+
+        def insert(conn: sqlite3.Connection) -> list[bool]:
+            ids = self._register(conn, run.plan_hash, [p for p, _ in items])
+            inserted = []
+            for planned, rec in items:
+                inserted.append(self._insert_response(conn, run, ids[planned.key], rec, now))
+            return inserted
+
+        return self._write(insert)
+
+    @staticmethod
+    def _insert_response(conn: sqlite3.Connection, run: RunInfo, request_id: int,
+                         rec: ResponseRecord, now: float) -> bool:
+        t = rec.timings
+        resp = rec.response
+        is_gen = isinstance(resp, Generation)
+        n_output = t.n_output_tokens if t is not None else None
+        if n_output is None and is_gen:
+            n_output = resp.n_output_tokens
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO responses (request_id, run_id, response_json, raw_json,"
+            " token_logprobs_json, finish_reason, n_prompt_tokens, n_output_tokens, output_chars,"
+            " started_at, ttft_s, tpot_s, e2e_s, itl_json, attempts, engine_json, stored_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (request_id, run.run_id, dumps(response_to_dict(resp)),
+             None if rec.raw is None else dumps(rec.raw), logprobs_to_json(rec.token_logprobs),
+             resp.finish_reason if is_gen else None,
+             None if t is None else t.n_prompt_tokens, n_output,
+             len(resp.text) if is_gen else None,
+             None if t is None else t.started_at_s, None if t is None else t.ttft_s,
+             None if t is None else t.tpot_s, None if t is None else t.e2e_s,
+             None if t is None else dumps(list(t.itl_s)), rec.attempts, dumps(dict(rec.engine)),
+             now))
+        return cur.rowcount == 1
+
+    def put_failure(self, run: RunInfo, planned: PlannedRequest, error: str,
+                    attempts: int = 1) -> None:
+        """Record that a request failed for good in this run (coverage reports it; a
+        rerun tries it again because it still has no response)."""
+
+        def insert(conn: sqlite3.Connection) -> None:
+            request_id = self._register(conn, run.plan_hash, [planned])[planned.key]
+            conn.execute("INSERT INTO failures VALUES (?, ?, ?, ?, ?)",
+                         (request_id, run.run_id, error, attempts, time.time()))
+
+        self._write(insert)
+
+    def response(self, plan_hash: str, key: ResponseKey) -> StoredResponse | None:
+        return self._read(lambda conn: queries.response(conn, plan_hash, key))
+
+    def responses(self, plan_hash: str, variant: str | None = None,
+                  task: str | None = None) -> list[StoredResponse]:
+        return self._read(lambda conn: queries.responses(conn, plan_hash, variant, task))
+
+    # -- scores ----------------------------------------------------------------------
+    def put_scores(self, plan_hash: str, key: ResponseKey, scores: Sequence[ScoreRecord],
+                   scorer: str) -> None:
+        """Store (or replace) the scores of a stored response, one row per filter.
+        A response must be stored before it is scored (DESIGN principle 6)."""
+        now = time.time()
+
+        def insert(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT r.request_id FROM requests r JOIN responses s USING (request_id)"
+                " WHERE r.plan_hash = ? AND r.variant = ? AND r.task = ? AND r.item_id = ?"
+                " AND r.repeat = ?",
+                (plan_hash, key.variant, key.task, key.item_id, key.repeat)).fetchone()
+            if row is None:
+                raise StoreError(f"{self.path}: cannot score {key.variant}/{key.task}/"
+                                 f"{key.item_id}#{key.repeat}: no stored response")
+            conn.executemany(
+                "INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(row[0], s.filter, float(s.score), s.extracted, int(s.invalid), scorer, now)
+                 for s in scores])
+
+        self._write(insert)
+
+    def unscored(self, plan_hash: str) -> list[StoredResponse]:
+        """Stored responses that have no score yet (score them after a resume)."""
+        return self._read(lambda conn: queries.responses(conn, plan_hash, None, None,
+                                                         unscored_only=True))
+
+    # -- what statistics read --------------------------------------------------------
+    def outcomes(self, plan_hash: str, variant: str, task: str) -> OutcomeTable:
+        return self._read(lambda conn: queries.outcomes(conn, plan_hash, variant, task))
+
+    def timings(self, plan_hash: str, variant: str | None = None,
+                task: str | None = None) -> list[TimingRow]:
+        return self._read(lambda conn: queries.timings(conn, plan_hash, variant, task))
+
+    def integrity_ok(self) -> bool:
+        return self._read(
+            lambda conn: conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok")
