@@ -134,3 +134,25 @@ def clustered_difference_mde(se: float, alpha: float, power: float) -> float:
     """Two-sided MDE from an observed SE of the difference (repeats, clustering)."""
     factor = stats.norm.ppf(1.0 - alpha / 2.0) + stats.norm.ppf(power)
     return float(factor * se) if np.isfinite(se) else float("nan")
+
+
+def decisive_sample_size(
+    discordance: float, margin: float, alpha: float, power: float, true_delta: float
+) -> int | None:
+    """Items for the gate to reach *a* verdict (PASS or FAIL) with probability ``power``
+    when the truth is ``true_delta``: the distance |true_delta + margin| replaces
+    (true_delta + margin) in ``noninferiority_sample_size``. None when the delta sits
+    on the margin (no n decides) or the rates are degenerate."""
+    check_alpha(alpha)
+    check_power(power)
+    distance = abs(true_delta + margin)
+    if distance < 1e-12:
+        return None
+    discordance = max(discordance, abs(true_delta))
+    try:
+        sigma0, sigma1 = _sigmas(discordance, margin, true_delta)
+    except StatsInputError:
+        return None
+    z_a = stats.norm.ppf(1.0 - alpha)
+    z_b = stats.norm.ppf(power)
+    return max(1, math.ceil(((z_a * sigma0 + z_b * sigma1) / distance) ** 2))

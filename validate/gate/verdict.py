@@ -1,0 +1,175 @@
+"""Per-task verdicts of the non-inferiority gate, decided jointly over the family.
+
+For each (task, metric) with margin M (a fraction), delta = acc(B) - acc(A):
+- PASS: H0 delta <= -M rejected at the family-corrected one-sided level, i.e. the
+  one-sided lower bound of delta (at the level that claim was tested at) is above -M.
+- WARN: a PASS where the candidate is also significantly worse than the baseline
+  (H0 delta >= 0 rejected at the unadjusted alpha): inside the margin, but not free.
+  A flag on PASS; it passes.
+- FAIL: H0 delta >= -M rejected at the corrected level, i.e. the upper bound is below
+  -M: worse than the margin, and the data show it.
+- INCONCLUSIVE: neither; the report gives the n that would decide at the observed
+  delta and discordance with the policy's power.
+- INVALID: health checks failed (or no outcomes); no statistics are trusted.
+With ``equivalence`` (TOST), PASS also needs H0 delta >= +M rejected (p = max of the
+two one-sided p-values), and a FAIL is also declared when delta is shown above +M
+(the two one-sided FAIL p-values are Bonferroni-combined: 2 * min).
+
+The family: every task that reached the statistics (not INVALID) is one hypothesis;
+the PASS p-values are adjusted together (Holm/Bonferroni/none, as the policy says) and
+so are the FAIL p-values. Bounds are reported at each claim's effective level
+alpha * p / p_adj so that "bound clears the margin" and "adjusted p <= alpha" agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from validate.gate.evidence import ClusteredEvidence, ScoreEvidence
+from validate.gate.policy import GatePolicy, TaskPolicy
+from validate.stats._checks import points
+from validate.stats.multiplicity import adjust, effective_alpha
+from validate.stats.power import decisive_sample_size, noninferiority_mde
+
+PASS, WARN, FAIL, INCONCLUSIVE, INVALID = "PASS", "WARN", "FAIL", "INCONCLUSIVE", "INVALID"
+PASSING = (PASS, WARN)
+
+
+@dataclass(frozen=True)
+class TaskVerdict:
+    task: str
+    metric: str
+    tier: str
+    verdict: str
+    margin: float
+    alpha: float
+    correction: str
+    test: str
+    n_items: int = 0
+    delta: float | None = None
+    lower_bound: float | None = None
+    upper_bound: float | None = None
+    bound_alpha: float | None = None
+    p_noninferior: float | None = None
+    p_noninferior_adjusted: float | None = None
+    p_fail: float | None = None
+    p_fail_adjusted: float | None = None
+    p_worse: float | None = None
+    discordance: float | None = None
+    mde: float | None = None
+    n_to_decide: int | None = None
+    equivalence: bool = False
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict in PASSING
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__} | {
+            "margin_points": 100 * self.margin
+        }
+
+    def report(self) -> str:
+        head = (
+            f"{self.verdict:<12} {self.task}/{self.metric} [{self.tier}] margin "
+            f"{points(self.margin)} pts, alpha={self.alpha} one-sided ({self.correction})"
+        )
+        if self.verdict == INVALID:
+            return head + "; " + "; ".join(self.reasons)
+        body = (
+            f"; n={self.n_items}, delta {points(self.delta)} pts, bounds "
+            f"[{points(self.lower_bound)}, {points(self.upper_bound)}] at alpha "
+            f"{self.bound_alpha:.4g}; p(NI) {self.p_noninferior:.4g} "
+            f"(adj {self.p_noninferior_adjusted:.4g}), p(worse) {self.p_worse:.4g}; "
+            f"MDE {points(self.mde)} pts; test: {self.test}"
+        )
+        if self.verdict == INCONCLUSIVE:
+            body += "; n to decide: " + (
+                "none (delta sits on the margin)" if self.n_to_decide is None
+                else str(self.n_to_decide)
+            )
+        return head + body
+
+
+def invalid_verdict(tp: TaskPolicy, policy: GatePolicy, reasons, metric: str = "") -> TaskVerdict:
+    return TaskVerdict(
+        task=tp.task, metric=metric or (tp.metric or ""), tier=tp.tier, verdict=INVALID,
+        margin=tp.margin, alpha=policy.alpha, correction=policy.correction,
+        test="health checks", equivalence=policy.equivalence, reasons=tuple(reasons),
+    )
+
+
+def _claim_pvalues(ev, margin: float, equivalence: bool) -> tuple[float, float]:
+    """(p for PASS, p for FAIL) of one task."""
+    p_ni = ev.p_greater(-margin)
+    p_fail = ev.p_less(-margin)
+    if equivalence:
+        p_ni = max(p_ni, ev.p_less(margin))
+        p_fail = min(1.0, 2.0 * min(p_fail, ev.p_greater(margin)))
+    return p_ni, p_fail
+
+
+def _n_to_decide(ev, margin: float, alpha: float, power: float) -> int | None:
+    if isinstance(ev, ScoreEvidence):
+        return decisive_sample_size(ev.discordance, margin, alpha, power, ev.delta)
+    distance = abs(ev.delta + margin)
+    if distance < 1e-12 or not np.isfinite(ev.se):
+        return None
+    factor = stats.norm.ppf(1.0 - alpha) + stats.norm.ppf(power)
+    return int(np.ceil(ev.n_items * (factor * ev.se / distance) ** 2))
+
+
+def _mde(ev, alpha: float, power: float) -> float:
+    """Smallest margin this n certifies with ``power`` when the truth is delta = 0."""
+    if isinstance(ev, ScoreEvidence):
+        return noninferiority_mde(ev.n, max(ev.discordance, 1.0 / ev.n), alpha, power)
+    factor = stats.norm.ppf(1.0 - alpha) + stats.norm.ppf(power)
+    return float(factor * ev.se)
+
+
+def decide_family(
+    policy: GatePolicy, tested: list[tuple[TaskPolicy, str, ScoreEvidence | ClusteredEvidence]]
+) -> list[TaskVerdict]:
+    """Verdicts for the tasks that reached the statistics, adjusted as one family."""
+    if not tested:
+        return []
+    alpha = policy.alpha
+    claims = [_claim_pvalues(ev, tp.margin, policy.equivalence) for tp, _, ev in tested]
+    p_pass = np.array([c[0] for c in claims])
+    p_fail = np.array([c[1] for c in claims])
+    p_pass_adj = adjust(p_pass, policy.correction)
+    p_fail_adj = adjust(p_fail, policy.correction)
+    alpha_pass = effective_alpha(alpha, p_pass, p_pass_adj)
+    alpha_fail = effective_alpha(alpha, p_fail, p_fail_adj)
+    out = []
+    for i, (tp, metric, ev) in enumerate(tested):
+        lower = ev.bounds(float(alpha_pass[i]))[0]
+        upper = ev.bounds(float(alpha_fail[i]))[1]
+        if policy.equivalence:
+            upper = ev.bounds(float(alpha_pass[i]))[1]
+        p_worse = ev.p_less(0.0)
+        n_decide = None
+        if p_pass_adj[i] <= alpha:
+            verdict = WARN if p_worse <= alpha else PASS
+        elif p_fail_adj[i] <= alpha:
+            verdict = FAIL
+        else:
+            verdict = INCONCLUSIVE
+            n_decide = _n_to_decide(ev, tp.margin, float(alpha_pass[i]), policy.power)
+        out.append(
+            TaskVerdict(
+                task=tp.task, metric=metric, tier=tp.tier, verdict=verdict, margin=tp.margin,
+                alpha=alpha, correction=policy.correction, test=ev.name,
+                n_items=ev.n_items, delta=ev.delta, lower_bound=lower, upper_bound=upper,
+                bound_alpha=float(alpha_pass[i]), p_noninferior=float(p_pass[i]),
+                p_noninferior_adjusted=float(p_pass_adj[i]), p_fail=float(p_fail[i]),
+                p_fail_adjusted=float(p_fail_adj[i]), p_worse=float(p_worse),
+                discordance=ev.discordance, mde=_mde(ev, alpha, policy.power),
+                n_to_decide=n_decide, equivalence=policy.equivalence,
+            )
+        )
+    return out
