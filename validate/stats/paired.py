@@ -178,7 +178,9 @@ def compare_binary(
         ci_score = (float(lo), float(hi))
         p_exact = exact_mcnemar_p(table.a_only, table.b_only)
         p_mid = mid_p_mcnemar(table.a_only, table.b_only)
-        mde = difference_mde(n_items, rate, alpha, power)
+        # With no discordant pair the observed rate is 0 and so would the MDE be;
+        # floor it at one discordant item, the least the data can resolve.
+        mde = difference_mde(n_items, max(rate, 1.0 / n_rows), alpha, power)
     return PairedComparison(
         task=paired.task, metric=paired.metric, label_a=paired.label_a,
         label_b=paired.label_b, n_items=n_items, n_rows=n_rows, repeated=repeated,
