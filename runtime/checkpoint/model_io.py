@@ -1,0 +1,58 @@
+"""Checkpoints of a whole model: ``V41Weights`` <-> a checkpoint directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from runtime.checkpoint.io import load_state_dict, read_config, save_state_dict
+from runtime.config import V41Config
+
+
+def _expected(weights) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    return {name: (tuple(t.shape), t.dtype) for name, t in weights.state_dict().items()}
+
+
+def save_checkpoint(weights, directory: str | Path, weight_format: str = "release",
+                    config: V41Config | None = None) -> dict:
+    """Write ``weights`` (a ``V41Weights``) and its config to ``directory``."""
+    config = config if config is not None else weights.config
+    return save_state_dict(weights.state_dict(), config, directory, weight_format)
+
+
+def load_checkpoint(directory: str | Path, dtype: torch.dtype | None = None,
+                    device: str | torch.device | None = None):
+    """(config, V41Weights) from a checkpoint directory; quantised weights are dequantised."""
+    from runtime.weights import V41Weights
+
+    root = Path(directory)
+    config = read_config(root)
+    weights = V41Weights(config)
+    if dtype is not None:
+        weights = weights.to(dtype)
+    tensors = load_state_dict(root, _expected(weights))
+    weights.load_state_dict(tensors, strict=True)
+    if device is not None:
+        weights = weights.to(device)
+    return config, weights
+
+
+def load_weights(directory: str | Path, dtype: torch.dtype | None = None,
+                 device: str | torch.device | None = None):
+    return load_checkpoint(directory, dtype=dtype, device=device)[1]
+
+
+def init_random_checkpoint(directory: str | Path, preset: str = "tiny", seed: int = 0,
+                           weight_format: str = "release") -> dict:
+    """Write a random-weight checkpoint of ``preset`` (plus the test tokenizer when the
+    vocabulary has room for it)."""
+    from runtime.tokenizer import ByteTokenizer
+    from runtime.weights import V41Weights
+
+    config = V41Config.preset(preset)
+    weights = V41Weights.random(config, seed)
+    summary = save_checkpoint(weights, directory, weight_format, config=config)
+    if config.vocab_size >= 3 + 256:
+        ByteTokenizer(vocab_size=config.vocab_size).save(Path(directory) / "tokenizer.json")
+    return {**summary, "preset": preset, "seed": seed}
