@@ -212,3 +212,21 @@ def health_from_runs(
         length_ratio=ratio,
         source=f"lm-eval samples {run_a.path} vs {run_b.path}",
     )
+
+
+def select_table(run: LmEvalRun, task: str | None, metric: str | None) -> ItemOutcomes:
+    """The one (task, metric) table the caller means; an error lists the choices."""
+    keys = sorted(run.outcomes)
+    if task is not None:
+        keys = [k for k in keys if k[0] == task]
+    if metric is not None:
+        keys = [k for k in keys if k[1] == metric]
+    if len(keys) == 1:
+        return run.outcomes[keys[0]]
+    choices = ", ".join(f"{t}/{m}" for t, m in sorted(run.outcomes))
+    if not keys:
+        raise SamplesFileError(f"{run.path}: no outcomes for task={task} metric={metric} "
+                               f"(available: {choices})")
+    raise SamplesFileError(
+        f"{run.path}: several outcome tables match; pass --task/--metric (available: {choices})"
+    )

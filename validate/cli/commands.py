@@ -3,5 +3,8 @@
 One line per command group; keep this list sorted.
 """
 
+import validate.cli.compare_cmd  # noqa: F401
+import validate.cli.gate_cmd  # noqa: F401
+import validate.cli.plan_cmd  # noqa: F401
 import validate.cli.runtime_cmd  # noqa: F401
 from validate.cli import info_cmd  # noqa: F401
