@@ -1,0 +1,124 @@
+"""What a caller asks the engine for, and what it gets back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from runtime.engine.errors import EngineError
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """One generation request.
+
+    Give the prompt as ``prompt_ids`` or as ``prompt`` text (the engine's tokenizer
+    encodes it). ``temperature == 0`` is greedy; otherwise tokens are drawn with a
+    per-request generator seeded by ``seed`` (or the engine's seed plus the request's
+    position in the call), so a request's tokens do not depend on what else is batched.
+
+    ``stop`` strings end generation on the decoded text and are cut from ``text``
+    (like OpenAI/vLLM); ``stop_token_ids`` (plus the tokenizer's EOS unless
+    ``ignore_eos``) end it on a token. ``logprobs=k`` returns the chosen token's logprob
+    and the top-k for every generated token; ``prompt_logprobs=k`` does the same for the
+    prompt (the first prompt token has none); such requests bypass the prefix cache
+    and are never decoder-trimmed, because every prompt row's logits are needed.
+    ``return_logits`` returns the full float32 logits of every generated step (and of
+    the prompt, with ``prompt_logprobs``).
+    """
+
+    prompt: str | None = None
+    prompt_ids: tuple[int, ...] | None = None
+    max_tokens: int = 16
+    stop: tuple[str, ...] = ()
+    stop_token_ids: tuple[int, ...] = ()
+    ignore_eos: bool = False
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int | None = None
+    logprobs: int | None = None
+    prompt_logprobs: int | None = None
+    return_logits: bool = False
+    request_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.prompt_ids is not None:
+            object.__setattr__(self, "prompt_ids", tuple(int(t) for t in self.prompt_ids))
+        if isinstance(self.stop, str):
+            object.__setattr__(self, "stop", (self.stop,))
+        object.__setattr__(self, "stop", tuple(self.stop))
+        object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
+        if (self.prompt is None) == (self.prompt_ids is None):
+            raise EngineError("GenerateRequest: give exactly one of prompt (text) or prompt_ids")
+        if self.prompt_ids is not None and len(self.prompt_ids) == 0:
+            raise EngineError("GenerateRequest.prompt_ids: the prompt is empty")
+        if self.max_tokens < 0:
+            raise EngineError(f"GenerateRequest.max_tokens: expected >= 0, got {self.max_tokens}")
+        if self.temperature < 0:
+            raise EngineError(f"GenerateRequest.temperature: expected >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise EngineError(f"GenerateRequest.top_p: expected in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise EngineError(f"GenerateRequest.top_k: expected >= 0 (0 = off), got {self.top_k}")
+        for name in ("logprobs", "prompt_logprobs"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise EngineError(f"GenerateRequest.{name}: expected >= 0 or None, got {value}")
+        if any(not s for s in self.stop):
+            raise EngineError("GenerateRequest.stop: stop strings must be non-empty")
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """A token's logprob under the model's (untempered) distribution, plus the top-k."""
+
+    token_id: int
+    logprob: float
+    top_ids: tuple[int, ...] = ()
+    top_logprobs: tuple[float, ...] = ()
+
+    @property
+    def is_greedy(self) -> bool:
+        """True when the token is the argmax (needs ``top_ids`` with k >= 1)."""
+        return bool(self.top_ids) and self.top_ids[0] == self.token_id
+
+
+@dataclass(frozen=True)
+class RequestTimings:
+    """Per-request timings in seconds, measured from the start of ``generate``.
+
+    ``ttft_s`` is the time to the first generated token; ``token_latencies_s`` the gaps
+    between consecutive generated tokens (the first entry is the second token's gap).
+    """
+
+    queued_s: float
+    ttft_s: float | None
+    total_s: float
+    token_latencies_s: tuple[float, ...]
+    prompt_tokens: int
+    prefix_hit_tokens: int
+    prefill_tokens_fed: int
+
+    @property
+    def tpot_s(self) -> float | None:
+        """Mean time per output token after the first."""
+        if not self.token_latencies_s:
+            return None
+        return sum(self.token_latencies_s) / len(self.token_latencies_s)
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    request_id: str
+    prompt_ids: tuple[int, ...]
+    token_ids: tuple[int, ...]
+    text: str | None
+    finish_reason: str  # "stop" | "length"
+    stop_reason: str | int | None  # the stop string or stop token id that ended it
+    logprobs: tuple[TokenLogprob, ...] | None
+    prompt_logprobs: tuple[TokenLogprob | None, ...] | None
+    logits: torch.Tensor | None  # [n_generated, vocab] float32
+    prompt_logits: torch.Tensor | None  # [n_prompt, vocab] float32 (row i predicts i+1)
+    timings: RequestTimings
