@@ -160,16 +160,13 @@ def truncate_at_stops(text: str, until: Sequence[str]) -> str:
 def answer_section(text: str) -> str | None:
     """The part of a chat/reasoning model's reply that holds its answer.
 
-    - A reply with ``</think>``: only the text after the LAST ``</think>``, left-stripped
-      (lm-eval's ``think_end_token`` handling).
-    - A reply with ``<think>`` but no ``</think>``: None. The reasoning never finished
-      (usually ``max_gen_toks`` was hit), so the reply holds no answer, and every
-      filter reports ``[invalid]``; lm-eval would instead mine numbers out of the
-      unfinished reasoning.
-    - Any other reply: all of it (models that answer without a reasoning block).
+    - A ``<think>`` block that never closed (no ``</think>`` anywhere): None. The
+      reasoning was cut off (usually at ``max_gen_toks``), the reply holds no answer, and
+      every filter reports ``[invalid]``. (lm-eval would mine numbers out of the
+      unfinished reasoning instead; this is the one deliberate difference.)
+    - Otherwise exactly lm-eval's ``think_end_token="</think>"`` handling: the text
+      after the LAST ``</think>`` (all of it when there is none), left-stripped.
     """
-    if THINK_CLOSE in text:
-        return text.split(THINK_CLOSE)[-1].lstrip()
-    if THINK_OPEN in text:
+    if THINK_OPEN in text and THINK_CLOSE not in text:
         return None
-    return text
+    return text.split(THINK_CLOSE)[-1].lstrip()

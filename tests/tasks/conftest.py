@@ -111,3 +111,16 @@ def lm_eval_exact_match(metric_config: dict):
 def lm_eval_ref():
     """This module, so tests can call the helpers above without a package import."""
     return sys.modules[__name__]
+
+
+@pytest.fixture(scope="session")
+def adversarial():
+    """The ``adversarial_responses`` helper module, loaded by path (tests here are not
+    a package, so they cannot import siblings)."""
+    import importlib.util
+
+    path = Path(__file__).with_name("adversarial_responses.py")
+    spec = importlib.util.spec_from_file_location("v41val_tasks_adversarial", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
