@@ -1,0 +1,165 @@
+"""The ``openai`` engine: any OpenAI-compatible server (vLLM, SGLang, ``v41val serve``).
+
+Generate requests are streamed (SSE) so the client measures time to first token and the
+gaps between output chunks; loglikelihood requests (multiple choice) are echo requests
+to /completions, one per continuation, summed from the echoed prompt logprobs.
+Results come back in completion order, each as soon as it exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+
+from tasks.request import Generation, Loglikelihoods, Request
+from validate.engines.base import (
+    EngineFailure,
+    EngineOutcome,
+    EngineResult,
+    Timings,
+    request_label,
+)
+from validate.engines.errors import EngineError, EngineUnavailable, EngineUnsupported
+from validate.engines.openai_config import OpenAIEngineConfig
+from validate.engines.openai_http import HttpCaller, client_for
+from validate.engines.openai_parse import continuation_logprob, parse_reply
+from validate.engines.openai_payloads import echo_body, generate_body
+
+
+class OpenAIEngine:
+    """Bounded-concurrency client of one OpenAI-compatible endpoint."""
+
+    name = "openai"
+
+    def __init__(self, config: OpenAIEngineConfig) -> None:
+        self.config = config
+
+    def metadata(self, endpoint: str) -> dict:
+        c = self.config
+        return {"engine": self.name, "base_url": c.base_url, "model": c.model,
+                "endpoint": endpoint, "concurrency": c.concurrency, "stream": c.stream}
+
+    async def aclose(self) -> None:
+        """Nothing to release: every ``stream``/``complete`` call owns its client."""
+
+    async def complete(self, request: Request) -> EngineResult:
+        """Answer one request (raises the engine errors instead of yielding failures)."""
+        async with client_for(self.config) as client:
+            return await self._answer(HttpCaller(self.config, client), 0, request)
+
+    async def stream(self, requests: Sequence[Request]) -> AsyncIterator[EngineOutcome]:
+        """Answer all ``requests``, yielding each outcome as it completes. A request that
+        fails for good (4xx, malformed reply, retries exhausted) comes back as an
+        ``EngineFailure``; closing the iterator early cancels the rest."""
+        if not requests:
+            return
+        async with client_for(self.config) as client:
+            caller = HttpCaller(self.config, client)
+            finished: asyncio.Queue = asyncio.Queue()
+
+            async def one(index: int, request: Request) -> None:
+                try:
+                    outcome: EngineOutcome | BaseException = await self._answer(
+                        caller, index, request)
+                except (EngineError, EngineUnavailable) as exc:
+                    outcome = EngineFailure(index, request, exc,
+                                            getattr(exc, "attempts", 1))
+                except asyncio.CancelledError:
+                    raise
+                except BaseException as exc:  # a bug: re-raised by the consumer below
+                    outcome = exc
+                finished.put_nowait(outcome)
+
+            tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
+            try:
+                for _ in range(len(tasks)):
+                    outcome = await finished.get()
+                    if isinstance(outcome, BaseException):
+                        raise outcome
+                    yield outcome
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _answer(self, caller: HttpCaller, index: int, request: Request) -> EngineResult:
+        if request.kind == "loglikelihood":
+            return await self._loglikelihood(caller, index, request)
+        return await self._generate(caller, index, request)
+
+    async def _generate(self, caller: HttpCaller, index: int, request: Request) -> EngineResult:
+        label = request_label(request)
+        path, body = generate_body(self.config, request)
+        chat = request.messages is not None
+        result = await caller.call(path, body, label, stream=self.config.stream, chat=chat)
+        if result.stream is not None:
+            acc = result.stream
+            text, finish, usage = acc.text, acc.finish, acc.usage
+            logprobs = tuple(acc.logprobs) if acc.saw_logprobs else None
+            raw = {"id": acc.reply_id, "model": acc.model, "text": text,
+                   "finish_reason": acc.raw_finish, "usage": dict(usage),
+                   "n_chunks": acc.n_chunks}
+            server_model = acc.model
+        else:
+            parsed = parse_reply(result.reply, chat, label)
+            text, finish, usage, logprobs = (parsed.text, parsed.finish_reason, parsed.usage,
+                                             parsed.token_logprobs)
+            raw = dict(result.reply)
+            server_model = result.reply.get("model")
+        n_output, source = _output_token_count(usage, logprobs, len(result.arrivals_s), text)
+        arrivals = result.arrivals_s
+        timings = Timings(
+            started_at_s=result.started_at_s,
+            e2e_s=result.e2e_s,
+            ttft_s=arrivals[0] if arrivals else None,
+            itl_s=tuple(b - a for a, b in zip(arrivals, arrivals[1:], strict=False)),
+            n_prompt_tokens=usage.get("prompt_tokens"),
+            n_output_tokens=n_output,
+        )
+        meta = {**self.metadata(path), "server_model": server_model,
+                "n_output_tokens_from": source}
+        return EngineResult(index, request, Generation(text, finish, n_output), timings,
+                            result.attempts, logprobs, raw, meta)
+
+    async def _loglikelihood(self, caller: HttpCaller, index: int,
+                             request: Request) -> EngineResult:
+        label = request_label(request)
+        if request.prompt is None:
+            raise EngineUnsupported(f"{label}: loglikelihood needs a text prompt; chat "
+                                    f"endpoints do not echo prompt logprobs")
+        calls = [asyncio.ensure_future(caller.call("/completions", echo_body(self.config, request.prompt + cont),
+                             f"{label} choice {k}", stream=False, chat=False))
+                 for k, cont in enumerate(request.continuations)]
+        try:
+            results = await asyncio.gather(*calls)
+        finally:  # one choice failed for good: do not leave its siblings running
+            for call in calls:
+                call.cancel()
+        scores = [continuation_logprob(r.reply, request.prompt, cont, f"{label} choice {k}")
+                  for k, (r, cont) in enumerate(zip(results, request.continuations, strict=True))]
+        greedy = tuple(bool(s.is_greedy) for s in scores) \
+            if all(s.is_greedy is not None for s in scores) else ()
+        started = min(r.started_at_s for r in results)
+        ended = max(r.started_at_s + r.e2e_s for r in results)
+        timings = Timings(started_at_s=started, e2e_s=ended - started,
+                          n_prompt_tokens=sum(s.n_prompt_tokens for s in scores),
+                          n_output_tokens=0)
+        meta = {**self.metadata("/completions"),
+                "continuation_tokens": [s.n_tokens for s in scores],
+                "boundary_straddles": [k for k, s in enumerate(scores) if s.straddles_boundary]}
+        raw = {"choices": [dict(r.reply) for r in results]}
+        return EngineResult(index, request,
+                            Loglikelihoods(tuple(s.logprob for s in scores), greedy), timings,
+                            max(r.attempts for r in results), None, raw, meta)
+
+
+def _output_token_count(usage, logprobs, n_pieces: int, text: str) -> tuple[int | None, str]:
+    """Output tokens, from the best source the server gave: usage, then one logprob
+    entry per token, then one stream chunk per token (vLLM sends one token per chunk)."""
+    if isinstance(usage.get("completion_tokens"), int):
+        return usage["completion_tokens"], "usage"
+    if logprobs is not None:
+        return len(logprobs), "logprobs"
+    if n_pieces:
+        return n_pieces, "stream_chunks"
+    return (0, "empty") if not text else (None, "unknown")
