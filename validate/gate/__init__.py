@@ -19,7 +19,7 @@ from validate.gate.run import (
     evaluate_gate,
     run_decision,
 )
-from validate.gate.verdict import FAIL, INCONCLUSIVE, INVALID, PASS, WARN, TaskVerdict
+from validate.gate.verdict import FAIL, INCONCLUSIVE, INVALID, PASS, PASSING, WARN, TaskVerdict
 
 __all__ = [
     "DECISION_EXIT_CODES",
@@ -29,6 +29,7 @@ __all__ = [
     "INVALID",
     "NO_GO",
     "PASS",
+    "PASSING",
     "WARN",
     "ClusteredEvidence",
     "GateInput",

@@ -18,6 +18,7 @@ from validate.stats.power import (
     difference_mde,
     noninferiority_mde,
     noninferiority_power,
+    noninferiority_power_exact,
     noninferiority_sample_size,
 )
 
@@ -32,7 +33,8 @@ class PowerPlan:
     power: float
     true_delta: float
     n_needed: int | None
-    power_at_full: float
+    power_at_full: float  # exact, by enumeration of the paired table
+    power_at_full_normal: float  # the normal-approximation formula
     mde_margin_at_full: float
     mde_difference_at_full: float
     discordance_source: str  # "assumed" or "A/A run: <labels>, n=<items>"
@@ -63,7 +65,8 @@ class PowerPlan:
                 f"(one-sided), power {self.power}, discordance {points(self.discordance)} % "
                 f"({self.discordance_source}), assumed true delta {points(self.true_delta)} pts",
                 f"  n needed: {need}",
-                f"  at the full size n={self.n_full}: power {self.power_at_full:.3f}; "
+                f"  at the full size n={self.n_full}: power {self.power_at_full:.3f} exact "
+                f"({self.power_at_full_normal:.3f} normal approx.); "
                 f"smallest certifiable margin (MDE) {points(self.mde_margin_at_full)} pts; "
                 f"two-sided difference MDE {points(self.mde_difference_at_full)} pts",
                 f"  test: {self.test}",
@@ -89,7 +92,8 @@ def plan_noninferiority(
         task=task, n_full=n_full, margin=margin, discordance=discordance, alpha=alpha,
         power=power, true_delta=true_delta,
         n_needed=noninferiority_sample_size(discordance, margin, alpha, power, true_delta),
-        power_at_full=noninferiority_power(n_full, discordance, margin, alpha, true_delta),
+        power_at_full=noninferiority_power_exact(n_full, discordance, margin, alpha, true_delta),
+        power_at_full_normal=noninferiority_power(n_full, discordance, margin, alpha, true_delta),
         mde_margin_at_full=noninferiority_mde(n_full, discordance, alpha, power, true_delta),
         mde_difference_at_full=difference_mde(n_full, discordance, alpha, power),
         discordance_source=discordance_source,
