@@ -7,4 +7,5 @@ import validate.cli.compare_cmd  # noqa: F401
 import validate.cli.gate_cmd  # noqa: F401
 import validate.cli.plan_cmd  # noqa: F401
 import validate.cli.runtime_cmd  # noqa: F401
+import validate.cli.tasks_cmd  # noqa: F401
 from validate.cli import info_cmd  # noqa: F401
