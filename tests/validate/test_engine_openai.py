@@ -33,6 +33,10 @@ def _load_fake():
 
 
 fake = _load_fake()
+# Cancelling requests that are still connecting (closing a stream early) leaves an anyio
+# connect coroutine unawaited inside httpcore; Python reports it when it is collected.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:coroutine 'connect_tcp.<locals>.try_connect' was never awaited:RuntimeWarning")
 GEN = GenerationParams(max_gen_toks=32, until=("\n\n",))
 
 
@@ -127,6 +131,36 @@ def test_failing_requests_succeed_after_the_expected_retries(server, state):
     assert {k: state.calls[p] for k, p in prompts.items()} == attempts
     for o in outcomes:
         assert o.response.text == _expected_text(o.request.prompt, 32)
+
+
+def test_stream_cut_short_is_retried(server, state):
+    result = asyncio.run(_engine(server).complete(_gen("cut", "CUTx2 go")))
+    assert result.attempts == 3 and state.calls["CUTx2 go"] == 3
+    assert result.response.text == _expected_text("CUTx2 go", 32)
+
+
+def test_non_json_stream_chunk_is_a_one_line_error(server, state):
+    with pytest.raises(EngineReplyMalformed) as info:
+        asyncio.run(_engine(server).complete(_gen("s1", "BADSTREAM q")))
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("toy/s1: stream chunk 2 ")
+    assert "is not JSON" in message and state.calls["BADSTREAM q"] == 1
+
+
+def test_closing_the_stream_early_cancels_the_rest(server, state):
+    requests = [_gen(f"e{k}", f"early {k}") for k in range(8)]
+
+    async def first_two():
+        got = []
+        async for outcome in _engine(server, concurrency=2).stream(requests):
+            got.append(outcome)
+            if len(got) == 2:
+                break
+        return got
+
+    got = asyncio.run(first_two())
+    assert len(got) == 2
+    assert sum(state.calls.values()) < len(requests)  # the rest were never sent
 
 
 def test_retries_are_bounded(server, state):

@@ -11,6 +11,8 @@ prompt contains a marker:
     BAD400                  every call answers 400 with an OpenAI-style error message
     BADJSON                 200 with a body that is not JSON
     NOCHOICES               200 with a JSON object that lacks "choices"
+    CUTxN                   the first N streams stop after two tokens without [DONE]
+    BADSTREAM               a stream whose second chunk is not JSON
 
 It counts calls per prompt and the requests in flight (and their maximum).
 """
@@ -199,11 +201,21 @@ def build_app(state: ServerState, ready: threading.Event) -> FastAPI:
                 "choices": [choice], "usage": usage}
 
     async def stream(prompt, prompt_tokens, out, finish, usage, chat, want_lp, body):
+        cut = re.search(r"CUTx(\d+)", prompt)
+        cut_now = cut is not None and state.calls[prompt] <= int(cut.group(1))
         try:
             offset = len(prompt)
+            if chat:  # like vLLM: a first chunk with the role and no text
+                role = {"index": 0, "delta": {"role": "assistant", "content": ""},
+                        "finish_reason": None}
+                yield f"data: {json.dumps({'id': 's-1', 'choices': [role]})}\n\n"
             for k, tok in enumerate(out):
                 if k:
                     await asyncio.sleep(TOKEN_DELAY_S)  # the "model" computing the next token
+                if k == 1 and "BADSTREAM" in prompt:
+                    yield "data: {oops\n\n"
+                if k == 2 and cut_now:
+                    return
                 last = k == len(out) - 1
                 pos = len(prompt_tokens) + k
                 if chat:
@@ -222,7 +234,8 @@ def build_app(state: ServerState, ready: threading.Event) -> FastAPI:
         finally:
             # before [DONE]: the client may start its next request the moment it reads it
             state.leave()
-        yield "data: [DONE]\n\n"
+        if not cut_now:
+            yield "data: [DONE]\n\n"
 
     @app.post("/v1/completions")
     async def completions(request: Request):

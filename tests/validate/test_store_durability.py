@@ -34,7 +34,7 @@ def _lines(path: Path) -> list[tuple[str, str]]:
 
 
 def test_kill_9_loses_at_most_in_flight_and_rerun_computes_only_the_rest(tmp_path):
-    db, n = tmp_path / "results.sqlite", 400
+    db, n = tmp_path / "results.sqlite", 200
     log1, log2 = tmp_path / "computed1.txt", tmp_path / "computed2.txt"
     proc = _writer(db, "v", n, log1)
     printed: list[tuple[str, str]] = []
