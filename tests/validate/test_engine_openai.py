@@ -283,3 +283,17 @@ def test_blocking_iteration_for_synchronous_callers(server, state):
     outcomes = list(iterate_blocking(_engine(server), requests))
     assert sorted(o.index for o in outcomes) == list(range(5))
     assert all(o.response.text == _expected_text(o.request.prompt, 32) for o in outcomes)
+
+
+def test_teacher_forced_tokens_carry_logprobs_and_top_k(server, state):
+    prompt, forced = "Q: what now?\nA:", " t5 t17 t3"
+    request = _gen("tf1", prompt)
+    got = asyncio.run(_engine(server).teacher_forced(request, forced, top_k=2))
+    first = len(fake.tokenize(prompt))
+    want = fake.tokenize(forced)
+    assert [t.token for t in got.tokens] == want
+    assert [t.logprob for t in got.tokens] == [
+        fake.token_logprob(tok, first + k) for k, tok in enumerate(want)]
+    assert [dict(t.top)["<alt>"] for t in got.tokens] == [
+        fake.alternative(tok, first + k)[1] for k, tok in enumerate(want)]
+    assert not got.straddles_boundary and got.attempts == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
 from tasks.request import Generation, Loglikelihoods, Request
 from validate.engines.base import (
@@ -17,13 +18,29 @@ from validate.engines.base import (
     EngineOutcome,
     EngineResult,
     Timings,
+    TokenLogprob,
     request_label,
 )
 from validate.engines.errors import EngineError, EngineUnavailable, EngineUnsupported
 from validate.engines.openai_config import OpenAIEngineConfig
 from validate.engines.openai_http import HttpCaller, client_for
-from validate.engines.openai_parse import continuation_logprob, parse_reply
+from validate.engines.openai_parse import (
+    continuation_logprob,
+    continuation_tokens,
+    parse_reply,
+)
 from validate.engines.openai_payloads import echo_body, generate_body
+
+
+@dataclass(frozen=True)
+class TeacherForced:
+    """Per-token logprobs (with top-k) of a given continuation under this endpoint."""
+
+    request: Request
+    tokens: tuple[TokenLogprob, ...]
+    straddles_boundary: bool
+    timings: Timings
+    attempts: int
 
 
 class OpenAIEngine:
@@ -81,6 +98,26 @@ class OpenAIEngine:
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def teacher_forced(self, request: Request, continuation: str,
+                             top_k: int) -> TeacherForced:
+        """The server's logprob and top-k alternatives for every token of
+        ``continuation`` (e.g. the baseline's greedy output) after ``request.prompt``:
+        the over-HTTP input of the top-k approximation of KL(base || variant)."""
+        label = request_label(request)
+        if request.prompt is None:
+            raise EngineUnsupported(f"{label}: teacher forcing needs a text prompt; chat "
+                                    f"endpoints do not echo prompt logprobs")
+        async with client_for(self.config) as client:
+            caller = HttpCaller(self.config, client)
+            result = await caller.call(
+                "/completions", echo_body(self.config, request.prompt + continuation, top_k),
+                label, stream=False, chat=False)
+        found = continuation_tokens(result.reply, request.prompt, continuation, label)
+        return TeacherForced(request, found.tokens, found.straddles_boundary,
+                             Timings(started_at_s=result.started_at_s, e2e_s=result.e2e_s,
+                                     n_prompt_tokens=found.n_prompt_tokens, n_output_tokens=0),
+                             result.attempts)
 
     async def _answer(self, caller: HttpCaller, index: int, request: Request) -> EngineResult:
         if request.kind == "loglikelihood":

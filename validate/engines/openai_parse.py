@@ -167,6 +167,15 @@ class StreamAccumulator:
 
 
 @dataclass(frozen=True)
+class ContinuationTokens:
+    """The echoed tokens of a continuation, each with its logprob and top-k."""
+
+    tokens: tuple[TokenLogprob, ...]
+    straddles_boundary: bool
+    n_prompt_tokens: int
+
+
+@dataclass(frozen=True)
 class ContinuationScore:
     logprob: float
     is_greedy: bool | None
@@ -175,20 +184,19 @@ class ContinuationScore:
     n_prompt_tokens: int
 
 
-def continuation_logprob(reply: Any, context: str, continuation: str,
-                         label: str) -> ContinuationScore:
-    """log P(continuation | context) from an echo reply to ``context + continuation``.
+def continuation_tokens(reply: Any, context: str, continuation: str,
+                        label: str) -> ContinuationTokens:
+    """The continuation's tokens from an echo reply to ``context + continuation``.
 
-    Like lm-eval's local-completions, sum the continuation tokens' logprobs and call the
-    continuation greedy when each of its tokens is the top-1 choice. lm-eval tokenizes
-    context and continuation itself and knows where the continuation starts; over HTTP
-    with a text prompt only the server tokenizes, so the boundary comes from the echoed
-    ``text_offset``s: token i spans [offset[i], offset[i+1]). The continuation is the
-    tokens from the first one that ends past ``len(context)`` up to the last one that
-    starts before the end of the prompt (later tokens were generated, not echoed). A token
-    that straddles the boundary (the tokenizer merged the context's end with the
-    continuation's start) is counted and reported. As in lm-eval, trailing whitespace of
-    the context belongs to the continuation.
+    lm-eval tokenizes context and continuation itself and so knows where the
+    continuation starts; over HTTP with a text prompt only the server tokenizes, so the
+    boundary comes from the echoed ``text_offset``s: token i spans [offset[i],
+    offset[i+1]). The continuation is the tokens from the first one that ends past
+    ``len(context)`` up to the last one that starts before the end of the prompt (later
+    tokens were generated, not echoed). A token that straddles the boundary (the
+    tokenizer merged the context's end with the continuation's start) is counted and
+    reported. As in lm-eval, trailing whitespace of the context belongs to the
+    continuation.
     """
     n_spaces = len(context) - len(context.rstrip())
     if n_spaces:
@@ -212,15 +220,26 @@ def continuation_logprob(reply: Any, context: str, continuation: str,
     if any(t.logprob is None for t in chosen):
         raise EngineReplyMalformed(f"{label}: choices[0].logprobs.token_logprobs is null inside "
                                    f"the continuation")
+    usage = reply.get("usage") if isinstance(reply.get("usage"), Mapping) else {}
+    return ContinuationTokens(chosen, offsets[start] < ctx_end,
+                              int(usage.get("prompt_tokens", stop)))
+
+
+def continuation_logprob(reply: Any, context: str, continuation: str,
+                         label: str) -> ContinuationScore:
+    """log P(continuation | context) as lm-eval's local-completions computes it: the sum
+    of the continuation tokens' logprobs; greedy when each token is its position's top-1
+    (see ``continuation_tokens`` for where the continuation starts)."""
+    found = continuation_tokens(reply, context, continuation, label)
+    chosen = found.tokens
     if all(t.top for t in chosen):
         greedy: bool | None = all(t.logprob >= max(v for _, v in t.top) for t in chosen)
     else:
         greedy = None
-    usage = reply.get("usage") if isinstance(reply.get("usage"), Mapping) else {}
     return ContinuationScore(
         logprob=float(sum(t.logprob for t in chosen)),
         is_greedy=greedy,
         n_tokens=len(chosen),
-        straddles_boundary=offsets[start] < ctx_end,
-        n_prompt_tokens=int(usage.get("prompt_tokens", stop)),
+        straddles_boundary=found.straddles_boundary,
+        n_prompt_tokens=found.n_prompt_tokens,
     )

@@ -43,8 +43,8 @@ def generate_body(config: OpenAIEngineConfig, request: Request) -> tuple[str, di
     return path, body
 
 
-def echo_body(config: OpenAIEngineConfig, text: str) -> dict:
+def echo_body(config: OpenAIEngineConfig, text: str, top_k: int = 1) -> dict:
     """Score ``text`` (context + continuation) token by token: the server echoes the
-    prompt with each prompt token's logprob and its text offset."""
+    prompt with each prompt token's logprob, its top-k alternatives and its text offset."""
     return {"model": config.model, "prompt": text, "max_tokens": config.loglikelihood_max_tokens,
-            "temperature": 0.0, "logprobs": 1, "echo": True, **config.extra_body}
+            "temperature": 0.0, "logprobs": top_k, "echo": True, **config.extra_body}
