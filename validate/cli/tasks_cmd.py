@@ -31,18 +31,16 @@ def list_tasks(as_json: bool = typer.Option(False, "--json", help="One JSON docu
     rows = [tasks.get(name).describe() for name in tasks.names()]
 
     def render(console) -> None:
-        table = Table(title="v41val tasks")
+        table = Table(title="v41val tasks", padding=(0, 1), collapse_padding=True)
         table.add_column("name", no_wrap=True)
-        table.add_column("version")
-        table.add_column("items", justify="right")
+        table.add_column("version", no_wrap=True)
+        table.add_column("items", justify="right", no_wrap=True)
         table.add_column("kind", no_wrap=True)
-        table.add_column("max_gen_toks", justify="right")
-        table.add_column("primary")
+        table.add_column("max_gen_toks", justify="right", no_wrap=True)
         for row in rows:
             kind = "chat" if row["chat"] else row["kind"]
             table.add_row(row["name"], row["version"], str(row["n_items"]), kind,
-                          "-" if row["max_gen_toks"] is None else str(row["max_gen_toks"]),
-                          row["primary"])
+                          "-" if row["max_gen_toks"] is None else str(row["max_gen_toks"]))
         console.print(table)
 
     emit(as_json, {"tasks": rows}, render)
