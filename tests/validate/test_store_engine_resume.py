@@ -1,0 +1,77 @@
+"""End to end: an engine streaming from a real loopback server into the store, killed
+with SIGKILL mid-run, then rerun: nothing stored is requested again, nothing is lost but
+the requests that were in flight."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from validate.store import ResultsStore
+
+HERE = Path(__file__).parent
+SCRIPT = HERE / "test_store_engine_writer_process.py"
+PLAN = "plan-engine-resume"
+
+
+def _load_fake():
+    path = HERE / "test_engine_openai_fake_server.py"
+    spec = importlib.util.spec_from_file_location("v41val_fake_openai_server_resume", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = _load_fake().FakeServer().start()
+    yield srv
+    srv.stop()
+
+
+def _runner(db: Path, server, n: int, concurrency: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(SCRIPT), str(db), server.base_url, str(n),
+                             str(concurrency)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_engine_run_killed_and_resumed_never_recomputes(tmp_path, server):
+    db, n, concurrency = tmp_path / "results.sqlite", 40, 4
+    proc = _runner(db, server, n, concurrency)
+    printed = []
+    for line in proc.stdout:  # bounded: at most n lines
+        printed.append(line.split()[1])
+        if len(printed) == 8:
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+    rest, _ = proc.communicate(timeout=60)
+    printed += [line.split()[1] for line in rest.splitlines() if line.startswith("stored")]
+    assert proc.returncode == -signal.SIGKILL
+
+    with ResultsStore.open(db) as store:
+        stored = {s.key.item_id for s in store.responses(PLAN)}
+    assert set(printed) <= stored and len(stored) < n
+    proc = _runner(db, server, n, concurrency)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    with ResultsStore.open(db) as store:
+        final = store.responses(PLAN)
+    assert sorted(s.key.item_id for s in final) == [f"r{i:03d}" for i in range(n)]
+    lost = []
+    for s in final:
+        calls = server.state.calls[s.request.prompt]
+        if s.key.item_id in stored:
+            assert calls == 1, f"{s.key.item_id} was stored yet requested again"
+        else:
+            assert calls in (1, 2)
+            lost += [s.key.item_id] if calls == 2 else []
+        assert s.record.timings.ttft_s < s.record.timings.e2e_s
+    # sent by the killed run and never stored: at most the requests in flight
+    assert len(lost) <= concurrency
