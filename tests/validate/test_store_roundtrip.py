@@ -152,6 +152,7 @@ def test_outcomes_table_covers_every_planned_item(store, run):
                         invalid=i == 1)], scorer="gsm8k@3")
     assert store.unscored(PLAN) == []
 
+    assert store.cells(PLAN) == [("base", "gsm8k")]
     table = store.outcomes(PLAN, "base", "gsm8k")
     assert table.filters == ("flexible-extract", "strict-match")
     assert [(r.item_id, r.repeat, r.responded) for r in table.rows] == [

@@ -20,6 +20,8 @@ class OpenAIEngineConfig:
     ``top_logprobs`` asks for the top-k alternatives of every output token (None: none).
     ``loglikelihood_max_tokens`` is the ``max_tokens`` of echo requests: 1 like lm-eval
     (some servers refuse 0); the generated token is dropped from the sum.
+    ``timeout_s`` bounds each wait for bytes (httpx's read timeout), not a whole reply:
+    a long generation that keeps streaming never times out, a server that stalls does.
     """
 
     base_url: str

@@ -262,6 +262,12 @@ class ResultsStore:
                                                          unscored_only=True))
 
     # -- what statistics read --------------------------------------------------------
+    def cells(self, plan_hash: str) -> list[tuple[str, str]]:
+        """The (variant, task) pairs the plan registered requests for, sorted."""
+        return self._read(lambda conn: [tuple(row) for row in conn.execute(
+            "SELECT DISTINCT variant, task FROM requests WHERE plan_hash = ?"
+            " ORDER BY variant, task", (plan_hash,))])
+
     def outcomes(self, plan_hash: str, variant: str, task: str) -> OutcomeTable:
         return self._read(lambda conn: queries.outcomes(conn, plan_hash, variant, task))
 
