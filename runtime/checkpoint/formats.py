@@ -50,7 +50,7 @@ def _block_amax(w: torch.Tensor, block: tuple[int, int]) -> torch.Tensor:
     padded = _pad_to_blocks(w.abs(), block)
     r, c = padded.shape
     tiles = padded.reshape(r // block[0], block[0], c // block[1], block[1])
-    return tiles.amax(dim=(1, 3))
+    return tiles.amax(dim=3).amax(dim=1)
 
 
 def _scale_codes(amax: torch.Tensor, qmax: float) -> torch.Tensor:
@@ -101,18 +101,19 @@ def dequantize_fp8_block(q: torch.Tensor, scale: torch.Tensor, block: tuple[int,
 # ---------------------------------------------------------------------- MXFP4
 def _e2m1_codes(x: torch.Tensor) -> torch.Tensor:
     """Nearest e2m1 code (0..15, sign in bit 3) of float32 x already within [-6, 6];
-    a tie goes to the even magnitude code."""
-    grid = torch.tensor(E2M1_GRID, dtype=torch.float32)
+    a tie goes to the even magnitude code.
+
+    The grid spacing is 0.5 below 2, 1 in [2, 4) and 2 from 4 on. Dividing by the
+    spacing (a power of two, exact) and rounding half to even lands on an integer whose
+    parity is the code's, so ``torch.round`` gives the tie rule; the code is then
+    2v below 2, v + 2 in [2, 4) and v / 2 + 4 from 4 on.
+    """
     mag = x.abs().clamp(max=E2M1_MAX)
-    # index of the largest grid value <= mag
-    lower = torch.searchsorted(grid, mag, right=True) - 1
-    upper = (lower + 1).clamp(max=len(E2M1_GRID) - 1)
-    d_low = mag - grid[lower]
-    d_up = grid[upper] - mag
-    pick_upper = (d_up < d_low) | ((d_up == d_low) & (upper % 2 == 0) & (upper != lower))
-    code = torch.where(pick_upper, upper, lower)
-    sign = (x < 0) & (code > 0)  # no negative zero
-    return (code + sign.to(code.dtype) * 8).to(torch.uint8)
+    step = torch.where(mag < 2.0, 0.5, torch.where(mag < 4.0, 1.0, 2.0))
+    v = torch.round(mag / step) * step
+    code = torch.where(v < 2.0, v * 2, torch.where(v < 4.0, v + 2, v / 2 + 4)).to(torch.uint8)
+    sign = ((x < 0) & (code > 0)).to(torch.uint8)  # no negative zero
+    return code | (sign << 3)
 
 
 def _e2m1_values(codes: torch.Tensor) -> torch.Tensor:
