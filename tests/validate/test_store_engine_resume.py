@@ -42,6 +42,7 @@ def _runner(db: Path, server, n: int, concurrency: int) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_engine_run_killed_and_resumed_never_recomputes(tmp_path, server):
     db, n, concurrency = tmp_path / "results.sqlite", 40, 4
     proc = _runner(db, server, n, concurrency)
