@@ -86,7 +86,7 @@ def test_evaluate_gate_makes_the_simulated_decisions():
     rng = np.random.default_rng(7)
     n, acc, disc, margin = 448, 0.8, 0.05, 0.02
     policy = parse_policy({"gate": {"alpha": ALPHA}, "tasks": {"t": {"margin": 2.0}}})
-    b, c = draw_counts(rng, n, acc, disc, -margin / 2, 150)
+    b, c = draw_counts(rng, n, acc, disc, -margin / 2, 80)
     for bi, ci in zip(b.tolist(), c.tolist(), strict=True):
         a_out = np.r_[np.ones(bi), np.zeros(ci), np.ones(n - bi - ci)]
         b_out = np.r_[np.zeros(bi), np.ones(ci), np.ones(n - bi - ci)]

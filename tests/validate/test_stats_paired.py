@@ -54,6 +54,8 @@ def test_compare_binary_against_hand_formulas(trial):
     phi = (both * none - bb * cc) / math.sqrt(ra * (n - ra) * rb * (n - rb))
     assert r.correlation == pytest.approx(phi, rel=1e-10)
     assert r.discordance_rate == pytest.approx((bb + cc) / n)
+    # one-sided "B worse": McNemar's z without continuity correction, lower tail
+    assert r.p_worse == pytest.approx(stats.norm.cdf((cc - bb) / math.sqrt(bb + cc)), rel=1e-10)
     # the paired bootstrap agrees with the normal CI at this n (both ~ delta -/+ 1.96 SE)
     assert r.ci_bootstrap[0] == pytest.approx(r.ci_normal[0], abs=0.6 * r.se_paired)
     assert r.ci_bootstrap[1] == pytest.approx(r.ci_normal[1], abs=0.6 * r.se_paired)

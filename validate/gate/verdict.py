@@ -52,7 +52,8 @@ class TaskVerdict:
     delta: float | None = None
     lower_bound: float | None = None
     upper_bound: float | None = None
-    bound_alpha: float | None = None
+    bound_alpha: float | None = None  # level of the lower bound (the PASS claim)
+    upper_bound_alpha: float | None = None  # level of the upper bound (the FAIL claim)
     p_noninferior: float | None = None
     p_noninferior_adjusted: float | None = None
     p_fail: float | None = None
@@ -81,9 +82,10 @@ class TaskVerdict:
         if self.verdict == INVALID:
             return head + "; " + "; ".join(self.reasons)
         body = (
-            f"; n={self.n_items}, delta {points(self.delta)} pts, bounds "
-            f"[{points(self.lower_bound)}, {points(self.upper_bound)}] at alpha "
-            f"{self.bound_alpha:.4g}; p(NI) {self.p_noninferior:.4g} "
+            f"; n={self.n_items}, delta {points(self.delta)} pts, one-sided bounds: lower "
+            f"{points(self.lower_bound)} (alpha {self.bound_alpha:.4g}), upper "
+            f"{points(self.upper_bound)} (alpha {self.upper_bound_alpha:.4g}); "
+            f"p(NI) {self.p_noninferior:.4g} "
             f"(adj {self.p_noninferior_adjusted:.4g}), p(worse) {self.p_worse:.4g}; "
             f"MDE {points(self.mde)} pts; test: {self.test}"
         )
@@ -147,10 +149,9 @@ def decide_family(
     alpha_fail = effective_alpha(alpha, p_fail, p_fail_adj)
     out = []
     for i, (tp, metric, ev) in enumerate(tested):
-        lower = ev.bounds(float(alpha_pass[i]))[0]
-        upper = ev.bounds(float(alpha_fail[i]))[1]
-        if policy.equivalence:
-            upper = ev.bounds(float(alpha_pass[i]))[1]
+        upper_alpha = float(alpha_pass[i] if policy.equivalence else alpha_fail[i])
+        lower = ev.lower(float(alpha_pass[i]))
+        upper = ev.upper(upper_alpha)
         p_worse = ev.p_less(0.0)
         n_decide = None
         if p_pass_adj[i] <= alpha:
@@ -165,7 +166,8 @@ def decide_family(
                 task=tp.task, metric=metric, tier=tp.tier, verdict=verdict, margin=tp.margin,
                 alpha=alpha, correction=policy.correction, test=ev.name,
                 n_items=ev.n_items, delta=ev.delta, lower_bound=lower, upper_bound=upper,
-                bound_alpha=float(alpha_pass[i]), p_noninferior=float(p_pass[i]),
+                bound_alpha=float(alpha_pass[i]), upper_bound_alpha=upper_alpha,
+                p_noninferior=float(p_pass[i]),
                 p_noninferior_adjusted=float(p_pass_adj[i]), p_fail=float(p_fail[i]),
                 p_fail_adjusted=float(p_fail_adj[i]), p_worse=float(p_worse),
                 discordance=ev.discordance, mde=_mde(ev, alpha, policy.power),

@@ -31,7 +31,7 @@ from validate.stats.mcnemar import exact_mcnemar_p, mid_p_mcnemar
 from validate.stats.outcomes import PairedOutcomes
 from validate.stats.power import clustered_difference_mde, difference_mde
 from validate.stats.proportions import clt_se, clustered_se
-from validate.stats.score_interval import score_bounds
+from validate.stats.score_interval import p_less, score_bounds
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class PairedComparison:
     table: DiscordanceTable
     mcnemar_p: float | None
     mcnemar_mid_p: float | None
+    p_worse: float | None  # one-sided score (McNemar z) p of "B worse than A"; the gate's WARN test
     correlation: float
     discordance_rate: float
     mde: float
@@ -108,7 +109,8 @@ class PairedComparison:
         ]
         if self.mcnemar_p is not None:
             lines.append(
-                f"  McNemar exact p {self.mcnemar_p:.4g}, mid-p {self.mcnemar_mid_p:.4g}"
+                f"  McNemar exact p {self.mcnemar_p:.4g}, mid-p {self.mcnemar_mid_p:.4g}; "
+                f"one-sided 'B worse' score p {self.p_worse:.4g}"
             )
         lines.append(
             f"  margin: none (comparison only); MDE {points(self.mde)} pts "
@@ -171,13 +173,14 @@ def compare_binary(
         a, b, paired.clusters, lambda ma, mb: mb - ma, alpha, bootstrap
     )
     if repeated:
-        ci_score, p_exact, p_mid = None, None, None
+        ci_score, p_exact, p_mid, p_worse = None, None, None, None
         mde = clustered_difference_mde(se, alpha, power)
     else:
         lo, hi = score_bounds(table.a_only, table.b_only, n_rows, alpha / 2.0)
         ci_score = (float(lo), float(hi))
         p_exact = exact_mcnemar_p(table.a_only, table.b_only)
         p_mid = mid_p_mcnemar(table.a_only, table.b_only)
+        p_worse = float(p_less(table.a_only, table.b_only, n_rows, 0.0))
         # With no discordant pair the observed rate is 0 and so would the MDE be;
         # floor it at one discordant item, the least the data can resolve.
         mde = difference_mde(n_items, max(rate, 1.0 / n_rows), alpha, power)
@@ -187,6 +190,6 @@ def compare_binary(
         mean_a=float(a.mean()), mean_b=float(b.mean()), delta=delta, se_paired=se,
         se_unpaired=se_unpaired, ci_normal=(delta - z * se, delta + z * se),
         ci_bootstrap=ci_boot, ci_score=ci_score, table=table, mcnemar_p=p_exact,
-        mcnemar_mid_p=p_mid, correlation=_correlation(a, b), discordance_rate=rate,
+        mcnemar_mid_p=p_mid, p_worse=p_worse, correlation=_correlation(a, b), discordance_rate=rate,
         mde=mde, alpha=alpha, power=power, bootstrap=bootstrap,
     )

@@ -84,6 +84,12 @@ class AccuracyEstimate:
         return self.se_clustered if self.se_clustered is not None else self.se_clt
 
     @property
+    def mde(self) -> float:
+        """Two-sided shift of this mean detectable at 80 % power against a fixed
+        reference (no second run): (z_{1-alpha/2} + z_{0.8}) * SE."""
+        return float((stats.norm.ppf(1 - self.alpha / 2) + stats.norm.ppf(0.8)) * self.se)
+
+    @property
     def test(self) -> str:
         kind = "clustered by item (CR1)" if self.se_clustered is not None else "CLT (n-1)"
         return f"normal approximation, SE {kind}" + (
@@ -100,6 +106,7 @@ class AccuracyEstimate:
         ]
         if self.ci_wilson is not None:
             parts.append(f"Wilson [{points(self.ci_wilson[0])}, {points(self.ci_wilson[1])}]")
+        parts.append(f"margin: none; MDE vs a fixed reference {points(self.mde)} pts (power 0.8)")
         parts.append(f"test: {self.test}")
         return "; ".join(parts)
 
