@@ -3,10 +3,16 @@
 The same resampled items are applied to A and B (that is what makes it paired), and
 all rows of an item (its repeats) travel together (that is what makes it clustered).
 
-Resampling G clusters with replacement is the same as drawing multiplicity weights
-w ~ Multinomial(G, 1/G each); a replicate mean is then (w . sums) / (w . counts),
-where sums and counts are per-cluster totals. This vectorises the bootstrap as a
-matrix product, in chunks so memory stays bounded.
+A replicate draws G cluster indices with replacement; its mean is
+(sum of the drawn clusters' totals) / (sum of their row counts), where totals and
+counts are per-cluster. Vectorised as a gather over an index matrix, in chunks so
+memory stays bounded.
+
+Shortcut with the same distribution: when many clusters are identical (0/1 outcomes
+with one row per item have only four kinds: both right, A only, B only, both wrong),
+drawing G clusters uniformly is drawing Multinomial(G, share of each kind) copies of
+each kind, so a replicate costs O(kinds) instead of O(G). GSM8K at 10,000 replicates
+goes from ~1.5 s to a few milliseconds.
 """
 
 from __future__ import annotations
@@ -56,11 +62,21 @@ def replicate_means(
     groups = counts.shape[0]
     rng = np.random.default_rng(spec.seed)
     out = np.empty((spec.replicates, len(columns)), dtype=np.float64)
-    probs = np.full(groups, 1.0 / groups)
+    kinds, frequency = np.unique(np.column_stack([sums, counts]), axis=0, return_counts=True)
+    if kinds.shape[0] * 4 <= groups:
+        kind_sums, kind_counts = kinds[:, :-1], kinds[:, -1]  # (U, k), (U,)
+        shares = frequency / groups
+        for start in range(0, spec.replicates, CHUNK):
+            stop = min(start + CHUNK, spec.replicates)
+            copies = rng.multinomial(groups, shares, size=stop - start).astype(np.float64)
+            out[start:stop] = (copies @ kind_sums) / (copies @ kind_counts)[:, None]
+        return out
     for start in range(0, spec.replicates, CHUNK):
         stop = min(start + CHUNK, spec.replicates)
-        weights = rng.multinomial(groups, probs, size=stop - start).astype(np.float64)  # (r, G)
-        out[start:stop] = (weights @ sums) / (weights @ counts)[:, None]
+        draw = rng.integers(0, groups, size=(stop - start, groups))  # (r, G) cluster ids
+        picked_sums = sums[draw].sum(axis=1)  # (r, k)
+        picked_counts = counts[draw].sum(axis=1)  # (r,)
+        out[start:stop] = picked_sums / picked_counts[:, None]
     return out
 
 
