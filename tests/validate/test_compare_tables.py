@@ -63,7 +63,10 @@ def test_compare_tables_binary_continuous_and_repeats():
     doc = cmp.to_dict()
     json.dumps(doc, default=str)
     assert {c["task"] for c in doc["comparisons"]} == {"gsm8k", "gpqa"}
+    assert cmp.only_in_a == (("only_a", "x"),) and cmp.only_in_b == ()
+    assert "not compared, only in A: only_a/x" in cmp.report()
     only = compare_tables(tables_a, tables_b, task="gsm8k")
+    assert only.only_in_a == ()
     assert {r.task for r in only.rows} == {"gsm8k"}
     with pytest.raises(PairingError, match="no \\(task, metric\\) in common for task 'only_a'"):
         compare_tables(tables_a, tables_b, task="only_a")

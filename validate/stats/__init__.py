@@ -6,12 +6,14 @@ Public API (every result is a frozen dataclass with ``report()``):
 - two variants, 0/1 outcomes: ``compare_binary`` -> ``PairedComparison``
 - two variants, continuous: ``compare_continuous`` -> ``PairedMeanDifference``,
   ``ratio_of_means`` -> ``RatioEstimate``
+- any outcome source, all (task, metric): ``compare_tables`` -> ``RunComparison``
 - families: ``adjust`` (holm / bonferroni / none)
 - planning: ``plan_noninferiority``, ``plan_from_aa`` -> ``PowerPlan``; ``task_size``
 - the gate's test: ``score_interval`` (Tango's score test for paired proportions)
 """
 
 from validate.stats.bootstrap import BootstrapSpec
+from validate.stats.compare import MetricComparison, RunComparison, compare_tables
 from validate.stats.continuous import (
     PairedMeanDifference,
     RatioEstimate,
@@ -31,15 +33,18 @@ __all__ = [
     "BootstrapSpec",
     "DiscordanceTable",
     "ItemOutcomes",
+    "MetricComparison",
     "PairedComparison",
     "PairedMeanDifference",
     "PairedOutcomes",
     "PowerPlan",
     "RatioEstimate",
+    "RunComparison",
     "adjust",
     "bonferroni",
     "compare_binary",
     "compare_continuous",
+    "compare_tables",
     "estimate_accuracy",
     "holm",
     "pair_outcomes",

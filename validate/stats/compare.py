@@ -64,6 +64,8 @@ class RunComparison:
     label_a: str
     label_b: str
     rows: tuple[MetricComparison, ...]
+    only_in_a: tuple[Key, ...] = ()  # (task, metric) tables the other variant lacks
+    only_in_b: tuple[Key, ...] = ()
 
     def row(self, task: str, metric: str) -> MetricComparison:
         for r in self.rows:
@@ -79,10 +81,17 @@ class RunComparison:
             "a": self.label_a,
             "b": self.label_b,
             "comparisons": [r.to_dict() for r in self.rows],
+            "only_in_a": [list(k) for k in self.only_in_a],
+            "only_in_b": [list(k) for k in self.only_in_b],
         }
 
     def report(self) -> str:
-        return "\n\n".join(r.report() for r in self.rows)
+        text = "\n\n".join(r.report() for r in self.rows)
+        for label, keys in ((self.label_a, self.only_in_a), (self.label_b, self.only_in_b)):
+            if keys:
+                names = ", ".join(f"{t}/{m}" for t, m in keys)
+                text += f"\n\nnot compared, only in {label}: {names}"
+        return text
 
 
 def _accuracy(table: ItemOutcomes, alpha: float, label: str) -> AccuracyEstimate:
@@ -122,4 +131,10 @@ def compare_tables(
         else:
             stats = compare_continuous(paired, alpha, bootstrap)
         rows.append(MetricComparison(key[0], key[1], acc_a, acc_b, stats, paired))
-    return RunComparison(label_a=label_a, label_b=label_b, rows=tuple(rows))
+    def unmatched(mine, theirs) -> tuple[Key, ...]:
+        return tuple(k for k in sorted(set(mine) - set(theirs)) if task is None or k[0] == task)
+
+    return RunComparison(
+        label_a=label_a, label_b=label_b, rows=tuple(rows),
+        only_in_a=unmatched(tables_a, tables_b), only_in_b=unmatched(tables_b, tables_a),
+    )
