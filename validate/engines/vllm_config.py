@@ -1,0 +1,129 @@
+"""Configuration of a vLLM server launched per variant (one frozen dataclass), and the
+command line it becomes.
+
+A variant of a vLLM plan is a set of engine flags (``--no-swa-bounded-replay``): the
+same model and common flags, a different server process. ``variant_args`` come after
+``common_args`` so a variant can override a common flag (argparse keeps the last one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from validate.engines.errors import EngineError
+
+Launcher = Literal["auto", "cli", "module"]
+LAUNCHERS = ("auto", "cli", "module")
+LOOPBACK = "127.0.0.1"
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+# Set for every launch unless ``env`` overrides them. Offline and no telemetry always;
+# VLLM_HOST_IP keeps vLLM's internal message queue on loopback; TORCHDYNAMO_DISABLE
+# stops a cold torch.compile of the logprobs helper (15 s on CPU, shared/spec/vllm-cpu.md
+# §2e). On GPUs, where compilation is part of the speed being measured, override it
+# with env={"TORCHDYNAMO_DISABLE": None}.
+DEFAULT_ENV: Mapping[str, str] = {
+    "HF_HUB_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "VLLM_HOST_IP": LOOPBACK,
+    "TORCHDYNAMO_DISABLE": "1",
+}
+
+# The launcher owns these: the server must listen on loopback, on the port we probe.
+_RESERVED_FLAGS = ("--host", "--port", "--model")
+
+
+class VllmConfigError(EngineError):
+    """A vLLM launch setting is malformed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class VllmLaunchConfig:
+    """How to start one vLLM server for one variant.
+
+    ``model``: a local directory or a model id (HF_HUB_OFFLINE is on, so ids must be in
+    the local cache). ``python``: the interpreter of the environment that has vLLM
+    (e.g. a separate venv); None means the ``vllm`` found on PATH for the ``cli``
+    launcher, or this interpreter for ``module``. ``launcher``: ``cli`` runs
+    ``vllm serve MODEL``; ``module`` runs ``python -m vllm.entrypoints.openai.api_server
+    --model MODEL`` (needed for the ``vllm-cpu`` distribution, whose console script
+    fails with "No package metadata was found for vllm"); ``auto`` picks ``cli`` when the
+    distribution is ``vllm`` and ``module`` otherwise. ``port``: None picks a free
+    loopback port. ``served_model_name``: the name requests use (default: ``model``).
+    ``env``: added to the environment after ``DEFAULT_ENV``; a value of None removes a
+    variable. ``log_dir`` keeps one log file per launch, named after ``label``.
+    """
+
+    model: str
+    common_args: tuple[str, ...] = ()
+    variant_args: tuple[str, ...] = ()
+    python: str | None = None
+    launcher: Launcher = "auto"
+    port: int | None = None
+    served_model_name: str | None = None
+    startup_timeout_s: float = 900.0
+    stop_grace_s: float = 30.0
+    log_dir: str = "vllm-logs"
+    label: str = "vllm"
+    env: Mapping[str, str | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise VllmConfigError("vllm engine: model must be a non-empty path or model id")
+        for name in ("common_args", "variant_args"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(a, str) for a in value):
+                raise VllmConfigError(f"vllm engine: {name} must be a list of strings, "
+                                      f"got {value!r}")
+            object.__setattr__(self, name, tuple(value))
+            for arg in value:
+                if arg.split("=", 1)[0] in _RESERVED_FLAGS:
+                    raise VllmConfigError(
+                        f"vllm engine: {name} must not set {arg.split('=', 1)[0]}; the "
+                        f"launcher binds {LOOPBACK} on a free port and passes the model")
+        if self.launcher not in LAUNCHERS:
+            raise VllmConfigError(f"vllm engine: launcher must be one of "
+                                  f"{', '.join(LAUNCHERS)}, got {self.launcher!r}")
+        if self.port is not None and not 0 < self.port < 65536:
+            raise VllmConfigError(f"vllm engine: port must be in 1..65535, got {self.port}")
+        for name in ("startup_timeout_s", "stop_grace_s"):
+            if not getattr(self, name) > 0:
+                raise VllmConfigError(f"vllm engine: {name} must be > 0, "
+                                      f"got {getattr(self, name)}")
+        if not self.label or "/" in self.label or self.label.startswith("."):
+            raise VllmConfigError(f"vllm engine: label {self.label!r} must be a plain "
+                                  f"file-name part (no '/', no leading '.')")
+
+    @property
+    def request_model_name(self) -> str:
+        """The ``model`` field of every OpenAI request to this server."""
+        return self.served_model_name or self.model
+
+    def environment(self) -> dict[str, str | None]:
+        """DEFAULT_ENV overlaid with ``env`` (None values mean: remove)."""
+        return {**DEFAULT_ENV, **self.env}
+
+    def server_args(self, port: int) -> list[str]:
+        """Everything after the model: loopback binding, then common, then variant flags."""
+        args = ["--host", LOOPBACK, "--port", str(port)]
+        if self.served_model_name:
+            args += ["--served-model-name", self.served_model_name]
+        return args + list(self.common_args) + list(self.variant_args)
+
+    def argv(self, launcher: Literal["cli", "module"], python: str, vllm_script: str | None,
+             port: int) -> tuple[str, ...]:
+        """The command line for a resolved launcher (``auto`` already decided)."""
+        if launcher == "cli":
+            if vllm_script is None:
+                raise VllmConfigError("vllm engine: the cli launcher needs a vllm script")
+            head = [vllm_script, "serve", self.model]
+        else:
+            head = [python, "-m", API_SERVER_MODULE, "--model", self.model]
+        return tuple(head + self.server_args(port))
+
+    def log_path(self, port: int, stamp: str) -> Path:
+        return Path(self.log_dir) / f"{self.label}-{stamp}-{port}.log"
