@@ -70,8 +70,10 @@ def test_sample_size_is_the_smallest_n_reaching_power(disc, margin, power):
     assert noninferiority_sample_size(disc, margin, 0.05, power, true_delta=-margin) is None
 
 
-def test_task_size_fallback_and_override():
-    assert task_size("gsm8k") == 1319
+def test_task_size_from_tasks_package_then_fallback_and_override():
+    import tasks
+
+    assert task_size("gsm8k") == len(tasks.get("gsm8k").items()) == 1319
     assert task_size("gsm8k_cot_llama") == 1319
     assert task_size("gpqa_diamond_cot_zeroshot") == 198
     assert task_size("gpqa_main_n_shot") == 448

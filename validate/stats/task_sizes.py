@@ -1,10 +1,11 @@
 """Full sizes of the tasks, for planning when the caller gives no ``n``.
 
-The tasks package will own these numbers; until a task can be asked for its size,
-``task_size`` takes an explicit ``n`` first, then this fallback table keyed by task-name
-prefix (longest prefix wins, so ``gsm8k_cot`` and ``gsm8k_local`` are 1,319 and
-``gpqa_diamond_cot_zeroshot`` is 198). Sizes are the test sets in evaluation.md
-section 1.
+Order of sources: an explicit ``n``; then the tasks package (``tasks.get(name)``, which
+loads and checksums the shipped data once, so the size is the real item count); then,
+for names the tasks package does not know (an lm-eval task name such as
+``gsm8k_local`` read from sample files), a fallback table keyed by task-name prefix
+(longest prefix wins: ``gsm8k_cot`` is 1,319, ``gpqa_diamond_cot_zeroshot`` 198).
+The fallback sizes are the test sets in evaluation.md section 1.
 """
 
 from __future__ import annotations
@@ -19,13 +20,24 @@ FALLBACK_TASK_SIZES: tuple[tuple[str, int], ...] = (
 )
 
 
+def _registered_size(task: str) -> int | None:
+    import tasks
+
+    if task not in tasks.names():
+        return None
+    return len(tasks.get(task).items())
+
+
 def task_size(task: str | None, n: int | None = None) -> int:
-    """``n`` if given, else the fallback size for ``task``'s longest matching prefix."""
+    """``n`` if given, else the task's item count (tasks package, then fallback table)."""
     if n is not None:
         if n < 1:
             raise StatsInputError(f"--n must be a positive item count, got {n}")
         return int(n)
     if task:
+        registered = _registered_size(task)
+        if registered is not None:
+            return registered
         matches = [(len(p), size) for p, size in FALLBACK_TASK_SIZES if task.startswith(p)]
         if matches:
             return max(matches)[1]
