@@ -1,0 +1,1 @@
+"""The analysed run (``RunAnalysis``) built from a results store; see ``model.py``."""

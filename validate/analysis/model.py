@@ -1,0 +1,266 @@
+"""What an analysed run is, as data: the object reports render and the CLI decides on.
+
+Everything here is a frozen dataclass with ``to_dict()`` (JSON-able). It is produced by
+``validate.analysis.build.analyze_run`` from a results store and never recomputed by a
+renderer: a report shows these numbers and nothing else, so the terminal, Markdown,
+HTML, JSON and JUnit outputs cannot disagree.
+
+Contract: /work/notes/analysis-contract.md (the reports helper codes against it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any
+
+from validate.gate.health import HealthReport
+from validate.gate.verdict import TaskVerdict
+from validate.stats.compare import MetricComparison
+from validate.stats.jsonable import json_safe
+from validate.stats.proportions import AccuracyEstimate
+
+# Run decisions: the gate's four plus UNGATED (no policy in the plan: exit 0 unless a
+# variant is unhealthy, which is INVALID with or without a policy).
+GO, NO_GO, INCONCLUSIVE, INVALID, UNGATED = "GO", "NO-GO", "INCONCLUSIVE", "INVALID", "UNGATED"
+DECISION_EXIT_CODES = {GO: 0, NO_GO: 1, INCONCLUSIVE: 3, INVALID: 4, UNGATED: 0}
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses / mappings / tuples -> JSON-able values (NaN/inf become None)."""
+    if hasattr(value, "to_dict") and not isinstance(value, type):
+        return value.to_dict()
+    if is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(getattr(value, k)) for k in value.__dataclass_fields__}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return json_safe(value)
+
+
+class _ToDict:
+    def to_dict(self) -> dict:
+        return {k: _plain(getattr(self, k)) for k in self.__dataclass_fields__}  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class RunIdentity(_ToDict):
+    """Which plan ran where: identity of every number in the report.
+
+    ``run_ids`` are all execution attempts of this plan in the store (a resumed plan has
+    several; their responses are pooled); ``run_id`` is the latest. ``identity`` holds
+    package versions and hardware of the latest attempt (``validate.identity``).
+    """
+
+    run_id: int
+    run_ids: tuple[int, ...]
+    plan_name: str
+    plan_hash: str
+    git: str | None
+    started_at: float | None
+    finished_at: float | None
+    status: str
+    identity: Mapping[str, Any]
+    seeds: tuple[int, ...]
+    engine: str
+    baseline: str
+    warm: bool = False
+
+
+@dataclass(frozen=True)
+class VariantHealth(_ToDict):
+    """Health facts of one (variant, task), measured from stored responses and scores.
+
+    Rates are over *responded* rows (None when nothing responded or not applicable:
+    truncation and length only for generate tasks). ``missing`` lists the
+    ``item_id#repeat`` rows that were planned and have no response (never dropped
+    silently); ``failed`` those of them with a recorded engine error.
+    """
+
+    planned: int
+    responded: int
+    missing: tuple[str, ...]
+    failed: tuple[str, ...]
+    invalid_rate: float | None
+    empty_rate: float | None
+    truncated_rate: float | None
+    mean_output_chars: float | None
+    mean_output_tokens: float | None
+    max_gen_toks: int | None = None
+
+    @property
+    def coverage(self) -> float:
+        return self.responded / self.planned if self.planned else 0.0
+
+    def to_dict(self) -> dict:
+        return super().to_dict() | {"coverage": self.coverage}
+
+
+@dataclass(frozen=True)
+class Percentiles(_ToDict):
+    n: int
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+
+
+@dataclass(frozen=True)
+class SpeedSummary(_ToDict):
+    """Latency and throughput of one (variant, task), with its operating point.
+
+    ``output_tokens_per_s`` is the aggregate rate over the wall window of the stored
+    requests (sum of output tokens / (last end - first start)); ``tokens_per_s_per_user``
+    is the median per-request decode rate 1 / TPOT. ``concurrency`` is the engine's
+    bound on requests in flight (the operating point stated beside every figure).
+    """
+
+    n_requests: int
+    ttft_s: Percentiles | None
+    tpot_s: Percentiles | None
+    e2e_s: Percentiles | None
+    output_tokens_per_s: float | None
+    tokens_per_s_per_user: float | None
+    concurrency: int | None
+    warm: bool = False
+
+
+@dataclass(frozen=True)
+class FidelitySummary(_ToDict):
+    """Teacher-forced closeness of a variant to the baseline on the same prompts."""
+
+    method: str  # "exact full-vocab" | "top-k approx k=<k>"
+    n_prompts: int
+    n_tokens: int
+    kl_mean: float | None
+    kl_se: float | None
+    kl_p99: float | None
+    top1_agreement: float | None
+    top1_agreement_se: float | None
+    first_divergence_mean: float | None = None
+    first_divergence_median: float | None = None
+    n_diverged: int = 0
+
+
+@dataclass(frozen=True)
+class Speedup(_ToDict):
+    """baseline / variant for latencies (> 1: the variant is faster) and variant /
+    baseline for throughput, with a paired bootstrap CI over items."""
+
+    metric: str  # "ttft" | "tpot" | "e2e" | "throughput"
+    ratio: float
+    ci: tuple[float, float] | None
+    n: int
+
+
+@dataclass(frozen=True)
+class VariantSummary(_ToDict):
+    """One variant on one task: accuracy on the gated metric, health, speed, fidelity.
+
+    ``accuracy`` is None when no row was scored (the variant is then INVALID).
+    ``health`` are the variant's own facts; the pair health the gate judged is on the
+    ``ComparisonRow``.
+    """
+
+    variant: str
+    task: str
+    metric: str
+    n: int
+    accuracy: AccuracyEstimate | None
+    health: VariantHealth
+    speed: SpeedSummary | None = None
+    fidelity: FidelitySummary | None = None
+    prefix_hit_rate: float | None = None
+    is_baseline: bool = False
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        if self.accuracy is not None:
+            d["accuracy"] = _plain(asdict(self.accuracy)) | {"se": json_safe(self.accuracy.se)}
+        return d
+
+
+@dataclass(frozen=True)
+class ComparisonRow(_ToDict):
+    """A non-baseline variant against the baseline on one task.
+
+    ``comparison`` is None when the pair could not be compared (no paired rows); then
+    ``verdict`` is INVALID with its reasons. ``verdict`` is None when the plan has no
+    gate policy for this task. ``health`` is the pair's HealthReport the gate judged and
+    ``health_failures`` why it is INVALID (empty when healthy). ``flips_to_wrong`` are
+    ``item_id#repeat`` rows right under the baseline and wrong under the variant.
+    """
+
+    variant: str
+    task: str
+    metric: str
+    comparison: MetricComparison | None
+    verdict: TaskVerdict | None
+    health: HealthReport
+    health_failures: tuple[str, ...] = ()
+    speedups: tuple[Speedup, ...] = ()
+    flips_to_wrong: tuple[str, ...] = ()
+    flips_to_right: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> str:
+        """The verdict's word, or INVALID when unhealthy, or NOT-GATED."""
+        if self.verdict is not None:
+            return self.verdict.verdict
+        return INVALID if self.health_failures or self.comparison is None else "NOT-GATED"
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["status"] = self.status
+        return d
+
+
+@dataclass(frozen=True)
+class PolicySummary(_ToDict):
+    source: str
+    alpha: float
+    power: float
+    correction: str
+    mode: str
+    equivalence: bool
+    margins: Mapping[str, float]  # task -> margin (fraction)
+    tiers: Mapping[str, str]
+    metrics: Mapping[str, str]  # task -> metric gated
+    family_size: int  # (variant, task) hypotheses adjusted together
+
+
+@dataclass(frozen=True)
+class RunAnalysis(_ToDict):
+    """The whole analysed run. ``decision`` is over every (variant, task) in one family;
+    ``variant_decisions`` says the same per optimization (an ablation reads these)."""
+
+    identity: RunIdentity
+    policy: PolicySummary | None
+    tasks: tuple[str, ...]
+    variants: tuple[str, ...]
+    summaries: tuple[VariantSummary, ...]
+    comparisons: tuple[ComparisonRow, ...]
+    decision: str
+    variant_decisions: Mapping[str, str] = field(default_factory=dict)
+    floor_tasks: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return DECISION_EXIT_CODES[self.decision]
+
+    def summary(self, variant: str, task: str) -> VariantSummary:
+        for s in self.summaries:
+            if (s.variant, s.task) == (variant, task):
+                return s
+        raise KeyError(f"no summary for variant {variant!r} on task {task!r}")
+
+    def comparison(self, variant: str, task: str) -> ComparisonRow:
+        for c in self.comparisons:
+            if (c.variant, c.task) == (variant, task):
+                return c
+        raise KeyError(f"no comparison for variant {variant!r} on task {task!r}")
+
+    def to_dict(self) -> dict:
+        return super().to_dict() | {"exit_code": self.exit_code, "schema": "v41val.analysis/1"}
