@@ -1,0 +1,47 @@
+"""The Markdown report: the terminal report's tables and a "what changed" line per
+optimization, ready to paste into a pull request (GitHub-flavoured tables)."""
+
+from __future__ import annotations
+
+from reports import rows
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _bold_verdict(word: str) -> str:
+    return word if word in ("baseline", "NOT-GATED") else f"**{word}**"
+
+
+def task_table_md(task: dict) -> str:
+    head = f"### {task['task']} — `{task['metric']}`"
+    if task.get("floor"):
+        head += "\n\n> The baseline is at the accuracy floor on this task: read fidelity first."
+    lines = [head, "", "| " + " | ".join(rows.COLUMNS) + " |",
+             "|" + "|".join("---" if c in ("variant", "verdict") else "---:" for c in rows.COLUMNS)
+             + "|"]
+    for r in rows.task_rows(task):
+        cells = [_cell(r[c]) for c in rows.COLUMNS]
+        cells[rows.COLUMNS.index("verdict")] = _bold_verdict(r["status"])
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def render_markdown(doc: dict) -> str:
+    r = doc["run"]
+    out = [f"## v41val: {r['plan_name']} — decision **{doc['decision']}** "
+           f"(exit {doc['exit_code']})", ""]
+    changed = [rows.what_changed(doc, v) for v in rows.candidates(doc)]
+    if changed:
+        out += ["**What changed** (Δ = candidate − baseline in accuracy points ± paired SE; "
+                "p = exact McNemar):", ""]
+        out += [f"- {_cell(line)}" for line in changed]
+        out.append("")
+    out += [task_table_md(t) + "\n" for t in doc["tasks"]]
+    out += ["<details><summary>Run identity</summary>", ""]
+    out += [f"- **{k}**: {_cell(v)}" for k, v in rows.identity_lines(doc)]
+    out += ["", "</details>"]
+    for note in doc.get("notes") or []:
+        out.append(f"\n> note: {_cell(note)}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,142 @@
+"""The per-task table every human-facing renderer shows, as plain strings.
+
+Terminal, Markdown and HTML print the same columns with the same numbers; building the
+cells once here keeps them identical (a reviewer pasting the Markdown into a PR sees what
+the nightly HTML showed)."""
+
+from __future__ import annotations
+
+from reports import fmt
+
+COLUMNS = ("variant", "accuracy ± SE", "n", "Δ vs baseline [CI]", "McNemar p", "verdict",
+           "fidelity KL / top-1", "TTFT p50", "TPOT p50", "speed-up TTFT / TPOT / thru")
+
+
+def comparison_of(task: dict, variant: str) -> dict | None:
+    for c in task["comparisons"]:
+        if c["variant"] == variant:
+            return c
+    return None
+
+
+def _p50(speed: dict | None, key: str) -> str:
+    if not speed or not speed.get(key):
+        return fmt.DASH
+    return fmt.seconds(speed[key].get("p50"))
+
+
+def _fidelity(f: dict | None) -> str:
+    if not f:
+        return fmt.DASH
+    return f"{fmt.kl(f.get('kl_mean'))} / {fmt.fraction(f.get('top1_agreement'))}"
+
+
+def _speedups(c: dict | None) -> str:
+    if c is None:
+        return fmt.DASH
+    s = c.get("speedups") or {}
+    parts = [s.get(k) for k in ("ttft", "tpot", "throughput")]
+    if all(p is None for p in parts):
+        return fmt.DASH
+    return " / ".join(fmt.DASH if p is None or p.get("ratio") is None else f"{p['ratio']:.2f}x"
+                      for p in parts)
+
+
+def ci_label(c: dict) -> str:
+    alpha = c.get("ci_alpha")
+    return f"{round(100 * (1 - alpha))}%" if alpha else ""
+
+
+def task_rows(task: dict) -> list[dict]:
+    """One dict per variant (baseline first): column name -> text, plus 'status'."""
+    out = []
+    for v in task["variants"]:
+        c = None if v["is_baseline"] else comparison_of(task, v["variant"])
+        if v["accuracy"] is None:
+            acc = fmt.DASH
+        else:
+            acc = f"{fmt.pts(v['accuracy'])} ± {fmt.pts(v['se'])}"
+        status = "baseline" if v["is_baseline"] else (c["status"] if c else "INVALID")
+        if c is None or c.get("delta") is None:
+            delta = fmt.DASH
+        else:
+            delta = f"{fmt.pts(c['delta'], signed=True)} {fmt.interval_pts(c['ci'])}"
+        out.append({
+            "variant": v["variant"], "accuracy ± SE": acc, "n": str(v["n_items"]),
+            "Δ vs baseline [CI]": delta,
+            "McNemar p": fmt.pvalue(c.get("mcnemar_p")) if c else fmt.DASH,
+            "verdict": status, "fidelity KL / top-1": _fidelity(v.get("fidelity")),
+            "TTFT p50": _p50(v.get("speed"), "ttft_s"),
+            "TPOT p50": _p50(v.get("speed"), "tpot_s"),
+            "speed-up TTFT / TPOT / thru": _speedups(c), "status": status,
+        })
+    return out
+
+
+def what_changed(doc: dict, variant: str) -> str:
+    """'bounded: gsm8k -0.15 pp ± 0.31, p = 0.63, PASS at margin 1.0; TTFT -38 %'.
+
+    One line per optimization: per task its paired delta ± SE in points, McNemar p (or
+    the clustered test's one-sided p when repeated), the verdict and margin; then the
+    latency change of the first task that measured it (the same engine serves every
+    task, so TTFT is a property of the variant)."""
+    parts, speed = [], None
+    for task in doc["tasks"]:
+        c = comparison_of(task, variant)
+        if c is None:
+            continue
+        if c.get("delta") is None:
+            parts.append(f"{task['task']} not compared ({c['status']})")
+        else:
+            p = c.get("mcnemar_p")
+            p_text = f"p = {fmt.pvalue(p)}" if p is not None else "p = " + fmt.DASH
+            verdict = c["status"]
+            if c.get("verdict"):
+                verdict += f" at margin {fmt.margin_points(c['verdict']['margin'])}"
+            parts.append(f"{task['task']} {fmt.pts(c['delta'], signed=True)} pp ± "
+                         f"{fmt.pts(c['se'])}, {p_text}, {verdict}")
+        sp = c.get("speedups") or {}
+        if speed is None and (sp.get("ttft") or sp.get("tpot") or sp.get("throughput")):
+            bits = []
+            if sp.get("ttft"):
+                bits.append(f"TTFT {fmt.latency_change(sp['ttft'])}")
+            if sp.get("tpot"):
+                bits.append(f"TPOT {fmt.latency_change(sp['tpot'])}")
+            if sp.get("throughput"):
+                bits.append(f"throughput {fmt.throughput_change(sp['throughput'])}")
+            speed = ", ".join(bits)
+    line = f"{variant}: " + "; ".join(parts)
+    return line + (f"; {speed}" if speed else "")
+
+
+def candidates(doc: dict) -> list[str]:
+    """Non-baseline variants in the order they first appear."""
+    seen: list[str] = []
+    for task in doc["tasks"]:
+        for c in task["comparisons"]:
+            if c["variant"] not in seen:
+                seen.append(c["variant"])
+    return seen
+
+
+def identity_lines(doc: dict) -> list[tuple[str, str]]:
+    r = doc["run"]
+    ident = r.get("identity") or {}
+    hw = ", ".join(f"{k} {ident[k]}" for k in ("torch", "vllm", "machine") if ident.get(k))
+    p = doc.get("policy")
+    policy = (f"alpha {p['alpha']} one-sided, {p['correction']} over "
+              f"{p.get('family_size', '?')} hypotheses, mode {p['mode']}"
+              if p else "none (ungated)")
+    started = r.get("started_at")
+    when = fmt.DASH
+    if started:
+        import time
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started))
+    return [
+        ("plan", f"{r['plan_name']} ({r['plan_hash'][:12]})"),
+        ("run", f"{r.get('run_id')} started {when}, status {r.get('status', fmt.DASH)}"),
+        ("git", str(r.get("git") or fmt.DASH)),
+        ("engine", f"{r.get('engine') or fmt.DASH}; baseline {r['baseline']}"),
+        ("environment", hw or fmt.DASH),
+        ("policy", policy),
+    ]

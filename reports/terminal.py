@@ -1,0 +1,88 @@
+"""The terminal report (rich): run identity, one table of variants per task, the
+"what changed" lines and the decision.
+
+Colour is a second channel, never the only one: every verdict is printed as its word
+(PASS / WARN / FAIL / INCONCLUSIVE / INVALID), so the report reads the same in a CI log
+without ANSI colours or for a colour-blind reader."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from reports import rows
+
+STYLES = {
+    "PASS": "bold green", "WARN": "bold yellow", "FAIL": "bold red",
+    "INCONCLUSIVE": "bold magenta", "INVALID": "bold white on red", "NOT-GATED": "dim",
+    "baseline": "dim", "GO": "bold green", "NO-GO": "bold red", "UNGATED": "bold",
+}
+
+
+def verdict_text(word: str) -> Text:
+    return Text(word, style=STYLES.get(word, ""))
+
+
+def _identity(doc: dict) -> Table:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    for key, value in rows.identity_lines(doc):
+        table.add_row(Text(key, style="bold"), Text(value))
+    return table
+
+
+def task_table(task: dict) -> Table:
+    title = f"{task['task']} — {task['metric']}"
+    if task.get("floor"):
+        title += "  (baseline at the floor: read fidelity first)"
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for name in rows.COLUMNS:
+        table.add_column(name, justify="left" if name in ("variant", "verdict") else "right")
+    for r in rows.task_rows(task):
+        cells = [Text(r[c]) for c in rows.COLUMNS]
+        cells[rows.COLUMNS.index("verdict")] = verdict_text(r["status"])
+        table.add_row(*cells)
+    return table
+
+
+def renderables(doc: dict) -> list:
+    out: list = [Panel(_identity(doc), title="v41val run report", title_align="left")]
+    out += [task_table(t) for t in doc["tasks"]]
+    changed = [rows.what_changed(doc, v) for v in rows.candidates(doc)]
+    if changed:
+        out.append(Text("What changed", style="bold"))
+        out += [Text("  " + line) for line in changed]
+    for note in doc.get("notes") or []:
+        out.append(Text(f"note: {note}", style="italic"))
+    decision = Text("decision: ", style="bold")
+    decision.append(verdict_text(doc["decision"]))
+    decision.append(f" (exit {doc['exit_code']})")
+    per_variant = doc.get("variant_decisions") or {}
+    if per_variant:
+        decision.append("; per optimization: " + ", ".join(f"{k} {v}" for k, v in per_variant.items()))
+    out.append(decision)
+    return out
+
+
+def render_terminal(doc: dict, console: Console) -> None:
+    console.print(Group(*renderables(doc)))
+
+
+def terminal_text(doc: dict, width: int = 160, color: bool = False) -> str:
+    """The report as text (plain or with ANSI codes), e.g. for docs or CI logs."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=color, color_system=
+                      "standard" if color else None, highlight=False)
+    render_terminal(doc, console)
+    return buffer.getvalue()
+
+
+def terminal_svg(doc: dict, width: int = 160, title: str = "v41val report") -> str:
+    """The coloured report as an SVG (rich's export), for the README."""
+    console = Console(record=True, width=width, file=io.StringIO(), force_terminal=True,
+                      highlight=False)
+    render_terminal(doc, console)
+    return console.export_svg(title=title)
