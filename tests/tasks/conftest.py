@@ -72,6 +72,18 @@ def write_local_gsm8k_yamls(dest: Path, data_dir: Path) -> None:
         (dest / f"{name}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
+def cache_jinja_compilation(monkeypatch) -> None:
+    """lm-eval compiles every template string anew on each use (``env.from_string``);
+    memoising the compilation changes no output and makes rendering all 1,319 prompts
+    several times faster."""
+    from functools import lru_cache
+
+    import lm_eval.utils
+
+    monkeypatch.setattr(lm_eval.utils.env, "from_string",
+                        lru_cache(maxsize=None)(lm_eval.utils.env.from_string))
+
+
 def load_lm_eval_tasks(include_dir: Path, names: list[str]) -> dict:
     from lm_eval.tasks import TaskManager
 

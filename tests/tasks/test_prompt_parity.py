@@ -22,6 +22,7 @@ def lm_eval_requests(tmp_path_factory, lm_eval_ref):
     tmp = tmp_path_factory.mktemp("lm_eval")
     with pytest.MonkeyPatch.context() as mp:
         lm_eval_ref.offline_env(mp, tmp)
+        lm_eval_ref.cache_jinja_compilation(mp)
         lm_eval_ref.write_local_gsm8k_yamls(tmp / "yamls", DEFAULT_DATA_DIR)
         loaded = lm_eval_ref.load_lm_eval_tasks(tmp / "yamls", PARITY_TASKS)
         out = {}
