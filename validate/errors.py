@@ -24,3 +24,7 @@ class PairingError(ValidateInputError):
 
 class StatsInputError(ValidateInputError):
     """Arguments to a statistic are out of range (alpha outside (0, 1), empty data, ...)."""
+
+
+class PlanError(ValidateInputError):
+    """A plan file is malformed; the message names the file and the field."""

@@ -1,0 +1,279 @@
+"""Read a plan TOML file strictly: every unknown key, wrong type, unknown task, unknown
+variant is a one-line ``PlanError`` naming the file and the field (a typo must never
+turn into a default).
+
+Example (``docs``-level reference: the runner's README section shows more)::
+
+    name = "bounded-replay-ab"
+    baseline = "exact"
+    seed = 1234
+    concurrency = 4
+    warm = true                    # prime every prompt first so encoder replay engages
+
+    [engine]
+    kind = "builtin"               # builtin | openai | vllm
+    preset = "tiny"                # or checkpoint = "path/to/dir"
+    device = "cpu"
+    dtype = "float32"
+
+    [variants.exact]
+    swa = "exact"
+    [variants.bounded]
+    swa = "bounded"
+
+    [[tasks]]
+    name = "gsm8k"
+    limit = 100                    # or items = ["gsm8k-test-0001", ...]
+    repeats = 1
+    max_gen_toks = 256
+
+    [policy]                       # or policy = "gate.toml" (relative to this file)
+    gate = { alpha = 0.05, correction = "holm" }
+    tasks.gsm8k = { margin = 2.0, metric = "exact_match,flexible-extract" }
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from validate.errors import PlanError, PolicyError
+from validate.gate.policy import parse_policy
+from validate.plan.schema import ENGINE_KINDS, EngineSpec, Plan, TaskSpec, VariantSpec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+TOP_KEYS = {"name", "description", "baseline", "seed", "concurrency", "warm", "engine",
+            "variants", "tasks", "policy"}
+CLIENT_KEYS = {"stream": bool, "timeout_s": float, "connect_timeout_s": float,
+               "max_attempts": int, "backoff_base_s": float, "backoff_max_s": float,
+               "top_logprobs": int}
+ENGINE_KEYS: dict[str, dict[str, type]] = {
+    "builtin": {"preset": str, "checkpoint": str, "device": str, "dtype": str, "seed": int},
+    "openai": {"base_url": str, "model": str, **CLIENT_KEYS},
+    "vllm": {"model": str, "common_args": list, "python": str, "launcher": str,
+             "served_model_name": str, "startup_timeout_s": float, **CLIENT_KEYS},
+}
+BUILTIN_OPTION_KEYS = {"swa": str, "encoder_replay": bool, "decoder_trim": bool, "cut": str,
+                       "kernels": str, "batch_invariant": bool, "replay_tokens": int}
+VARIANT_KEYS: dict[str, dict[str, type]] = {
+    "builtin": {**BUILTIN_OPTION_KEYS, "perturb": dict},
+    "openai": {"base_url": str, "model": str},
+    "vllm": {"args": list, "env": dict},
+}
+TASK_KEYS = {"name": str, "limit": int, "items": list, "repeats": int, "max_gen_toks": int,
+             "temperature": float, "top_p": float}
+
+
+class _Where:
+    """Builds ``<file>: <field>: message`` errors."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, field: str, message: str) -> PlanError:
+        return PlanError(f"{self.source}: {field}: {message}" if field
+                         else f"{self.source}: {message}")
+
+    def unknown(self, table: dict, allowed, field: str) -> None:
+        extra = sorted(set(table) - set(allowed))
+        if extra:
+            where = f"{field}.{extra[0]}" if field else extra[0]
+            raise self.error(where, f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+    def typed(self, value: Any, kind: type, field: str) -> Any:
+        names = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+                 list: "an array", dict: "a table"}
+        if isinstance(value, bool) and kind is not bool:
+            raise self.error(field, f"expected {names[kind]}, got {value!r}")
+        if kind is float and isinstance(value, int):
+            return float(value)
+        if not isinstance(value, kind):
+            raise self.error(field, f"expected {names[kind]}, got {value!r}")
+        return value
+
+    def table(self, value: Any, field: str) -> dict:
+        return self.typed(value, dict, field)
+
+
+def _typed_table(w: _Where, table: dict, spec: dict[str, type], field: str) -> dict:
+    w.unknown(table, spec, field)
+    return {k: w.typed(v, spec[k], f"{field}.{k}") for k, v in table.items()}
+
+
+def _strings(w: _Where, value: list, field: str) -> tuple[str, ...]:
+    for i, item in enumerate(value):
+        w.typed(item, str, f"{field}[{i}]")
+    return tuple(value)
+
+
+def _engine(w: _Where, doc: dict) -> EngineSpec:
+    if "engine" not in doc:
+        raise w.error("engine", "missing (a table with kind = builtin | openai | vllm)")
+    table = dict(w.table(doc["engine"], "engine"))
+    kind = table.pop("kind", None)
+    if kind not in ENGINE_KINDS:
+        raise w.error("engine.kind", f"expected one of {', '.join(ENGINE_KINDS)}, got {kind!r}")
+    settings = _typed_table(w, table, ENGINE_KEYS[kind], "engine")
+    if kind == "builtin" and ("preset" in settings) == ("checkpoint" in settings):
+        raise w.error("engine", "builtin needs exactly one of preset or checkpoint")
+    if kind == "openai":
+        for key in ("base_url", "model"):
+            if key not in settings:
+                raise w.error(f"engine.{key}", "missing (openai needs base_url and model)")
+    if kind == "vllm":
+        if "model" not in settings:
+            raise w.error("engine.model", "missing (the model path or id vLLM serves)")
+        settings["common_args"] = list(_strings(w, settings.get("common_args", []),
+                                                "engine.common_args"))
+    for key in ("max_attempts", "top_logprobs"):
+        if key in settings and settings[key] < (1 if key == "max_attempts" else 0):
+            raise w.error(f"engine.{key}", f"out of range: {settings[key]}")
+    return EngineSpec(kind=kind, settings=settings)
+
+
+def _variant(w: _Where, name: str, table: Any, kind: str) -> VariantSpec:
+    field = f"variants.{name}"
+    if not NAME.match(name):
+        raise w.error(field, "variant names use letters, digits, '_', '.', '+', '-'")
+    table = _typed_table(w, w.table(table, field), VARIANT_KEYS[kind], field)
+    if kind == "builtin":
+        perturb = table.pop("perturb", {})
+        for key, value in perturb.items():
+            if not isinstance(value, (str, int, float, bool)):
+                raise w.error(f"{field}.perturb.{key}", f"expected a scalar, got {value!r}")
+        _check_runtime_options(w, table, field)
+        return VariantSpec(name=name, options=table, perturb=perturb)
+    if kind == "vllm":
+        env = table.get("env", {})
+        for key, value in env.items():
+            w.typed(value, str, f"{field}.env.{key}")
+        return VariantSpec(name=name, args=_strings(w, table.get("args", []), f"{field}.args"),
+                           env=env)
+    return VariantSpec(name=name, endpoint=table)
+
+
+def _check_runtime_options(w: _Where, options: dict, field: str) -> None:
+    """Let ``RuntimeOptions`` judge the values; its message names the option."""
+    from runtime.errors import ConfigError
+    from runtime.options import RuntimeOptions
+
+    try:
+        RuntimeOptions(**options)
+    except ConfigError as exc:
+        raise w.error(field, str(exc)) from None
+
+
+def _task(w: _Where, index: int, table: Any, known: list[str]) -> TaskSpec:
+    field = f"tasks[{index}]"
+    table = _typed_table(w, w.table(table, field), TASK_KEYS, field)
+    name = table.get("name")
+    if name is None:
+        raise w.error(f"{field}.name", "missing")
+    if name not in known:
+        raise w.error(f"{field}.name", f"unknown task {name!r} (known: {', '.join(known)})")
+    if "limit" in table and "items" in table:
+        raise w.error(field, "give limit or items, not both")
+    for key, low in (("limit", 1), ("repeats", 1), ("max_gen_toks", 1)):
+        if key in table and table[key] < low:
+            raise w.error(f"{field}.{key}", f"expected >= {low}, got {table[key]}")
+    if "temperature" in table and table["temperature"] < 0:
+        raise w.error(f"{field}.temperature", f"expected >= 0, got {table['temperature']}")
+    if "top_p" in table and not 0 < table["top_p"] <= 1:
+        raise w.error(f"{field}.top_p", f"expected a number in (0, 1], got {table['top_p']}")
+    items = None
+    if "items" in table:
+        items = _strings(w, table["items"], f"{field}.items")
+        if not items or len(set(items)) != len(items):
+            raise w.error(f"{field}.items", "expected a non-empty list of distinct item ids")
+    return TaskSpec(name=name, limit=table.get("limit"), items=items,
+                    repeats=table.get("repeats", 1), max_gen_toks=table.get("max_gen_toks"),
+                    temperature=table.get("temperature"), top_p=table.get("top_p"))
+
+
+def _policy(w: _Where, value: Any, base_dir: Path | None):
+    if isinstance(value, str):
+        path = Path(value) if base_dir is None else base_dir / value
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise w.error("policy", f"cannot read policy file {path} "
+                                    f"({exc.strerror or exc})") from None
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise w.error("policy", f"{path} is not valid TOML: {exc}") from None
+        source = str(path)
+    else:
+        doc, source = w.table(value, "policy"), f"{w.source}: policy"
+    try:
+        return parse_policy(doc, source), doc
+    except PolicyError as exc:
+        raise PlanError(str(exc)) from None
+
+
+def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None) -> Plan:
+    """Validate a parsed TOML document into a ``Plan``."""
+    import tasks
+
+    w = _Where(source)
+    w.unknown(doc, TOP_KEYS, "")
+    engine = _engine(w, doc)
+    variants_table = w.table(doc.get("variants", {}), "variants")
+    if not variants_table:
+        raise w.error("variants", "expected at least one [variants.<name>] table")
+    variants = tuple(_variant(w, n, t, engine.kind) for n, t in variants_table.items())
+    tasks_list = w.typed(doc.get("tasks", []), list, "tasks")
+    if not tasks_list:
+        raise w.error("tasks", "expected at least one [[tasks]] entry")
+    known = tasks.names()
+    task_specs = tuple(_task(w, i, t, known) for i, t in enumerate(tasks_list))
+    seen: set[str] = set()
+    for i, t in enumerate(task_specs):
+        if t.name in seen:
+            raise w.error(f"tasks[{i}].name", f"task {t.name!r} is listed twice")
+        seen.add(t.name)
+    names = [v.name for v in variants]
+    if "baseline" not in doc:
+        raise w.error("baseline", f"missing (one of the variants: {', '.join(names)})")
+    baseline = w.typed(doc["baseline"], str, "baseline")
+    if baseline not in names:
+        raise w.error("baseline", f"unknown variant {baseline!r} (variants: {', '.join(names)})")
+    concurrency = w.typed(doc.get("concurrency", 4), int, "concurrency")
+    if concurrency < 1:
+        raise w.error("concurrency", f"expected >= 1, got {concurrency}")
+    policy, policy_doc = (None, None)
+    if "policy" in doc:
+        policy, policy_doc = _policy(w, doc["policy"], base_dir)
+        for tp in policy.tasks:
+            if tp.task not in seen:
+                raise w.error(f"policy.tasks.{tp.task}",
+                              f"task not in the plan (plan tasks: {', '.join(sorted(seen))})")
+    name = w.typed(doc.get("name", Path(source).stem), str, "name")
+    return Plan(
+        name=name, source=source, engine=engine, variants=variants, tasks=task_specs,
+        baseline=baseline, seed=w.typed(doc.get("seed", 0), int, "seed"),
+        concurrency=concurrency, warm=w.typed(doc.get("warm", False), bool, "warm"),
+        policy=policy, policy_doc=policy_doc,
+        description=w.typed(doc.get("description", ""), str, "description"),
+    )
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and validate a plan file (``PlanError``: exit 2 with one line)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read plan file ({exc.strerror or exc})") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"{path}: not valid TOML: {exc}") from None
+    return parse_plan(doc, str(path), path.parent)

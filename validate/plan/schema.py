@@ -1,0 +1,146 @@
+"""A validated plan, as frozen dataclasses (parsing lives in ``load.py``).
+
+A plan says what to run: one engine, several variants of it, several tasks, a
+baseline, seeds, concurrency, warm mode and the gate policy. Its *hash* covers only
+what changes responses (engine identity, variants, tasks with their items and
+generation overrides, seed, warm mode, perturbations): renaming the plan, changing the
+concurrency or the gate margins keeps the hash, so a rerun resumes from the store and
+a re-gate never recomputes a response.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from validate.gate.policy import GatePolicy
+
+ENGINE_KINDS = ("builtin", "openai", "vllm")
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """The plan's ``[engine]`` table. ``settings`` holds the kind's own keys, checked
+    by the loader (builtin: preset | checkpoint, device, dtype, seed; openai: base_url,
+    model and client settings; vllm: model, common_args, python, launcher, ...)."""
+
+    kind: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, **dict(self.settings)}
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """One variant. builtin: ``options`` are ``runtime.options.RuntimeOptions`` fields;
+    vllm: ``args`` (server flags) and ``env``; openai: ``endpoint`` (base_url/model
+    overrides). ``perturb`` is reserved for planted degradations (builtin engine)."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    endpoint: Mapping[str, str] = field(default_factory=dict)
+    perturb: Mapping[str, Any] = field(default_factory=dict)
+
+    def config(self) -> dict:
+        """What identifies this variant's responses (stored with the run)."""
+        out: dict[str, Any] = {}
+        if self.options:
+            out["options"] = dict(self.options)
+        if self.args:
+            out["args"] = list(self.args)
+        if self.env:
+            out["env"] = dict(self.env)
+        if self.endpoint:
+            out["endpoint"] = dict(self.endpoint)
+        if self.perturb:
+            out["perturb"] = dict(self.perturb)
+        return out
+
+    def runtime_options(self):
+        """The variant's ``RuntimeOptions`` (builtin engine)."""
+        from runtime.options import RuntimeOptions
+
+        return RuntimeOptions(**dict(self.options))
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task of the plan: ``limit`` first items or an explicit ``items`` list,
+    ``repeats`` per item, and generation overrides."""
+
+    name: str
+    limit: int | None = None
+    items: tuple[str, ...] | None = None
+    repeats: int = 1
+    max_gen_toks: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "repeats": self.repeats}
+        for key in ("limit", "max_gen_toks", "temperature", "top_p"):
+            if getattr(self, key) is not None:
+                d[key] = getattr(self, key)
+        if self.items is not None:
+            d["items"] = list(self.items)
+        return d
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated plan. ``policy_doc`` is the policy as a TOML document (inline, or
+    read from the file the plan named) so a stored run can be re-gated without it."""
+
+    name: str
+    source: str
+    engine: EngineSpec
+    variants: tuple[VariantSpec, ...]
+    tasks: tuple[TaskSpec, ...]
+    baseline: str
+    seed: int = 0
+    concurrency: int = 4
+    warm: bool = False
+    policy: GatePolicy | None = None
+    policy_doc: Mapping[str, Any] | None = None
+    description: str = ""
+
+    def variant(self, name: str) -> VariantSpec:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        raise KeyError(name)
+
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        return tuple(v.name for v in self.variants)
+
+    def identity(self) -> dict:
+        """Everything that changes a response, canonical (the hash's input)."""
+        return {
+            "engine": self.engine.to_dict(),
+            "variants": {v.name: v.config() for v in self.variants},
+            "tasks": [t.to_dict() for t in self.tasks],
+            "seed": self.seed,
+            "warm": self.warm,
+        }
+
+    @property
+    def hash(self) -> str:
+        canon = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+    def to_dict(self) -> dict:
+        """The whole plan (stored with every run; ``analyze_run`` reads it back)."""
+        return {
+            "name": self.name, "source": self.source, "description": self.description,
+            **self.identity(), "baseline": self.baseline, "concurrency": self.concurrency,
+            "policy": None if self.policy_doc is None else dict(self.policy_doc),
+            "policy_source": None if self.policy is None else self.policy.source,
+            "plan_hash": self.hash,
+        }
