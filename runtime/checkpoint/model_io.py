@@ -28,13 +28,10 @@ def load_checkpoint(directory: str | Path, dtype: torch.dtype | None = None,
 
     root = Path(directory)
     config = read_config(root)
-    weights = V41Weights(config)
-    if dtype is not None:
-        weights = weights.to(dtype)
+    # dtype overrides the model dtype only; mHC/sink/bias tensors stay float32 (V41Weights)
+    weights = V41Weights(config, dtype=dtype, device=device)
     tensors = load_state_dict(root, _expected(weights))
     weights.load_state_dict(tensors, strict=True)
-    if device is not None:
-        weights = weights.to(device)
     return config, weights
 
 
