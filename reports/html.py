@@ -1,0 +1,111 @@
+"""The HTML run report: one self-contained file (inline SVG plots, inline styles, no
+script, no network) with the tables of the terminal report, an accuracy-vs-speed plot per
+task, a forest plot of the paired deltas with the margins, latency distributions, and a
+per-item drill-down of the flips. Items are named by id only (never GPQA's text)."""
+
+from __future__ import annotations
+
+from reports import fmt, plots, rows
+from reports.page import badge, esc, figure, page, table
+
+
+def _task_section(task: dict, samples: dict | None, fig_format: str) -> str:
+    cells = []
+    verdict_col = rows.COLUMNS.index("verdict")
+    for r in rows.task_rows(task):
+        row = [esc(r[c]) for c in rows.COLUMNS]
+        row[verdict_col] = badge(r["status"])
+        cells.append(row)
+    out = [f"<h2>{esc(task['task'])} <small>({esc(task['metric'])})</small></h2>"]
+    if task.get("floor"):
+        out.append('<p class="note">The baseline is at the accuracy floor on this task: '
+                   "read fidelity first.</p>")
+    out.append(table(rows.COLUMNS, cells, word_columns=(verdict_col,)))
+    figs = []
+    fig = plots.accuracy_vs_speed(task)
+    if fig is not None:
+        figs.append(figure(plots.figure_uri(fig, fig_format),
+                           "Accuracy (y, normal CI) against speed (x, speed-up CI); one point "
+                           "per variant.", f"accuracy vs speed, {task['task']}"))
+    fig = plots.latency_distributions(task, (samples or {}).get(task["task"]))
+    if fig is not None:
+        figs.append(figure(plots.figure_uri(fig, fig_format),
+                           "Latency distributions per variant.", f"latency, {task['task']}"))
+    out.append(f'<div class="plots">{"".join(figs)}</div>')
+    out.append(_drilldown(task))
+    return "\n".join(out)
+
+
+def _ids(ids: list[str]) -> str:
+    return f'<div class="ids">{esc(", ".join(ids)) if ids else fmt.DASH}</div>'
+
+
+def _verdict_details(c: dict) -> str:
+    v = c.get("verdict")
+    if not v:
+        reasons = c.get("health_failures") or []
+        return f"<p>not gated{': ' + esc('; '.join(reasons)) if reasons else ''}</p>"
+    bits = [f"margin {fmt.margin_points(v['margin'])} pts",
+            f"alpha {v['alpha']} one-sided ({esc(v['correction'])})",
+            f"lower bound {fmt.pts(v.get('lower_bound'), signed=True)}",
+            f"upper bound {fmt.pts(v.get('upper_bound'), signed=True)}",
+            f"p(non-inferior) adj {fmt.pvalue(v.get('p_noninferior_adjusted'))}",
+            f"p(fail) adj {fmt.pvalue(v.get('p_fail_adjusted'))}",
+            f"MDE {fmt.pts(v.get('mde'))} pts"]
+    if v.get("n_to_decide") is not None:
+        bits.append(f"n to decide {v['n_to_decide']}")
+    text = "; ".join(bits) + (f"; test: {esc(v.get('test') or '')}")
+    if v.get("reasons"):
+        text += "; " + esc("; ".join(v["reasons"]))
+    return f"<p>{text}</p>"
+
+
+def _drilldown(task: dict) -> str:
+    parts = []
+    for c in task["comparisons"]:
+        flips = c["flips"]
+        t = c.get("table") or {}
+        parts.append(
+            f"<details><summary>{esc(c['variant'])} vs {esc(c['baseline'])}: "
+            f"{badge(c['status'])} — {len(flips['right_to_wrong'])} right→wrong, "
+            f"{len(flips['wrong_to_right'])} wrong→right</summary>"
+            f"{_verdict_details(c)}"
+            f"<p>2×2 table: both right {t.get('both_right', fmt.DASH)}, b (baseline only) "
+            f"{t.get('b', fmt.DASH)}, c (candidate only) {t.get('c', fmt.DASH)}, both wrong "
+            f"{t.get('both_wrong', fmt.DASH)}, n {t.get('n', fmt.DASH)}</p>"
+            f"<h4>right → wrong (item#repeat)</h4>{_ids(flips['right_to_wrong'])}"
+            f"<h4>wrong → right (item#repeat)</h4>{_ids(flips['wrong_to_right'])}</details>")
+    if not parts:
+        return ""
+    return "<h3>Flips (per-item drill-down, ids only)</h3>" + "".join(parts)
+
+
+def render_html(doc: dict, latency_samples: dict | None = None, fig_format: str = "svg") -> str:
+    """The report page. ``latency_samples``: optional per-request latencies
+    ``{task: {variant: {"ttft_s": [...], "tpot_s": [...]}}}`` for full distributions
+    (``reports.latency.latency_samples`` reads them from the store); without them the
+    latency plot shows the summary percentiles."""
+    r = doc["run"]
+    ident = "".join(f"<tr><td><b>{esc(k)}</b></td><td>{esc(v)}</td></tr>"
+                    for k, v in rows.identity_lines(doc))
+    changed = "".join(f"<li>{esc(rows.what_changed(doc, v))}</li>" for v in rows.candidates(doc))
+    body = [
+        f"<h1>v41val report: {esc(r['plan_name'])} — decision {badge(doc['decision'])}</h1>",
+        f'<table class="identity">{ident}</table>',
+    ]
+    if changed:
+        body.append(f"<h2>What changed</h2><ul>{changed}</ul>")
+    fig = plots.forest(doc)
+    if fig is not None:
+        body.append(figure(plots.figure_uri(fig, fig_format),
+                           "Paired Δ (candidate − baseline) with its CI; dashed red marks −margin "
+                           "of the task's policy.", "forest plot of paired deltas"))
+    body += [_task_section(t, latency_samples, fig_format) for t in doc["tasks"]]
+    body += [f'<p class="note">note: {esc(n)}</p>' for n in doc.get("notes") or []]
+    per_variant = doc.get("variant_decisions") or {}
+    if per_variant:
+        body.append("<p>Per optimization: " + ", ".join(
+            f"{esc(k)} {badge(v)}" for k, v in per_variant.items()) + "</p>")
+    footer = (f"{doc.get('generator', 'v41val')} · report format {doc['format']} "
+              f"v{doc['schema_version']} · generated {doc.get('generated_at', '')}")
+    return page(f"v41val: {r['plan_name']} — {doc['decision']}", "\n".join(body), footer)
