@@ -16,6 +16,7 @@ from typing import Any
 
 from validate.gate.health import HealthReport
 from validate.gate.verdict import TaskVerdict
+from validate.health.facts import VariantHealth  # noqa: F401  (re-exported for reports)
 from validate.stats.compare import MetricComparison
 from validate.stats.jsonable import json_safe
 from validate.stats.proportions import AccuracyEstimate
@@ -66,35 +67,6 @@ class RunIdentity(_ToDict):
     engine: str
     baseline: str
     warm: bool = False
-
-
-@dataclass(frozen=True)
-class VariantHealth(_ToDict):
-    """Health facts of one (variant, task), measured from stored responses and scores.
-
-    Rates are over *responded* rows (None when nothing responded or not applicable:
-    truncation and length only for generate tasks). ``missing`` lists the
-    ``item_id#repeat`` rows that were planned and have no response (never dropped
-    silently); ``failed`` those of them with a recorded engine error.
-    """
-
-    planned: int
-    responded: int
-    missing: tuple[str, ...]
-    failed: tuple[str, ...]
-    invalid_rate: float | None
-    empty_rate: float | None
-    truncated_rate: float | None
-    mean_output_chars: float | None
-    mean_output_tokens: float | None
-    max_gen_toks: int | None = None
-
-    @property
-    def coverage(self) -> float:
-        return self.responded / self.planned if self.planned else 0.0
-
-    def to_dict(self) -> dict:
-        return super().to_dict() | {"coverage": self.coverage}
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ class HealthReport:
     empty_rate_b: float | None = None
     length_ratio: float | None = None
     source: str = ""
+    truncated_rate_a: float | None = None  # share of outputs cut at max_gen_toks
+    truncated_rate_b: float | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class HealthThresholds:
     max_empty_rate_increase: float = 0.01
     max_length_ratio: float = 1.5
     min_length_ratio: float = 0.5
+    max_truncated_rate_increase: float = 0.05
 
 
 def _increase(base: float | None, cand: float | None) -> float | None:
@@ -70,6 +73,13 @@ def health_failures(report: HealthReport, limits: HealthThresholds) -> tuple[str
             f"empty-output rate {100 * report.empty_rate_b:.2f} % vs baseline "
             f"{100 * report.empty_rate_a:.2f} % (+{100 * rise:.2f} > "
             f"{100 * limits.max_empty_rate_increase:.2f} pts)"
+        )
+    rise = _increase(report.truncated_rate_a, report.truncated_rate_b)
+    if rise is not None and rise > limits.max_truncated_rate_increase:
+        reasons.append(
+            f"truncated at max_gen_toks {100 * report.truncated_rate_b:.2f} % vs baseline "
+            f"{100 * report.truncated_rate_a:.2f} % (+{100 * rise:.2f} > "
+            f"{100 * limits.max_truncated_rate_increase:.2f} pts)"
         )
     ratio = report.length_ratio
     if ratio is not None and not limits.min_length_ratio <= ratio <= limits.max_length_ratio:

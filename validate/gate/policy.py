@@ -17,6 +17,7 @@ default margin):
     max_empty_rate_increase = 0.01
     max_length_ratio = 1.5
     min_length_ratio = 0.5
+    max_truncated_rate_increase = 0.05
 
     [tasks.gsm8k_local]     # key = the task name in the outcome files
     margin = 1.5            # accuracy points (1.5 = 0.015)

@@ -55,7 +55,8 @@ CLIENT_KEYS = {"stream": bool, "timeout_s": float, "connect_timeout_s": float,
                "max_attempts": int, "backoff_base_s": float, "backoff_max_s": float,
                "top_logprobs": int}
 ENGINE_KEYS: dict[str, dict[str, type]] = {
-    "builtin": {"preset": str, "checkpoint": str, "device": str, "dtype": str, "seed": int},
+    "builtin": {"preset": str, "checkpoint": str, "device": str, "dtype": str, "seed": int,
+                "overrides": dict, "max_batch_requests": int, "prefill_chunk_tokens": int},
     "openai": {"base_url": str, "model": str, **CLIENT_KEYS},
     "vllm": {"model": str, "common_args": list, "python": str, "launcher": str,
              "served_model_name": str, "startup_timeout_s": float, **CLIENT_KEYS},

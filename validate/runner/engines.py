@@ -1,0 +1,110 @@
+"""Engines for a plan's variants: one factory per run, one engine per variant.
+
+``EngineFactory.open(variant)`` is a context manager yielding an ``Engine``; leaving it
+releases what the variant held (a vLLM server is stopped, its log kept). The builtin
+factory shares one weights pool across variants, so every variant of a run reads the
+same weights (DESIGN principle 2). Tests pass their own factory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+from validate.engines.base import Engine
+from validate.plan.load import CLIENT_KEYS
+from validate.plan.schema import Plan, VariantSpec
+
+
+class EngineFactory(Protocol):
+    kind: str
+
+    def open(self, variant: VariantSpec) -> contextlib.AbstractContextManager[Engine]: ...
+
+
+def _client_settings(plan: Plan) -> dict:
+    settings = {k: v for k, v in plan.engine.settings.items() if k in CLIENT_KEYS}
+    return {"concurrency": plan.concurrency, **settings}
+
+
+class OpenAIFactory:
+    """Each variant is an endpoint: the plan's base_url/model unless the variant
+    overrides them."""
+
+    kind = "openai"
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    @contextlib.contextmanager
+    def open(self, variant: VariantSpec) -> Iterator[Engine]:
+        from validate.engines.openai import OpenAIEngine
+        from validate.engines.openai_config import OpenAIEngineConfig
+
+        s = self.plan.engine.settings
+        config = OpenAIEngineConfig(base_url=variant.endpoint.get("base_url", s["base_url"]),
+                                    model=variant.endpoint.get("model", s["model"]),
+                                    **_client_settings(self.plan))
+        yield OpenAIEngine(config)
+
+
+class VllmFactory:
+    """Each variant is a vLLM server started with the common flags and its own."""
+
+    kind = "vllm"
+
+    def __init__(self, plan: Plan, workspace: Path) -> None:
+        self.plan = plan
+        self.workspace = workspace
+
+    @contextlib.contextmanager
+    def open(self, variant: VariantSpec) -> Iterator[Engine]:
+        from validate.engines.vllm import VllmEngine
+        from validate.engines.vllm_config import VllmLaunchConfig
+
+        s = self.plan.engine.settings
+        launch = {k: s[k] for k in ("python", "launcher", "served_model_name",
+                                    "startup_timeout_s") if k in s}
+        config = VllmLaunchConfig(model=s["model"], common_args=tuple(s.get("common_args", ())),
+                                  variant_args=tuple(variant.args), env=dict(variant.env),
+                                  log_dir=str(self.workspace / "vllm-logs"), label=variant.name,
+                                  **launch)
+        engine = VllmEngine(config, client=_client_settings(self.plan))
+        with engine:
+            yield engine
+
+
+class BuiltinFactory:
+    """The runtime in process (``validate.engines.builtin``); one weights pool per run."""
+
+    kind = "builtin"
+
+    def __init__(self, plan: Plan) -> None:
+        from validate.engines import builtin
+
+        self.plan = plan
+        self._module = builtin
+        self._pool = builtin.WeightsPool() if hasattr(builtin, "WeightsPool") else None
+
+    @contextlib.contextmanager
+    def open(self, variant: VariantSpec) -> Iterator[Engine]:
+        engine = self._module.engine_for_plan(self.plan.engine.settings, variant.runtime_options(),
+                                              perturb=dict(variant.perturb),
+                                              concurrency=self.plan.concurrency,
+                                              seed=self.plan.seed, pool=self._pool)
+        try:
+            yield engine
+        finally:
+            close = getattr(engine, "close", None)
+            if close is not None:
+                close()
+
+
+def factory_for(plan: Plan, workspace: Path) -> EngineFactory:
+    if plan.engine.kind == "openai":
+        return OpenAIFactory(plan)
+    if plan.engine.kind == "vllm":
+        return VllmFactory(plan, workspace)
+    return BuiltinFactory(plan)

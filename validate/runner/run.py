@@ -1,0 +1,150 @@
+"""Execute a plan: variants x tasks x items x repeats -> engine -> store -> scores.
+
+Order of work, and why:
+1. ``begin_run`` records this attempt with its identity (git SHA, plan hash, package
+   versions, hardware, seeds) and the whole plan, so the analysis can be rebuilt from
+   the store alone.
+2. Per variant, ``store.pending`` registers every planned request and returns only
+   those without a stored response: a rerun of the same plan resumes and never asks
+   the engine again for something it answered (a kill loses at most what was in
+   flight).
+3. In warm mode a priming pass sends the pending prompts first (one output token, not
+   stored) so the measured requests hit the prefix cache and encoder-side replay
+   actually engages.
+4. Each response is committed the moment it arrives, *before* any scoring; a request
+   that fails for good is recorded as a failure (coverage reports it; a rerun retries
+   it).
+5. Stored responses without scores are scored by the tasks' own scorers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from validate.engines.base import EngineFailure, EngineResult, iterate_blocking
+from validate.plan.schema import Plan
+from validate.runner.engines import EngineFactory, factory_for
+from validate.runner.requests import load_tasks, planned_requests, priming_request
+from validate.runner.scoring import score_pending
+from validate.store import PlannedRequest, ResponseRecord, ResultsStore, RunInfo
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress event: ``kind`` is "start" (a variant begins, ``total`` pending),
+    "prime" (warm pass done), "stored", "failed" or "done"."""
+
+    kind: str
+    variant: str
+    done: int
+    total: int
+    item: str = ""
+    error: str = ""
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class VariantRunStats:
+    variant: str
+    planned: int
+    already_stored: int
+    sent: int
+    stored: int
+    failed: int
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one execution did (the analysis reads the store, not this)."""
+
+    run: RunInfo
+    plan_hash: str
+    variants: tuple[VariantRunStats, ...] = field(default=())
+    scored: int = 0
+
+    @property
+    def failed(self) -> int:
+        return sum(v.failed for v in self.variants)
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _record(result: EngineResult) -> ResponseRecord:
+    return ResponseRecord(response=result.response, timings=result.timings,
+                          token_logprobs=result.token_logprobs, raw=result.raw,
+                          attempts=result.attempts, engine=dict(result.engine))
+
+
+def _prime(engine, todo: list[PlannedRequest]) -> None:
+    """Warm pass: every pending prompt once, answers discarded."""
+    for _ in iterate_blocking(engine, [priming_request(p.request) for p in todo]):
+        pass
+
+
+def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineFactory,
+                 planned: list[PlannedRequest], variant: str,
+                 progress: ProgressFn | None) -> VariantRunStats:
+    todo = store.pending(run, planned)
+    stored = failed = 0
+    if progress:
+        progress(Progress("start", variant, 0, len(todo)))
+    if todo:
+        with factory.open(plan.variant(variant)) as engine:
+            if plan.warm:
+                _prime(engine, todo)
+                if progress:
+                    progress(Progress("prime", variant, 0, len(todo)))
+            for outcome in iterate_blocking(engine, [p.request for p in todo]):
+                p = todo[outcome.index]
+                label = f"{p.request.task}/{p.request.item_id}#{p.repeat}"
+                if isinstance(outcome, EngineFailure):
+                    error = one_line(f"{type(outcome.error).__name__}: {outcome.error}")
+                    store.put_failure(run, p, error, outcome.attempts)
+                    failed += 1
+                    if progress:
+                        progress(Progress("failed", variant, stored + failed, len(todo), label,
+                                          error))
+                    continue
+                store.put_response(run, p, _record(outcome))
+                stored += 1
+                if progress:
+                    progress(Progress("stored", variant, stored + failed, len(todo), label))
+    if progress:
+        progress(Progress("done", variant, stored + failed, len(todo)))
+    return VariantRunStats(variant, len(planned), len(planned) - len(todo), len(todo), stored,
+                           failed)
+
+
+def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
+             factory: EngineFactory | None = None,
+             progress: ProgressFn | None = None) -> RunOutcome:
+    """Run (or resume) ``plan`` into ``store``. The baseline runs first, so an
+    interrupted ablation has its reference before any candidate."""
+    workspace = workspace or store.path.parent
+    loaded = load_tasks(plan)
+    factory = factory or factory_for(plan, workspace)
+    run = store.begin_run(plan.hash, plan_name=plan.name, seeds=(plan.seed,),
+                          plan=plan.to_dict())
+    order = [plan.baseline] + [v for v in plan.variant_names if v != plan.baseline]
+    for name in order:
+        store.put_variant(run, name, plan.variant(name).config(), is_baseline=name == plan.baseline)
+    stats = []
+    status, scored = "failed", 0
+    try:
+        for name in order:
+            planned = planned_requests(plan, loaded, name)
+            stats.append(_run_variant(store, run, plan, factory, planned, name, progress))
+            scored += score_pending(store, plan.hash, loaded)
+        status = "complete" if not any(s.failed for s in stats) else "incomplete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        store.finish_run(run, status)
+    return RunOutcome(run=run, plan_hash=plan.hash, variants=tuple(stats), scored=scored)
