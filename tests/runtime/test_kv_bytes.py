@@ -36,3 +36,25 @@ def test_changing_the_schedule_changes_the_figure():
     flash = V41Config.preset("flash")
     fewer = flash.replace(kv_source_layer_ids=(2, 20), index_source_layer_ids=(2, 20, 24))
     assert kv_bytes_per_token(fewer).persistent_bytes_per_token == 356 / 2 + 356
+
+
+def test_cli_bench_kv_json(capsys):
+    import json
+
+    from validate.cli import main
+
+    main(["bench", "kv", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["preset"] == "flash"
+    assert doc["swa_entry_bytes"] == 528 and doc["persistent_bytes_per_token"] == 890
+
+
+def test_cli_bench_kv_bad_preset_is_exit_2(capsys):
+    import pytest
+
+    from validate.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "kv", "--preset", "huge"])
+    assert info.value.code == 2
+    assert "preset" in capsys.readouterr().err
