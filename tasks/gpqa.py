@@ -109,8 +109,8 @@ def _choices_block(item: GpqaItem) -> str:
 class GpqaTask(Task):
     """A GPQA variant over one subset. Chat variant: one user message, the cot_zeroshot
     question layout followed by an instruction to end with "The answer is (X)"; the
-    reply is cut to its answer section first (text after the last ``</think>``;
-    ``[invalid]`` if a ``<think>`` block never closed), then lm-eval's two GPQA filters:
+    reply is cut to its answer section first (text after the last ``</think>``, or all
+    of it, left-stripped; ``[invalid]`` if a ``<think>`` block never closed), then lm-eval's two GPQA filters:
     ``strict-match`` = the rest of the line after the first "The answer is " minus its
     last character; ``flexible-extract`` = the last "(X)", else a choice's text, else
     ": X"."""

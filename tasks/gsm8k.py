@@ -130,9 +130,10 @@ class Gsm8kTask(Task):
 
     Chat variant (``gsm8k_chat_cot_zeroshot``): one user message, the instruction of
     lm-eval's ``gsm8k_cot_llama`` (without its 8 exemplars). Before extraction the reply
-    is cut to its answer section (``extraction.answer_section``): text after the last
-    ``</think>``; nothing (so ``[invalid]``) if a ``<think>`` block never closed; else
-    the whole reply. Then ``strict-match`` takes the LAST "The final answer is N" (N a
+    is cut to its answer section (``extraction.answer_section``): the text after the
+    last ``</think>`` (the whole reply if there is none), left-stripped, as lm-eval's
+    ``think_end_token`` does; nothing (so ``[invalid]``) if a ``<think>`` block never
+    closed. Then stop strings cut it, then ``strict-match`` takes the LAST "The final answer is N" (N a
     number, may carry ``$ , .``), ``flexible-extract`` the last number-like string;
     both go through GSM8K's ``exact_match``, so "$1,234." matches 1234.
     """

@@ -128,11 +128,13 @@ def test_item_repr_hides_gpqa_text():
 
 
 @pytest.mark.parametrize("subset", GPQA_SUBSETS)
-def test_prompts_equal_lm_eval_templates_for_the_same_choice_order(subset, lm_eval_ref):
+def test_prompts_equal_lm_eval_templates_for_the_same_choice_order(subset, lm_eval_ref,
+                                                                  monkeypatch):
     """lm-eval's own YAML templates, rendered with lm-eval's jinja environment on a doc
     holding our choice order, give byte-identical prompts (compared by sha256)."""
     from lm_eval.utils import apply_template
 
+    lm_eval_ref.cache_jinja_compilation(monkeypatch)
     for style in ("zeroshot", "cot_zeroshot", "generative_n_shot"):
         config = lm_eval_ref.read_lm_eval_yaml(f"gpqa/{lm_eval_ref.GPQA_YAMLS[style]}")
         task = tasks.get(f"gpqa_{subset}_{style}")

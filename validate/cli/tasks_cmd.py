@@ -92,8 +92,10 @@ def check(
 
     def render(console) -> None:
         table = Table(title="v41val tasks check")
-        for column in ("check", "subject", "result", "detail"):
-            table.add_column(column)
+        table.add_column("check", no_wrap=True)
+        table.add_column("subject", no_wrap=True)
+        table.add_column("result", no_wrap=True)
+        table.add_column("detail")
         for r in report.results:
             table.add_row(r.check, r.subject, "[green]pass[/green]" if r.passed
                           else "[red]FAIL[/red]", escape(r.detail))
