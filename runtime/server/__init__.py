@@ -1,0 +1,1 @@
+"""``v41val serve``: the runtime behind an OpenAI-compatible HTTP API (FastAPI)."""

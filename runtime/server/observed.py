@@ -1,0 +1,70 @@
+"""An ``Engine`` that reports each token and each finished request as it happens.
+
+The runtime ``Engine.generate`` returns when every request is done; a server that
+streams (SSE) and a client that stores each response the moment it exists need to hear
+about tokens and completions earlier. ``ObservedEngine`` keeps the engine's scheduling
+and numbers untouched and only calls ``observer`` from the two places where a token is
+chosen and a request is finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from runtime.engine.engine import Engine
+from runtime.engine.requests import GenerateRequest, GenerateResult
+
+
+class Observer(Protocol):
+    def on_token(self, index: int, token_id: int, safe_text: str | None) -> None:
+        """Request ``index`` produced ``token_id``; ``safe_text`` is its output text so
+        far that no stop string can still take back (None without a tokenizer)."""
+
+    def on_finish(self, index: int, result: GenerateResult) -> None:
+        """Request ``index`` finished with ``result``."""
+
+
+@dataclass
+class NullObserver:
+    def on_token(self, index: int, token_id: int, safe_text: str | None) -> None:
+        return None
+
+    def on_finish(self, index: int, result: GenerateResult) -> None:
+        return None
+
+
+def safe_text(matcher) -> str:
+    """Text that is final: cut at a hit stop string, else minus the tail a stop string
+    could still complete (its longest length - 1 characters)."""
+    if matcher.hit_at is not None:
+        return matcher.output_text()
+    hold = max((len(s) for s in matcher.stops), default=1) - 1
+    return matcher.text[: len(matcher.text) - hold] if hold else matcher.text
+
+
+class ObservedEngine(Engine):
+    """``Engine`` plus an observer called per chosen token and per finished request."""
+
+    def generate_observed(self, requests: Sequence[GenerateRequest],
+                          observer: Observer) -> list[GenerateResult]:
+        self._observer = observer
+        try:
+            return self.generate(list(requests))
+        finally:
+            self._observer = NullObserver()
+
+    def _choose(self, live, row, now_s):  # noqa: D401 - engine hook
+        super()._choose(live, row, now_s)
+        observer = getattr(self, "_observer", None)
+        if observer is not None:
+            text = safe_text(live.matcher) if live.detok is not None else None
+            observer.on_token(live.index, live.tokens[-1], text)
+
+    def _result(self, live, now_s):
+        result = super()._result(live, now_s)
+        observer = getattr(self, "_observer", None)
+        if observer is not None:
+            observer.on_finish(live.index, result)
+        return result

@@ -1,0 +1,297 @@
+"""The ``builtin`` engine: the V4.1 runtime in this process, batched, full logits.
+
+All requests of a ``stream`` call go to the runtime engine at once; it keeps up to
+``max_batch_requests`` in flight (continuous batching: a finished request's slot is
+refilled at the next step), which is the operating point's concurrency. Each result is
+handed back the moment the runtime finishes it (completion order), so the caller can
+store it before the next one exists.
+
+Timings come from the runtime engine and are taken from each request's admission into
+the batch (a closed-loop client with ``max_batch_requests`` users sends its next
+request when a slot frees): TTFT is admission -> first token, the inter-token gaps are
+the runtime's, e2e is admission -> last token. ``engine["prefix_hit_tokens"]`` says how
+much of the prompt came from the prefix cache: encoder-side replay only engages on a
+hit, so ``warm=True`` runs a priming pass (every prompt's prefill, no output) first, and
+the measured pass then hits on every prompt longer than a cache block.
+
+Variants built from one ``WeightsPool`` share one ``V41Weights``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+from runtime.options import RuntimeOptions
+from tasks.request import Generation, Loglikelihoods, Request
+from validate.engines.base import (
+    EngineFailure,
+    EngineOutcome,
+    EngineResult,
+    Timings,
+    TokenLogprob,
+)
+from validate.engines.builtin_requests import (
+    choice_requests,
+    continuation_score,
+    generate_request,
+)
+from validate.engines.builtin_source import ModelSource, WeightsPool
+from validate.engines.errors import EngineError
+
+
+@dataclass(frozen=True)
+class BuiltinEngineConfig:
+    """One builtin variant: which weights, which runtime options, how it is batched.
+
+    ``top_logprobs``: the top-k alternatives of every generated token (None: none).
+    ``warm``: run a priming pass so the measured pass hits the prefix cache.
+    ``prefix_cache_entries`` must hold every prompt's blocks for warm mode to hit.
+    """
+
+    source: ModelSource = field(default_factory=ModelSource)
+    options: RuntimeOptions = field(default_factory=RuntimeOptions)
+    max_batch_requests: int = 8
+    prefill_chunk_tokens: int = 256
+    prefix_block_tokens: int = 64
+    prefix_cache_entries: int = 256
+    seed: int = 0
+    top_logprobs: int | None = None
+    warm: bool = False
+    variant: str = "builtin"
+
+    def __post_init__(self) -> None:
+        if self.max_batch_requests < 1:
+            raise EngineError(f"builtin engine: max_batch_requests must be >= 1, got "
+                              f"{self.max_batch_requests}")
+        if self.top_logprobs is not None and self.top_logprobs < 0:
+            raise EngineError(f"builtin engine: top_logprobs must be >= 0, got {self.top_logprobs}")
+
+    def runtime_engine_config(self):
+        from runtime.engine.engine import EngineConfig
+
+        return EngineConfig(prefill_chunk_tokens=self.prefill_chunk_tokens,
+                            max_batch_requests=self.max_batch_requests,
+                            prefix_block_tokens=self.prefix_block_tokens,
+                            prefix_cache_entries=self.prefix_cache_entries, seed=self.seed)
+
+    def describe(self) -> dict:
+        o = self.options
+        return {"engine": "builtin", "variant": self.variant, "source": self.source.describe(),
+                "options": {"swa": o.swa, "encoder_replay": o.encoder_replay,
+                            "decoder_trim": o.decoder_trim, "cut": o.cut, "kernels": o.kernels,
+                            "batch_invariant": o.batch_invariant,
+                            "replay_tokens": o.replay_tokens},
+                "concurrency": self.max_batch_requests, "warm": self.warm}
+
+
+@dataclass
+class _Pending:
+    """A task request split into runtime requests (one per choice for loglikelihood)."""
+
+    index: int
+    request: Request
+    parts: list[int]
+    pairs: list | None = None
+    results: dict = field(default_factory=dict)
+
+
+class BuiltinEngine:
+    """The runtime in process behind the ``Engine`` protocol (see the module doc)."""
+
+    name = "builtin"
+
+    def __init__(self, config: BuiltinEngineConfig | None = None,
+                 pool: WeightsPool | None = None) -> None:
+        from runtime.model import V41Model
+        from runtime.server.observed import ObservedEngine
+
+        self.config = config or BuiltinEngineConfig()
+        self.pool = pool if pool is not None else WeightsPool()
+        self.weights = self.pool.weights(self.config.source)
+        self.model = V41Model(self.weights, self.config.options)
+        self.tokenizer = self.config.source.tokenizer()
+        self.runtime = ObservedEngine(self.model, self.tokenizer,
+                                      self.config.runtime_engine_config())
+        self._lock = threading.Lock()  # the runtime engine runs one generate at a time
+
+    @property
+    def max_positions(self) -> int:
+        return self.model.config.max_position_embeddings
+
+    async def aclose(self) -> None:
+        """Nothing to release; the weights stay in the pool for other variants."""
+
+    # ------------------------------------------------------------------ protocol
+    async def stream(self, requests: Sequence[Request]) -> AsyncIterator[EngineOutcome]:
+        """Yield one outcome per request in completion order; a request the runtime
+        cannot take (too long, empty, chat loglikelihood) is an ``EngineFailure``."""
+        if not requests:
+            return
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        stop = threading.Event()
+
+        def deliver(item) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        worker = loop.run_in_executor(None, self._run_blocking, list(requests), deliver, stop)
+        delivered = 0
+        try:
+            while delivered < len(requests):
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                delivered += 1
+                yield item
+        finally:
+            stop.set()
+            if not worker.done():
+                await worker
+
+    def run(self, requests: Sequence[Request]) -> list[EngineOutcome]:
+        """Blocking: all outcomes, in input order."""
+        out: list[EngineOutcome | None] = [None] * len(requests)
+
+        def deliver(item) -> None:
+            if isinstance(item, BaseException):
+                raise item
+            out[item.index] = item
+
+        self._run_blocking(list(requests), deliver, threading.Event())
+        return out  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ the work
+    def _run_blocking(self, requests: list[Request], deliver, stop: threading.Event) -> None:
+        try:
+            pending, flat, failures = self._prepare(requests)
+            for failure in failures:
+                deliver(failure)
+            if not flat:
+                return
+            with self._lock:
+                if self.config.warm:
+                    self._prime([r for r, _ in flat])
+                self._generate(pending, flat, deliver, stop)
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            deliver(exc)
+
+    def _prepare(self, requests: list[Request]):
+        pending: dict[int, _Pending] = {}
+        flat: list[tuple] = []  # (GenerateRequest, owner index)
+        failures = []
+        for index, request in enumerate(requests):
+            rid = f"{request.task}/{request.item_id}#{index}"
+            try:
+                if request.kind == "loglikelihood":
+                    parts, pairs = choice_requests(request, self.tokenizer, self.max_positions, rid)
+                else:
+                    parts = [generate_request(request, self.tokenizer, self.max_positions,
+                                              self.config.top_logprobs, rid)]
+                    pairs = None
+            except (EngineError, ValueError) as exc:
+                failures.append(EngineFailure(index, request, EngineError(str(exc))))
+                continue
+            slots = list(range(len(flat), len(flat) + len(parts)))
+            flat.extend((part, index) for part in parts)
+            pending[index] = _Pending(index, request, slots, pairs)
+        return pending, flat, failures
+
+    def _prime(self, runtime_requests: list) -> None:
+        """Prefill every distinct prompt once (no output) so its blocks are cached."""
+        from runtime.engine.requests import GenerateRequest
+
+        seen, primers = set(), []
+        for r in runtime_requests:
+            if r.prompt_logprobs is None and r.prompt_ids not in seen:
+                seen.add(r.prompt_ids)
+                primers.append(GenerateRequest(prompt_ids=r.prompt_ids, max_tokens=0))
+        if primers:
+            self.runtime.generate(primers)
+
+    def _generate(self, pending: dict[int, _Pending], flat: list[tuple], deliver,
+                  stop: threading.Event) -> None:
+        started_epoch = time.time()
+        engine = self
+
+        class Observer:
+            def on_token(self, index, token_id, safe_text):
+                if stop.is_set():
+                    raise _Cancelled()
+
+            def on_finish(self, slot, result):
+                owner = pending[flat[slot][1]]
+                owner.results[slot] = result
+                if len(owner.results) == len(owner.parts):
+                    deliver(engine._outcome(owner, started_epoch))
+
+        try:
+            self.runtime.generate_observed([r for r, _ in flat], Observer())
+        except _Cancelled:
+            return
+
+    # ------------------------------------------------------------------ results
+    def _outcome(self, owner: _Pending, started_epoch: float) -> EngineResult:
+        results = [owner.results[s] for s in owner.parts]
+        meta = {**self.config.describe(),
+                "prompt_tokens": [r.timings.prompt_tokens for r in results],
+                "prefix_hit_tokens": sum(r.timings.prefix_hit_tokens for r in results),
+                "prefill_tokens_fed": sum(r.timings.prefill_tokens_fed for r in results)}
+        if owner.pairs is not None:
+            scores = [continuation_score(r, pair) for r, pair in zip(results, owner.pairs,
+                                                                     strict=True)]
+            response = Loglikelihoods(tuple(s for s, _ in scores), tuple(g for _, g in scores))
+            first = min(r.timings.queued_s for r in results)
+            last = max(r.timings.total_s for r in results)
+            timings = Timings(started_at_s=started_epoch + first, e2e_s=last - first,
+                              n_prompt_tokens=sum(r.timings.prompt_tokens for r in results),
+                              n_output_tokens=0)
+            meta["continuation_tokens"] = [len(p.continuation) for p in owner.pairs]
+            return EngineResult(owner.index, owner.request, response, timings, engine=meta)
+        r = results[0]
+        t = r.timings
+        response = Generation(r.text or "", "stop" if r.finish_reason == "stop" else "length",
+                              len(r.token_ids))
+        timings = Timings(
+            started_at_s=started_epoch + t.queued_s,
+            e2e_s=t.total_s - t.queued_s,
+            ttft_s=None if t.ttft_s is None else t.ttft_s - t.queued_s,
+            itl_s=tuple(t.token_latencies_s),
+            n_prompt_tokens=t.prompt_tokens,
+            n_output_tokens=len(r.token_ids),
+        )
+        meta["output_token_ids"] = list(r.token_ids)
+        meta["stop_reason"] = r.stop_reason
+        logprobs = None
+        if r.logprobs is not None:
+            logprobs = tuple(self._token_logprob(lp) for lp in r.logprobs)
+        return EngineResult(owner.index, owner.request, response, timings,
+                            token_logprobs=logprobs, engine=meta)
+
+    def _token_logprob(self, lp) -> TokenLogprob:
+        text = self.tokenizer.decode([lp.token_id])
+        top = tuple((self.tokenizer.decode([i]), float(v))
+                    for i, v in zip(lp.top_ids, lp.top_logprobs, strict=True))
+        return TokenLogprob(text, float(lp.logprob), top)
+
+    # ------------------------------------------------------------------ fidelity inputs
+    def encode(self, request: Request) -> tuple[int, ...]:
+        from validate.engines.builtin_requests import prompt_text
+
+        return tuple(self.tokenizer.encode(prompt_text(request)))
+
+    def teacher_forced(self, prompts: Sequence[Sequence[int]],
+                       forced: Sequence[Sequence[int]]) -> list:
+        """Full float32 logits predicting each forced token (see ``builtin_teacher``)."""
+        from validate.engines.builtin_teacher import teacher_forced_logits
+
+        with self._lock:
+            return teacher_forced_logits(self.model, prompts, forced, warm=self.config.warm,
+                                         block_tokens=self.config.prefix_block_tokens)
+
+
+class _Cancelled(Exception):
+    """The consumer stopped listening: abandon the rest of the batch."""
