@@ -1,0 +1,105 @@
+"""Speed of one (variant, task) from stored timings, and paired speed-ups vs baseline.
+
+Every figure states its operating point: the engine's concurrency bound (from the
+stored engine metadata) and whether the run was warm. Speed-ups pair the same
+(item, repeat) under both variants and bootstrap whole items for the CI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from validate.analysis.model import Percentiles, SpeedSummary, Speedup
+from validate.errors import StatsInputError
+from validate.stats.bootstrap import BootstrapSpec
+from validate.stats.continuous import ratio_of_means
+from validate.stats.outcomes import PairedOutcomes
+from validate.store import TimingRow
+
+PREFIX_HIT_KEYS = ("prefix_hit_tokens", "cached_tokens", "prefix_hit")
+
+
+def percentiles(values: Sequence[float | None]) -> Percentiles | None:
+    data = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    if data.size == 0:
+        return None
+    p50, p90, p99 = np.percentile(data, [50, 90, 99])
+    return Percentiles(n=int(data.size), mean=float(data.mean()), p50=float(p50),
+                       p90=float(p90), p99=float(p99))
+
+
+def _concurrency(rows: Sequence[TimingRow]) -> int | None:
+    found = {r.engine.get("concurrency") for r in rows if r.engine.get("concurrency") is not None}
+    return int(max(found)) if found else None
+
+
+def speed_summary(rows: Sequence[TimingRow], warm: bool) -> SpeedSummary | None:
+    timed = [r for r in rows if r.e2e_s is not None]
+    if not timed:
+        return None
+    starts = [r.started_at_s for r in timed if r.started_at_s is not None]
+    ends = [r.started_at_s + r.e2e_s for r in timed if r.started_at_s is not None]
+    tokens = sum(r.n_output_tokens or 0 for r in timed)
+    window = (max(ends) - min(starts)) if starts else 0.0
+    rates = [1.0 / r.tpot_s for r in timed if r.tpot_s]
+    return SpeedSummary(
+        n_requests=len(timed),
+        ttft_s=percentiles([r.ttft_s for r in timed]),
+        tpot_s=percentiles([r.tpot_s for r in timed]),
+        e2e_s=percentiles([r.e2e_s for r in timed]),
+        output_tokens_per_s=tokens / window if window > 0 else None,
+        tokens_per_s_per_user=float(np.median(rates)) if rates else None,
+        concurrency=_concurrency(timed),
+        warm=warm,
+    )
+
+
+def prefix_hit_rate(rows: Sequence[TimingRow]) -> float | None:
+    """Share of requests whose engine reported a prefix-cache hit (None when the
+    engine does not report hits)."""
+    flags = []
+    for r in rows:
+        for key in PREFIX_HIT_KEYS:
+            if key in r.engine and r.engine[key] is not None:
+                flags.append(bool(r.engine[key]))
+                break
+    return sum(flags) / len(flags) if flags else None
+
+
+def _paired(base: Sequence[TimingRow], cand: Sequence[TimingRow], attr: str):
+    by_key = {(r.item_id, r.repeat): getattr(r, attr) for r in base}
+    a, b, ids = [], [], []
+    for r in cand:
+        va, vb = by_key.get((r.item_id, r.repeat)), getattr(r, attr)
+        if va is not None and vb is not None:
+            a.append(va)
+            b.append(vb)
+            ids.append(r.item_id)
+    return a, b, ids
+
+
+def speedups(base: Sequence[TimingRow], cand: Sequence[TimingRow],
+             base_speed: SpeedSummary | None, cand_speed: SpeedSummary | None,
+             bootstrap: BootstrapSpec, alpha: float) -> tuple[Speedup, ...]:
+    """baseline/variant mean latency (TTFT, TPOT, end-to-end) with paired bootstrap
+    CIs, and variant/baseline aggregate throughput (no CI: one window per run)."""
+    out = []
+    for metric, attr in (("ttft", "ttft_s"), ("tpot", "tpot_s"), ("e2e", "e2e_s")):
+        a, b, ids = _paired(base, cand, attr)
+        if len(a) < 2:
+            continue
+        paired = PairedOutcomes.from_arrays(a, b, clusters=ids, task="speed", metric=metric)
+        try:
+            est = ratio_of_means(paired, alpha, bootstrap, invert=True)
+        except StatsInputError:
+            continue
+        out.append(Speedup(metric=metric, ratio=est.ratio, ci=tuple(est.ci_bootstrap),
+                           n=paired.n_rows))
+    if (base_speed and cand_speed and base_speed.output_tokens_per_s
+            and cand_speed.output_tokens_per_s):
+        out.append(Speedup(metric="throughput",
+                           ratio=cand_speed.output_tokens_per_s / base_speed.output_tokens_per_s,
+                           ci=None, n=cand_speed.n_requests))
+    return tuple(out)

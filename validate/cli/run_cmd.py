@@ -1,0 +1,65 @@
+"""``v41val run PLAN [--ablate] [--workspace DIR] [--json]``: run (or resume) a plan,
+analyse it, and exit with the gate decision: 0 GO (or no policy), 1 NO-GO,
+3 INCONCLUSIVE, 4 INVALID (a broken variant), 2 bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from validate.cli import app
+from validate.cli.common import emit, stderr_console
+from validate.runner.execute import execute
+from validate.stats.jsonable import json_safe
+
+
+class _Bars:
+    """One progress bar per variant, on stderr (stdout stays one JSON document)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.bars: dict[str, int] = {}
+
+    def __call__(self, event) -> None:
+        if event.kind == "start":
+            self.bars[event.variant] = self.progress.add_task(event.variant, total=event.total)
+        elif event.kind in ("stored", "failed"):
+            self.progress.update(self.bars[event.variant], completed=event.done)
+
+
+def _render(execution, console) -> None:
+    try:
+        from reports.document import report_document
+        from reports.terminal import render_terminal
+    except ImportError:
+        render_terminal = None
+    if render_terminal is not None:
+        render_terminal(report_document(execution.analysis), console)
+    else:
+        console.print(execution.analysis.to_dict())
+    a = execution.analysis
+    console.print(f"decision: {a.decision} (exit {a.exit_code}); store {execution.store_path}, "
+                  f"run {a.identity.run_id}, plan {a.identity.plan_hash[:12]}")
+
+
+@app.command("run")
+def run(
+    plan: Path = typer.Argument(..., help="Plan file (TOML)."),
+    ablate: bool = typer.Option(False, "--ablate",
+                                help="One variant per optimization plus all-on, against "
+                                     "the all-reference exact baseline."),
+    workspace: Optional[Path] = typer.Option(None, "--workspace",
+                                             help="Directory of the results store "
+                                                  "(default: .v41val)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON document."),
+) -> int:
+    """Run (or resume) a plan and gate it."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=stderr_console(), transient=True) as progress:
+        execution = execute(plan, ablate=ablate, workspace=workspace, progress=_Bars(progress))
+    emit(as_json, json_safe(execution.to_dict()), lambda console: _render(execution, console))
+    return execution.analysis.exit_code

@@ -1,0 +1,45 @@
+"""Plan file -> run (or resume) -> analysis: what ``v41val run`` does, as a library call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from validate.analysis.build import analyze_run
+from validate.analysis.model import RunAnalysis
+from validate.plan import ablate as ablate_plan
+from validate.plan import load_plan
+from validate.runner.run import ProgressFn, RunOutcome, run_plan
+from validate.store import ResultsStore
+
+DEFAULT_WORKSPACE = Path(".v41val")
+STORE_NAME = "results.sqlite"
+
+
+@dataclass(frozen=True)
+class Execution:
+    outcome: RunOutcome
+    analysis: RunAnalysis
+    store_path: Path
+
+    def to_dict(self) -> dict:
+        o = self.outcome
+        return self.analysis.to_dict() | {"execution": {
+            "store": str(self.store_path), "run_id": o.run.run_id, "plan_hash": o.plan_hash,
+            "scored": o.scored,
+            "variants": [vars(v) for v in o.variants],
+        }}
+
+
+def execute(plan_path: str | Path, *, ablate: bool = False, workspace: str | Path | None = None,
+            progress: ProgressFn | None = None) -> Execution:
+    plan = load_plan(plan_path)
+    if ablate:
+        plan = ablate_plan(plan)
+    workspace = Path(workspace) if workspace is not None else DEFAULT_WORKSPACE
+    workspace.mkdir(parents=True, exist_ok=True)
+    store_path = workspace / STORE_NAME
+    with ResultsStore.open(store_path) as store:
+        outcome = run_plan(plan, store, workspace=workspace, progress=progress)
+        analysis = analyze_run(store, plan.hash)
+    return Execution(outcome, analysis, store_path)
