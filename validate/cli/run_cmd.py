@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from validate.cli import app
 from validate.cli.common import emit, stderr_console
-from validate.runner.execute import execute
+from validate.runner.execute import execute, prepare
 from validate.stats.jsonable import json_safe
 
 
@@ -57,9 +57,10 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> int:
     """Run (or resume) a plan and gate it."""
+    loaded = prepare(plan, ablate=ablate)  # bad input fails here, before any output
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=stderr_console(), transient=True) as progress:
-        execution = execute(plan, ablate=ablate, workspace=workspace, progress=_Bars(progress))
+        execution = execute(loaded, workspace=workspace, progress=_Bars(progress))
     emit(as_json, json_safe(execution.to_dict()), lambda console: _render(execution, console))
     return execution.analysis.exit_code

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from validate.analysis.build import analyze_run
 from validate.analysis.model import RunAnalysis
+from validate.plan import Plan, load_plan
 from validate.plan import ablate as ablate_plan
-from validate.plan import load_plan
 from validate.runner.run import ProgressFn, RunOutcome, run_plan
 from validate.store import ResultsStore
 
@@ -31,11 +31,15 @@ class Execution:
         }}
 
 
-def execute(plan_path: str | Path, *, ablate: bool = False, workspace: str | Path | None = None,
-            progress: ProgressFn | None = None) -> Execution:
+def prepare(plan_path: str | Path, *, ablate: bool = False) -> Plan:
+    """Load (and with ``ablate`` expand) a plan; every input error surfaces here."""
     plan = load_plan(plan_path)
-    if ablate:
-        plan = ablate_plan(plan)
+    return ablate_plan(plan) if ablate else plan
+
+
+def execute(plan: Plan, *, workspace: str | Path | None = None,
+            progress: ProgressFn | None = None) -> Execution:
+    """Run (or resume) ``plan`` in ``workspace``'s store, then analyse it."""
     workspace = Path(workspace) if workspace is not None else DEFAULT_WORKSPACE
     workspace.mkdir(parents=True, exist_ok=True)
     store_path = workspace / STORE_NAME
