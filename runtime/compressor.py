@@ -1,0 +1,82 @@
+"""The KV-source compressor: pooled latents -> global KV entries and indexer keys.
+
+Ratio 2: kv = x W_kv^T and g = x W_gate^T in float32; each non-overlapping pair of
+tokens (2g, 2g+1) becomes latent_g = sum_j kv_j * softmax_j(g)_j (a per-channel softmax
+over the group), then RMSNorm. Ratio 1: latent = RMSNorm(x W_kv^T), no gate.
+
+From each latent at group position P = ratio * g:
+  global KV entry = NVFP4(RoPE_compress(latent, P))                 [head_dim]
+  indexer key     = MXFP4(RoPE_compress(k_norm(latent W_k^T), P))   [index_head_dim]
+
+A group that is not complete yet is buffered (kv and gate rows) in the sequence state
+and completed by the next chunk or decode step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from runtime.config import V41Config
+from runtime.numerics import Numerics, rms_norm
+from runtime.quant import fake_quant_mxfp4, fake_quant_nvfp4
+from runtime.rope import RopePair, apply_rope
+
+
+def pool_groups(kv: torch.Tensor, gate: torch.Tensor, ratio: int) -> torch.Tensor:
+    """kv, gate [G*ratio, C] float32 -> [G, C]: softmax over each group's tokens, per channel."""
+    kv = kv.reshape(-1, ratio, kv.shape[-1])
+    gate = gate.reshape(-1, ratio, gate.shape[-1])
+    top = gate.amax(dim=1, keepdim=True)
+    e = torch.exp(gate - top)
+    total = e[:, 0]
+    for j in range(1, ratio):
+        total = total + e[:, j]
+    acc = kv[:, 0] * (e[:, 0] / total)
+    for j in range(1, ratio):
+        acc = acc + kv[:, j] * (e[:, j] / total)
+    return acc
+
+
+def compress_rows(
+    x: torch.Tensor,
+    first_position: int,
+    buffer: tuple[torch.Tensor, torch.Tensor] | None,
+    w,
+    ratio: int,
+    config: V41Config,
+    num: Numerics,
+) -> tuple[torch.Tensor | None, int, tuple[torch.Tensor, torch.Tensor] | None]:
+    """Latents (pre-RoPE) of the groups completed by rows ``x`` [T, D] at positions
+    ``first_position``... Returns (latents [G, hd] or None, position of the first
+    completed group, new partial-group buffer)."""
+    eps = config.rms_norm_eps
+    if ratio == 1:
+        latent = rms_norm(num.linear(x, w.wkv.weight), w.norm.weight, eps)
+        return latent, first_position, None
+    kv = num.linear(x.float(), w.wkv.weight.float())  # [T, hd] float32
+    gate = num.linear(x.float(), w.wgate.weight.float())
+    start = first_position
+    if buffer is not None and buffer[0].shape[0]:
+        start -= buffer[0].shape[0]
+        kv = torch.cat([buffer[0], kv])
+        gate = torch.cat([buffer[1], gate])
+    usable = (kv.shape[0] // ratio) * ratio
+    rest = (kv[usable:], gate[usable:])
+    if usable == 0:
+        return None, start, rest
+    latent = pool_groups(kv[:usable], gate[:usable], ratio)
+    return rms_norm(latent.to(x.dtype), w.norm.weight, eps), start, rest
+
+
+def entries_from_latents(
+    latent: torch.Tensor, first_group_position: int, ratio: int, w_attn, config: V41Config,
+    rope: RopePair, num: Numerics,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(global KV entries [G, hd], indexer keys [G, dI]) for latents [G, hd]."""
+    positions = first_group_position + ratio * torch.arange(latent.shape[0])
+    cos, sin = rope.compress.lookup(positions, latent.device)
+    entries = fake_quant_nvfp4(apply_rope(latent, cos, sin), block=16)
+    idx = w_attn.indexer
+    key = rms_norm(num.linear(latent, idx.wk.weight), idx.k_norm.weight, config.rms_norm_eps)
+    key = fake_quant_mxfp4(apply_rope(key, cos, sin), block=32)
+    return entries, key

@@ -1,0 +1,75 @@
+"""The sparse indexer: which compressed entries each query attends to.
+
+Queries (every index-source layer): q = MXFP4(RoPE_compress(W_qb^I q_r)) -> [T, nI, dI].
+Head weights: w = W_w x * nI^-1/2. Score ("sparse MQA logits"):
+    s[t, j] = sum_h w[t, h] * ReLU(q[t, h] . k[j]) * dI^-1/2
+Entry j is visible to the query at position p iff j < floor((p + 1) / ratio).
+
+Two-level top-k: the candidate source keeps the ``candidate_topk_blocks`` best blocks of
+``candidate_block_size`` entries (block score = max; the block holding the newest
+visible entry is always kept) and publishes that mask; later index sources score only
+inside it. Each index source keeps its ``index_topk`` best visible entries. Ties are
+broken by the lowest index (a stable sort), so the choice never depends on the backend.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from runtime.numerics import Numerics
+
+NEG_INF = float("-inf")
+
+
+def index_scores(q: torch.Tensor, head_w: torch.Tensor, keys: torch.Tensor, num: Numerics) -> torch.Tensor:
+    """q [T, nI, dI], head_w [T, nI] (already scaled), keys [N, dI] -> scores [T, N] float32."""
+    t, n_heads, dim = q.shape
+    keys_t = keys.float().t()  # [dI, N]
+    total = None
+    for h in range(n_heads):
+        dots = num.matmul(q[:, h].float(), keys_t)  # [T, N]
+        term = head_w[:, h : h + 1] * (torch.relu(dots) * dim**-0.5)
+        total = term if total is None else total + term
+    return total
+
+
+def visible_counts(positions: torch.Tensor, ratio: int) -> torch.Tensor:
+    """Number of complete groups a query at each position can see, [T]."""
+    return (positions.long() + 1) // ratio
+
+
+def mask_invisible(scores: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    j = torch.arange(scores.shape[1], device=scores.device)
+    return scores.masked_fill(j[None, :] >= counts[:, None], NEG_INF)
+
+
+def top_k_entries(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """[T, N] masked scores -> [T, k] entry ids in ascending order, -1 for empty slots.
+    Highest scores first, ties to the lowest index; -inf entries are never picked."""
+    t, n = scores.shape
+    take = min(k, n)
+    order = torch.sort(scores, dim=-1, descending=True, stable=True).indices[:, :take]
+    picked = scores.gather(1, order)
+    order = torch.where(picked > NEG_INF, order, torch.full_like(order, n))
+    order = torch.sort(order, dim=-1).values
+    order = torch.where(order == n, torch.full_like(order, -1), order)
+    if take < k:
+        order = torch.cat([order, order.new_full((t, k - take), -1)], dim=1)
+    return order
+
+
+def candidate_mask(scores: torch.Tensor, counts: torch.Tensor, n_blocks: int, block: int) -> torch.Tensor:
+    """[T, N] masked scores -> bool [T, N]: entries inside each query's kept blocks."""
+    t, n = scores.shape
+    nb = -(-n // block)
+    padded = torch.full((t, nb * block), NEG_INF, dtype=scores.dtype, device=scores.device)
+    padded[:, :n] = scores
+    block_scores = padded.reshape(t, nb, block).amax(dim=-1)  # [T, nb]
+    newest = (counts - 1).clamp_min(0) // block
+    pin = (torch.arange(nb, device=scores.device)[None, :] == newest[:, None]) & (counts[:, None] > 0)
+    block_scores = block_scores.masked_fill(pin, float("inf"))
+    take = min(n_blocks, nb)
+    order = torch.sort(block_scores, dim=-1, descending=True, stable=True).indices[:, :take]
+    keep_block = torch.zeros((t, nb), dtype=torch.bool, device=scores.device)
+    keep_block.scatter_(1, order, block_scores.gather(1, order) > NEG_INF)
+    return keep_block.repeat_interleave(block, dim=1)[:, :n]
