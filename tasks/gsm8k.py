@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from tasks.extraction import ExactMatch, RegexExtractor
-from tasks.gsm8k_data import Gsm8kExample, Gsm8kItem, gsm8k_item_id
+from tasks.gsm8k_data import Gsm8kExample, Gsm8kItem, final_answer_of, gsm8k_item_id
 from tasks.gsm8k_exemplars import GSM8K_COT_EXEMPLARS
 from tasks.prompting import text_prompt
 from tasks.request import ChatMessage, Generation, GenerationParams, Loglikelihoods, Request
@@ -150,11 +150,12 @@ class Gsm8kTask(Task):
         self.gen = variant.gen
         self.primary = variant.scoring.primary
         self.filter_names = tuple(e.name for e in variant.scoring.extractors)
-        items = []
-        for index, (question, solution) in enumerate(test_rows):
-            item = Gsm8kItem(gsm8k_item_id(index), index, question, solution, target="")
-            target = solution if variant.target == "solution" else item.final_answer
-            items.append(replace(item, target=target))
+        items = [
+            Gsm8kItem(gsm8k_item_id(index), index, question, solution,
+                      target=solution if variant.target == "solution"
+                      else final_answer_of(solution))
+            for index, (question, solution) in enumerate(test_rows)
+        ]
         super().__init__(items)
         self._pool = tuple(train_pool)
         self._draws: tuple[tuple[int, ...], ...] = ()

@@ -33,7 +33,13 @@ class Gsm8kItem:
 
     @property
     def final_answer(self) -> str:
-        return self.solution.split("####")[-1].strip()
+        return final_answer_of(self.solution)
+
+
+def final_answer_of(solution: str) -> str:
+    """The text after the last ``####`` of a GSM8K solution (lm-eval's
+    ``answer.split('####')[-1].strip()``)."""
+    return solution.split("####")[-1].strip()
 
 
 @dataclass(frozen=True)
