@@ -16,7 +16,7 @@ from tasks.task import Task
 
 def text_is_shareable(task: Task) -> bool:
     """False for GPQA, whose authors ask that its text never appears in plain text."""
-    return not task.dataset.startswith("gpqa")
+    return task.text_is_shareable
 
 
 def request_document(task: Task, item: Any) -> dict:

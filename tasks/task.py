@@ -72,6 +72,13 @@ class Task(ABC):
     def is_chat(self) -> bool:
         return False
 
+    @property
+    def text_is_shareable(self) -> bool:
+        """False for GPQA: its authors ask that questions never appear in plain text, so
+        prompts, choices and per-sample logs of a GPQA task must stay in memory (store
+        and report ``prompt_sha256`` and item ids instead)."""
+        return not self.dataset.startswith("gpqa")
+
     def items(self) -> tuple[Any, ...]:
         return self._items
 
@@ -112,6 +119,7 @@ class Task(ABC):
             "filters": list(self.filter_names),
             "primary": self.primary,
             "upstream": self.upstream,
+            "text_is_shareable": self.text_is_shareable,
         }
 
     def __repr__(self) -> str:
