@@ -6,6 +6,8 @@ Public API (kept small and stable; everything else is internal)::
     tasks.names() -> list[str]
     task = tasks.get("gsm8k")          # optional: data_dir=..., max_gen_toks=...
     task.name, task.version, task.kind, task.max_gen_toks, task.primary
+    task.is_chat, task.text_is_shareable (False for GPQA: keep its text in memory)
+    task.item("gsm8k-test-0042")
     for item in task.items():           # frozen; item.id (stable string), item.target
         request = task.render(item)     # tasks.request.Request
         score = task.score(item, tasks.Generation(text))   # or tasks.Loglikelihoods

@@ -4,6 +4,7 @@ A ``Task`` is one lm-eval-style task variant bound to its loaded items. Its publ
 surface is small on purpose (the rest of the project depends on it):
 
     task.name, task.version, task.kind, task.max_gen_toks, task.primary
+    task.is_chat, task.text_is_shareable, task.describe()
     task.items() -> tuple[Item, ...]       each item has a stable string ``id`` and ``target``
     task.item(item_id) -> Item
     task.render(item) -> Request
