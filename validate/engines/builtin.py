@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from runtime.options import RuntimeOptions
 from tasks.request import Generation, Loglikelihoods, Request
@@ -41,6 +42,7 @@ from validate.engines.builtin_requests import (
 )
 from validate.engines.builtin_source import ModelSource, WeightsPool
 from validate.engines.errors import EngineError
+from validate.perturb import Perturbation, perturbation_from
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class BuiltinEngineConfig:
     top_logprobs: int | None = None
     warm: bool = False
     variant: str = "builtin"
+    perturb: Perturbation = field(default_factory=Perturbation)
 
     def __post_init__(self) -> None:
         if self.max_batch_requests < 1:
@@ -85,7 +88,8 @@ class BuiltinEngineConfig:
                             "decoder_trim": o.decoder_trim, "cut": o.cut, "kernels": o.kernels,
                             "batch_invariant": o.batch_invariant,
                             "replay_tokens": o.replay_tokens},
-                "concurrency": self.max_batch_requests, "warm": self.warm}
+                "concurrency": self.max_batch_requests, "warm": self.warm,
+                **({"perturb": self.perturb.to_dict()} if self.perturb.active else {})}
 
 
 @dataclass
@@ -112,7 +116,9 @@ class BuiltinEngine:
         self.config = config or BuiltinEngineConfig()
         self.pool = pool if pool is not None else WeightsPool()
         self.weights = self.pool.weights(self.config.source)
-        self.model = V41Model(self.weights, self.config.options)
+        perturb = self.config.perturb
+        options = perturb.apply_options(self.config.options, self.weights.config.sliding_window)
+        self.model = perturb.wrap(V41Model(self.weights, options))
         self.tokenizer = self.config.source.tokenizer()
         self.runtime = ObservedEngine(self.model, self.tokenizer,
                                       self.config.runtime_engine_config())
@@ -295,3 +301,25 @@ class BuiltinEngine:
 
 class _Cancelled(Exception):
     """The consumer stopped listening: abandon the rest of the batch."""
+
+
+def engine_for_plan(settings: Mapping[str, Any], options: RuntimeOptions, *,
+                    perturb: Mapping[str, Any] | None = None, concurrency: int = 8,
+                    seed: int = 0, pool: WeightsPool | None = None,
+                    variant: str = "builtin", warm: bool = False) -> BuiltinEngine:
+    """A builtin engine from a plan's ``[engine]`` settings (preset | checkpoint,
+    device, dtype, seed, overrides, max_batch_requests, prefill_chunk_tokens) and one
+    variant's options. ``concurrency`` is the batch bound unless the settings give
+    ``max_batch_requests``; ``seed`` is the base seed of sampled requests."""
+    checkpoint = settings.get("checkpoint")
+    source = ModelSource(
+        preset=None if checkpoint else settings.get("preset", "tiny"),
+        seed=int(settings.get("seed", 0)), checkpoint=checkpoint,
+        overrides=tuple(sorted(dict(settings.get("overrides", {})).items())),
+        dtype=settings.get("dtype"), device=settings.get("device", "cpu"))
+    extra = {k: int(settings[k]) for k in ("prefill_chunk_tokens",) if k in settings}
+    config = BuiltinEngineConfig(
+        source=source, options=options, seed=seed, warm=warm, variant=variant,
+        max_batch_requests=int(settings.get("max_batch_requests", concurrency)),
+        perturb=perturbation_from(perturb or {}), **extra)
+    return BuiltinEngine(config, pool)

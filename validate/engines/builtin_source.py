@@ -36,6 +36,9 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 class ModelSource:
     """Random weights of ``preset`` with ``seed``, or the checkpoint in ``checkpoint``.
 
+    Presets: the runtime's ``tiny`` / ``mid`` / ``flash``, plus ``micro`` (``tiny`` cut
+    to 4 layers and a 16-token window, ``MICRO_OVERRIDES``) for fast tests.
+
     ``overrides`` replaces config fields of a preset (``(("num_hidden_layers", 4), ...)``);
     tests use it for a model smaller than ``tiny``. ``dtype`` is the weights' dtype
     (None: the config's ``torch_dtype``), ``device`` where they live.
@@ -56,12 +59,13 @@ class ModelSource:
         if self.dtype is not None and self.dtype not in DTYPES:
             raise EngineError(f"builtin engine: dtype must be one of {sorted(DTYPES)}, "
                               f"got {self.dtype!r}")
-        object.__setattr__(self, "overrides", tuple((str(k), v) for k, v in self.overrides))
+        object.__setattr__(self, "overrides", tuple((str(k), _hashable(v))
+                                                    for k, v in self.overrides))
 
     @classmethod
     def micro(cls, seed: int = 0, **kwargs) -> ModelSource:
-        """The ``tiny`` preset cut to 4 layers and a 16-token window (``MICRO_OVERRIDES``)."""
-        return cls(preset="tiny", seed=seed, overrides=MICRO_OVERRIDES, **kwargs)
+        """The ``micro`` preset: ``tiny`` cut to 4 layers and a 16-token window."""
+        return cls(preset="micro", seed=seed, **kwargs)
 
     def describe(self) -> dict:
         """JSON-able identity of the weights (stored with every run)."""
@@ -79,7 +83,10 @@ class ModelSource:
             from runtime.checkpoint import read_config
 
             return read_config(Path(self.checkpoint))
-        config = V41Config.preset(self.preset)
+        if self.preset == "micro":
+            config = V41Config.preset("tiny").replace(**dict(MICRO_OVERRIDES))
+        else:
+            config = V41Config.preset(self.preset)
         return config.replace(**dict(self.overrides)) if self.overrides else config
 
     def load(self):
@@ -106,6 +113,10 @@ class ModelSource:
             if path.is_file():
                 return ByteTokenizer.load(path)
         return ByteTokenizer(vocab_size=self.config().vocab_size)
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _jsonable(value: Any) -> Any:
