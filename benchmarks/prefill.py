@@ -1,0 +1,226 @@
+"""Prefill TTFT: exact SWA vs bounded replay's decoder trim, as ratios in one run.
+
+Why a ratio in one run: absolute CPU/GPU times drift with load; the two variants are
+measured interleaved on the same weights (one ``V41Weights`` shared by two models), so
+the ratio is what the trim buys on this machine at this moment. Beside it the script
+prints the ideal speed-up: all layers / layers that still run on every prompt token
+(with the vLLM cut, layers 0..last KV source), the bound if the trimmed layers cost
+nothing and every layer costs the same.
+
+Usage (tiny on CPU; mid on one GPU):
+
+    python benchmarks/prefill.py --preset tiny --lengths 1024 4096 --repeats 3
+    python benchmarks/prefill.py --preset mid --device cuda --lengths 1024 4096 16384
+
+Writes ``benchmarks/results/prefill-<preset>-<device>.json`` and a Markdown note next
+to it (hardware, versions, command, table). Single request, prefix cache off, greedy,
+one generated token; TTFT is the engine's per-request time to the first token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    preset: str
+    device: str
+    dtype: str | None
+    lengths: tuple[int, ...]
+    repeats: int
+    chunk: int | None
+    cut: str
+    seed: int
+    threads: int | None
+
+
+def ideal_speedup(config, cut: str) -> tuple[float, int]:
+    """(all layers / layers on every token, layers on every token) for the decoder trim."""
+    last = config.last_kv_source
+    every = last + 1 if cut == "after" else last
+    return config.num_hidden_layers / every, every
+
+
+def _engine(weights, swa: str, cut: str, chunk: int):
+    from runtime.engine.engine import Engine, EngineConfig
+    from runtime.model import V41Model
+    from runtime.options import RuntimeOptions
+
+    options = RuntimeOptions(swa="exact") if swa == "exact" else RuntimeOptions(
+        swa="bounded", encoder_replay=False, decoder_trim=True, cut=cut)
+    model = V41Model(weights, options)
+    cfg = EngineConfig(prefill_chunk_tokens=chunk, max_batch_requests=1, prefix_cache_entries=0)
+    return Engine(model, config=cfg)
+
+
+def _ttft(engine, prompt: list[int], device: str) -> tuple[float, float]:
+    """(wall-clock TTFT from the engine's timings, process CPU seconds of the call).
+
+    On a shared CPU machine the wall clock includes time the process waited for a
+    core; the CPU time counts only work done, so its ratio is the steadier one there.
+    On a GPU only the wall clock means anything.
+    """
+    from runtime.engine.requests import GenerateRequest
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    cpu0 = time.process_time()
+    result = engine.generate_one(GenerateRequest(prompt_ids=tuple(prompt), max_tokens=1))
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    return result.timings.ttft_s, time.process_time() - cpu0
+
+
+def run(settings: BenchSettings) -> dict:
+    from runtime.config import V41Config
+    from runtime.weights import V41Weights
+
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    config = V41Config.preset(settings.preset)
+    dtype = getattr(torch, settings.dtype) if settings.dtype else config.dtype
+    t = time.perf_counter()
+    weights = V41Weights.random(config, settings.seed, dtype=dtype, device=settings.device)
+    init_s = time.perf_counter() - t
+    ideal, every = ideal_speedup(config, settings.cut)
+    gen = torch.Generator().manual_seed(settings.seed)
+    rows = []
+    for n in settings.lengths:
+        chunk = settings.chunk or n
+        engines = {v: _engine(weights, v, settings.cut, chunk) for v in ("exact", "bounded")}
+        prompt = torch.randint(3, config.vocab_size, (n,), generator=gen).tolist()
+        _ttft(engines["exact"], prompt[: min(n, 256)], settings.device)  # warm-up
+        _ttft(engines["bounded"], prompt[: min(n, 256)], settings.device)
+        wall: dict[str, list[float]] = {"exact": [], "bounded": []}
+        cpu: dict[str, list[float]] = {"exact": [], "bounded": []}
+        for r in range(settings.repeats):
+            order = ("exact", "bounded") if r % 2 == 0 else ("bounded", "exact")
+            for variant in order:
+                w, c = _ttft(engines[variant], prompt, settings.device)
+                wall[variant].append(w)
+                cpu[variant].append(c)
+        exact, bounded = statistics.median(wall["exact"]), statistics.median(wall["bounded"])
+        exact_cpu, bounded_cpu = statistics.median(cpu["exact"]), statistics.median(cpu["bounded"])
+        speedup, speedup_cpu = exact / bounded, exact_cpu / bounded_cpu
+        rows.append({
+            "tokens": n,
+            "chunk": chunk,
+            "exact_ttft_s": exact,
+            "bounded_ttft_s": bounded,
+            "exact_runs_s": wall["exact"],
+            "bounded_runs_s": wall["bounded"],
+            "speedup": speedup,
+            "exact_cpu_s": exact_cpu,
+            "bounded_cpu_s": bounded_cpu,
+            "exact_cpu_runs_s": cpu["exact"],
+            "bounded_cpu_runs_s": cpu["bounded"],
+            "speedup_cpu_time": speedup_cpu,
+            "ideal_speedup": ideal,
+            "ratio_to_ideal": speedup / ideal,
+            "ratio_to_ideal_cpu_time": speedup_cpu / ideal,
+        })
+        print(f"{n:>6} tokens: exact {exact:.3f} s, bounded {bounded:.3f} s, "
+              f"speed-up {speedup:.2f}x wall / {speedup_cpu:.2f}x CPU time "
+              f"(ideal {ideal:.2f}x)", file=sys.stderr, flush=True)
+    return {
+        "settings": settings.__dict__ | {"lengths": list(settings.lengths)},
+        "layers": config.num_hidden_layers,
+        "layers_on_every_token": every,
+        "weights_init_s": init_s,
+        "environment": environment(settings.device),
+        "rows": rows,
+    }
+
+
+def environment(device: str) -> dict:
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "device": device,
+    }
+    if device.startswith("cuda") and torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(0)
+        env["cuda"] = torch.version.cuda
+    return env
+
+
+def markdown(doc: dict, command: str) -> str:
+    s = doc["settings"]
+    env = doc["environment"]
+    lines = [
+        f"# Prefill TTFT: exact vs bounded (decoder trim), `{s['preset']}` on {s['device']}",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Hardware: {env.get('gpu', env['processor'])}, {env['cpu_count']} CPUs "
+        f"({env['torch_threads']} torch threads); {env['platform']}; "
+        f"Python {env['python']}, torch {env['torch']}" + (f", CUDA {env['cuda']}" if "cuda" in env else ""),
+        "",
+        f"Single request, prefix cache off, greedy, 1 output token; cut `{s['cut']}`; median of "
+        f"{s['repeats']} interleaved runs. Ideal = {doc['layers']} layers / "
+        f"{doc['layers_on_every_token']} layers that still run on every prompt token.",
+        "",
+        "Wall = the engine's TTFT; CPU = the process's CPU seconds for the same call (steadier",
+        "on a shared machine, meaningless on a GPU).",
+        "",
+        "| tokens | chunk | exact TTFT (s) | bounded TTFT (s) | speed-up (wall) | speed-up (CPU time) "
+        "| ideal | wall / ideal | CPU / ideal |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in doc["rows"]:
+        lines.append(
+            f"| {r['tokens']} | {r['chunk']} | {r['exact_ttft_s']:.3f} | {r['bounded_ttft_s']:.3f} | "
+            f"{r['speedup']:.2f}x | {r['speedup_cpu_time']:.2f}x | {r['ideal_speedup']:.2f}x | "
+            f"{r['ratio_to_ideal']:.0%} | {r['ratio_to_ideal_cpu_time']:.0%} |"
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--preset", default="tiny", choices=("tiny", "mid", "flash"))
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default=None, help="override the preset's dtype (e.g. bfloat16)")
+    p.add_argument("--lengths", type=int, nargs="+", default=[1024, 4096, 16384])
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--chunk", type=int, default=None, help="prefill chunk (default: the whole prompt)")
+    p.add_argument("--cut", default="after", choices=("after", "at"))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results)")
+    args = p.parse_args(argv)
+    settings = BenchSettings(args.preset, args.device, args.dtype, tuple(args.lengths), args.repeats,
+                             args.chunk, args.cut, args.seed, args.threads)
+    doc = run(settings)
+    doc["load_average_after"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+    command = "python benchmarks/prefill.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    doc["command"] = command
+    out_dir = args.out or RESULTS
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"prefill-{args.preset}-{args.device.split(':')[0]}"
+    (out_dir / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out_dir / f"{stem}.md").write_text(markdown(doc, command))
+    print(markdown(doc, command))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
