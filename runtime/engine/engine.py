@@ -155,7 +155,11 @@ class Engine:
             detok=self.tokenizer.incremental_decoder() if self.tokenizer is not None else None,
             admitted_s=now_s,
         )
-        live.hit_tokens = hit.tokens if (hit is not None and state.num_computed > 0) else 0
+        if hit is not None:
+            # The model decides what a hit is worth (bounded replay ignores hits <= W and
+            # rewinds to H - W); this also checks the prompt really starts with the prefix.
+            state.tokens_to_feed_after_hit(prompt)
+        live.hit_tokens = int(getattr(state, "hit_tokens", 0))
         if req.prompt_logprobs is not None:
             live.prompt_logprobs.append(None)  # the first prompt token has no context
         return live
