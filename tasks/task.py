@@ -140,9 +140,10 @@ def score_generation(
     if not isinstance(response, Generation):
         raise ResponseShapeError(f"task {task_name}: expected a Generation, got "
                                  f"{type(response).__name__}")
-    text: str | None = response.text
+    # A null reply (some servers return null content) is scored as "", as lm-eval does.
+    text: str | None = response.text if isinstance(response.text, str) else ""
     if scoring.reasoning_tolerant:
-        text = answer_section(response.text)
+        text = answer_section(text)
     if text is None:
         extracted = {e.name: INVALID for e in scoring.extractors}
     else:

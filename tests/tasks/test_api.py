@@ -87,6 +87,8 @@ def test_score_shapes_and_invalid_flag():
     assert good.values == {"strict-match": 1.0, "flexible-extract": 1.0} and not good.invalid
     with pytest.raises(ResponseShapeError):
         task.score(item, Loglikelihoods((0.0, 1.0)))
+    null = tasks.get("gsm8k_chat_cot_zeroshot")
+    assert null.score(null.items()[0], Generation(None)).invalid  # type: ignore[arg-type]
     mc = tasks.get("gpqa_diamond_zeroshot")
     with pytest.raises(ResponseShapeError):
         mc.score(mc.items()[0], Loglikelihoods((0.0, 1.0)))
