@@ -3,8 +3,8 @@
 It plays several "models" selected by the request's ``model`` field, all answering
 GSM8K-style prompts from a table of gold answers the test hands it:
 
-    acc<NN>     right (``#### <gold>``) on prompts whose hash bucket (0..99) < NN,
-                otherwise wrong (``#### <gold + 1>``)
+    acc<NN>     right ("The answer is <gold>. #### <gold>") on prompts whose hash
+                bucket (0..99) < NN, otherwise wrong (the same with gold + 1)
     empty       an empty completion for every prompt
     flaky<NN>   like acc<NN>, but a permanent 400 for prompts in bucket % 4 == 0
 
@@ -39,9 +39,8 @@ def answer(model: str, prompt: str, gold: str) -> str | None:
         raise ValueError(model)
     if m.group(1) == "flaky" and bucket(prompt) % 4 == 0:
         return None
-    if bucket(prompt) < int(m.group(2)):
-        return f" Working. #### {gold}"
-    return f" Working. #### {int(gold.replace(',', '')) + 1}"
+    said = gold if bucket(prompt) < int(m.group(2)) else str(int(gold.replace(",", "")) + 1)
+    return f" The answer is {said}. #### {said}"  # strict-match of every GSM8K variant
 
 
 @dataclass
