@@ -38,8 +38,8 @@ def seconds(x) -> str:
     if missing(x):
         return DASH
     if x < 1.0:
-        return f"{1000.0 * x:.0f} ms" if x >= 0.01 else f"{1000.0 * x:.2f} ms"
-    return f"{x:.2f} s"
+        return f"{1000.0 * x:.3g} ms"
+    return f"{x:.3g} s"
 
 
 def ratio(r) -> str:
@@ -55,13 +55,13 @@ def latency_change(r) -> str:
     1.6x faster -> '-38 %'."""
     if r is None or missing(r.get("ratio")) or r["ratio"] <= 0:
         return DASH
-    return f"{100.0 * (1.0 / r['ratio'] - 1.0):+.0f} %"
+    return f"{round(100.0 * (1.0 / r['ratio'] - 1.0)):+d} %"
 
 
 def throughput_change(r) -> str:
     if r is None or missing(r.get("ratio")):
         return DASH
-    return f"{100.0 * (r['ratio'] - 1.0):+.0f} %"
+    return f"{round(100.0 * (r['ratio'] - 1.0)):+d} %"
 
 
 def margin_points(margin) -> str:

@@ -91,3 +91,12 @@ def render_history_html(history: History, fig_format: str = "svg") -> str:
             rows.append(cells)
         body.append(table(HEADERS, rows, name_columns=(0, 1, 2), word_columns=(9,)))
     return page("v41val history", "\n".join(body), "v41val history · format v41val-history v1")
+
+
+def history_text(history: History, width: int = 160) -> str:
+    """The terminal rendering as plain text (for -o with --format terminal)."""
+    import io
+
+    buffer = io.StringIO()
+    render_history_terminal(history, Console(file=buffer, width=width, highlight=False))
+    return buffer.getvalue()

@@ -9,7 +9,7 @@ from reports import fmt, plots, rows
 from reports.page import badge, esc, figure, page, table
 
 
-def _task_section(task: dict, samples: dict | None, fig_format: str) -> str:
+def _task_section(task: dict, samples: dict | None, fig_format: str | None) -> str:
     cells = []
     verdict_col = rows.COLUMNS.index("verdict")
     for r in rows.task_rows(task):
@@ -22,12 +22,12 @@ def _task_section(task: dict, samples: dict | None, fig_format: str) -> str:
                    "read fidelity first.</p>")
     out.append(table(rows.COLUMNS, cells, word_columns=(verdict_col,)))
     figs = []
-    fig = plots.accuracy_vs_speed(task)
+    fig = plots.accuracy_vs_speed(task) if fig_format else None
     if fig is not None:
         figs.append(figure(plots.figure_uri(fig, fig_format),
                            "Accuracy (y, normal CI) against speed (x, speed-up CI); one point "
                            "per variant.", f"accuracy vs speed, {task['task']}"))
-    fig = plots.latency_distributions(task, (samples or {}).get(task["task"]))
+    fig = plots.latency_distributions(task, (samples or {}).get(task["task"])) if fig_format else None
     if fig is not None:
         figs.append(figure(plots.figure_uri(fig, fig_format),
                            "Latency distributions per variant.", f"latency, {task['task']}"))
@@ -80,8 +80,9 @@ def _drilldown(task: dict) -> str:
     return "<h3>Flips (per-item drill-down, ids only)</h3>" + "".join(parts)
 
 
-def render_html(doc: dict, latency_samples: dict | None = None, fig_format: str = "svg") -> str:
-    """The report page. ``latency_samples``: optional per-request latencies
+def render_html(doc: dict, latency_samples: dict | None = None,
+                fig_format: str | None = "svg") -> str:
+    """The report page (``fig_format`` "svg", "png", or None for no figures). ``latency_samples``: optional per-request latencies
     ``{task: {variant: {"ttft_s": [...], "tpot_s": [...]}}}`` for full distributions
     (``reports.latency.latency_samples`` reads them from the store); without them the
     latency plot shows the summary percentiles."""
@@ -95,7 +96,7 @@ def render_html(doc: dict, latency_samples: dict | None = None, fig_format: str 
     ]
     if changed:
         body.append(f"<h2>What changed</h2><ul>{changed}</ul>")
-    fig = plots.forest(doc)
+    fig = plots.forest(doc) if fig_format else None
     if fig is not None:
         body.append(figure(plots.figure_uri(fig, fig_format),
                            "Paired Δ (candidate − baseline) with its CI; dashed red marks −margin "

@@ -10,6 +10,8 @@ from reports import fmt
 
 COLUMNS = ("variant", "accuracy ± SE", "n", "Δ vs baseline [CI]", "McNemar p", "verdict",
            "fidelity KL / top-1", "TTFT p50", "TPOT p50", "speed-up TTFT / TPOT / thru")
+QUALITY_COLUMNS = COLUMNS[:7]
+SPEED_COLUMNS = ("variant", "TTFT p50", "TPOT p50", "speed-up TTFT / TPOT / thru")
 
 
 def comparison_of(task: dict, variant: str) -> dict | None:

@@ -34,23 +34,37 @@ def _identity(doc: dict) -> Table:
     return table
 
 
-def task_table(task: dict) -> Table:
-    title = f"{task['task']} — {task['metric']}"
-    if task.get("floor"):
-        title += "  (baseline at the floor: read fidelity first)"
+WIDE = 150  # below this many columns, quality and speed get a table each
+
+
+def task_table(task: dict, columns=rows.COLUMNS, title: str | None = None) -> Table:
+    if title is None:
+        title = f"{task['task']} — {task['metric']}"
+        if task.get("floor"):
+            title += "  (baseline at the floor: read fidelity first)"
     table = Table(title=title, title_justify="left", header_style="bold")
-    for name in rows.COLUMNS:
-        table.add_column(name, justify="left" if name in ("variant", "verdict") else "right")
+    for name in columns:
+        word = name in ("variant", "verdict")
+        # verdict words and variant names are never cut: they are what the table says
+        table.add_column(name, justify="left" if word else "right", no_wrap=word,
+                         min_width=12 if name == "verdict" else None)
     for r in rows.task_rows(task):
-        cells = [Text(r[c]) for c in rows.COLUMNS]
-        cells[rows.COLUMNS.index("verdict")] = verdict_text(r["status"])
+        cells = [verdict_text(r["status"]) if c == "verdict" else Text(r[c]) for c in columns]
         table.add_row(*cells)
     return table
 
 
-def renderables(doc: dict) -> list:
+def task_tables(task: dict, width: int) -> list[Table]:
+    if width >= WIDE:
+        return [task_table(task)]
+    return [task_table(task, rows.QUALITY_COLUMNS),
+            task_table(task, rows.SPEED_COLUMNS, title=f"{task['task']} — speed")]
+
+
+def renderables(doc: dict, width: int = WIDE) -> list:
     out: list = [Panel(_identity(doc), title="v41val run report", title_align="left")]
-    out += [task_table(t) for t in doc["tasks"]]
+    for t in doc["tasks"]:
+        out += task_tables(t, width)
     changed = [rows.what_changed(doc, v) for v in rows.candidates(doc)]
     if changed:
         out.append(Text("What changed", style="bold"))
@@ -68,7 +82,7 @@ def renderables(doc: dict) -> list:
 
 
 def render_terminal(doc: dict, console: Console) -> None:
-    console.print(Group(*renderables(doc)))
+    console.print(Group(*renderables(doc, console.width)))
 
 
 def terminal_text(doc: dict, width: int = 160, color: bool = False) -> str:
