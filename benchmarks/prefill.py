@@ -84,7 +84,9 @@ def _ttft(engine, prompt: list[int], device: str) -> tuple[float, float]:
     return result.timings.ttft_s, time.process_time() - cpu0
 
 
-def run(settings: BenchSettings) -> dict:
+def run(settings: BenchSettings, on_row=None) -> dict:
+    """Measure every length; ``on_row(doc)`` is called with the partial document after
+    each length, so a run cut short still leaves its finished rows on disk."""
     from runtime.config import V41Config
     from runtime.weights import V41Weights
 
@@ -135,13 +137,20 @@ def run(settings: BenchSettings) -> dict:
         print(f"{n:>6} tokens: exact {exact:.3f} s, bounded {bounded:.3f} s, "
               f"speed-up {speedup:.2f}x wall / {speedup_cpu:.2f}x CPU time "
               f"(ideal {ideal:.2f}x)", file=sys.stderr, flush=True)
+        if on_row is not None:
+            on_row(_document(settings, config, every, init_s, rows))
+    return _document(settings, config, every, init_s, rows)
+
+
+def _document(settings: BenchSettings, config, every: int, init_s: float, rows: list[dict]) -> dict:
     return {
         "settings": settings.__dict__ | {"lengths": list(settings.lengths)},
         "layers": config.num_hidden_layers,
         "layers_on_every_token": every,
         "weights_init_s": init_s,
         "environment": environment(settings.device),
-        "rows": rows,
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "rows": list(rows),
     }
 
 
@@ -209,15 +218,18 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     settings = BenchSettings(args.preset, args.device, args.dtype, tuple(args.lengths), args.repeats,
                              args.chunk, args.cut, args.seed, args.threads)
-    doc = run(settings)
-    doc["load_average_after"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     command = "python benchmarks/prefill.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    doc["command"] = command
     out_dir = args.out or RESULTS
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"prefill-{args.preset}-{args.device.split(':')[0]}"
-    (out_dir / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (out_dir / f"{stem}.md").write_text(markdown(doc, command))
+
+    def write(doc: dict) -> None:
+        doc["command"] = command
+        (out_dir / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
+        (out_dir / f"{stem}.md").write_text(markdown(doc, command))
+
+    doc = run(settings, on_row=write)
+    write(doc)
     print(markdown(doc, command))
     return 0
 
