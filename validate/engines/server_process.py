@@ -12,6 +12,9 @@ this harder than ``Popen`` + ``kill``:
   reported at once with the reason from its log, not after the startup timeout.
 - The log is evidence: it is written to a file that outlives the process, and its path
   is kept with the run.
+- The launcher itself may be killed (kill -9 of a plan runner, which then resumes). The
+  server runs under a small guard (``server_lifeline.py``) that notices its launcher's
+  death through a pipe and takes the session down, so no server outlives its run.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -129,6 +134,7 @@ class ServerProcess:
         self.exit_code: int | None = None
         self._started_at = 0.0
         self._stopped = False
+        self._lifeline: int | None = None  # write end of the guard's pipe, never written
 
     @property
     def pid(self) -> int | None:
@@ -150,17 +156,27 @@ class ServerProcess:
                 env.pop(key, None)
             else:
                 env[key] = value
+        if shutil.which(c.argv[0], path=env.get("PATH")) is None:
+            raise ServerStartError(f"{c.name}: cannot run {c.argv[0]!r}: not found or not "
+                                   f"executable")
+        guard = [sys.executable, str(Path(__file__).with_name("server_lifeline.py"))]
+        read_end, write_end = os.pipe()  # both non-inheritable unless passed explicitly
         with open(c.log_path, "ab") as log:
             log.write(f"{_LAUNCH_HEADER}{subprocess.list2cmdline(c.argv)}\n".encode())
             log.flush()
             self._started_at = time.monotonic()
             try:
                 self.process = subprocess.Popen(
-                    list(c.argv), stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                    [*guard, str(read_end), str(c.stop_grace_s), *c.argv],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                    start_new_session=True, pass_fds=(read_end,))
             except OSError as exc:
+                os.close(write_end)
                 raise ServerStartError(f"{c.name}: cannot run {c.argv[0]!r}: "
                                        f"{exc.strerror or exc}") from exc
+            finally:
+                os.close(read_end)
+        self._lifeline = write_end
         return self
 
     def wait_healthy(self) -> float:
@@ -206,6 +222,9 @@ class ServerProcess:
             self.exit_code = self.process.wait(timeout=5.0)
         except subprocess.TimeoutExpired:  # cannot happen after SIGKILL; be explicit
             self.exit_code = None
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
         self._stopped = True
         return self.exit_code
 
