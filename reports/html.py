@@ -20,7 +20,8 @@ def _task_section(task: dict, samples: dict | None, fig_format: str | None) -> s
     if task.get("floor"):
         out.append('<p class="note">The baseline is at the accuracy floor on this task: '
                    "read fidelity first.</p>")
-    out.append(table(rows.COLUMNS, cells, word_columns=(verdict_col,)))
+    out.append('<div class="scroll">' + table(rows.COLUMNS, cells, word_columns=(verdict_col,))
+               + "</div>")
     figs = []
     fig = plots.accuracy_vs_speed(task) if fig_format else None
     if fig is not None:
@@ -30,7 +31,8 @@ def _task_section(task: dict, samples: dict | None, fig_format: str | None) -> s
     fig = plots.latency_distributions(task, (samples or {}).get(task["task"])) if fig_format else None
     if fig is not None:
         figs.append(figure(plots.figure_uri(fig, fig_format),
-                           "Latency distributions per variant.", f"latency, {task['task']}"))
+                           f"Latency per request and variant on {task['task']}.",
+                           f"latency, {task['task']}"))
     out.append(f'<div class="plots">{"".join(figs)}</div>')
     out.append(_drilldown(task))
     return "\n".join(out)

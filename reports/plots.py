@@ -86,7 +86,6 @@ def accuracy_vs_speed(task: dict) -> Figure | None:
     ax.set_xlabel(label)
     ax.set_ylabel(f"accuracy, % ({task['metric']})")
     ax.set_title(f"{task['task']}: accuracy vs speed")
-    ax.legend(loc="best", frameon=False)
     return fig
 
 
@@ -147,9 +146,9 @@ def latency_distributions(task: dict, samples: dict | None = None) -> Figure | N
                         label=name)
         ax.set_xlabel(f"{title}, ms")
         ax.set_ylabel("fraction of requests ≤ x")
-        ax.set_title(title + ("" if have_samples else " (p50 / p90 / p99)"))
+        ax.set_title(f"{task['task']}: {title}" + ("" if have_samples else " p50 / p90 / p99"),
+                     fontsize=8)
         ax.legend(loc="lower right", frameon=False)
-    fig.suptitle(f"{task['task']}: latency per request")
     return fig
 
 

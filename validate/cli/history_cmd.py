@@ -20,7 +20,8 @@ from validate.cli.common import stderr_console, stdout_console
 
 @app.command("history")
 def history(
-    store: Path = typer.Option(Path("results.sqlite"), "--store", help="Results store file."),
+    store: Path = typer.Option(Path(".v41val/results.sqlite"), "--store",
+                               help="Results store file (v41val run's default workspace)."),
     since: Optional[str] = typer.Option(None, "--since", help="Only runs from this UTC date."),
     plan: Optional[str] = typer.Option(None, "--plan", help="Only this plan name."),
     fmt: str = typer.Option("terminal", "--format", "-f", help="terminal | html | json"),

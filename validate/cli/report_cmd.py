@@ -21,7 +21,8 @@ from validate.cli.common import stderr_console, stdout_console
 @app.command("report")
 def report(
     run: str = typer.Argument(..., help="Run id, plan hash (or unique prefix), or 'latest'."),
-    store: Path = typer.Option(Path("results.sqlite"), "--store", help="Results store file."),
+    store: Path = typer.Option(Path(".v41val/results.sqlite"), "--store",
+                               help="Results store file (v41val run's default workspace)."),
     fmt: str = typer.Option("terminal", "--format", "-f",
                             help="terminal | md | html | json | junit"),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
