@@ -188,6 +188,12 @@ class V41Config:
         c = self.candidate_source_layer_id
         if c >= 0 and c not in self.index_source_layer_ids:
             raise ConfigError(f"candidate_source_layer_id: {c} is not in index_source_layer_ids")
+        for i in self.index_source_layer_ids:
+            if 0 <= c < i and self.kv_source_of(i) != self.kv_source_of(c):
+                raise ConfigError(
+                    f"index_source_layer_ids: layer {i} uses candidates of layer {c} but reads the keys of "
+                    f"KV source {self.kv_source_of(i)}, not {self.kv_source_of(c)}"
+                )
 
     def _validate_engram(self) -> None:
         if len(self.engram_num_embeddings) != len(self.engram_layer_ids):

@@ -56,7 +56,11 @@ class EngramHasher:
     def __call__(self, history: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """history: int64 [>= max(positions)+1] token ids (identity map); positions [T].
         Returns int64 [T, L, (N-1)*H] row ids into each layer's table."""
-        pos = positions.long()
+        pos = positions.long().to(history.device)
+        if self.primes.device != history.device:
+            self.primes = self.primes.to(history.device)
+            self.offsets = self.offsets.to(history.device)
+            self.multipliers = self.multipliers.to(history.device)
         blocked = torch.zeros_like(pos, dtype=torch.bool)
         grams = []
         for shift in range(self.max_ngram):

@@ -25,6 +25,7 @@ from runtime.layer import StepContext, run_layer
 from runtime.mhc import collapse, first_pre
 from runtime.numerics import Numerics, rms_norm
 from runtime.options import RuntimeOptions
+from runtime.roles import first_trimmed_layer
 from runtime.rope import RopePair
 from runtime.rows import RowSet, Segment, trimmed
 from runtime.state import PrefixSnapshot, SequenceState
@@ -59,9 +60,8 @@ class V41Model:
     def _cut_layer(self) -> int | None:
         """First layer that runs on trimmed rows (None: nothing to trim)."""
         c = self.config
-        last = c.last_kv_source
-        first = last + 1 if self.options.cut == "after" else last
-        if last < 0 or first >= c.num_hidden_layers:
+        first = first_trimmed_layer(c, self.options.cut)
+        if first is None:
             return None
         late_engram = [i for i in c.engram_layer_ids if i >= first]
         if late_engram:

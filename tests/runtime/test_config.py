@@ -111,3 +111,25 @@ def test_options_defaults_and_errors():
     for bad in ({"swa": "fast"}, {"cut": "before"}, {"kernels": "fused"}, {"replay_tokens": 0}):
         with pytest.raises(ConfigError):
             RuntimeOptions(**bad)
+
+
+def test_layer_roles_of_flash_and_tiny():
+    from runtime.roles import ideal_trim_speedup, layer_roles
+
+    flash = layer_roles(V41Config.preset("flash"))
+    assert [r.layer for r in flash if r.is_kv_source] == [2, 8, 14, 20]
+    assert [r.layer for r in flash if r.index_mode == "reindex"] == [24, 28, 32, 36]
+    assert flash[3].index_mode == "reuse" and flash[3].kv_source == 2 and flash[0].index_mode is None
+    assert flash[25].index_source == 24 and flash[25].kv_source == 20
+    assert [r.layer for r in flash if r.trimmed] == list(range(21, 40))  # vLLM cut
+    assert [r.layer for r in layer_roles(V41Config.preset("flash"), "at") if r.trimmed] == list(range(20, 40))
+    assert ideal_trim_speedup(V41Config.preset("flash")) == 40 / 21
+    tiny = layer_roles(V41Config.preset("tiny"))
+    assert [r.layer for r in tiny if r.trimmed] == [7, 8, 9, 10, 11]
+    assert [r.layer for r in tiny if r.candidate_source] == [6]
+    assert [r.layer for r in tiny if r.engram] == [1, 4]
+
+
+def test_candidate_consumers_must_share_the_candidate_kv_source():
+    with pytest.raises(ConfigError, match="uses candidates of layer 4"):
+        V41Config.preset("tiny").replace(candidate_source_layer_id=4)

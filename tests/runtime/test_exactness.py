@@ -87,6 +87,11 @@ def check_hit_equals_cold(n_prompt: int, hit: int, steps: int) -> None:
     assert cold.num_computed == warm.num_computed == n_prompt + steps
 
 
+def test_prefix_hit_equals_cold_short_decode():
+    check_hit_equals_cold(n_prompt=300, hit=256, steps=3)
+
+
+@pytest.mark.slow
 def test_prefix_hit_equals_cold_through_decode():
     check_hit_equals_cold(n_prompt=300, hit=256, steps=20)
 
