@@ -18,9 +18,10 @@ from runtime.engine.requests import GenerateRequest, GenerateResult
 
 
 class Observer(Protocol):
-    def on_token(self, index: int, token_id: int, safe_text: str | None) -> None:
+    def on_token(self, index: int, token_id: int, safe_text: str | None, logprob) -> None:
         """Request ``index`` produced ``token_id``; ``safe_text`` is its output text so
-        far that no stop string can still take back (None without a tokenizer)."""
+        far that no stop string can still take back (None without a tokenizer);
+        ``logprob`` the token's ``TokenLogprob`` when the request asked for logprobs."""
 
     def on_finish(self, index: int, result: GenerateResult) -> None:
         """Request ``index`` finished with ``result``."""
@@ -28,7 +29,7 @@ class Observer(Protocol):
 
 @dataclass
 class NullObserver:
-    def on_token(self, index: int, token_id: int, safe_text: str | None) -> None:
+    def on_token(self, index: int, token_id: int, safe_text: str | None, logprob) -> None:
         return None
 
     def on_finish(self, index: int, result: GenerateResult) -> None:
@@ -60,7 +61,8 @@ class ObservedEngine(Engine):
         observer = getattr(self, "_observer", None)
         if observer is not None:
             text = safe_text(live.matcher) if live.detok is not None else None
-            observer.on_token(live.index, live.tokens[-1], text)
+            logprob = live.logprobs[-1] if live.request.logprobs is not None else None
+            observer.on_token(live.index, live.tokens[-1], text, logprob)
 
     def _result(self, live, now_s):
         result = super()._result(live, now_s)

@@ -224,7 +224,7 @@ class BuiltinEngine:
         engine = self
 
         class Observer:
-            def on_token(self, index, token_id, safe_text):
+            def on_token(self, index, token_id, safe_text, logprob):
                 if stop.is_set():
                     raise _Cancelled()
 

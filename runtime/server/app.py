@@ -1,0 +1,230 @@
+"""The FastAPI app: /health, /v1/models, /v1/completions, /v1/chat/completions.
+
+Every refusal is an OpenAI-style ``{"error": {"message", "type", "code"}}`` with a
+one-line message naming the field: 400 for malformed JSON, unknown fields, bad values,
+prompts that do not fit the context; 404 for another model name. The app never lets
+one bad request take the server down: errors are per request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from runtime.engine.requests import GenerateRequest
+from runtime.server import render
+from runtime.server.chat_template import render_chat
+from runtime.server.errors import ServerInputError
+from runtime.server.scheduler import Job, Scheduler
+from runtime.server.schemas import ChatRequest, CompletionRequest
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+    flat = " ".join(str(message).split())
+    return JSONResponse({"error": {"message": flat, "type": kind, "code": status}},
+                        status_code=status)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "invalid request body"
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        return f"invalid JSON body: {first.get('ctx', {}).get('error', first.get('msg'))}"
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first.get('msg')}{more}"
+
+
+class _Served:
+    """What the handlers share: scheduler, tokenizer, served model name."""
+
+    def __init__(self, scheduler: Scheduler, tokenizer, model_name: str) -> None:
+        self.scheduler = scheduler
+        self.tokenizer = tokenizer
+        self.model_name = model_name
+
+    def check_model(self, name: str | None) -> None:
+        if name is not None and name != self.model_name:
+            raise LookupError(f"model {name!r} is not served here (this server serves "
+                              f"{self.model_name!r})")
+
+    def encode(self, text: str) -> tuple[int, ...]:
+        ids = tuple(self.tokenizer.encode(text))
+        if not ids:
+            raise ServerInputError("the prompt encodes to no tokens")
+        return ids
+
+
+async def _finish(job: Job):
+    """Drain a job's events: (result) or raise its error."""
+    while True:
+        event = await job.events.get()
+        if event[0] == "done":
+            return event[1]
+        if event[0] == "error":
+            raise event[1]
+
+
+def _sse(obj) -> str:
+    return f"data: {json.dumps(obj)}\n\n"
+
+
+def create_app(scheduler: Scheduler, tokenizer, model_name: str) -> FastAPI:
+    """The OpenAI-compatible app over ``scheduler``'s engine."""
+    served = _Served(scheduler, tokenizer, model_name)
+    app = FastAPI(title="v41val serve", docs_url=None, redoc_url=None)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError):
+        return _error(400, _validation_message(exc))
+
+    @app.exception_handler(LookupError)
+    async def _missing(_: Request, exc: LookupError):
+        return _error(404, str(exc), "not_found_error")
+
+    @app.exception_handler(ValueError)
+    async def _bad(_: Request, exc: ValueError):
+        return _error(400, str(exc))
+
+    @app.exception_handler(Exception)
+    async def _crash(_: Request, exc: Exception):
+        return _error(500, f"{type(exc).__name__}: {exc}", "internal_error")
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [{
+            "id": model_name, "object": "model", "owned_by": "v41val",
+            "max_model_len": scheduler.max_positions}]}
+
+    @app.post("/v1/completions")
+    async def completions(body: CompletionRequest):
+        served.check_model(body.model)
+        if body.echo and body.stream:
+            raise ServerInputError("echo: not supported together with stream")
+        ids = served.encode(body.prompt)
+        k = body.logprobs
+        job = scheduler.submit(GenerateRequest(
+            prompt_ids=ids, max_tokens=body.max_tokens, stop=body.stops,
+            temperature=body.temperature, top_p=body.top_p, top_k=body.top_k, seed=body.seed,
+            logprobs=k, prompt_logprobs=k if (body.echo and k is not None) else None,
+            ignore_eos=body.ignore_eos))
+        if body.stream:
+            return StreamingResponse(_stream_completion(served, job, body),
+                                     media_type="text/event-stream")
+        result = await _finish(job)
+        text = (body.prompt if body.echo else "") + (result.text or "")
+        logprobs = None
+        if k is not None:
+            logprobs = render.completion_logprobs(
+                tokenizer, result.prompt_ids, result.prompt_logprobs if body.echo else None,
+                result.token_ids, result.logprobs, body.prompt if body.echo else None)
+        return {"id": render.new_id("cmpl"), "object": "text_completion",
+                "created": render.now(), "model": model_name,
+                "choices": [{"index": 0, "text": text, "logprobs": logprobs,
+                             "finish_reason": result.finish_reason}],
+                "usage": render.usage(result)}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(body: ChatRequest):
+        served.check_model(body.model)
+        prompt = render_chat((m.role, m.content) for m in body.messages)
+        ids = served.encode(prompt)
+        k = (body.top_logprobs or 0) if body.logprobs else None
+        job = scheduler.submit(GenerateRequest(
+            prompt_ids=ids, max_tokens=body.token_limit, stop=body.stops,
+            temperature=body.temperature, top_p=body.top_p, top_k=body.top_k, seed=body.seed,
+            logprobs=k, ignore_eos=body.ignore_eos))
+        if body.stream:
+            return StreamingResponse(_stream_chat(served, job, body),
+                                     media_type="text/event-stream")
+        result = await _finish(job)
+        logprobs = None
+        if k is not None:
+            logprobs = {"content": [render.chat_logprob_entry(tokenizer, lp)
+                                    for lp in result.logprobs or ()]}
+        return {"id": render.new_id("chatcmpl"), "object": "chat.completion",
+                "created": render.now(), "model": model_name,
+                "choices": [{"index": 0, "message": {"role": "assistant",
+                                                     "content": result.text or ""},
+                             "logprobs": logprobs, "finish_reason": result.finish_reason}],
+                "usage": render.usage(result)}
+
+    return app
+
+
+async def _events(job: Job) -> AsyncIterator[tuple]:
+    while True:
+        event = await job.events.get()
+        yield event
+        if event[0] in ("done", "error"):
+            return
+
+
+async def _stream_completion(served: _Served, job: Job, body: CompletionRequest):
+    tok, base = served.tokenizer, {"id": render.new_id("cmpl"), "object": "text_completion",
+                                   "created": render.now(), "model": served.model_name}
+    sent = ""
+    async for event in _events(job):
+        if event[0] == "error":
+            yield _sse({"error": {"message": " ".join(str(event[1]).split()),
+                                  "type": "internal_error"}})
+            break
+        if event[0] == "token":
+            _, token_id, safe, lp = event
+            delta = (safe or "")[len(sent):]
+            logprobs = None
+            if lp is not None:
+                logprobs = render.completion_logprobs(tok, (), None, (token_id,), (lp,), None)
+            if delta or logprobs:
+                sent += delta
+                yield _sse({**base, "choices": [{"index": 0, "text": delta,
+                                                 "logprobs": logprobs, "finish_reason": None}]})
+            continue
+        result = event[1]
+        rest = (result.text or "")[len(sent):]
+        yield _sse({**base, "choices": [{"index": 0, "text": rest, "logprobs": None,
+                                         "finish_reason": result.finish_reason}]})
+        if body.stream_options and body.stream_options.include_usage:
+            yield _sse({**base, "choices": [], "usage": render.usage(result)})
+    yield "data: [DONE]\n\n"
+
+
+async def _stream_chat(served: _Served, job: Job, body: ChatRequest):
+    tok, base = served.tokenizer, {"id": render.new_id("chatcmpl"),
+                                   "object": "chat.completion.chunk",
+                                   "created": render.now(), "model": served.model_name}
+    yield _sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                     "logprobs": None, "finish_reason": None}]})
+    sent = ""
+    async for event in _events(job):
+        if event[0] == "error":
+            yield _sse({"error": {"message": " ".join(str(event[1]).split()),
+                                  "type": "internal_error"}})
+            break
+        if event[0] == "token":
+            _, _token_id, safe, lp = event
+            delta = (safe or "")[len(sent):]
+            logprobs = None if lp is None else {"content": [render.chat_logprob_entry(tok, lp)]}
+            if delta or logprobs:
+                sent += delta
+                yield _sse({**base, "choices": [{"index": 0, "delta": {"content": delta},
+                                                 "logprobs": logprobs, "finish_reason": None}]})
+            continue
+        result = event[1]
+        rest = (result.text or "")[len(sent):]
+        yield _sse({**base, "choices": [{"index": 0, "delta": {"content": rest},
+                                         "logprobs": None,
+                                         "finish_reason": result.finish_reason}]})
+        if body.stream_options and body.stream_options.include_usage:
+            yield _sse({**base, "choices": [], "usage": render.usage(result)})
+    yield "data: [DONE]\n\n"

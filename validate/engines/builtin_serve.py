@@ -1,0 +1,139 @@
+"""``v41val serve`` as a library: the builtin runtime behind the OpenAI-compatible app.
+
+``ServeConfig`` says which weights (a ``ModelSource``), which runtime options and how
+the server batches; ``build_server`` makes the FastAPI app (``runtime.server.app``)
+over one runtime engine; ``serve_forever`` runs it with uvicorn (loopback by default);
+``BackgroundServer`` runs it on 127.0.0.1 and an ephemeral port in a thread (tests,
+the builtin-vs-openai equivalence check, calibration).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from dataclasses import dataclass, field
+
+from runtime.options import RuntimeOptions
+from validate.engines.builtin_source import ModelSource, WeightsPool
+from validate.engines.errors import EngineError
+from validate.perturb import Perturbation
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    source: ModelSource = field(default_factory=ModelSource)
+    options: RuntimeOptions = field(default_factory=RuntimeOptions)
+    host: str = LOOPBACK
+    port: int = 8000
+    model_name: str | None = None
+    max_batch_requests: int = 8
+    prefill_chunk_tokens: int = 256
+    prefix_block_tokens: int = 64
+    prefix_cache_entries: int = 256
+    seed: int = 0
+    perturb: Perturbation = field(default_factory=Perturbation)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port < 65536:
+            raise EngineError(f"serve: port must be in [0, 65536), got {self.port}")
+        if self.max_batch_requests < 1:
+            raise EngineError(f"serve: max_batch_requests must be >= 1, got "
+                              f"{self.max_batch_requests}")
+
+    @property
+    def served_name(self) -> str:
+        if self.model_name:
+            return self.model_name
+        s = self.source
+        return f"v41val-{s.preset}" if s.preset else "v41val-checkpoint"
+
+    @property
+    def is_loopback(self) -> bool:
+        return self.host in (LOOPBACK, "localhost", "::1")
+
+
+def build_server(config: ServeConfig, pool: WeightsPool | None = None):
+    """(FastAPI app, scheduler) serving ``config``."""
+    from runtime.engine.engine import EngineConfig
+    from runtime.model import V41Model
+    from runtime.server.app import create_app
+    from runtime.server.observed import ObservedEngine
+    from runtime.server.scheduler import Scheduler
+
+    pool = pool if pool is not None else WeightsPool()
+    weights = pool.weights(config.source)
+    options = config.perturb.apply_options(config.options, weights.config.sliding_window)
+    model = config.perturb.wrap(V41Model(weights, options))
+    engine = ObservedEngine(model, config.source.tokenizer(), EngineConfig(
+        prefill_chunk_tokens=config.prefill_chunk_tokens,
+        max_batch_requests=config.max_batch_requests,
+        prefix_block_tokens=config.prefix_block_tokens,
+        prefix_cache_entries=config.prefix_cache_entries, seed=config.seed))
+    scheduler = Scheduler(engine, config.max_batch_requests)
+    return create_app(scheduler, engine.tokenizer, config.served_name), scheduler
+
+
+def serve_forever(config: ServeConfig, pool: WeightsPool | None = None) -> None:
+    """Serve until interrupted (uvicorn on ``config.host:config.port``)."""
+    import uvicorn
+
+    app, scheduler = build_server(config, pool)
+    try:
+        uvicorn.run(app, host=config.host, port=config.port, log_level="warning")
+    finally:
+        scheduler.stop()
+
+
+class BackgroundServer:
+    """The server on 127.0.0.1:<ephemeral> in a daemon thread, until ``stop``."""
+
+    def __init__(self, config: ServeConfig, pool: WeightsPool | None = None) -> None:
+        import uvicorn
+
+        self.app, self.scheduler = build_server(config, pool)
+        self.model_name = config.served_name
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((LOOPBACK, 0))
+        self.port = self.sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       daemon=True)
+
+    @property
+    def root(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root}/v1"
+
+    def start(self, timeout_s: float = 30.0) -> BackgroundServer:
+        import time
+
+        import httpx
+
+        self.thread.start()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.root}/health", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                threading.Event().wait(0.02)
+        raise EngineError(f"serve: the server on {self.root} did not answer /health within "
+                          f"{timeout_s:.0f} s")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.scheduler.stop()
+        self.sock.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
