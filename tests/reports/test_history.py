@@ -119,3 +119,23 @@ def test_history_json_and_html(store):
     page = render_history_html(h)
     assert page.count("<img src=\"data:image/svg+xml;base64,") == 2
     assert "FLAG" in page and "http://" not in page and "<script" not in page
+
+
+def test_history_terminal_text_says_flag_in_words(store):
+    from reports.history_render import history_text
+
+    text = history_text(build_history(store, HistoryOptions(plan="nightly")))
+    assert "FLAG: accuracy" in text and "1 flagged point(s)" in text
+
+
+@pytest.mark.slow
+def test_history_page_loads_in_chromium(store, tmp_path):
+    from chromium import chromium_binary, load, pixels
+
+    if chromium_binary() is None:
+        pytest.skip("chromium not installed (Debian: apt-get install -y chromium)")
+    html = tmp_path / "history.html"
+    html.write_text(render_history_html(build_history(store, HistoryOptions(plan="nightly"))))
+    result = load(html, screenshot=tmp_path / "h.png", size=(1200, 1400))
+    assert result.console == ()
+    assert pixels(tmp_path / "h.png")[..., :3].std() > 0.05
