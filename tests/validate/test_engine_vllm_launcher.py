@@ -24,7 +24,12 @@ from tasks.request import GenerationParams, Request
 from validate.engines.base import EngineFailure, iterate_blocking
 from validate.engines.server_process import ServerExitedEarly
 from validate.engines.vllm import VllmEngine, VllmNotInstalled, VllmServer, resolve_launch
-from validate.engines.vllm_config import DEFAULT_ENV, VllmConfigError, VllmLaunchConfig
+from validate.engines.vllm_config import (
+    DEFAULT_ENV,
+    VllmConfigError,
+    VllmLaunchConfig,
+    launch_config_from_mapping,
+)
 
 FAKE_API_SERVER = textwrap.dedent("""
     import argparse, http.server, json, os, sys
@@ -243,3 +248,23 @@ def test_whoever_starts_the_server_stops_it(tmp_path):
             assert [type(o) for o in iterate_blocking(engine, [request])] == [EngineFailure]
             assert engine.server.running and engine.server.pid == first_pid
     assert _session_alive(first_pid) == [] and not engine.server.running
+
+
+def test_config_from_a_plan_table_and_per_variant_copies():
+    base = launch_config_from_mapping(
+        {"model": "/models/tiny", "common_args": ["--enforce-eager"],
+         "env": {"TORCHDYNAMO_DISABLE": "0"}}, "plan.toml [engine]")
+    assert base == VllmLaunchConfig(model="/models/tiny", common_args=("--enforce-eager",),
+                                    env={"TORCHDYNAMO_DISABLE": "0"})
+    off = base.for_variant("replay-off", ["--no-swa-bounded-replay"])
+    assert (off.label, off.variant_args, off.common_args) == (
+        "replay-off", ("--no-swa-bounded-replay",), ("--enforce-eager",))
+    with pytest.raises(VllmConfigError, match=r"^plan.toml \[engine\]: unknown vllm "
+                                              r"setting\(s\) gpus, tp; known: "):
+        launch_config_from_mapping({"model": "m", "tp": 8, "gpus": 8}, "plan.toml [engine]")
+    with pytest.raises(VllmConfigError, match=r"^p: vllm engine needs model"):
+        launch_config_from_mapping({}, "p")
+    with pytest.raises(VllmConfigError, match=r"^p: vllm engine: port must be in 1..65535"):
+        launch_config_from_mapping({"model": "m", "port": 0}, "p")
+    with pytest.raises(VllmConfigError, match=r"^p: vllm env must be a table of strings"):
+        launch_config_from_mapping({"model": "m", "env": {"A": 1}}, "p")

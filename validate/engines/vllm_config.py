@@ -9,7 +9,7 @@ same model and common flags, a different server process. ``variant_args`` come a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
@@ -127,3 +127,27 @@ class VllmLaunchConfig:
 
     def log_path(self, port: int, stamp: str) -> Path:
         return Path(self.log_dir) / f"{self.label}-{stamp}-{port}.log"
+
+    def for_variant(self, name: str, variant_args: tuple[str, ...] | list[str]
+                    ) -> VllmLaunchConfig:
+        """The same server with one variant's flags; its logs are named after it."""
+        return replace(self, variant_args=tuple(variant_args), label=name)
+
+
+def launch_config_from_mapping(settings: Mapping, source: str) -> VllmLaunchConfig:
+    """A launch config from parsed TOML/JSON (``source`` names where it came from, e.g.
+    ``plan.toml [engine]``): unknown keys and wrong types are one-line errors."""
+    known = {f.name for f in fields(VllmLaunchConfig)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise VllmConfigError(f"{source}: unknown vllm setting(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(sorted(known))}")
+    if "model" not in settings:
+        raise VllmConfigError(f"{source}: vllm engine needs model (a path or model id)")
+    if "env" in settings and not (isinstance(settings["env"], Mapping) and all(
+            isinstance(v, str) for v in settings["env"].values())):
+        raise VllmConfigError(f"{source}: vllm env must be a table of strings")
+    try:
+        return VllmLaunchConfig(**settings)
+    except VllmConfigError as exc:
+        raise VllmConfigError(f"{source}: {exc}") from None
