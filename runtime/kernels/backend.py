@@ -1,0 +1,57 @@
+"""Can a Triton kernel run here, and how (compiled on CUDA, or the CPU interpreter)?
+
+Triton picks interpreter vs compiler when a function is wrapped by ``triton.jit``, by
+reading ``TRITON_INTERPRET`` at that moment. Fused ops therefore wrap their kernels when
+the registry builds them (at model construction), never at import: a test that sets
+the variable for itself and builds a registry gets interpreted kernels, and nothing
+leaks into code that built its kernels earlier or later.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+
+def interpret_requested() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where fused kernels would run: ``mode`` is "cuda", "interpret" or "none"."""
+
+    mode: str
+    reason: str = ""
+
+    @property
+    def usable(self) -> bool:
+        return self.mode != "none"
+
+    @classmethod
+    def detect(cls, device: torch.device | str) -> Backend:
+        device = torch.device(device)
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            return cls("none", "triton is not installed")
+        if interpret_requested():
+            if device.type != "cpu":
+                return cls("none", "TRITON_INTERPRET=1 runs on CPU tensors only")
+            return cls("interpret")
+        if device.type == "cuda" and torch.cuda.is_available():
+            return cls("cuda")
+        return cls("none", f"no CUDA device for tensors on {device} and TRITON_INTERPRET is not set")
+
+
+def jit(fn):
+    """``triton.jit(fn)`` now (interpreter or compiler per the current environment)."""
+    import triton
+
+    return triton.jit(fn)
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())

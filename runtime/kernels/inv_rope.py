@@ -1,0 +1,55 @@
+"""Fused inverse RoPE + cast for the grouped output projection's input (the first half of
+sglang's ``fused_wo_a`` / vLLM's ``fused_inv_rope_fp8_quant``).
+
+Same signature and math as :func:`runtime.kernels.reference.inverse_rope`: rotate each
+head's trailing rope pairs by -angle and cast the whole row to the model dtype in one
+pass (the reference makes a rotated copy, a concatenation and a cast). The FP8 quant of
+the release's path is not applied: the reference projection runs on the model dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton.language as tl
+
+from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.mhc import TL_DTYPES
+
+
+def _inv_rope_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, H,
+                     HD: tl.constexpr, HALF: tl.constexpr, DTYPE: tl.constexpr):
+    r = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1)
+    base = (r * H + h) * HD
+    dim = tl.arange(0, HD)
+    rope_start: tl.constexpr = HD - 2 * HALF
+    x = tl.load(x_ptr + base + dim)
+    tl.store(out_ptr + base + dim, x.to(DTYPE), mask=dim < rope_start)
+    i = tl.arange(0, HALF)
+    even = tl.load(x_ptr + base + rope_start + 2 * i).to(tl.float32)
+    odd = tl.load(x_ptr + base + rope_start + 2 * i + 1).to(tl.float32)
+    c = tl.load(cos_ptr + r * HALF + i)
+    s = -tl.load(sin_ptr + r * HALF + i)
+    tl.store(out_ptr + base + rope_start + 2 * i, (even * c - odd * s).to(DTYPE))
+    tl.store(out_ptr + base + rope_start + 2 * i + 1, (even * s + odd * c).to(DTYPE))
+
+
+class FusedInverseRope:
+    """Callable with :func:`runtime.kernels.reference.inverse_rope`'s signature."""
+
+    def __init__(self) -> None:
+        self.kernel = jit(_inv_rope_kernel)
+
+    def __call__(self, out: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        rows, n_heads, hd = out.shape
+        half = cos.shape[-1]
+        if hd != next_pow2(hd) or half != next_pow2(half):
+            raise ValueError(f"fused inv_rope: head_dim {hd} and rope pairs {half} must be powers of two")
+        result = torch.empty(rows, n_heads, hd, dtype=dtype, device=out.device)
+        if rows == 0:
+            return result
+        self.kernel[(rows, n_heads)](
+            out.float().contiguous(), cos.float().contiguous(), sin.float().contiguous(), result, n_heads,
+            HD=hd, HALF=half, DTYPE=TL_DTYPES[dtype],
+        )
+        return result

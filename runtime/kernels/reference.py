@@ -1,0 +1,71 @@
+"""The reference twin of every registry op: plain PyTorch, the spec's math, built from
+the runtime's own functions (so "reference" kernels ARE the reference runtime).
+
+Each function here fixes the op's signature; its fused twin takes the same arguments.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from runtime.attention import sparse_attention
+from runtime.config import V41Config
+from runtime.indexer import index_scores, mask_invisible, top_k_entries
+from runtime.mhc import HcMix, collapse, expand, hc_mix
+from runtime.moe import route
+from runtime.numerics import Numerics, rms_norm
+from runtime.rope import apply_rope
+
+
+def mhc_site(
+    streams: torch.Tensor,
+    out: torch.Tensor | None,
+    prev: HcMix | None,
+    pre_shift: torch.Tensor,
+    fn: torch.Tensor,
+    base: torch.Tensor,
+    scale: torch.Tensor,
+    norm_weight: torch.Tensor,
+    config: V41Config,
+    num: Numerics,
+) -> tuple[torch.Tensor, HcMix, torch.Tensor]:
+    """One mHC site, "Mega-mHC" scope: [post of the previous sublayer] + this site's
+    coefficients (RMS over 4D, GEMM with fn, sigmoid / 2*sigmoid / Sinkhorn) + collapse
+    with the shifted (previous) pre + weighted RMSNorm.
+
+    streams [T, hc, D]; out [T, D] or None (no previous sublayer to fold in);
+    pre_shift [T, hc] -> (streams [T, hc, D], HcMix of this site, x [T, D])."""
+    if out is not None:
+        streams = expand(out, streams, prev)
+    mix = hc_mix(streams, fn, base, scale, norm_eps=config.rms_norm_eps, hc_eps=config.hc_eps,
+                 sinkhorn_iters=config.hc_sinkhorn_iters, num=num)
+    x = rms_norm(collapse(streams, pre_shift), norm_weight, config.rms_norm_eps)
+    return streams, mix, x
+
+
+def index_logits(q: torch.Tensor, head_w: torch.Tensor, keys: torch.Tensor, counts: torch.Tensor,
+                 num: Numerics) -> torch.Tensor:
+    """Sparse MQA logits with the visibility mask: q [T, nI, dI], head_w [T, nI],
+    keys [N, dI], counts [T] -> scores [T, N] float32, -inf where j >= counts[t]."""
+    return mask_invisible(index_scores(q, head_w, keys, num), counts)
+
+
+def topk_entries(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """[T, N] -> [T, k] ascending entry ids, -1 = empty; ties to the lowest index."""
+    return top_k_entries(scores, k)
+
+
+def inverse_rope(out: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Attention output [R, H, hd] float32 -> inverse RoPE on the rope tail, cast to ``dtype``
+    (the input of the grouped ``wo_a``)."""
+    return apply_rope(out, cos, sin, inverse=True).to(dtype)
+
+
+REFERENCE_OPS = {
+    "mhc": mhc_site,
+    "gate": route,
+    "indexer": index_logits,
+    "topk": topk_entries,
+    "attention": sparse_attention,
+    "inv_rope": inverse_rope,
+}

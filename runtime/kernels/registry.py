@@ -1,0 +1,107 @@
+"""The per-op kernel registry: reference (plain PyTorch) or fused (Triton), chosen per op
+ONCE, when the model is built, and held by the model (no module-level switches).
+
+    ops = KernelRegistry(options.kernels, device=model_device)
+    weights, ids = ops.gate(x, gate_w, bias, config, num)   # same signature either way
+    ops.selected  -> {"gate": "fused", "mhc": "reference", ...}
+
+An op whose fused kernel cannot run here (no Triton; tensors not on CUDA and
+``TRITON_INTERPRET`` not set) falls back to its reference and the registry says so once
+(one ``warnings.warn`` + one log line naming the ops and the reason). Tests force a path
+with ``on_unavailable="error"`` (raise instead of falling back) or the choice "reference".
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Iterable
+
+import torch
+
+from runtime.kernels.backend import Backend
+from runtime.kernels.choice import OP_NAMES, fused_by_op
+from runtime.kernels.errors import KernelUnavailableError
+from runtime.kernels.reference import REFERENCE_OPS
+
+log = logging.getLogger(__name__)
+
+
+def _fused_factories() -> dict[str, Callable[[], Callable]]:
+    """op -> a builder of its fused callable (imports Triton only when asked)."""
+
+    def gate():
+        from runtime.kernels.gate import FusedGate
+        return FusedGate()
+
+    def mhc():
+        from runtime.kernels.mhc import FusedMhc
+        return FusedMhc()
+
+    def indexer():
+        from runtime.kernels.indexer import FusedIndexLogits
+        return FusedIndexLogits()
+
+    def topk():
+        from runtime.kernels.topk import FusedTopk
+        return FusedTopk()
+
+    def attention():
+        from runtime.kernels.attention import FusedSparseAttention
+        return FusedSparseAttention()
+
+    def inv_rope():
+        from runtime.kernels.inv_rope import FusedInverseRope
+        return FusedInverseRope()
+
+    return {"gate": gate, "mhc": mhc, "indexer": indexer, "topk": topk, "attention": attention,
+            "inv_rope": inv_rope}
+
+
+class KernelRegistry:
+    """Resolved implementations, one per op; attribute access (``ops.gate``) calls them."""
+
+    def __init__(
+        self,
+        choice: str | Iterable[str] = "reference",
+        *,
+        device: torch.device | str = "cpu",
+        on_unavailable: str = "fallback",
+    ) -> None:
+        if on_unavailable not in ("fallback", "error"):
+            raise ValueError(f"on_unavailable: expected 'fallback' or 'error', got {on_unavailable!r}")
+        wanted = fused_by_op(choice)
+        self.backend = Backend.detect(device)
+        self._impls: dict[str, Callable] = {}
+        self.selected: dict[str, str] = {}
+        fell_back = []
+        factories = _fused_factories()
+        for name in OP_NAMES:
+            if wanted[name] and self.backend.usable:
+                self._impls[name] = factories[name]()
+                self.selected[name] = "fused"
+            else:
+                if wanted[name]:
+                    fell_back.append(name)
+                self._impls[name] = REFERENCE_OPS[name]
+                self.selected[name] = "reference"
+        if fell_back:
+            message = (f"kernels: fused {', '.join(fell_back)} cannot run here "
+                       f"({self.backend.reason}); using the reference")
+            if on_unavailable == "error":
+                raise KernelUnavailableError(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            log.warning(message)
+
+    def __getattr__(self, name: str) -> Callable:
+        impls = self.__dict__.get("_impls")
+        if impls is not None and name in impls:
+            return impls[name]
+        raise AttributeError(f"KernelRegistry has no op {name!r} (ops: {', '.join(OP_NAMES)})")
+
+    def is_fused(self, name: str) -> bool:
+        return self.selected[name] == "fused"
+
+    def describe(self) -> dict[str, str]:
+        """op -> "fused (cuda)" / "fused (interpret)" / "reference", for logs and reports."""
+        return {n: f"fused ({self.backend.mode})" if s == "fused" else s for n, s in self.selected.items()}

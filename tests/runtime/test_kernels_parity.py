@@ -1,0 +1,268 @@
+"""Fused vs reference, per op, on random inputs drawn fresh every run (the seed is in
+every failure message). Without CUDA the kernels run through the Triton interpreter on
+tiny shapes; with CUDA the same checks run at ``mid``/``flash`` shapes in bf16 and fp32.
+
+Tolerances (max |fused - reference|, per op and dtype; "rel" is relative to max |ref|):
+  gate      weights fp32 1e-5 / bf16-input 1e-4 ; ids: equal except k-th-boundary ties
+  mhc       coefficients 2e-5 (both dtypes, fp32 math) ; streams and x: fp32 1e-5 rel,
+            bf16 1 bf16 ulp (2^-7 rel) since both sides round the same fp32 value
+  indexer   fp32 1e-5 rel ; bf16 inputs 1e-5 rel (exact bf16 products, fp32 sums)
+  topk      chosen score multisets equal; ids equal except among equal boundary scores
+  attention fp32 2e-5 rel ; bf16 2e-2 rel (P is rounded to bf16 for the PV product)
+  inv_rope  fp32 exact-ish 1e-6 ; bf16 1 ulp (2^-7 rel)
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from runtime.config import V41Config
+from runtime.kernels import KernelRegistry
+from runtime.kernels.reference import REFERENCE_OPS
+from runtime.mhc import HcMix
+from runtime.numerics import Numerics
+
+CUDA = torch.cuda.is_available()
+NUM = Numerics()
+
+
+@pytest.fixture
+def fused(monkeypatch):
+    """A registry with every op fused: compiled on CUDA, interpreted on CPU (the env
+    var is set for this test only, before the kernels are wrapped)."""
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    return KernelRegistry("fused", device="cuda" if CUDA else "cpu", on_unavailable="error")
+
+
+@pytest.fixture
+def gen():
+    seed = int.from_bytes(os.urandom(4), "little")
+    g = torch.Generator().manual_seed(seed)
+    return g
+
+
+def randn(g, *shape, dtype=torch.float32, scale=1.0):
+    x = torch.randn(*shape, generator=g) * scale
+    assert x.abs().min() >= 0 and x.abs().max() > 0  # never all zeros
+    return x.to(DEVICE, dtype)
+
+
+DEVICE = "cuda" if CUDA else "cpu"
+TINY = V41Config.preset("tiny")
+MID = V41Config.preset("mid")
+FLASH = V41Config.preset("flash")
+
+
+def close(a, b, tol, rel=False, what="", seed=None):
+    a, b = a.float().cpu(), b.float().cpu()
+    assert a.shape == b.shape, f"{what}: shapes {a.shape} vs {b.shape}"
+    if a.numel() == 0:
+        return
+    bound = tol * max(1.0, float(b.abs().max())) if rel else tol
+    err = float((a - b).abs().max()) if a.numel() else 0.0
+    assert err <= bound, f"{what}: max error {err:.3g} > {bound:.3g} (seed {seed})"
+
+
+def ids_agree_tie_robust(ids_a, ids_b, values, k_tol, what, seed):
+    """Per row: the chosen id sets are equal, except that ids may swap among entries whose
+    value is within ``k_tol`` of the row's k-th chosen value (ties at the boundary)."""
+    ids_a, ids_b, values = ids_a.cpu(), ids_b.cpu(), values.float().cpu()
+    for r in range(ids_a.shape[0]):
+        sa = {int(i) for i in ids_a[r] if i >= 0}
+        sb = {int(i) for i in ids_b[r] if i >= 0}
+        assert len(sa) == len(sb), f"{what}: row {r} picks {len(sa)} vs {len(sb)} (seed {seed})"
+        if sa == sb:
+            continue
+        kth = min(float(values[r, i]) for i in sb)
+        for i in sa ^ sb:
+            assert abs(float(values[r, i]) - kth) <= k_tol, (
+                f"{what}: row {r} id {i} differs and is not a boundary tie "
+                f"({float(values[r, i])} vs k-th {kth}) (seed {seed})"
+            )
+
+
+# ---------------------------------------------------------------------------- gate
+GATE_CPU = [(TINY, 1), (TINY, 5), (TINY.replace(n_routed_experts=24, num_experts_per_tok=6), 19),
+            (TINY.replace(scoring_func="sigmoid"), 7), (TINY.replace(scoring_func="softmax"), 3)]
+GATE_GPU = [(MID, 1), (MID, 8), (MID, 64), (MID, 300), (FLASH, 1), (FLASH, 64), (FLASH, 517)]
+
+
+def check_gate(fused, gen, config, t, dtype):
+    d, e = config.hidden_size, config.n_routed_experts
+    x = randn(gen, t, d, dtype=dtype)
+    w = randn(gen, e, d, dtype=dtype, scale=d**-0.5)
+    bias = randn(gen, e, scale=0.1)
+    fw, fi = fused.gate(x, w, bias, config, NUM)
+    rw, ri = REFERENCE_OPS["gate"](x, w, bias, config, NUM)
+    seed = gen.initial_seed()
+    sel = REFERENCE_OPS["gate"].__globals__["score_fn"](x.float() @ w.float().t() / config.gate_temp,
+                                                         config.scoring_func) + bias
+    ids_agree_tie_robust(fi, ri, sel, 1e-5, "gate ids", seed)
+    same = (fi.sort(1).values == ri.sort(1).values).all(1)
+    order_f, order_r = fi.sort(1).indices, ri.sort(1).indices
+    close(fw.gather(1, order_f)[same], rw.gather(1, order_r)[same], 1e-5 if dtype == torch.float32 else 1e-4,
+          what="gate weights", seed=seed)
+
+
+@pytest.mark.parametrize("config,t", GATE_CPU)
+def test_gate_parity_small(fused, gen, config, t):
+    check_gate(fused, gen, config, t, torch.float32)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("config,t", GATE_GPU)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_gate_parity_gpu(fused, gen, config, t, dtype):
+    check_gate(fused, gen, config, t, dtype)
+
+
+# ---------------------------------------------------------------------------- mhc
+def check_mhc(fused, gen, config, t, dtype, with_out):
+    d = config.hidden_size
+    streams = randn(gen, t, 4, d, dtype=dtype)
+    out = randn(gen, t, d, dtype=dtype) if with_out else None
+    prev = None
+    if with_out:
+        prev = HcMix(randn(gen, t, 4).sigmoid(), 2 * randn(gen, t, 4).sigmoid(),
+                     torch.softmax(randn(gen, t, 4, 4), -1))
+    pre_shift = randn(gen, t, 4).sigmoid()
+    fn = randn(gen, 24, 4 * d, scale=(4 * d) ** -0.5)
+    base = randn(gen, 24, scale=0.5)
+    scale = randn(gen, 3).abs() + 0.5
+    norm_w = randn(gen, d, dtype=dtype)
+    a = fused.mhc(streams, out, prev, pre_shift, fn, base, scale, norm_w, config, NUM)
+    b = REFERENCE_OPS["mhc"](streams, out, prev, pre_shift, fn, base, scale, norm_w, config, NUM)
+    seed = gen.initial_seed()
+    tol = 1e-5 if dtype == torch.float32 else 2.0**-7
+    close(a[0], b[0], tol, rel=True, what="mhc streams", seed=seed)
+    for name in ("pre", "post", "comb"):
+        close(getattr(a[1], name), getattr(b[1], name), 2e-5, what=f"mhc {name}", seed=seed)
+    # x is a normalised row times the weight: compare relative to |weight|.
+    close(a[2], b[2], tol * 2, rel=True, what="mhc x", seed=seed)
+
+
+@pytest.mark.parametrize("t", [1, 3])
+@pytest.mark.parametrize("with_out", [False, True])
+def test_mhc_parity_small(fused, gen, t, with_out):
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("config,t", [(MID, 1), (MID, 64), (MID, 333), (FLASH, 8)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_mhc_parity_gpu(fused, gen, config, t, dtype):
+    check_mhc(fused, gen, config, t, dtype, with_out=True)
+    check_mhc(fused, gen, config, t, dtype, with_out=False)
+
+
+# ---------------------------------------------------------------------------- indexer + topk
+def make_index_case(gen, t, n, n_heads, dim, dtype, ratio=2):
+    """Queries at ragged positions (some see nothing yet, some see everything)."""
+    q = randn(gen, t, n_heads, dim, dtype=dtype)
+    head_w = randn(gen, t, n_heads, scale=n_heads**-0.5)
+    keys = randn(gen, n, dim, dtype=dtype)
+    positions = torch.randint(0, ratio * n + 2, (t,), generator=gen)
+    positions[0] = 0  # sees no complete group yet
+    if t > 1:
+        positions[1] = ratio * n - 1  # sees every key
+    counts = ((positions + 1) // ratio).clamp_max(n).to(DEVICE)
+    return q, head_w, keys, counts
+
+
+def check_indexer(fused, gen, t, n, n_heads, dim, dtype, k):
+    q, head_w, keys, counts = make_index_case(gen, t, n, n_heads, dim, dtype)
+    a = fused.indexer(q, head_w, keys, counts, NUM)
+    b = REFERENCE_OPS["indexer"](q, head_w, keys, counts, NUM)
+    seed = gen.initial_seed()
+    assert torch.equal(torch.isinf(a).cpu(), torch.isinf(b).cpu()), f"indexer masks differ (seed {seed})"
+    fin = torch.isfinite(b)
+    close(a[fin], b[fin], 1e-5, rel=True, what="indexer scores", seed=seed)
+    # top-k on the reference scores: same multiset of chosen scores, ids up to ties.
+    ta = fused.topk(b, k)
+    tb = REFERENCE_OPS["topk"](b, k)
+    vals_a = torch.where(ta >= 0, b.gather(1, ta.clamp_min(0)), torch.full_like(b[:, :1], float("-inf")).expand_as(ta))
+    vals_b = torch.where(tb >= 0, b.gather(1, tb.clamp_min(0)), torch.full_like(b[:, :1], float("-inf")).expand_as(tb))
+    assert torch.equal(vals_a.sort(1).values.cpu(), vals_b.sort(1).values.cpu()), f"topk scores differ (seed {seed})"
+    assert bool((ta[:, 1:] >= ta[:, :-1]).logical_or(ta[:, 1:] < 0).all()), "topk ids not ascending"
+    ids_agree_tie_robust(ta, tb, b, 0.0, "topk ids", seed)
+
+
+@pytest.mark.parametrize("t,n", [(1, 37), (2, 37), (5, 130), (18, 64)])
+def test_indexer_parity_small(fused, gen, t, n):
+    check_indexer(fused, gen, t, n, TINY.index_n_heads, TINY.index_head_dim, torch.float32, TINY.index_topk)
+
+
+def test_topk_ties_resolved_within_the_tie(fused, gen):
+    """ReLU zeros make many exact ties: the picked sets may differ only inside the tie."""
+    scores = torch.relu(randn(gen, 6, 50)).round(decimals=1)
+    scores[:, 45:] = float("-inf")
+    a = fused.topk(scores, 16)
+    b = REFERENCE_OPS["topk"](scores, 16)
+    ids_agree_tie_robust(a, b, scores, 0.0, "topk ties", gen.initial_seed())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("t,n", [(1, 4096), (8, 65536), (300, 2048), (2, 131072)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_indexer_parity_gpu(fused, gen, t, n, dtype):
+    check_indexer(fused, gen, t, n, MID.index_n_heads, MID.index_head_dim, dtype, MID.index_topk)
+
+
+# ---------------------------------------------------------------------------- attention
+def check_attention(fused, gen, t, n_heads, hd, window, k, n_comp, dtype, with_topk=True, splits=None):
+    p_max = 3 * window
+    positions = torch.randint(0, p_max, (t,), generator=gen)
+    positions[0] = 0  # window edge: only itself
+    if t > 2:
+        positions[1] = window - 1  # the first full window
+    floor = torch.zeros(t, dtype=torch.int64)
+    if t > 3:
+        floor[2] = positions[2] // 2 + 1 if positions[2] > 1 else 0  # a replay floor inside the window
+    positions[2:3] = torch.maximum(positions[2:3], floor[2:3])
+    q = randn(gen, t, n_heads, hd, dtype=dtype)
+    swa = randn(gen, p_max, hd, dtype=dtype)
+    comp = topk = None
+    if with_topk:
+        comp = randn(gen, n_comp, hd, dtype=dtype)
+        topk = torch.randint(-1, n_comp, (t, k), generator=gen).sort(1).values.to(DEVICE)
+        topk[0] = -1  # nothing selected
+    sink = randn(gen, n_heads)
+    pos, flo = positions.to(DEVICE), floor.to(DEVICE)
+    op = fused.attention if splits is None else type(fused.attention)(splits=splits)
+    a = op(q, pos, flo, swa, window, comp, topk, sink, NUM)
+    b = REFERENCE_OPS["attention"](q, pos, flo, swa, window, comp, topk, sink, NUM)
+    tol = 2e-5 if dtype == torch.float32 else 2e-2
+    close(a, b, tol, rel=True, what="attention", seed=gen.initial_seed())
+
+
+@pytest.mark.parametrize("t,splits,with_topk", [(1, None, True), (5, None, True), (4, 4, True), (3, None, False)])
+def test_attention_parity_small(fused, gen, t, splits, with_topk):
+    check_attention(fused, gen, t, TINY.num_attention_heads, TINY.head_dim, 16, 8, 10, torch.float32,
+                    with_topk=with_topk, splits=splits)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("t,n_heads", [(1, 16), (8, 16), (64, 16), (200, 16), (4, 64)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_attention_parity_gpu(fused, gen, t, n_heads, dtype):
+    check_attention(fused, gen, t, n_heads, 512, 128, 512, 3000, dtype)
+
+
+# ---------------------------------------------------------------------------- inverse rope
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_inv_rope_parity(fused, gen, dtype):
+    rows, n_heads, hd, half = (300, 16, 512, 32) if CUDA else (5, 4, 128, 8)
+    out = randn(gen, rows, n_heads, hd)
+    angles = randn(gen, rows, half, scale=3.0)
+    a = fused.inv_rope(out, angles.cos(), angles.sin(), dtype)
+    b = REFERENCE_OPS["inv_rope"](out, angles.cos(), angles.sin(), dtype)
+    assert a.dtype == b.dtype == dtype
+    close(a, b, 1e-6 if dtype == torch.float32 else 2.0**-7, rel=True, what="inv_rope", seed=gen.initial_seed())

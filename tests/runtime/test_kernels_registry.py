@@ -1,0 +1,83 @@
+"""The kernel registry: choice parsing, per-op selection once at construction, the
+fallback that says so once, and forcing either path."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from runtime.kernels import OP_NAMES, KernelRegistry, fused_by_op, normalise_choice
+from runtime.kernels.errors import KernelChoiceError, KernelUnavailableError
+from runtime.kernels.reference import REFERENCE_OPS
+
+
+def test_base_words_select_every_op():
+    assert fused_by_op("reference") == dict.fromkeys(OP_NAMES, False)
+    assert fused_by_op("none") == dict.fromkeys(OP_NAMES, False)
+    assert fused_by_op("fused") == dict.fromkeys(OP_NAMES, True)
+    assert fused_by_op("all") == dict.fromkeys(OP_NAMES, True)
+
+
+def test_per_op_list_starts_from_reference_unless_all():
+    picked = fused_by_op(["+gate", "-mhc"])
+    assert [n for n, f in picked.items() if f] == ["gate"]
+    picked = fused_by_op(("all", "-attention", "-mhc"))
+    assert {n for n, f in picked.items() if not f} == {"attention", "mhc"}
+    assert fused_by_op("+gate, +indexer") == fused_by_op(["+gate", "+indexer"])
+    # later entries win
+    assert fused_by_op(["+gate", "-gate"])["gate"] is False
+
+
+@pytest.mark.parametrize("bad", [["gate"], ["+nope"], ["*gate"], "+gate,-", [3]])
+def test_bad_choices_name_the_entry(bad):
+    with pytest.raises(KernelChoiceError, match="RuntimeOptions.kernels"):
+        fused_by_op(bad)
+
+
+def test_normalise_choice_is_hashable():
+    assert normalise_choice(["+gate"]) == ("+gate",)
+    assert normalise_choice("fused") == "fused"
+    assert hash(normalise_choice("+gate,-mhc")) == hash(("+gate", "-mhc"))
+
+
+def test_reference_registry_uses_the_reference_functions(recwarn):
+    ops = KernelRegistry("reference", device="cpu")
+    for name in OP_NAMES:
+        assert getattr(ops, name) is REFERENCE_OPS[name]
+        assert not ops.is_fused(name)
+    assert not [w for w in recwarn if "kernels:" in str(w.message)]
+    with pytest.raises(AttributeError, match="no op 'nope'"):
+        ops.nope  # noqa: B018
+
+
+def test_fallback_says_so_once_and_names_the_ops(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ops = KernelRegistry(["+gate", "+mhc"], device="cpu")
+    messages = [str(w.message) for w in caught if "kernels:" in str(w.message)]
+    assert len(messages) == 1
+    assert "gate" in messages[0] and "mhc" in messages[0] and "reference" in messages[0]
+    assert ops.selected["gate"] == "reference" and ops.gate is REFERENCE_OPS["gate"]
+
+
+def test_error_mode_refuses_to_fall_back(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(KernelUnavailableError, match="gate"):
+        KernelRegistry(["+gate"], device="cpu", on_unavailable="error")
+
+
+def test_interpreter_makes_fused_runnable_on_cpu(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    ops = KernelRegistry(["all", "-attention"], device="cpu", on_unavailable="error")
+    assert ops.is_fused("gate") and ops.is_fused("mhc") and not ops.is_fused("attention")
+    assert ops.describe()["gate"] == "fused (interpret)"
+    assert ops.attention is REFERENCE_OPS["attention"]
+
+
+def test_two_registries_coexist(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    fused = KernelRegistry("fused", device="cpu")
+    ref = KernelRegistry("reference", device="cpu")
+    assert fused.is_fused("gate") and not ref.is_fused("gate")
