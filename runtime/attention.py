@@ -45,16 +45,19 @@ def sparse_attention(
     scale = hd**-0.5
     # One gather source: window KV by position, then compressed entries, then a zero
     # row that every masked slot points at (masked positions may hold NaN).
-    parts = [swa.float()]
+    # Only the positions this call's windows can reach are copied.
+    lo = max(0, int(positions.min()) - window + 1) if t else 0
+    hi = int(positions.max()) + 1 if t else 0
+    parts = [swa[lo:hi].float()]
     if compressed is not None:
         parts.append(compressed.float())
     parts.append(swa.new_zeros(1, hd, dtype=torch.float32))
     source = torch.cat(parts)
     zero_row = source.shape[0] - 1
     win_idx, win_ok = window_indices(positions, floor, window)
-    index, ok = win_idx, win_ok
+    index, ok = (win_idx - lo).clamp_min(0), win_ok
     if topk is not None:
-        index = torch.cat([index, topk.clamp_min(0) + swa.shape[0]], dim=1)
+        index = torch.cat([index, topk.clamp_min(0) + (hi - lo)], dim=1)
         ok = torch.cat([ok, topk >= 0], dim=1)
     index = torch.where(ok, index, torch.full_like(index, zero_row))
     bias = torch.zeros(ok.shape, dtype=torch.float32, device=q.device).masked_fill(~ok, float("-inf"))

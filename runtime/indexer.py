@@ -58,8 +58,10 @@ def top_k_entries(scores: torch.Tensor, k: int) -> torch.Tensor:
     return order
 
 
-def candidate_mask(scores: torch.Tensor, counts: torch.Tensor, n_blocks: int, block: int) -> torch.Tensor:
-    """[T, N] masked scores -> bool [T, N]: entries inside each query's kept blocks."""
+def candidate_blocks(scores: torch.Tensor, counts: torch.Tensor, n_blocks: int, block: int) -> torch.Tensor:
+    """[T, N] masked scores -> [T, n_blocks] kept block ids (-1 = empty slot): the best
+    blocks by max score, the block of the newest visible entry always kept, ties to the
+    lower block id, unreachable (-inf) blocks never kept."""
     t, n = scores.shape
     nb = -(-n // block)
     padded = torch.full((t, nb * block), NEG_INF, dtype=scores.dtype, device=scores.device)
@@ -70,6 +72,21 @@ def candidate_mask(scores: torch.Tensor, counts: torch.Tensor, n_blocks: int, bl
     block_scores = block_scores.masked_fill(pin, float("inf"))
     take = min(n_blocks, nb)
     order = torch.sort(block_scores, dim=-1, descending=True, stable=True).indices[:, :take]
-    keep_block = torch.zeros((t, nb), dtype=torch.bool, device=scores.device)
-    keep_block.scatter_(1, order, block_scores.gather(1, order) > NEG_INF)
-    return keep_block.repeat_interleave(block, dim=1)[:, :n]
+    order = torch.where(block_scores.gather(1, order) > NEG_INF, order, torch.full_like(order, -1))
+    if take < n_blocks:
+        order = torch.cat([order, order.new_full((t, n_blocks - take), -1)], dim=1)
+    return order
+
+
+def blocks_to_mask(block_ids: torch.Tensor, n: int, block: int) -> torch.Tensor:
+    """[T, k] block ids (-1 = none) -> bool [T, n]: entries inside the kept blocks."""
+    t = block_ids.shape[0]
+    nb = -(-n // block)
+    keep = torch.zeros((t, nb + 1), dtype=torch.bool, device=block_ids.device)
+    keep.scatter_(1, torch.where(block_ids >= 0, block_ids, nb).clamp_max(nb), True)
+    return keep[:, :nb].repeat_interleave(block, dim=1)[:, :n]
+
+
+def candidate_mask(scores: torch.Tensor, counts: torch.Tensor, n_blocks: int, block: int) -> torch.Tensor:
+    """[T, N] masked scores -> bool [T, N]: entries inside each query's kept blocks."""
+    return blocks_to_mask(candidate_blocks(scores, counts, n_blocks, block), scores.shape[1], block)

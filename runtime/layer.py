@@ -21,7 +21,8 @@ from runtime.compressor import compress_rows, entries_from_latents
 from runtime.config import V41Config
 from runtime.engram import engram
 from runtime.indexer import (
-    candidate_mask,
+    blocks_to_mask,
+    candidate_blocks,
     index_scores,
     mask_invisible,
     top_k_entries,
@@ -33,6 +34,8 @@ from runtime.numerics import Numerics, rms_norm
 from runtime.quant import fake_quant_fp8_ue8m0, fake_quant_mxfp4
 from runtime.rope import RopePair, apply_rope
 from runtime.rows import RowSet
+
+INDEX_QUERY_BLOCK = 512  # queries scored at once (a multiple of the row tile)
 
 
 @dataclass
@@ -97,17 +100,26 @@ def run_indexer(layer: int, q_r: torch.Tensor, x: torch.Tensor, cos_c, sin_c, ro
         keys = seg.state.index_keys[src]
         if keys.shape[0] == 0:
             seg.topk = torch.full((seg.n, c.index_topk), -1, dtype=torch.int64, device=x.device)
-            seg.candidates = None if is_candidate_source else seg.candidates
+            if is_candidate_source:
+                seg.candidates = torch.full((seg.n, c.candidate_topk_blocks), -1, dtype=torch.int64,
+                                            device=x.device)
             continue
-        counts = visible_counts(seg.positions, ratio)
-        scores = mask_invisible(index_scores(q[seg.rows], head_w[seg.rows], keys, num), counts)
+        topk, blocks = [], []
+        # Query blocks bound the [rows, entries] score matrix; rows never interact.
+        for s in range(0, seg.n, INDEX_QUERY_BLOCK):
+            e = min(seg.n, s + INDEX_QUERY_BLOCK)
+            rows_ = slice(seg.row0 + s, seg.row0 + e)
+            counts = visible_counts(seg.positions[s:e], ratio)
+            scores = mask_invisible(index_scores(q[rows_], head_w[rows_], keys, num), counts)
+            if is_candidate_source:
+                blocks.append(candidate_blocks(scores, counts, c.candidate_topk_blocks, c.candidate_block_size))
+            elif uses_candidates and seg.candidates is not None:
+                allowed = blocks_to_mask(seg.candidates[s:e], scores.shape[1], c.candidate_block_size)
+                scores = scores.masked_fill(~allowed, float("-inf"))
+            topk.append(top_k_entries(scores, c.index_topk))
+        seg.topk = torch.cat(topk)
         if is_candidate_source:
-            seg.candidates = candidate_mask(scores, counts, c.candidate_topk_blocks, c.candidate_block_size)
-        elif uses_candidates and seg.candidates is not None:
-            if seg.candidates.shape[1] != scores.shape[1]:
-                raise AssertionError(f"layer {layer}: candidate mask and keys disagree")
-            scores = scores.masked_fill(~seg.candidates, float("-inf"))
-        seg.topk = top_k_entries(scores, c.index_topk)
+            seg.candidates = torch.cat(blocks)
 
 
 def attention(layer: int, x: torch.Tensor, rows: RowSet, lw, ctx: StepContext) -> torch.Tensor:

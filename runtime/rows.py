@@ -27,7 +27,7 @@ class Segment:
     chunk_end: int  # position after the chunk's last token
     # Published by the latest index source (rows aligned with ``positions``):
     topk: torch.Tensor | None = None  # [T, index_topk] entry ids, -1 = empty
-    candidates: torch.Tensor | None = None  # [T, N] bool
+    candidates: torch.Tensor | None = None  # [T, candidate_topk_blocks] block ids, -1 = none
 
     @property
     def n(self) -> int:
