@@ -91,6 +91,8 @@ class HistoryPoint:
     ttft_p50: float | None
     tpot_p50: float | None
     output_tokens_per_s: float | None
+    ttft_mean: float | None = None
+    ttft_ci: tuple[float, float] | None = None  # normal 95% CI of the mean TTFT
     check: TrailingCheck | None = None
     flags: tuple[str, ...] = ()
 
@@ -172,16 +174,37 @@ def _median(values) -> float | None:
     return float(np.median(data)) if data else None
 
 
-def _speed(store: ResultsStore, plan_hash: str, variant: str, task: str):
+@dataclass(frozen=True)
+class _Speed:
+    ttft_p50: float | None = None
+    tpot_p50: float | None = None
+    output_tokens_per_s: float | None = None
+    ttft_mean: float | None = None
+    ttft_ci: tuple[float, float] | None = None
+
+
+def _mean_ci(values) -> tuple[float | None, tuple[float, float] | None]:
+    data = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    if data.size == 0:
+        return None, None
+    mean = float(data.mean())
+    if data.size < 2:
+        return mean, None
+    half = 1.959963984540054 * float(data.std(ddof=1)) / math.sqrt(data.size)
+    return mean, (mean - half, mean + half)
+
+
+def _speed(store: ResultsStore, plan_hash: str, variant: str, task: str) -> _Speed:
     rows = [r for r in store.timings(plan_hash, variant, task) if r.e2e_s is not None]
     if not rows:
-        return None, None, None
+        return _Speed()
     starts = [r.started_at_s for r in rows if r.started_at_s is not None]
     ends = [r.started_at_s + r.e2e_s for r in rows if r.started_at_s is not None]
     tokens = sum(r.n_output_tokens or 0 for r in rows)
     window = (max(ends) - min(starts)) if starts else 0.0
-    return (_median([r.ttft_s for r in rows]), _median([r.tpot_s for r in rows]),
-            tokens / window if window > 0 else None)
+    mean, ci = _mean_ci([r.ttft_s for r in rows])
+    return _Speed(_median([r.ttft_s for r in rows]), _median([r.tpot_s for r in rows]),
+                  tokens / window if window > 0 else None, mean, ci)
 
 
 @dataclass(frozen=True)
@@ -202,13 +225,14 @@ def _point(store: ResultsStore, plan_hash: str, runs, variant: str, task: str,
         keys = sorted(outcomes)
         acc = estimate_accuracy([outcomes[k] for k in keys], [k[0] for k in keys],
                                 0.05, variant, task, metric)
-    ttft, tpot, rate = _speed(store, plan_hash, variant, task)
+    speed = _speed(store, plan_hash, variant, task)
     return _Raw(HistoryPoint(
         plan_hash=plan_hash, run_id=runs[-1].run_id, started_at=runs[0].started_at,
         git=runs[-1].git_sha, metric=metric, n_items=0 if acc is None else acc.n_items,
         accuracy=None if acc is None else acc.mean, se=None if acc is None else acc.se,
-        ci=None if acc is None else acc.ci_normal, ttft_p50=ttft, tpot_p50=tpot,
-        output_tokens_per_s=rate), outcomes)
+        ci=None if acc is None else acc.ci_normal, ttft_p50=speed.ttft_p50,
+        tpot_p50=speed.tpot_p50, output_tokens_per_s=speed.output_tokens_per_s,
+        ttft_mean=speed.ttft_mean, ttft_ci=speed.ttft_ci), outcomes)
 
 
 def _trailing_check(current: _Raw, trailing: list[_Raw], options: HistoryOptions,

@@ -50,13 +50,15 @@ def render_history_terminal(history: History, console: Console) -> None:
     console.print(Group(*parts))
 
 
-def _trend_points(series: Series, key: str, scale: float = 1.0, ci: bool = False) -> list[dict]:
+def _trend_points(series: Series, key: str, scale: float = 1.0,
+                  ci_key: str | None = None) -> list[dict]:
     out = []
     for p in series.points:
         value = getattr(p, key)
         lo = hi = None
-        if ci and p.ci is not None:
-            lo, hi = scale * p.ci[0], scale * p.ci[1]
+        interval = getattr(p, ci_key) if ci_key else None
+        if interval is not None:
+            lo, hi = scale * interval[0], scale * interval[1]
         out.append({"label": p.label, "value": None if value is None else scale * value,
                     "lo": lo, "hi": hi, "flag": bool(p.flags)})
     return out
@@ -73,16 +75,21 @@ def render_history_html(history: History, fig_format: str = "svg") -> str:
         body.append(f"<h2>{esc(s.plan_name)} · {esc(s.task)} · {esc(s.variant)} "
                     f"<small>({esc(s.points[0].metric)})</small></h2>")
         figs = []
-        fig = plots.trend(_trend_points(s, "accuracy", 100.0, ci=True),
+        fig = plots.trend(_trend_points(s, "accuracy", 100.0, "ci"),
                           f"{s.task} · {s.variant}: accuracy", "accuracy, % (95% CI)")
         if fig is not None:
             figs.append(figure(plots.figure_uri(fig, fig_format), "Accuracy per run with its "
                                "95% CI; red crosses: flagged runs.", "accuracy trend"))
+        fig = plots.trend(_trend_points(s, "ttft_mean", 1000.0, "ttft_ci"),
+                          f"{s.task} · {s.variant}: TTFT", "mean TTFT, ms (95% CI)")
+        if fig is not None:
+            figs.append(figure(plots.figure_uri(fig, fig_format), "Mean time to first token "
+                               "per run with its 95% CI.", "TTFT trend"))
         fig = plots.trend(_trend_points(s, "output_tokens_per_s"),
                           f"{s.task} · {s.variant}: throughput", "output tokens/s")
         if fig is not None:
-            figs.append(figure(plots.figure_uri(fig, fig_format), "Output throughput per run.",
-                               "throughput trend"))
+            figs.append(figure(plots.figure_uri(fig, fig_format), "Output throughput per run "
+                               "(aggregate over the run window).", "throughput trend"))
         body.append(f'<div class="plots">{"".join(figs)}</div>')
         rows = []
         for row, p in zip(_cells(s), s.points, strict=True):

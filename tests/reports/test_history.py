@@ -55,6 +55,9 @@ def test_series_points_and_known_accuracies(store):
     # tokens/s is known exactly: 11 tokens per request, requests back to back.
     e2e = 0.2 + 0.01 * 10
     assert series.points[0].output_tokens_per_s == pytest.approx(11 / e2e)
+    assert series.points[0].ttft_mean == pytest.approx(0.2)
+    lo, hi = series.points[0].ttft_ci
+    assert lo == pytest.approx(0.2) and hi == pytest.approx(0.2)  # constant TTFT: no spread
 
 
 def test_bad_night_is_flagged_paired_and_steady_nights_are_not(store):
@@ -117,7 +120,7 @@ def test_history_json_and_html(store):
     d = h.to_dict()
     assert d["format"] == "v41val-history" and len(d["flagged"]) == 1
     page = render_history_html(h)
-    assert page.count("<img src=\"data:image/svg+xml;base64,") == 2
+    assert page.count("<img src=\"data:image/svg+xml;base64,") == 3
     assert "FLAG" in page and "http://" not in page and "<script" not in page
 
 
@@ -139,3 +142,13 @@ def test_history_page_loads_in_chromium(store, tmp_path):
     result = load(html, screenshot=tmp_path / "h.png", size=(1200, 1400))
     assert result.console == ()
     assert pixels(tmp_path / "h.png")[..., :3].std() > 0.05
+
+
+def test_ttft_mean_ci_is_the_normal_interval():
+    from reports.history import _mean_ci
+
+    values = [0.21, 0.35, 0.18, 0.4, 0.27, 0.33, 0.3]
+    mean, (lo, hi) = _mean_ci(values + [None])
+    want = stats.norm.interval(0.95, loc=np.mean(values), scale=stats.sem(values))
+    assert mean == pytest.approx(np.mean(values))
+    assert (lo, hi) == pytest.approx(want)
