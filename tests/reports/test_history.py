@@ -152,3 +152,19 @@ def test_ttft_mean_ci_is_the_normal_interval():
     want = stats.norm.interval(0.95, loc=np.mean(values), scale=stats.sem(values))
     assert mean == pytest.approx(np.mean(values))
     assert (lo, hi) == pytest.approx(want)
+
+
+def test_history_cli_html_and_fail_on_flag(store, tmp_path, capsys):
+    from validate.cli import main
+
+    args = ["history", "--store", str(store.path), "--plan", "nightly", "-f", "html",
+            "-o", "trend/index.html", "--out-dir", str(tmp_path)]
+    with pytest.raises(SystemExit) as flagged:
+        main(args + ["--fail-on-flag"])
+    assert flagged.value.code == 1
+    assert "FLAG" in (tmp_path / "trend" / "index.html").read_text()
+    main(args)  # without --fail-on-flag: exit 0
+    with pytest.raises(SystemExit) as bad:
+        main(["history", "--store", str(store.path), "--since", "yesterday-ish"])
+    assert bad.value.code == 2
+    assert capsys.readouterr().err.count("v41val: error:") == 1
