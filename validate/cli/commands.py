@@ -10,5 +10,6 @@ import validate.cli.plan_cmd  # noqa: F401
 import validate.cli.report_cmd  # noqa: F401
 import validate.cli.run_cmd  # noqa: F401
 import validate.cli.runtime_cmd  # noqa: F401
+import validate.cli.serve_cmd  # noqa: F401
 import validate.cli.tasks_cmd  # noqa: F401
 from validate.cli import info_cmd  # noqa: F401
