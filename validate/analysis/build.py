@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from validate.analysis.fidelity_file import stored_fidelity
 from validate.analysis.model import (
     INVALID,
     UNGATED,
@@ -90,10 +91,13 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
 
     ``policy`` overrides the policy stored with the plan; ``baseline`` the stored
     baseline; ``fidelity(variant, task)`` supplies fidelity summaries (computed by the
-    engine-side fidelity metrics, which this module does not run).
+    engine-side fidelity metrics, which this module does not run); by default the
+    records the runner wrote beside the store (``fidelity_file``).
     """
     bootstrap = bootstrap or BootstrapSpec(replicates=2000)
     plan_hash = resolve_plan_hash(store, run)
+    if fidelity is None:
+        fidelity = stored_fidelity(store.path, plan_hash)
     sp = stored_plan(store, plan_hash, baseline)
     doc = sp.doc
     policy = policy or _policy_from(dict(doc))

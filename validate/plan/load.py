@@ -50,7 +50,7 @@ else:  # pragma: no cover - Python 3.10
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 TOP_KEYS = {"name", "description", "baseline", "seed", "concurrency", "warm", "engine",
-            "variants", "tasks", "policy"}
+            "variants", "tasks", "policy", "fidelity_prompts", "fidelity_tokens"}
 CLIENT_KEYS = {"stream": bool, "timeout_s": float, "connect_timeout_s": float,
                "max_attempts": int, "backoff_base_s": float, "backoff_max_s": float,
                "top_logprobs": int}
@@ -149,6 +149,7 @@ def _variant(w: _Where, name: str, table: Any, kind: str) -> VariantSpec:
         for key, value in perturb.items():
             if not isinstance(value, (str, int, float, bool)):
                 raise w.error(f"{field}.perturb.{key}", f"expected a scalar, got {value!r}")
+        _check_perturbation(w, perturb, field)
         _check_runtime_options(w, table, field)
         return VariantSpec(name=name, options=table, perturb=perturb)
     if kind == "vllm":
@@ -158,6 +159,19 @@ def _variant(w: _Where, name: str, table: Any, kind: str) -> VariantSpec:
         return VariantSpec(name=name, args=_strings(w, table.get("args", []), f"{field}.args"),
                            env=env)
     return VariantSpec(name=name, endpoint=table)
+
+
+def _check_perturbation(w: _Where, perturb: dict, field: str) -> None:
+    """The builtin engine's own parser judges a planted degradation (``validate.perturb``)."""
+    if not perturb:
+        return
+    from validate.errors import ValidateInputError
+    from validate.perturb import perturbation_from
+
+    try:
+        perturbation_from(perturb)
+    except ValidateInputError as exc:
+        raise w.error(field, str(exc)) from None
 
 
 def _check_runtime_options(w: _Where, options: dict, field: str) -> None:
@@ -256,13 +270,18 @@ def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None) 
             if tp.task not in seen:
                 raise w.error(f"policy.tasks.{tp.task}",
                               f"task not in the plan (plan tasks: {', '.join(sorted(seen))})")
+    fidelity = {}
+    for key, default, low in (("fidelity_prompts", 16, 0), ("fidelity_tokens", 32, 1)):
+        fidelity[key] = w.typed(doc.get(key, default), int, key)
+        if fidelity[key] < low:
+            raise w.error(key, f"expected >= {low}, got {fidelity[key]}")
     name = w.typed(doc.get("name", Path(source).stem), str, "name")
     return Plan(
         name=name, source=source, engine=engine, variants=variants, tasks=task_specs,
         baseline=baseline, seed=w.typed(doc.get("seed", 0), int, "seed"),
         concurrency=concurrency, warm=w.typed(doc.get("warm", False), bool, "warm"),
         policy=policy, policy_doc=policy_doc,
-        description=w.typed(doc.get("description", ""), str, "description"),
+        description=w.typed(doc.get("description", ""), str, "description"), **fidelity,
     )
 
 

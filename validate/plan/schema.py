@@ -109,6 +109,8 @@ class Plan:
     policy: GatePolicy | None = None
     policy_doc: Mapping[str, Any] | None = None
     description: str = ""
+    fidelity_prompts: int = 16  # per task; 0 turns the fidelity pass off (builtin only)
+    fidelity_tokens: int = 32  # baseline greedy tokens teacher-forced per prompt
 
     def variant(self, name: str) -> VariantSpec:
         for v in self.variants:
@@ -142,5 +144,6 @@ class Plan:
             **self.identity(), "baseline": self.baseline, "concurrency": self.concurrency,
             "policy": None if self.policy_doc is None else dict(self.policy_doc),
             "policy_source": None if self.policy is None else self.policy.source,
+            "fidelity": {"prompts": self.fidelity_prompts, "tokens": self.fidelity_tokens},
             "plan_hash": self.hash,
         }

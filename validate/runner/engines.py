@@ -77,23 +77,26 @@ class VllmFactory:
 
 
 class BuiltinFactory:
-    """The runtime in process (``validate.engines.builtin``); one weights pool per run."""
+    """The runtime in process (``validate.engines.builtin``); one weights pool per run.
+    The engine runs warm mode's priming itself (prefill only, no output tokens)."""
 
     kind = "builtin"
+    primes_itself = True
 
     def __init__(self, plan: Plan) -> None:
         from validate.engines import builtin
 
         self.plan = plan
         self._module = builtin
-        self._pool = builtin.WeightsPool() if hasattr(builtin, "WeightsPool") else None
+        self._pool = builtin.WeightsPool()
 
     @contextlib.contextmanager
     def open(self, variant: VariantSpec) -> Iterator[Engine]:
         engine = self._module.engine_for_plan(self.plan.engine.settings, variant.runtime_options(),
                                               perturb=dict(variant.perturb),
                                               concurrency=self.plan.concurrency,
-                                              seed=self.plan.seed, pool=self._pool)
+                                              seed=self.plan.seed, pool=self._pool,
+                                              variant=variant.name, warm=self.plan.warm)
         try:
             yield engine
         finally:

@@ -15,6 +15,8 @@ Order of work, and why:
    that fails for good is recorded as a failure (coverage reports it; a rerun retries
    it).
 5. Stored responses without scores are scored by the tasks' own scorers.
+6. Builtin engine: teacher-forced fidelity of each variant vs the baseline
+   (``fidelity_pass``), written beside the store.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from validate.engines.base import EngineFailure, EngineResult, iterate_blocking
 from validate.plan.schema import Plan
 from validate.runner.engines import EngineFactory, factory_for
+from validate.runner.fidelity_pass import fidelity_pass
 from validate.runner.requests import load_tasks, planned_requests, priming_request
 from validate.runner.scoring import score_pending
 from validate.store import PlannedRequest, ResponseRecord, ResultsStore, RunInfo
@@ -96,7 +99,7 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
         progress(Progress("start", variant, 0, len(todo)))
     if todo:
         with factory.open(plan.variant(variant)) as engine:
-            if plan.warm:
+            if plan.warm and not getattr(factory, "primes_itself", False):
                 _prime(engine, todo)
                 if progress:
                     progress(Progress("prime", variant, 0, len(todo)))
@@ -141,6 +144,7 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
             planned = planned_requests(plan, loaded, name)
             stats.append(_run_variant(store, run, plan, factory, planned, name, progress))
             scored += score_pending(store, plan.hash, loaded)
+        fidelity_pass(plan, store, factory, loaded)
         status = "complete" if not any(s.failed for s in stats) else "incomplete"
     except KeyboardInterrupt:
         status = "interrupted"

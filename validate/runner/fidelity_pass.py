@@ -1,0 +1,59 @@
+"""Teacher-forced fidelity of every variant against the baseline (builtin engine).
+
+After the responses are stored: the baseline decodes greedily the first
+``fidelity_prompts`` items of each task (at most ``fidelity_tokens`` tokens), and both
+the baseline and the variant score exactly those tokens after the same prompt through
+their real serving path, with full-vocabulary logits: per-token KL(base || variant),
+top-1 agreement, first divergence (``validate.fidelity``). Records are written per
+(variant, task) as soon as they exist, so a rerun computes only what is missing (or
+everything again when the fidelity settings changed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tasks.task import Task
+from validate.analysis.fidelity_file import read_fidelity, write_fidelity
+from validate.plan.schema import Plan
+from validate.runner.engines import EngineFactory
+from validate.runner.requests import planned_requests
+from validate.store import ResultsStore
+
+METHOD = "exact full-vocab"
+
+
+def fidelity_pass(plan: Plan, store: ResultsStore, factory: EngineFactory,
+                  loaded: Mapping[str, Task], progress=None) -> int:
+    """Compute the missing fidelity records; returns how many (variant, task) it did."""
+    if factory.kind != "builtin" or plan.fidelity_prompts == 0 or len(plan.variants) < 2:
+        return 0
+    from validate.fidelity.collect import exact_fidelity
+
+    settings = {"prompts": plan.fidelity_prompts, "tokens": plan.fidelity_tokens}
+    doc = read_fidelity(store.path, plan.hash)
+    if doc.get("settings") != settings:
+        doc = {"settings": settings, "method": METHOD, "records": {}}
+    records = doc["records"]
+    requests = {}
+    for spec in plan.tasks:
+        rows = [p.request for p in planned_requests(plan, loaded, plan.baseline)
+                if p.request.task == spec.name and p.repeat == 0]
+        requests[spec.name] = rows[: plan.fidelity_prompts]
+    todo = [(v, t) for v in plan.variant_names if v != plan.baseline
+            for t in requests if t not in records.get(v, {})]
+    if not todo:
+        return 0
+    with factory.open(plan.variant(plan.baseline)) as base:
+        for variant in dict.fromkeys(v for v, _ in todo):
+            with factory.open(plan.variant(variant)) as engine:
+                for v, task in todo:
+                    if v != variant:
+                        continue
+                    found = exact_fidelity(base, engine, requests[task],
+                                           max_new_tokens=plan.fidelity_tokens)
+                    records.setdefault(variant, {})[task] = [r.to_dict() for r in found]
+                    write_fidelity(store.path, plan.hash, doc)
+                    if progress is not None:
+                        progress(variant, task)
+    return len(todo)
