@@ -48,7 +48,7 @@ def _attn_partial_kernel(
         m_i = tl.load(sink_ptr + heads, mask=h_ok, other=0.0).to(tl.float32)
         l_i = tl.full((BLOCK_H,), 1.0, dtype=tl.float32)
     else:
-        m_i = tl.full((BLOCK_H,), NEG_BIG, dtype=tl.float32)
+        m_i = tl.full((BLOCK_H,), -1.0e30, dtype=tl.float32)
         l_i = tl.zeros((BLOCK_H,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_H, HD), dtype=tl.float32)
     for j0 in range(start, end, BLOCK_N):

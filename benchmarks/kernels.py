@@ -1,0 +1,222 @@
+"""Per-op kernel benchmark: reference (plain PyTorch) vs fused (Triton), at ``mid`` and
+``flash``-like decode/prefill shapes, on one GPU.
+
+For every case: median reference time, median fused time (CUDA events, after warm-up),
+speed-up, and the fused kernel's achieved fraction of the H200 roofline: the minimal
+bytes the op must move / 4.3 TB/s (memory-bound ops) or FLOPs / 790 TFLOP/s (bf16 dense),
+whichever bound is larger ("bound" column says which). Bytes count each input read once
+and each output written once (shared weights counted once per call).
+
+    PYTHONPATH=. python benchmarks/kernels.py --out benchmarks/results
+
+Writes kernels_<gpu>.json and kernels_<gpu>.md (GPU, driver, torch/triton, command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from runtime.config import V41Config
+from runtime.kernels import KernelRegistry
+from runtime.kernels.reference import REFERENCE_OPS
+from runtime.mhc import HcMix
+from runtime.numerics import Numerics
+
+HBM_BYTES_PER_S = 4.3e12  # measured copy bandwidth of an H200 (issue 4)
+BF16_FLOPS_PER_S = 790e12
+NUM = Numerics()
+
+
+@dataclass
+class Case:
+    op: str
+    scale: str
+    shape: str
+    bytes: float
+    flops: float
+    ref_ms: float = 0.0
+    fused_ms: float = 0.0
+
+    @property
+    def speedup(self) -> float:
+        return self.ref_ms / self.fused_ms
+
+    @property
+    def bound(self) -> str:
+        return "memory" if self.bytes / HBM_BYTES_PER_S >= self.flops / BF16_FLOPS_PER_S else "compute"
+
+    @property
+    def roofline_fraction(self) -> float:
+        ideal_s = max(self.bytes / HBM_BYTES_PER_S, self.flops / BF16_FLOPS_PER_S)
+        return ideal_s / (self.fused_ms * 1e-3)
+
+
+def median_ms(fn, warmup: int = 5, iters: int = 30) -> float:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def r(*shape, dtype=torch.bfloat16, scale=1.0):
+    return (torch.randn(*shape, device="cuda") * scale).to(dtype)
+
+
+def gate_case(ops, c: V41Config, name: str, t: int):
+    d, e = c.hidden_size, c.n_routed_experts
+    x, w, b = r(t, d), r(e, d, scale=d**-0.5), r(e, dtype=torch.float32, scale=0.1)
+    args = (x, w, b, c, NUM)
+    bytes_ = 2 * (t * d + e * d) + 4 * e + 12 * t * c.num_experts_per_tok
+    return Case("gate", name, f"T={t} D={d} E={e} k={c.num_experts_per_tok}", bytes_, 2 * t * d * e), args
+
+
+def mhc_case(ops, c: V41Config, name: str, t: int):
+    d = c.hidden_size
+    streams, out = r(t, 4, d), r(t, d)
+    prev = HcMix(torch.rand(t, 4, device="cuda"), torch.rand(t, 4, device="cuda") * 2,
+                 torch.softmax(torch.randn(t, 4, 4, device="cuda"), -1))
+    args = (streams, out, prev, torch.rand(t, 4, device="cuda"), r(24, 4 * d, dtype=torch.float32, scale=0.01),
+            r(24, dtype=torch.float32), torch.ones(3, device="cuda"), r(d), c, NUM)
+    bytes_ = 2 * (t * 4 * d * 2 + t * d * 2) + 4 * 24 * 4 * d + 2 * d + 4 * t * 24
+    flops = t * (2 * 24 * 4 * d + 12 * 4 * d)
+    return Case("mhc", name, f"T={t} D={d} hc=4 (post+pre+norm)", bytes_, flops), args
+
+
+def indexer_case(ops, c: V41Config, name: str, t: int, n: int):
+    ni, di = c.index_n_heads, c.index_head_dim
+    q, hw, keys = r(t, ni, di), r(t, ni, dtype=torch.float32), r(n, di)
+    counts = torch.full((t,), n, dtype=torch.int64, device="cuda")
+    bytes_ = 2 * (t * ni * di + n * di) + 4 * t * n
+    return Case("indexer", name, f"T={t} N={n} nI={ni} dI={di}", bytes_, 2 * t * ni * n * di), (q, hw, keys, counts, NUM)
+
+
+def indexer_topk_case(ops, c: V41Config, name: str, t: int, n: int):
+    case, args = indexer_case(ops, c, name, t, n)
+    case.op = "indexer+topk"
+    case.bytes += 4 * t * n + 8 * t * c.index_topk
+    return case, args
+
+
+def attention_case(ops, c: V41Config, name: str, t: int):
+    h, hd, w, k = c.num_attention_heads, c.head_dim, c.sliding_window, c.index_topk
+    ctx = 8192
+    q = r(t, h, hd)
+    positions = torch.randint(w, ctx, (t,), device="cuda")
+    floor = torch.zeros(t, dtype=torch.int64, device="cuda")
+    swa, comp = r(ctx, hd), r(ctx // 2, hd)
+    topk = torch.randint(0, ctx // 2, (t, k), device="cuda").sort(1).values
+    sink = r(h, dtype=torch.float32)
+    args = (q, positions, floor, swa, w, comp, topk, sink, NUM)
+    bytes_ = t * ((w + k) * hd * 2 + h * hd * 2 + h * hd * 4 + 8 * k)
+    flops = 4 * t * h * (w + k) * hd
+    return Case("attention", name, f"T={t} H={h} hd={hd} W={w} topk={k}", bytes_, flops), args
+
+
+def inv_rope_case(ops, c: V41Config, name: str, t: int):
+    h, hd, half = c.num_attention_heads, c.head_dim, c.qk_rope_head_dim // 2
+    out = r(t, h, hd, dtype=torch.float32)
+    ang = torch.randn(t, half, device="cuda")
+    args = (out, ang.cos(), ang.sin(), torch.bfloat16)
+    return Case("inv_rope", name, f"R={t} H={h} hd={hd}", t * h * hd * 6 + 8 * t * half, 0.0), args
+
+
+def run(ops) -> list[Case]:
+    mid, flash = V41Config.preset("mid"), V41Config.preset("flash")
+    cases = []
+    for name, c in (("mid", mid), ("flash", flash)):
+        for t in (1, 8, 64, 512):
+            cases.append(("gate", *gate_case(ops, c, name, t)))
+            cases.append(("mhc", *mhc_case(ops, c, name, t)))
+            cases.append(("inv_rope", *inv_rope_case(ops, c, name, t)))
+        for t in (1, 8, 64):
+            cases.append(("attention", *attention_case(ops, c, name, t)))
+        for t, n in ((1, 8192), (8, 8192), (1, 65536), (1, 131072), (8, 131072)):
+            cases.append(("indexer", *indexer_case(ops, c, name, t, n)))
+    for t, n in ((1, 131072), (8, 131072), (1, 65536)):
+        cases.append(("indexer+topk", *indexer_topk_case(ops, flash, "flash 128k", t, n)))
+    done = []
+    for op, case, args in cases:
+        if op == "indexer+topk":
+            k = flash.index_topk
+            ref = REFERENCE_OPS["indexer"], REFERENCE_OPS["topk"]
+            fz = ops.indexer, ops.topk
+            case.ref_ms = median_ms(lambda ref=ref, a=args, k=k: ref[1](ref[0](*a), k), iters=10)
+            case.fused_ms = median_ms(lambda fz=fz, a=args, k=k: fz[1](fz[0](*a), k))
+        else:
+            case.ref_ms = median_ms(lambda op=op, a=args: REFERENCE_OPS[op](*a), iters=15)
+            case.fused_ms = median_ms(lambda op=op, a=args: getattr(ops, op)(*a))
+        done.append(case)
+        print(f"{case.op:13s} {case.scale:10s} {case.shape:40s} ref {case.ref_ms:8.3f} ms  fused "
+              f"{case.fused_ms:7.3f} ms  x{case.speedup:6.1f}  roofline {case.roofline_fraction:5.1%} ({case.bound})",
+              flush=True)
+    return done
+
+
+def environment() -> dict:
+    import triton
+
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+    return {"gpu": torch.cuda.get_device_name(0), "nvidia_smi": smi, "torch": torch.__version__,
+            "triton": triton.__version__, "cuda": torch.version.cuda, "python": platform.python_version()}
+
+
+def markdown(env: dict, cases: list[Case], command: str) -> str:
+    lines = [
+        "# Kernel benchmark: reference vs fused (Triton)", "",
+        f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, CUDA {env['cuda']}",
+        f"- Command: `{command}`",
+        "- Medians of 30 (fused) / 10-15 (reference) CUDA-event timings after warm-up; roofline = "
+        "max(bytes / 4.3 TB/s, FLOPs / 790 TFLOP/s) / fused time.", "",
+        "| op | scale | shape | reference ms | fused ms | speed-up | roofline | bound |",
+        "|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for c in cases:
+        lines.append(f"| {c.op} | {c.scale} | {c.shape} | {c.ref_ms:.3f} | {c.fused_ms:.3f} | "
+                     f"{c.speedup:.1f}x | {c.roofline_fraction:.0%} | {c.bound} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("benchmarks/kernels.py: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    torch.manual_seed(0)
+    ops = KernelRegistry("fused", device="cuda", on_unavailable="error")
+    cases = run(ops)
+    env = environment()
+    tag = env["gpu"].split()[-1].lower()
+    args.out.mkdir(parents=True, exist_ok=True)
+    command = "PYTHONPATH=. python " + " ".join(["benchmarks/kernels.py", *(argv or sys.argv[1:])])
+    doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S,
+           "bf16_flops_per_s": BF16_FLOPS_PER_S,
+           "cases": [{**asdict(c), "speedup": c.speedup, "roofline_fraction": c.roofline_fraction,
+                      "bound": c.bound} for c in cases]}
+    (args.out / f"kernels_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (args.out / f"kernels_{tag}.md").write_text(markdown(env, cases, command))
+    print(markdown(env, cases, command))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
