@@ -176,7 +176,7 @@ def test_hash_follows_what_changes_responses_only():
 
 def test_ablation_one_switch_per_variant_against_the_reference():
     plan = parse_plan(_set(doc(), "variants.exact.cut", "at"), "a.toml")
-    expanded = ablate(plan)
+    expanded = ablate(plan, ops=())
     assert expanded.baseline == "reference"
     names = expanded.variant_names
     assert names[0] == "reference" and names[-1] == "all_on"
@@ -207,6 +207,26 @@ def test_ablation_has_one_variant_per_fused_op():
     assert by_name["fused_gate_topk"]["kernels"] == "+gate_topk"
     assert by_name["fused_gate_topk"]["swa"] == "exact"
     assert by_name["all_on"]["kernels"] == "all"
+
+
+def test_ablation_reads_the_ops_from_the_kernel_registry():
+    choice = pytest.importorskip("runtime.kernels.choice")
+    from validate.plan import fused_op_names
+
+    assert fused_op_names() == tuple(choice.OP_NAMES)
+    expanded = ablate(parse_plan(doc(), "a.toml"))
+    fused = [v for v in expanded.variant_names if v.startswith("fused_")]
+    accepted = []
+    for op in choice.OP_NAMES:
+        try:
+            RuntimeOptions(kernels=f"+{op}")
+            accepted.append(f"fused_{op}")
+        except ValueError:
+            pass
+    assert fused == accepted  # every op the runtime accepts, each alone
+    for name in fused:  # each alone: the choice fuses exactly its op
+        wanted = choice.fused_by_op(expanded.variant(name).options["kernels"])
+        assert [op for op, on in wanted.items() if on] == [name.removeprefix("fused_")]
 
 
 def test_ablation_needs_the_builtin_engine():

@@ -5,7 +5,8 @@ Variants (builtin engine): ``reference`` (exact SWA, no replay, no trim, referen
 kernels; the baseline), ``encoder_replay`` (bounded replay on the encoder side only),
 ``decoder_trim`` (decoder-side trim only), ``fused_<op>`` for each fused op the runtime's
 kernel registry offers (``kernels = "+<op>"``), and ``all_on`` (bounded both sides,
-every fused op). The plan's own variants are replaced; the cut point, batch invariance
+every fused op). A fused variant whose kernel choice ``RuntimeOptions`` does not accept
+yet is left out and named in the plan's description. The plan's own variants are replaced; the cut point, batch invariance
 and replay window of its baseline are kept for every ablated variant.
 """
 
@@ -25,15 +26,16 @@ def fused_op_names() -> tuple[str, ...]:
     """The fused ops the runtime can switch one at a time: from its kernel registry
     (``runtime.kernels``) when there is one, else the non-reference choices of
     ``RuntimeOptions.kernels``. Empty while only reference kernels exist."""
-    try:
-        registry = importlib.import_module("runtime.kernels")
-    except ImportError:
-        registry = None
-    for attr in ("op_names", "OP_NAMES", "OPS"):
-        found = getattr(registry, attr, None)
-        if found is not None:
-            names = found() if callable(found) else found
-            return tuple(sorted(str(n) for n in names))
+    for module in ("runtime.kernels.choice", "runtime.kernels"):
+        try:  # the choice module has no heavy imports; the package imports torch
+            registry = importlib.import_module(module)
+        except ImportError:
+            continue
+        for attr in ("OP_NAMES", "op_names", "OPS"):
+            found = getattr(registry, attr, None)
+            if found is not None:
+                names = found() if callable(found) else found
+                return tuple(str(n) for n in names)
     from runtime.options import KERNEL_CHOICES
 
     return tuple(k for k in KERNEL_CHOICES if k not in NOT_OPS and k[:1] not in "+-")
@@ -70,10 +72,22 @@ def ablate(plan: Plan, ops: tuple[str, ...] | None = None) -> Plan:
     from runtime.errors import ConfigError
     from runtime.options import RuntimeOptions
 
-    variants = ablation_variants(plan, ops)
+    ops = fused_op_names() if ops is None else ops
+    accepted, skipped = [], []
+    for op in ops:
+        try:
+            RuntimeOptions(kernels=f"+{op}")
+            accepted.append(op)
+        except (ConfigError, ValueError):
+            skipped.append(f"fused_{op}")  # the registry knows the op, RuntimeOptions not yet
+    variants = ablation_variants(plan, tuple(accepted))
     for v in variants:
         try:
             RuntimeOptions(**v.options)
-        except ConfigError as exc:
+        except (ConfigError, ValueError) as exc:
             raise PlanError(f"{plan.source}: --ablate variant {v.name}: {exc}") from None
-    return replace(plan, name=f"{plan.name}-ablation", variants=variants, baseline="reference")
+    note = (f" (skipped, RuntimeOptions.kernels refuses them: {', '.join(skipped)})"
+            if skipped else "")
+    return replace(plan, name=f"{plan.name}-ablation", variants=variants,
+                   baseline="reference",
+                   description=f"ablation of {plan.name}: one optimization per variant{note}")
