@@ -1,0 +1,186 @@
+"""An lm-eval 0.4.13 model named ``v41val``: lm-eval users drive our runtime with their
+own tasks (``--model v41val --model_args preset=tiny,swa=bounded``).
+
+Registration: importing this module registers the class in lm-eval's model registry
+(``@register_model``). lm-eval 0.4.13 discovers models only through its own
+``MODEL_MAPPING`` and imports -- it reads no entry points -- so the plain ``lm_eval``
+command does not know ``v41val`` until this module is imported. Two ways:
+
+- ``python -m validate.lmeval_model --model v41val --model_args preset=tiny ...`` (the
+  same arguments as ``lm_eval``; this module registers itself, then runs lm-eval's
+  CLI), or the console script ``v41val-lm-eval`` when the package declares it;
+- from Python: ``import validate.lmeval_model`` before ``lm_eval.simple_evaluate``.
+
+Model args: ``preset`` (micro | tiny | mid | flash) and ``seed``, or ``checkpoint``;
+``swa``, ``encoder_replay``, ``decoder_trim``, ``cut``, ``kernels``, ``replay_tokens``
+(``RuntimeOptions``); ``device``, ``dtype``; ``batch_size`` (requests decoded together).
+
+Scoring matches the builtin engine exactly: lm-eval's ``TemplateLM`` splits each
+(context, continuation) as it does for every causal model, and the continuation's
+logprob is the sum of the runtime's prompt logprobs over its tokens (greedy when every
+one is the argmax). ``generate_until`` honours ``until``, ``max_gen_toks``,
+``do_sample``/``temperature``/``top_p`` and ``seed``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from lm_eval.api.model import TemplateLM
+from lm_eval.api.registry import register_model
+
+from runtime.engine.requests import GenerateRequest
+from runtime.options import RuntimeOptions
+from runtime.server.chat_template import render_chat
+from validate.engines.builtin_source import ModelSource, WeightsPool
+from validate.errors import ValidateInputError
+
+DEFAULT_MAX_GEN_TOKS = 256
+
+
+def _opt_bool(value: Any, name: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValidateInputError(f"v41val model_args: {name} expects true/false, got {value!r}")
+
+
+@register_model("v41val")
+class V41ValLM(TemplateLM):
+    """lm-eval's view of the builtin runtime (see the module doc)."""
+
+    def __init__(self, preset: str | None = None, seed: int = 0, checkpoint: str | None = None,
+                 swa: str = "exact", encoder_replay: Any = None, decoder_trim: Any = None,
+                 cut: str = "after", kernels: str = "reference", replay_tokens: int | None = None,
+                 device: str | None = None, dtype: str | None = None,
+                 batch_size: int | str | None = 8, max_batch_size: int | None = None,
+                 pool: WeightsPool | None = None, **unknown: Any) -> None:
+        super().__init__()
+        if unknown:
+            raise ValidateInputError(f"v41val model_args: unknown argument(s) "
+                                     f"{sorted(unknown)}")
+        from runtime.engine.engine import EngineConfig
+        from runtime.model import V41Model
+        from runtime.server.observed import ObservedEngine
+
+        if preset is None and checkpoint is None:
+            preset = "tiny"
+        self.source = ModelSource(preset=preset if checkpoint is None else None, seed=int(seed),
+                                  checkpoint=checkpoint, dtype=dtype, device=device or "cpu")
+        self.options = RuntimeOptions(swa=swa, encoder_replay=_opt_bool(encoder_replay,
+                                                                        "encoder_replay"),
+                                      decoder_trim=_opt_bool(decoder_trim, "decoder_trim"),
+                                      cut=cut, kernels=kernels, replay_tokens=replay_tokens)
+        batch = 8 if batch_size in (None, "auto") or str(batch_size).startswith("auto") \
+            else int(batch_size)
+        self.batch = max(1, batch if max_batch_size is None else min(batch, int(max_batch_size)))
+        self.pool = pool if pool is not None else WeightsPool()
+        weights = self.pool.weights(self.source)
+        self.model = V41Model(weights, self.options)
+        self.tokenizer = self.source.tokenizer()
+        self.runtime = ObservedEngine(self.model, self.tokenizer,
+                                      EngineConfig(max_batch_requests=self.batch))
+
+    # ------------------------------------------------------------------ tokens
+    @property
+    def eot_token_id(self) -> int:
+        return self.tokenizer.eos_id
+
+    @property
+    def prefix_token_id(self) -> int:
+        return self.tokenizer.bos_id
+
+    @property
+    def max_length(self) -> int:
+        return self.model.config.max_position_embeddings
+
+    @property
+    def tokenizer_name(self) -> str:
+        return "v41val-byte-bpe"
+
+    def tok_encode(self, string: str, add_special_tokens: bool | None = None,
+                   **kwargs) -> list[int]:
+        return list(self.tokenizer.encode(string))
+
+    def tok_decode(self, tokens, **kwargs) -> str:
+        return self.tokenizer.decode(tokens)
+
+    def apply_chat_template(self, chat_history: list[dict], add_generation_prompt: bool = True
+                            ) -> str:
+        return render_chat((m["role"], m["content"]) for m in chat_history)
+
+    def chat_template(self, chat_template: bool | str = False) -> str:
+        return "v41val: '<Role>: <content>\\n\\n' per message, then 'Assistant:'"
+
+    # ------------------------------------------------------------------ scoring
+    def _score(self, token_lists: list[list[int]], n_context: list[int]
+               ) -> list[tuple[float, bool]]:
+        """Sum of prompt logprobs after ``n_context`` tokens, and all-argmax."""
+        requests = [GenerateRequest(prompt_ids=tuple(ids), max_tokens=0, prompt_logprobs=1)
+                    for ids in token_lists]
+        out = []
+        for result, n_ctx in zip(self.runtime.generate(requests), n_context, strict=True):
+            entries = result.prompt_logprobs[n_ctx:]
+            out.append((float(sum(float(e.logprob) for e in entries)),
+                        all(e.is_greedy for e in entries)))
+        return out
+
+    def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, **kwargs
+                              ) -> list[tuple[float, bool]]:
+        lists = [list(ctx) + list(cont) for _, ctx, cont in requests]
+        for (key, _, _), ids in zip(requests, lists, strict=True):
+            if len(ids) > self.max_length:
+                raise ValidateInputError(f"v41val: request {key!r} has {len(ids)} tokens, over "
+                                         f"the context of {self.max_length}")
+        results = self._score(lists, [len(ctx) for _, ctx, _ in requests])
+        for (key, _, _), result in zip(requests, results, strict=True):
+            self.cache_hook.add_partial("loglikelihood", key, result)
+        return results
+
+    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False) -> list[float]:
+        """log P(text) from a BOS start, the whole text in one window (the runtime's
+        context is long enough for every text lm-eval's rolling tasks use)."""
+        lists = [[self.prefix_token_id, *self.tok_encode(req.args[0])] for req in requests]
+        return [ll for ll, _ in self._score(lists, [1] * len(lists))]
+
+    # ------------------------------------------------------------------ generation
+    def _generate_request(self, context: str, gen_kwargs: dict) -> GenerateRequest:
+        kwargs = dict(gen_kwargs)
+        until = kwargs.pop("until", None) or []
+        until = [until] if isinstance(until, str) else list(until)
+        max_gen = int(kwargs.pop("max_gen_toks", DEFAULT_MAX_GEN_TOKS))
+        do_sample = bool(kwargs.pop("do_sample", False))
+        temperature = float(kwargs.pop("temperature", 0.0))
+        top_p = float(kwargs.pop("top_p", 1.0))
+        seed = kwargs.pop("seed", None)
+        sampled = do_sample and temperature > 0
+        return GenerateRequest(prompt_ids=tuple(self.tok_encode(context)), max_tokens=max_gen,
+                               stop=tuple(s for s in until if s),
+                               temperature=temperature if sampled else 0.0,
+                               top_p=top_p if sampled else 1.0,
+                               seed=None if seed is None else int(seed))
+
+    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        prepared = [self._generate_request(req.args[0], req.args[1]) for req in requests]
+        texts = [r.text or "" for r in self.runtime.generate(prepared)]
+        for req, text in zip(requests, texts, strict=True):
+            self.cache_hook.add_partial("generate_until", req.args, text)
+        return texts
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``lm_eval``'s command line with the ``v41val`` model registered."""
+    from lm_eval.__main__ import cli_evaluate
+
+    if argv is not None:
+        sys.argv = [sys.argv[0], *argv]
+    cli_evaluate()
+
+
+if __name__ == "__main__":
+    main()
