@@ -87,8 +87,10 @@ def what_changed(doc: dict, variant: str) -> str:
         c = comparison_of(task, variant)
         if c is None:
             continue
+        reasons = invalid_reasons(c)
         if c.get("delta") is None:
-            parts.append(f"{task['task']} not compared ({c['status']})")
+            parts.append(f"{task['task']} not compared ({c['status']}"
+                         + (f": {reasons}" if reasons else "") + ")")
         else:
             p = c.get("mcnemar_p")
             p_text = f"p = {fmt.pvalue(p)}" if p is not None else "p = " + fmt.DASH
@@ -96,7 +98,8 @@ def what_changed(doc: dict, variant: str) -> str:
             if c.get("verdict"):
                 verdict += f" at margin {fmt.margin_points(c['verdict']['margin'])}"
             parts.append(f"{task['task']} {fmt.pts(c['delta'], signed=True)} pp ± "
-                         f"{fmt.pts(c['se'])}, {p_text}, {verdict}")
+                         f"{fmt.pts(c['se'])}, {p_text}, {verdict}"
+                         + (f" ({reasons})" if reasons else ""))
         sp = c.get("speedups") or {}
         if speed is None and (sp.get("ttft") or sp.get("tpot") or sp.get("throughput")):
             bits = []
@@ -109,6 +112,14 @@ def what_changed(doc: dict, variant: str) -> str:
             speed = ", ".join(bits)
     line = f"{variant}: " + "; ".join(parts)
     return line + (f"; {speed}" if speed else "")
+
+
+def invalid_reasons(c: dict) -> str:
+    """Why a comparison is INVALID (health checks, pairing), or '' when it is not."""
+    if c["status"] != "INVALID":
+        return ""
+    v = c.get("verdict") or {}
+    return "; ".join(v.get("reasons") or c.get("health_failures") or [])
 
 
 def candidates(doc: dict) -> list[str]:

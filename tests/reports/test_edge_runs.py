@@ -62,6 +62,7 @@ def test_missing_items_make_the_candidate_invalid_everywhere(tmp_path):
     error = ET.fromstring(out["junit"].split("?>", 1)[1]).find(".//testcase/error")
     assert error is not None and "coverage" in error.get("message")
     assert "INVALID" in out["terminal"] and "**INVALID**" in out["md"]
+    assert "coverage" in next(x for x in out["md"].splitlines() if x.startswith("- bounded:"))
 
 
 def test_latency_samples_come_from_the_store(tmp_path):
