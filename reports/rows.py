@@ -145,9 +145,13 @@ def identity_lines(doc: dict) -> list[tuple[str, str]]:
     if started:
         import time
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started))
+    attempts = r.get("run_ids") or []
+    resumed = f" (attempts {', '.join(map(str, attempts))})" if len(attempts) > 1 else ""
+    seeds = ", ".join(map(str, r.get("seeds") or [])) or fmt.DASH
     return [
         ("plan", f"{r['plan_name']} ({r['plan_hash'][:12]})"),
-        ("run", f"{r.get('run_id')} started {when}, status {r.get('status', fmt.DASH)}"),
+        ("run", f"{r.get('run_id')}{resumed} started {when}, status "
+                f"{r.get('status', fmt.DASH)}, seeds {seeds}"),
         ("git", str(r.get("git") or fmt.DASH)),
         ("engine", f"{r.get('engine') or fmt.DASH}; baseline {r['baseline']}"),
         ("environment", hw or fmt.DASH),
