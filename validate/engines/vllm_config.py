@@ -20,18 +20,18 @@ LAUNCHERS = ("auto", "cli", "module")
 LOOPBACK = "127.0.0.1"
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
-# Set for every launch unless ``env`` overrides them. Offline and no telemetry always;
-# VLLM_HOST_IP keeps vLLM's internal message queue on loopback; TORCHDYNAMO_DISABLE
-# stops a cold torch.compile of the logprobs helper (15 s on CPU, shared/spec/vllm-cpu.md
-# §2e). On GPUs, where compilation is part of the speed being measured, override it
-# with env={"TORCHDYNAMO_DISABLE": None}.
+# Set for every launch unless ``env`` overrides them: offline, no telemetry, and
+# VLLM_HOST_IP so vLLM's internal message queue stays on loopback.
 DEFAULT_ENV: Mapping[str, str] = {
     "HF_HUB_OFFLINE": "1",
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
     "VLLM_HOST_IP": LOOPBACK,
-    "TORCHDYNAMO_DISABLE": "1",
 }
+# Added for the CPU build (``vllm-cpu``) only: without it the first logprobs request pays
+# a cold torch.compile of a helper (15 s, shared/spec/vllm-cpu.md §2e). Never on GPUs,
+# where compilation and CUDA graphs are part of the speed being measured.
+CPU_ENV: Mapping[str, str] = {"TORCHDYNAMO_DISABLE": "1"}
 
 # The launcher owns these: the server must listen on loopback, on the port we probe.
 _RESERVED_FLAGS = ("--host", "--port", "--model")
@@ -54,8 +54,8 @@ class VllmLaunchConfig:
     fails with "No package metadata was found for vllm"); ``auto`` picks ``cli`` when the
     distribution is ``vllm`` and ``module`` otherwise. ``port``: None picks a free
     loopback port. ``served_model_name``: the name requests use (default: ``model``).
-    ``env``: added to the environment after ``DEFAULT_ENV``; a value of None removes a
-    variable. ``log_dir`` keeps one log file per launch, named after ``label``.
+    ``env``: laid over ``DEFAULT_ENV`` (and ``CPU_ENV`` for vllm-cpu); a value of None
+    removes a variable. ``log_dir`` keeps one log file per launch, named after ``label``.
     """
 
     model: str
@@ -65,7 +65,7 @@ class VllmLaunchConfig:
     launcher: Launcher = "auto"
     port: int | None = None
     served_model_name: str | None = None
-    startup_timeout_s: float = 900.0
+    startup_timeout_s: float = 1800.0
     stop_grace_s: float = 30.0
     log_dir: str = "vllm-logs"
     label: str = "vllm"
@@ -103,9 +103,9 @@ class VllmLaunchConfig:
         """The ``model`` field of every OpenAI request to this server."""
         return self.served_model_name or self.model
 
-    def environment(self) -> dict[str, str | None]:
-        """DEFAULT_ENV overlaid with ``env`` (None values mean: remove)."""
-        return {**DEFAULT_ENV, **self.env}
+    def environment(self, cpu_build: bool) -> dict[str, str | None]:
+        """DEFAULT_ENV (+ CPU_ENV for the CPU build) overlaid with ``env`` (None: remove)."""
+        return {**DEFAULT_ENV, **(CPU_ENV if cpu_build else {}), **self.env}
 
     def server_args(self, port: int) -> list[str]:
         """Everything after the model: loopback binding, then common, then variant flags."""
