@@ -200,3 +200,37 @@ def test_run_cli_exit_code_is_the_decision(tmp_path, server, capsys):
     assert doc["decision"] == "NO-GO" and code == 1 == doc["exit_code"]
     code, doc = run({"base": "acc60", "empty": "empty"})
     assert doc["decision"] == "INVALID" and code == 4 == doc["exit_code"]
+
+
+def test_warm_mode_primes_each_pending_prompt_once(tmp_path, server):
+    text = srv.plan_text(server.base_url, {"base": "acc70", "cand": "acc65"}, "base", [TASK], 6)
+    path = tmp_path / "plan.toml"
+    path.write_text(text.replace('concurrency = 4\n', 'concurrency = 4\nwarm = true\n'))
+    plan = load_plan(path)
+    assert plan.warm
+    with ResultsStore.open(tmp_path / "results.sqlite") as store:
+        run_plan(plan, store)
+        for prompt in prompts(6):  # one priming call (1 token) + one measured call
+            assert server.state.calls[("acc70", prompt)] == 2
+            assert server.state.calls[("acc65", prompt)] == 2
+        stored = store.responses(plan.hash)
+        assert len(stored) == 12 and all(s.record.response.text for s in stored)
+        run_plan(plan, store)  # nothing pending: nothing primed, nothing sent
+        assert all(server.state.calls[("acc70", p)] == 2 for p in prompts(6))
+
+
+def test_repeats_are_paired_and_clustered_by_item(tmp_path, server):
+    text = srv.plan_text(server.base_url, {"base": "acc60", "cand": "acc50"}, "base", [TASK], 8)
+    path = tmp_path / "plan.toml"
+    path.write_text(text.replace("limit = 8\n", "limit = 8\nrepeats = 3\n"))
+    plan = load_plan(path)
+    with ResultsStore.open(tmp_path / "results.sqlite") as store:
+        run_plan(plan, store)
+        requests = [s.request for s in store.responses(plan.hash, "base")]
+        assert sorted({r.gen.seed for r in requests}) == [0, 1, 2]  # seed + repeat
+        analysis = analyze_run(store)
+    s = analysis.summary("cand", TASK)
+    assert (s.n, s.accuracy.n_items, s.accuracy.n_rows) == (24, 8, 24)
+    assert s.accuracy.se_clustered is not None
+    row = analysis.comparison("cand", TASK)
+    assert row.comparison.paired.repeated and row.comparison.outcomes.n_items == 8
