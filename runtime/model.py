@@ -78,13 +78,18 @@ class V41Model:
 
     # ------------------------------------------------------------------ states
     def new_state(self, prefix: PrefixSnapshot | None = None) -> SequenceState:
-        """A fresh request state, or one that continues after a cached prefix. With
-        encoder replay a hit of H <= W tokens is ignored (cold state)."""
+        """A fresh request state, or one that continues after a cached prefix.
+
+        The hit is ignored (a cold state, ``hit_tokens == 0``) when encoder replay is on
+        and H <= W, and when exact continuation is asked for but the snapshot's window
+        KV has holes (it came from a decoder-trimmed prefill that stopped past H)."""
         state = SequenceState(self.config, self.window, self.dtype, self.device)
         if prefix is None:
             return state
         replay = bool(self.options.encoder_replay)
         if replay and prefix.n_tokens <= self.replay:
+            return state
+        if not replay and not prefix.swa_complete:
             return state
         state.restore(prefix, replay_tokens=self.replay if replay else 0)
         return state

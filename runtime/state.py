@@ -40,6 +40,12 @@ class PrefixSnapshot:
     comp_buffer: dict[int, tuple[torch.Tensor, torch.Tensor]]  # src -> (kv, gate) [n % ratio, hd]
     swa: dict[int, torch.Tensor] | None  # layer -> [min(n, W-1), head_dim]
 
+    @property
+    def swa_complete(self) -> bool:
+        """Every layer's window KV before ``n_tokens`` was computed (a decoder-trimmed
+        prefill leaves holes in the layers after the cut)."""
+        return self.swa is not None and not any(bool(torch.isnan(kv).any()) for kv in self.swa.values())
+
 
 class SequenceState:
     """Mutable caches of one request; advanced by ``V41Model.forward``."""

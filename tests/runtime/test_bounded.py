@@ -117,10 +117,11 @@ def test_decoder_trim_with_halo_matches_full_prefill(cut):
     assert not torch.equal(trimmed, full)
 
 
-def test_trim_leaves_encoder_layers_and_all_logits_chunks_alone():
+@pytest.mark.parametrize("cut", ["after", "at"])
+def test_trim_leaves_encoder_layers_and_all_logits_chunks_alone(cut):
     tokens = prompt(60)
     exact_state, _ = cold(model(swa="exact"), tokens)
-    trim = model(decoder_trim=True)
+    trim = model(decoder_trim=True, cut=cut)
     st, _ = cold(trim, tokens)
     for layer in range(trim.cut_layer):
         assert torch.equal(st.swa[layer][:60], exact_state.swa[layer][:60])
@@ -133,6 +134,11 @@ def test_trim_leaves_encoder_layers_and_all_logits_chunks_alone():
     _, exact_all = cold(model(swa="exact"), tokens, logits="all")
     _, trim_all = cold(trim, tokens, logits="all")
     assert torch.equal(exact_all, trim_all)
+    # A snapshot below the trimmed prefill's kept rows has window holes: exact
+    # continuation from it is refused by ignoring the hit (cold state).
+    snap = st.export_prefix(20)
+    assert not snap.swa_complete and trim.new_state(snap).hit_tokens == 0
+    assert st.export_prefix(60).swa_complete
 
 
 def test_bad_inputs_are_one_line_errors():
