@@ -235,3 +235,12 @@ def test_ablation_needs_the_builtin_engine():
     d["variants"] = {"exact": {}, "bounded": {"model": "b"}}
     with pytest.raises(PlanError, match=r"a.toml: engine.kind: --ablate needs the builtin engine"):
         ablate(parse_plan(d, "a.toml"))
+
+
+@pytest.mark.parametrize("name", ["tiny-ab.toml", "flash-vllm.toml", "endpoints.toml"])
+def test_shipped_example_plans_are_valid(name, repo_root):
+    plan = load_plan(repo_root / "validate" / "plan" / "examples" / name)
+    assert plan.baseline in plan.variant_names and plan.policy is not None
+    if plan.engine.kind == "vllm":
+        assert plan.variant("exact").args == ("--no-swa-bounded-replay",)
+        assert plan.policy.source.endswith("gate.toml")
