@@ -52,11 +52,12 @@ def _hand_greedy(model, prompt: list[int], n_new: int) -> tuple[list[int], torch
     state = model.new_state()
     out = model.forward([SeqChunk(state, torch.tensor(prompt), "last")])[0].logits[-1]
     tokens, rows = [], []
-    for _ in range(n_new):
+    for step in range(n_new):
         rows.append(out)
         best = int(torch.nonzero(out == out.max())[0])
         tokens.append(best)
-        out = model.forward([SeqChunk(state, torch.tensor([best]), "last")])[0].logits[-1]
+        if step + 1 < n_new:
+            out = model.forward([SeqChunk(state, torch.tensor([best]), "last")])[0].logits[-1]
     return tokens, torch.stack(rows)
 
 
@@ -116,23 +117,23 @@ def tokenizer():
 def test_stop_strings_and_stop_tokens(exact, tokenizer):
     engine = Engine(exact, tokenizer=tokenizer, config=EngineConfig(prefix_cache_entries=0))
     prompt = "Question: what is 3 + 4?"
-    free = engine.generate_one(GenerateRequest(prompt=prompt, max_tokens=5, ignore_eos=True))
+    free = engine.generate_one(GenerateRequest(prompt=prompt, max_tokens=4, ignore_eos=True))
     text = free.text
     assert text == tokenizer.decode(free.token_ids)
     # a stop string that first completes with a later token: its text must be cut
-    k = next(i for i in range(2, 6) if tokenizer.decode(free.token_ids[:i]) != tokenizer.decode(free.token_ids[:i - 1])
+    k = next(i for i in range(2, 5) if tokenizer.decode(free.token_ids[:i]) != tokenizer.decode(free.token_ids[:i - 1])
              and "\ufffd" not in tokenizer.decode(free.token_ids[:i]))
     upto = tokenizer.decode(free.token_ids[:k])
     stop = upto[-1]
     cut = upto.index(stop)
-    stopped = engine.generate_one(GenerateRequest(prompt=prompt, max_tokens=5, stop=(stop,), ignore_eos=True))
+    stopped = engine.generate_one(GenerateRequest(prompt=prompt, max_tokens=4, stop=(stop,), ignore_eos=True))
     assert stopped.finish_reason == "stop" and stopped.stop_reason == stop
     assert stopped.text == upto[:cut]
     assert stop not in stopped.text
     assert stopped.token_ids == free.token_ids[:len(stopped.token_ids)]
     # a stop token ends generation on that token; its text is not decoded
     third = free.token_ids[2]
-    by_token = engine.generate_one(GenerateRequest(prompt=prompt, max_tokens=5, stop_token_ids=(third,),
+    by_token = engine.generate_one(GenerateRequest(prompt=prompt, max_tokens=4, stop_token_ids=(third,),
                                                    ignore_eos=True))
     first_at = free.token_ids.index(third)
     assert by_token.token_ids == free.token_ids[:first_at + 1]
