@@ -36,13 +36,14 @@ def _render(execution, console) -> None:
         from reports.terminal import render_terminal
     except ImportError:
         render_terminal = None
-    if render_terminal is not None:
-        render_terminal(report_document(execution.analysis), console)
-    else:
-        console.print(execution.analysis.to_dict())
     a = execution.analysis
-    console.print(f"decision: {a.decision} (exit {a.exit_code}); store {execution.store_path}, "
-                  f"run {a.identity.run_id}, plan {a.identity.plan_hash[:12]}")
+    if render_terminal is not None:
+        render_terminal(report_document(a), console)
+    else:
+        console.print(f"decision: {a.decision} (exit {a.exit_code})")
+    console.print(f"stored in {execution.store_path} (run {a.identity.run_id}, plan "
+                  f"{a.identity.plan_hash[:12]}); again: v41val report {a.identity.run_id} "
+                  f"--store {execution.store_path}")
 
 
 @app.command("run")
