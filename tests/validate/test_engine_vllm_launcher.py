@@ -39,6 +39,7 @@ FAKE_API_SERVER = textwrap.dedent("""
     parser.add_argument("--port", type=int)
     parser.add_argument("--enforce-eager", action="store_true")
     parser.add_argument("--no-swa-bounded-replay", action="store_true")
+    parser.add_argument("--swa-bounded-replay", action="store_true")
     args = parser.parse_args()  # an unknown flag exits 2 with "error: unrecognized ..."
     keys = ("HF_HUB_OFFLINE", "VLLM_NO_USAGE_STATS", "DO_NOT_TRACK", "VLLM_HOST_IP",
             "TORCHDYNAMO_DISABLE", "EXTRA_SETTING")
@@ -51,6 +52,8 @@ FAKE_API_SERVER = textwrap.dedent("""
             self.end_headers()
         def log_message(self, *args):
             pass
+    if os.environ.get("FAKE_VLLM_SAY"):
+        print(os.environ["FAKE_VLLM_SAY"], flush=True)
     print("fake vllm ready", flush=True)
     http.server.HTTPServer((args.host, args.port), Health).serve_forever()
 """)
@@ -217,6 +220,18 @@ def test_server_gets_loopback_port_flags_and_environment_then_stops(tmp_path, mo
     assert meta["launcher"] == "module" and meta["vllm_version"] == "0.32.0"
     assert meta["variant_args"] == ["--no-swa-bounded-replay"] and meta["startup_s"] > 0
     assert meta["env"]["TORCHDYNAMO_DISABLE"] is None and meta["env"]["EXTRA_SETTING"] == "7"
+
+
+def test_what_the_server_says_about_bounded_replay_is_in_the_metadata(tmp_path):
+    python = make_fake_env(tmp_path, "vllm", with_script=False)
+    said = "WARNING [model.py:1] Decoder SWA bounded replay is off: sequence parallelism"
+    config = _config(python=str(python), launcher="module", log_dir=str(tmp_path),
+                     variant_args=("--swa-bounded-replay",),
+                     env={"FAKE_VLLM_RECORD": str(tmp_path / "r"), "FAKE_VLLM_SAY": said})
+    with VllmServer(config) as server:
+        pass
+    # the launch line (which names --swa-bounded-replay) is not the server speaking
+    assert server.metadata()["replay_log_lines"] == [said]
 
 
 def test_cpu_only_settings_stay_off_for_the_gpu_distribution(tmp_path, monkeypatch):

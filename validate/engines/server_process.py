@@ -34,9 +34,9 @@ from pathlib import Path
 
 import httpx
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ERRORISH = re.compile(r"error|exception|traceback|killed|fatal", re.IGNORECASE)
-_LAUNCH_HEADER = "# v41val launch: "
+LAUNCH_HEADER = "# v41val launch: "
 
 
 class ServerStartError(OSError):
@@ -90,8 +90,8 @@ def log_tail(path: Path, max_lines: int = 3, max_chars: int = 600) -> str:
             text = fh.read().decode("utf-8", errors="replace")
     except OSError as exc:
         return f"(log unreadable: {exc.strerror})"
-    lines = [" ".join(_ANSI.sub("", line).split()) for line in text.splitlines()]
-    lines = [line for line in lines if line and not line.startswith(_LAUNCH_HEADER)][-40:]
+    lines = [" ".join(ANSI_ESCAPE.sub("", line).split()) for line in text.splitlines()]
+    lines = [line for line in lines if line and not line.startswith(LAUNCH_HEADER)][-40:]
     if not lines:
         return "(log is empty)"
     errorish = [line for line in lines if _ERRORISH.search(line)]
@@ -162,7 +162,7 @@ class ServerProcess:
         guard = [sys.executable, str(Path(__file__).with_name("server_lifeline.py"))]
         read_end, write_end = os.pipe()  # both non-inheritable unless passed explicitly
         with open(c.log_path, "ab") as log:
-            log.write(f"{_LAUNCH_HEADER}{subprocess.list2cmdline(c.argv)}\n".encode())
+            log.write(f"{LAUNCH_HEADER}{subprocess.list2cmdline(c.argv)}\n".encode())
             log.flush()
             self._started_at = time.monotonic()
             try:

