@@ -142,14 +142,18 @@ def test_stop_strings_and_stop_tokens(exact, tokenizer):
 
 def test_seeded_sampling_is_reproducible_and_batch_independent(weights):
     model = V41Model(weights, RuntimeOptions(swa="exact", batch_invariant=True))
-    engine = Engine(model, config=EngineConfig(prefill_chunk_tokens=32, prefix_cache_entries=0))
+    # two in flight at a time: the third request waits and joins when the first finishes
+    engine = Engine(model, config=EngineConfig(prefill_chunk_tokens=32, prefix_cache_entries=0,
+                                               max_batch_requests=2))
     target = GenerateRequest(prompt_ids=tuple(_prompt(24, seed=7)), max_tokens=3, temperature=1.5, top_p=0.95,
                              seed=11)
     others = [GenerateRequest(prompt_ids=tuple(_prompt(n, seed=n)), max_tokens=1, temperature=1.0, seed=n)
               for n in (10, 40)]
     alone = engine.generate([target])[0]  # a second run, in another batch: same tokens
-    batched = engine.generate([others[0], target, others[1]])[1]
-    assert alone.token_ids == batched.token_ids
+    results = engine.generate([others[0], target, others[1]])
+    assert [r.request_id for r in results] == ["req-0", "req-1", "req-2"]  # in request order
+    assert results[2].timings.queued_s > results[0].timings.queued_s  # admitted later
+    assert alone.token_ids == results[1].token_ids
 
 
 def test_prompt_logprobs_equal_float64_log_softmax_of_full_logits(exact):
