@@ -132,6 +132,8 @@ def test_resume_after_interruption_never_recomputes(tmp_path, server):
     runs = store.runs(plan.hash)
     assert [r.status for r in runs] == ["failed", "complete"]
     assert runs[0].identity["python"] and runs[0].seeds == (plan.seed,)
+    assert runs[0].identity["hardware"]["cpu_count"] >= 1 and runs[0].identity["engine"] == "openai"
+    assert "git" in runs[0].identity and "torch" in runs[0].identity
     assert runs[0].plan_hash == runs[1].plan_hash == plan.hash
     store.close()
 

@@ -29,6 +29,7 @@ from validate.engines.base import EngineFailure, EngineResult, iterate_blocking
 from validate.plan.schema import Plan
 from validate.runner.engines import EngineFactory, factory_for
 from validate.runner.fidelity_pass import fidelity_pass
+from validate.runner.identity import run_identity
 from validate.runner.requests import load_tasks, planned_requests, priming_request
 from validate.runner.scoring import score_pending
 from validate.store import PlannedRequest, ResponseRecord, ResultsStore, RunInfo
@@ -133,7 +134,7 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
     loaded = load_tasks(plan)
     factory = factory or factory_for(plan, workspace)
     run = store.begin_run(plan.hash, plan_name=plan.name, seeds=(plan.seed,),
-                          plan=plan.to_dict())
+                          plan=plan.to_dict(), identity=run_identity(plan.engine.kind))
     order = [plan.baseline] + [v for v in plan.variant_names if v != plan.baseline]
     for name in order:
         store.put_variant(run, name, plan.variant(name).config(), is_baseline=name == plan.baseline)
