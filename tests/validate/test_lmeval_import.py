@@ -101,19 +101,25 @@ def test_imported_runs_compare_like_the_files(lmeval_runs, tmp_path):
 
 
 def test_compare_cli_on_a_store_matches_the_files(lmeval_runs, tmp_path, capsys):
-    with ResultsStore.open(tmp_path / "results.sqlite") as store:
-        imported = import_lmeval(store, {"A": lmeval_runs["A"], "B": lmeval_runs["B"]}, "A")
+    main(["import-lmeval", f"A={lmeval_runs['A']}", f"B={lmeval_runs['B']}", "--baseline", "A",
+          "--store", str(tmp_path / "results.sqlite"), "--json"])
+    imported = json.loads(capsys.readouterr().out)
+    assert imported["documents"] == 2 * _samples.LIMIT and imported["variants"] == ["A", "B"]
     main(["compare", str(lmeval_runs["A"]), str(lmeval_runs["B"]), "--json",
           "--bootstrap", "1000"])
     files = json.loads(capsys.readouterr().out)
     main(["compare", "A", "B", "--store", str(tmp_path / "results.sqlite"), "--run",
-          imported.plan_hash[:8], "--json", "--bootstrap", "1000"])
+          imported["plan_hash"][:8], "--json", "--bootstrap", "1000"])
     stored = json.loads(capsys.readouterr().out)
     same_numbers(_numbers(stored), _numbers(files))
     with pytest.raises(SystemExit) as info:
         main(["compare", "A", "C", "--store", str(tmp_path / "results.sqlite")])
     err = capsys.readouterr().err
     assert info.value.code == 2 and "has no variant 'C'" in err and err.count("\n") == 1
+    with pytest.raises(SystemExit) as info:
+        main(["import-lmeval", "A", "--baseline", "A", "--store", str(tmp_path / "x.sqlite")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "expected NAME=PATH" in err and err.count("\n") == 1
 
 
 def test_import_refuses_an_unknown_baseline(lmeval_runs, tmp_path):

@@ -6,6 +6,7 @@ One line per command group; keep this list sorted.
 import validate.cli.compare_cmd  # noqa: F401
 import validate.cli.gate_cmd  # noqa: F401
 import validate.cli.history_cmd  # noqa: F401
+import validate.cli.import_cmd  # noqa: F401
 import validate.cli.plan_cmd  # noqa: F401
 import validate.cli.report_cmd  # noqa: F401
 import validate.cli.run_cmd  # noqa: F401
