@@ -5,9 +5,9 @@ blow-up) is not "slightly worse", it is invalid, and its statistics mean nothing
 (peers-and-style.md 1.4 item 4: vLLM CI failures at accuracy 0.0 were broken runs).
 The gate therefore checks health before any statistics and answers INVALID.
 
-This module only *judges* a ``HealthReport``; computing one from stored runs belongs to
-the results store (``validate.lmeval_samples.health_from_samples`` builds one from
-lm-eval sample files). Thresholds live in the policy (``[health]`` table).
+This module only *judges* a ``HealthReport``; ``validate.health`` measures one from
+stored runs (``pair_health``) and ``validate.lmeval_samples.health_from_runs`` from
+lm-eval sample files. Thresholds live in the policy (``[health]`` table).
 """
 
 from __future__ import annotations
