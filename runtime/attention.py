@@ -82,13 +82,18 @@ def sparse_attention(
     return torch.cat(outs)[:t]
 
 
+def inverse_rope(out: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Remove the query's rotation from an attention output [R, H, hd]; cast to ``dtype``."""
+    return apply_rope(out, cos, sin, inverse=True).to(dtype)
+
+
 def output_projection(out: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, w_attn, o_groups: int,
-                      num: Numerics, dtype: torch.dtype) -> torch.Tensor:
+                      num: Numerics, dtype: torch.dtype, inv_rope=inverse_rope) -> torch.Tensor:
     """Inverse RoPE on each head's rope slice, then wo_a per head group and wo_b.
 
     out [R, H, hd] -> [R, D]; wo_a [G*o_lora, H/G*hd] is G independent blocks."""
     rows, n_heads, hd = out.shape
-    out = apply_rope(out, cos, sin, inverse=True).to(dtype)
+    out = inv_rope(out, cos, sin, dtype)
     grouped = out.reshape(rows, o_groups, (n_heads // o_groups) * hd)
     wo_a = w_attn.wo_a.weight
     per_group = wo_a.shape[0] // o_groups

@@ -7,6 +7,12 @@
     X <- expand(Attention(x), X, mix_a)
     mix_f = mHC(X); X <- expand(MoE(ffn_norm(collapse(X, mix_a.pre))), X, mix_f)
     pre_in <- mix_f.pre
+
+The ops that have fused twins (mhc site, gate, indexer logits, top-k, sparse attention,
+inverse RoPE) are called through ``ctx.ops`` (runtime.kernels.KernelRegistry, chosen
+once per model from ``RuntimeOptions.kernels``). The mHC op folds the previous
+sublayer's expand into the next site ("Mega-mHC" scope), so a layer returns its FFN
+output still pending: ``pending = (ffn_out, mix_f)`` is applied by the next site.
 """
 
 from __future__ import annotations
@@ -16,19 +22,16 @@ from dataclasses import dataclass
 
 import torch
 
-from runtime.attention import output_projection, sparse_attention
+from runtime.attention import output_projection
 from runtime.compressor import compress_rows, entries_from_latents
 from runtime.config import V41Config
 from runtime.engram import engram
 from runtime.indexer import (
     blocks_to_mask,
     candidate_blocks,
-    index_scores,
-    mask_invisible,
-    top_k_entries,
     visible_counts,
 )
-from runtime.mhc import HcMix, collapse, expand, hc_mix
+from runtime.mhc import HcMix, expand
 from runtime.moe import moe
 from runtime.numerics import Numerics, rms_norm
 from runtime.quant import fake_quant_fp8_ue8m0, fake_quant_mxfp4
@@ -45,13 +48,19 @@ class StepContext:
     rope: RopePair
     window: int
     hash_ids: torch.Tensor | None  # [R, n_engram_layers, cols] for the full row set
+    ops: object  # runtime.kernels.KernelRegistry
 
 
-def site_mix(streams: torch.Tensor, lw, site: str, ctx: StepContext) -> HcMix:
-    c = ctx.config
-    return hc_mix(
-        streams, getattr(lw, f"hc_{site}_fn"), getattr(lw, f"hc_{site}_base"), getattr(lw, f"hc_{site}_scale"),
-        norm_eps=c.rms_norm_eps, hc_eps=c.hc_eps, sinkhorn_iters=c.hc_sinkhorn_iters, num=ctx.num,
+Pending = tuple  # (sublayer output [R, D], HcMix) not yet expanded into the streams
+
+
+def mhc_site(streams, pending: Pending | None, pre_shift, lw, site: str, norm_weight, ctx: StepContext):
+    """Apply the pending expand, compute this site's mix, collapse with ``pre_shift`` and
+    normalise: -> (streams, mix, sublayer input)."""
+    out, prev = pending if pending is not None else (None, None)
+    return ctx.ops.mhc(
+        streams, out, prev, pre_shift, getattr(lw, f"hc_{site}_fn"), getattr(lw, f"hc_{site}_base"),
+        getattr(lw, f"hc_{site}_scale"), norm_weight, ctx.config, ctx.num,
     )
 
 
@@ -110,13 +119,13 @@ def run_indexer(layer: int, q_r: torch.Tensor, x: torch.Tensor, cos_c, sin_c, ro
             e = min(seg.n, s + INDEX_QUERY_BLOCK)
             rows_ = slice(seg.row0 + s, seg.row0 + e)
             counts = visible_counts(seg.positions[s:e], ratio)
-            scores = mask_invisible(index_scores(q[rows_], head_w[rows_], keys, num), counts)
+            scores = ctx.ops.indexer(q[rows_], head_w[rows_], keys, counts, num)
             if is_candidate_source:
                 blocks.append(candidate_blocks(scores, counts, c.candidate_topk_blocks, c.candidate_block_size))
             elif uses_candidates and seg.candidates is not None:
                 allowed = blocks_to_mask(seg.candidates[s:e], scores.shape[1], c.candidate_block_size)
                 scores = scores.masked_fill(~allowed, float("-inf"))
-            topk.append(top_k_entries(scores, c.index_topk))
+            topk.append(ctx.ops.topk(scores, c.index_topk))
         seg.topk = torch.cat(topk)
         if is_candidate_source:
             seg.candidates = torch.cat(blocks)
@@ -149,37 +158,42 @@ def attention(layer: int, x: torch.Tensor, rows: RowSet, lw, ctx: StepContext) -
                 compressed = compressed.new_zeros(1, c.head_dim)
             topk = seg.topk
         floor = torch.full_like(seg.positions, seg.floor)
-        out[seg.rows] = sparse_attention(
+        out[seg.rows] = ctx.ops.attention(
             q[seg.rows], seg.positions, floor, st.swa[layer], ctx.window, compressed, topk,
             a.attn_sink, num,
         )
-    return output_projection(out, cos, sin, a, c.o_groups, num, x.dtype)
+    return output_projection(out, cos, sin, a, c.o_groups, num, x.dtype, inv_rope=ctx.ops.inv_rope)
 
 
 def run_layer(
     layer: int,
     streams: torch.Tensor,
+    pending: Pending | None,
     pre_in: torch.Tensor,
     rows: RowSet,
     lw,
     ctx: StepContext,
     trim_here: Callable[[RowSet], tuple[RowSet, torch.Tensor]] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, RowSet]:
-    """One layer; ``trim_here`` (cut "at") trims the rows after the KV-source update."""
+) -> tuple[torch.Tensor, Pending, torch.Tensor, RowSet]:
+    """One layer -> (streams, pending FFN expand, pre for the next site, rows).
+    ``trim_here`` (cut "at") trims the rows after the KV-source update."""
     c = ctx.config
     if layer in c.engram_layer_ids:
+        if pending is not None:  # Engram reads the fully expanded streams
+            streams, pending = expand(pending[0], streams, pending[1]), None
         k = c.engram_layer_ids.index(layer)
         streams = engram(streams, ctx.hash_ids[:, k], lw.engram, c, ctx.num)
-    mix_a = site_mix(streams, lw, "attn", ctx)
-    x = rms_norm(collapse(streams, pre_in), lw.attn_norm.weight, c.rms_norm_eps)
+    streams, mix_a, x = mhc_site(streams, pending, pre_in, lw, "attn", lw.attn_norm.weight, ctx)
     if layer in c.kv_source_layer_ids:
         update_kv_source(layer, x, rows, lw, ctx)
     if trim_here is not None:
         rows, index = trim_here(rows)
-        streams, x = streams[index], x[index]
-        mix_a = HcMix(mix_a.pre[index], mix_a.post[index], mix_a.comb[index])
-    streams = expand(attention(layer, x, rows, lw, ctx), streams, mix_a)
-    mix_f = site_mix(streams, lw, "ffn", ctx)
-    f_in = rms_norm(collapse(streams, mix_a.pre), lw.ffn_norm.weight, c.rms_norm_eps)
-    streams = expand(moe(f_in, lw.ffn, c, ctx.num), streams, mix_f)
-    return streams, mix_f.pre, rows
+        streams, x, mix_a = streams[index], x[index], select_rows(mix_a, index)
+    attn_out = attention(layer, x, rows, lw, ctx)
+    streams, mix_f, f_in = mhc_site(streams, (attn_out, mix_a), mix_a.pre, lw, "ffn", lw.ffn_norm.weight, ctx)
+    ffn_out = moe(f_in, lw.ffn, c, ctx.num, route_fn=ctx.ops.gate)
+    return streams, (ffn_out, mix_f), mix_f.pre, rows
+
+
+def select_rows(mix: HcMix, index: torch.Tensor) -> HcMix:
+    return HcMix(mix.pre[index], mix.post[index], mix.comb[index])

@@ -21,8 +21,8 @@ import torch
 from runtime.config import V41Config
 from runtime.engram import EngramHasher
 from runtime.errors import ConfigError, StateError
-from runtime.layer import StepContext, run_layer
-from runtime.mhc import collapse, first_pre
+from runtime.layer import StepContext, run_layer, select_rows
+from runtime.mhc import collapse, expand, first_pre
 from runtime.numerics import Numerics, rms_norm
 from runtime.options import RuntimeOptions
 from runtime.roles import first_trimmed_layer
@@ -56,6 +56,9 @@ class V41Model:
         self.rope = RopePair(c)
         self.hasher = EngramHasher(c) if c.engram_layer_ids else None
         self.cut_layer = self._cut_layer() if self.options.decoder_trim else None
+        from runtime.kernels.registry import KernelRegistry  # Triton loads only for fused ops
+
+        self.ops = KernelRegistry(self.options.kernels, device=self.device)
 
     def _cut_layer(self) -> int | None:
         """First layer that runs on trimmed rows (None: nothing to trim)."""
@@ -111,11 +114,12 @@ class V41Model:
         rows = RowSet(segments, num.padded_rows(row0))
         token_rows = torch.zeros(rows.total, dtype=torch.int64, device=self.device)
         token_rows[:row0] = torch.cat(tokens)
-        ctx = StepContext(c, num, self.rope, self.window, self._hash_ids(rows))
+        ctx = StepContext(c, num, self.rope, self.window, self._hash_ids(rows), self.ops)
 
         streams = self.weights.embed.weight[token_rows]  # [R, D]
         streams = streams.unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()  # [R, hc, D]
         pre = first_pre(rows.total, c.hc_mult, self.device)
+        pending = None  # the last FFN's output, expanded by the next mHC site
         for layer in range(c.num_hidden_layers):
             trim_at = None
             if layer == self.cut_layer and any(s.trim for s in rows.segments):
@@ -123,9 +127,15 @@ class V41Model:
                 if self.options.cut == "after":
                     rows, index = trim(rows)
                     streams, pre = streams[index], pre[index]
+                    if pending is not None:
+                        pending = (pending[0][index], select_rows(pending[1], index))
                 else:
                     trim_at = trim  # run_layer trims after the KV-source update
-            streams, pre, rows = run_layer(layer, streams, pre, rows, self.weights.layers[layer], ctx, trim_at)
+            streams, pending, pre, rows = run_layer(
+                layer, streams, pending, pre, rows, self.weights.layers[layer], ctx, trim_at
+            )
+        if pending is not None:
+            streams = expand(pending[0], streams, pending[1])
         hidden = rms_norm(collapse(streams, pre), self.weights.norm.weight, c.rms_norm_eps)
         outputs = []
         for chunk, seg in zip(chunks, rows.segments, strict=True):

@@ -56,9 +56,10 @@ def expert(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, w3: torch.Tensor
     return num.linear(y.to(x.dtype), w2)
 
 
-def moe(x: torch.Tensor, ffn, config: V41Config, num: Numerics) -> torch.Tensor:
-    """x [T, D] -> [T, D]; ``ffn`` is the layer's ``ffn`` weight node."""
-    weights, idx = route(x, ffn.gate.weight, ffn.gate.bias, config, num)
+def moe(x: torch.Tensor, ffn, config: V41Config, num: Numerics, route_fn=route) -> torch.Tensor:
+    """x [T, D] -> [T, D]; ``ffn`` is the layer's ``ffn`` weight node; ``route_fn`` is the
+    gate implementation (reference ``route`` or a fused twin with its signature)."""
+    weights, idx = route_fn(x, ffn.gate.weight, ffn.gate.bias, config, num)
     out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
     for e in range(config.n_routed_experts):
         rows, slot = torch.where(idx == e)

@@ -31,7 +31,8 @@ class RuntimeOptions:
     cut: "after" the last KV source (vLLM: layers > last source are trimmed) or "at" it
         (paper: the last source layer itself is trimmed too, except its compressor and
         indexer-key path, which still runs on every row).
-    kernels: reserved for the fused-kernel registry; only "reference" exists here.
+    kernels: which ops run fused (runtime.kernels): "reference"/"none", "fused"/"all", or
+        "+op"/"-op" entries (a list or a comma-separated string), e.g. ("+gate", "-mhc").
     batch_invariant: every row's numbers are independent of what else is in the call
         (fixed-tile GEMMs, per-query reductions in a fixed order). Exactness tests use it.
     replay_tokens: W used for replay and trimming; None means the config's sliding_window.
@@ -41,7 +42,7 @@ class RuntimeOptions:
     encoder_replay: bool | None = None
     decoder_trim: bool | None = None
     cut: str = "after"
-    kernels: str = "reference"
+    kernels: str | tuple[str, ...] = "reference"
     batch_invariant: bool = False
     replay_tokens: int | None = None
 
@@ -51,9 +52,9 @@ class RuntimeOptions:
         if self.cut not in CUT_POINTS:
             raise ConfigError(f"RuntimeOptions.cut: expected one of {CUT_POINTS}, got {self.cut!r}")
         if self.kernels not in KERNEL_CHOICES:
-            raise ConfigError(
-                f"RuntimeOptions.kernels: expected one of {KERNEL_CHOICES}, got {self.kernels!r}"
-            )
+            from runtime.kernels.choice import normalise_choice  # light: no Triton import
+
+            object.__setattr__(self, "kernels", normalise_choice(self.kernels))
         for name in ("encoder_replay", "decoder_trim", "batch_invariant"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):

@@ -108,7 +108,8 @@ def test_options_defaults_and_errors():
     assert only_trim.decoder_trim and not only_trim.encoder_replay
     assert RuntimeOptions(replay_tokens=16).window(128) == 16
     assert RuntimeOptions().window(128) == 128
-    for bad in ({"swa": "fast"}, {"cut": "before"}, {"kernels": "fused"}, {"replay_tokens": 0}):
+    assert RuntimeOptions(kernels=["+gate", "-mhc"]).kernels == ("+gate", "-mhc")
+    for bad in ({"swa": "fast"}, {"cut": "before"}, {"kernels": "+nosuchop"}, {"replay_tokens": 0}):
         with pytest.raises(ConfigError):
             RuntimeOptions(**bad)
 
