@@ -3,8 +3,9 @@
 A ``Perturbation`` turns a healthy variant into a known-broken one, by a set amount:
 
 - ``drop_window``: the sliding window loses its oldest ``drop_window`` tokens (W ->
-  W - drop, through ``RuntimeOptions.replay_tokens``, the window every SWA read, replay
-  and trim of the model uses). A real architectural degradation, graded by size.
+  W - drop): the model reads a view of the shared weights whose config says the
+  smaller window, so every SWA read of every layer sees less context (the weights
+  themselves are not copied). A real architectural degradation, graded by size.
 - ``logit_noise``: Gaussian noise of standard deviation ``logit_noise`` added to every
   row of the model's output logits (a stand-in for a fused op whose output is off by a
   set amount). The noise of a row depends only on ``seed``, the row's position and the
@@ -49,15 +50,15 @@ class Perturbation:
         return {"drop_window": self.drop_window, "logit_noise": self.logit_noise,
                 "seed": self.seed}
 
-    def apply_options(self, options, sliding_window: int):
-        """The variant's options with the window shrunk by ``drop_window``."""
+    def apply_weights(self, weights):
+        """``weights`` itself, or a view of it whose config has the shrunk window."""
         if not self.drop_window:
-            return options
-        window = options.window(sliding_window)
+            return weights
+        window = weights.config.sliding_window
         if self.drop_window >= window:
             raise ValidateInputError(f"perturb.drop_window: {self.drop_window} must be smaller "
                                      f"than the window of {window} tokens")
-        return options.with_(replay_tokens=window - self.drop_window)
+        return WindowView(weights, weights.config.replace(sliding_window=window - self.drop_window))
 
     def wrap(self, model):
         """``model`` itself, or a view of it that adds the logit noise."""
@@ -75,6 +76,17 @@ def perturbation_from(table: Mapping[str, Any]) -> Perturbation:
         if KEYS[key] is int and int(value) != value:
             raise ValidateInputError(f"perturb.{key}: expected an integer, got {value!r}")
     return Perturbation(**{k: KEYS[k](v) for k, v in table.items()})
+
+
+class WindowView:
+    """The shared weights under a config with a smaller sliding window (no copy)."""
+
+    def __init__(self, weights, config) -> None:
+        self._weights = weights
+        self.config = config
+
+    def __getattr__(self, name: str):
+        return getattr(self._weights, name)
 
 
 class NoisyLogits:

@@ -117,8 +117,8 @@ class BuiltinEngine:
         self.pool = pool if pool is not None else WeightsPool()
         self.weights = self.pool.weights(self.config.source)
         perturb = self.config.perturb
-        options = perturb.apply_options(self.config.options, self.weights.config.sliding_window)
-        self.model = perturb.wrap(V41Model(self.weights, options))
+        self.model = perturb.wrap(V41Model(perturb.apply_weights(self.weights),
+                                           self.config.options))
         self.tokenizer = self.config.source.tokenizer()
         self.runtime = ObservedEngine(self.model, self.tokenizer,
                                       self.config.runtime_engine_config())

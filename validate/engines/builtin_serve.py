@@ -64,8 +64,7 @@ def build_server(config: ServeConfig, pool: WeightsPool | None = None):
 
     pool = pool if pool is not None else WeightsPool()
     weights = pool.weights(config.source)
-    options = config.perturb.apply_options(config.options, weights.config.sliding_window)
-    model = config.perturb.wrap(V41Model(weights, options))
+    model = config.perturb.wrap(V41Model(config.perturb.apply_weights(weights), config.options))
     engine = ObservedEngine(model, config.source.tokenizer(), EngineConfig(
         prefill_chunk_tokens=config.prefill_chunk_tokens,
         max_batch_requests=config.max_batch_requests,
