@@ -17,21 +17,23 @@ from runtime.kernels.mhc import TL_DTYPES
 
 
 def _inv_rope_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, H,
-                     HD: tl.constexpr, HALF: tl.constexpr, DTYPE: tl.constexpr):
+                     BLOCK_H: tl.constexpr, HD: tl.constexpr, HALF: tl.constexpr, DTYPE: tl.constexpr):
     r = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1)
-    base = (r * H + h) * HD
+    heads = tl.arange(0, BLOCK_H)
+    h_ok = heads < H
+    base = (r * H + heads[:, None]) * HD  # [BLOCK_H, 1]
     dim = tl.arange(0, HD)
     rope_start: tl.constexpr = HD - 2 * HALF
-    x = tl.load(x_ptr + base + dim)
-    tl.store(out_ptr + base + dim, x.to(DTYPE), mask=dim < rope_start)
+    x = tl.load(x_ptr + base + dim[None, :], mask=h_ok[:, None], other=0.0)
+    tl.store(out_ptr + base + dim[None, :], x.to(DTYPE), mask=h_ok[:, None] & (dim[None, :] < rope_start))
     i = tl.arange(0, HALF)
-    even = tl.load(x_ptr + base + rope_start + 2 * i).to(tl.float32)
-    odd = tl.load(x_ptr + base + rope_start + 2 * i + 1).to(tl.float32)
-    c = tl.load(cos_ptr + r * HALF + i)
-    s = -tl.load(sin_ptr + r * HALF + i)
-    tl.store(out_ptr + base + rope_start + 2 * i, (even * c - odd * s).to(DTYPE))
-    tl.store(out_ptr + base + rope_start + 2 * i + 1, (even * s + odd * c).to(DTYPE))
+    even_at = base + rope_start + 2 * i[None, :]
+    even = tl.load(x_ptr + even_at, mask=h_ok[:, None], other=0.0).to(tl.float32)
+    odd = tl.load(x_ptr + even_at + 1, mask=h_ok[:, None], other=0.0).to(tl.float32)
+    c = tl.load(cos_ptr + r * HALF + i)[None, :]
+    s = -tl.load(sin_ptr + r * HALF + i)[None, :]
+    tl.store(out_ptr + even_at, (even * c - odd * s).to(DTYPE), mask=h_ok[:, None])
+    tl.store(out_ptr + even_at + 1, (even * s + odd * c).to(DTYPE), mask=h_ok[:, None])
 
 
 class FusedInverseRope:
@@ -48,8 +50,8 @@ class FusedInverseRope:
         result = torch.empty(rows, n_heads, hd, dtype=dtype, device=out.device)
         if rows == 0:
             return result
-        self.kernel[(rows, n_heads)](
+        self.kernel[(rows,)](
             out.float().contiguous(), cos.float().contiguous(), sin.float().contiguous(), result, n_heads,
-            HD=hd, HALF=half, DTYPE=TL_DTYPES[dtype],
+            BLOCK_H=next_pow2(n_heads), HD=hd, HALF=half, DTYPE=TL_DTYPES[dtype],
         )
         return result

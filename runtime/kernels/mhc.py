@@ -3,10 +3,13 @@ coefficients (unweighted RMS over 4D, the 24-wide GEMM with ``fn``, sigmoid / 2*
 row softmax + Sinkhorn), the collapse with the shifted (previous) pre and the weighted
 RMSNorm, in one Triton kernel (DeepGEMM ``mega_mhc``; vLLM #56962).
 
-Same signature and math as :func:`runtime.kernels.reference.mhc_site`. One program per
-row; two sweeps over D: the first writes X' (rounded to the stream dtype, as the
-reference rounds it), accumulates the 24 projections, sum(X'^2) and the collapsed row;
-the second applies the RMSNorm. The 4x4 Sinkhorn runs in registers.
+Same signature and math as :func:`runtime.kernels.reference.mhc_site`. A program owns
+BLOCK_T rows. Sweep 1 over D: X' (rounded to the stream dtype, as the reference rounds
+it) is written, the 24 projections accumulate as four [BLOCK_T, BLOCK_D] x [BLOCK_D, 32]
+GEMMs (one per stream), and sum(X'^2), the collapsed row and its sum of squares
+accumulate. The projections go through a small scratch row so they can be re-read as
+[BLOCK_T, 4] / [BLOCK_T, 4, 4] tiles; the Sinkhorn runs on [BLOCK_T, 4, 4] in registers.
+Sweep 2 applies the RMSNorm to the collapsed row.
 """
 
 from __future__ import annotations
@@ -20,80 +23,112 @@ from runtime.mhc import HcMix
 from runtime.numerics import Numerics
 
 TL_DTYPES = {torch.float32: tl.float32, torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}
+MIX_COLS = 32  # 24 projections padded to a power of two
 
 
 def _mhc_kernel(
     streams_ptr, out_ptr, prev_post_ptr, prev_comb_ptr, pre_shift_ptr,
     fn_ptr, base_ptr, scale_ptr, norm_w_ptr,
-    new_streams_ptr, pre_ptr, post_ptr, comb_ptr, x_ptr,
-    D, norm_eps, hc_eps, sinkhorn_iters,
-    HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_D: tl.constexpr,
+    new_streams_ptr, pre_ptr, post_ptr, comb_ptr, x_ptr, scratch_ptr,
+    T, D, norm_eps, hc_eps, sinkhorn_iters,
+    HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    t = tl.program_id(0).to(tl.int64)
     HC: tl.constexpr = 4
-    h = tl.arange(0, HC)
-    r16 = tl.arange(0, 16)
-    row_base = t * HC * D
-    pre_s = tl.load(pre_shift_ptr + t * HC + h)
-    if HAS_OUT:
-        post_in = tl.load(prev_post_ptr + t * HC + h)
-        comb_in = tl.load(prev_comb_ptr + t * HC * HC + h[:, None] * HC + h[None, :])  # [j, k]
-    m_pre = tl.zeros((HC,), dtype=tl.float32)
-    m_post = tl.zeros((HC,), dtype=tl.float32)
-    m_comb = tl.zeros((16,), dtype=tl.float32)
-    sq = tl.zeros((HC, BLOCK_D), dtype=tl.float32)
-    xsq = tl.zeros((BLOCK_D,), dtype=tl.float32)
+    NCOL: tl.constexpr = 32
+    pid = tl.program_id(0)
+    rows = pid * BLOCK_T + tl.arange(0, BLOCK_T)
+    r_ok = rows < T
+    rows64 = rows.to(tl.int64)
+    cols = tl.arange(0, NCOL)
+    c_ok = cols < 6 * HC
     width = HC * D
+    # Per-row scalars of the previous site (post, comb) and the shifted pre, as [BLOCK_T].
+    p0 = tl.load(pre_shift_ptr + rows64 * HC + 0, mask=r_ok, other=0.0)
+    p1 = tl.load(pre_shift_ptr + rows64 * HC + 1, mask=r_ok, other=0.0)
+    p2 = tl.load(pre_shift_ptr + rows64 * HC + 2, mask=r_ok, other=0.0)
+    p3 = tl.load(pre_shift_ptr + rows64 * HC + 3, mask=r_ok, other=0.0)
+    m = tl.zeros((BLOCK_T, NCOL), dtype=tl.float32)
+    sq = tl.zeros((BLOCK_T, BLOCK_D), dtype=tl.float32)
+    xsq = tl.zeros((BLOCK_T, BLOCK_D), dtype=tl.float32)
     for d0 in range(0, D, BLOCK_D):
         ds = d0 + tl.arange(0, BLOCK_D)
         d_ok = ds < D
-        tile = h[:, None] * D + ds[None, :]
-        tile_ok = d_ok[None, :] & (h[:, None] < HC)
-        xs = tl.load(streams_ptr + row_base + tile, mask=tile_ok, other=0.0).to(tl.float32)  # [HC, BD]
+        ok = r_ok[:, None] & d_ok[None, :]
+        base = rows64[:, None] * width + ds[None, :]
+        x0 = tl.load(streams_ptr + base + 0 * D, mask=ok, other=0.0).to(tl.float32)
+        x1 = tl.load(streams_ptr + base + 1 * D, mask=ok, other=0.0).to(tl.float32)
+        x2 = tl.load(streams_ptr + base + 2 * D, mask=ok, other=0.0).to(tl.float32)
+        x3 = tl.load(streams_ptr + base + 3 * D, mask=ok, other=0.0).to(tl.float32)
         if HAS_OUT:
-            o = tl.load(out_ptr + t * D + ds, mask=d_ok, other=0.0).to(tl.float32)
-            mixed = tl.sum(comb_in[:, :, None] * xs[:, None, :], axis=0)  # [k, BD]
-            xs = (post_in[:, None] * o[None, :] + mixed).to(DTYPE).to(tl.float32)
-            tl.store(new_streams_ptr + row_base + tile, xs.to(DTYPE), mask=tile_ok)
-        sq += xs * xs
-        fcol = h[None, :, None] * D + ds[None, None, :]  # [1, HC, BD] column of the flat row
-        f_ok = d_ok[None, None, :] & (h[None, :, None] < HC)
-        f_pre = tl.load(fn_ptr + h[:, None, None] * width + fcol, mask=f_ok, other=0.0)
-        f_post = tl.load(fn_ptr + (HC + h[:, None, None]) * width + fcol, mask=f_ok, other=0.0)
-        f_comb = tl.load(fn_ptr + (2 * HC + r16[:, None, None]) * width + fcol, mask=f_ok, other=0.0)
-        m_pre += tl.sum(tl.sum(f_pre * xs[None, :, :], axis=2), axis=1)
-        m_post += tl.sum(tl.sum(f_post * xs[None, :, :], axis=2), axis=1)
-        m_comb += tl.sum(tl.sum(f_comb * xs[None, :, :], axis=2), axis=1)
-        xc = tl.sum(pre_s[:, None] * xs, axis=0).to(DTYPE)
-        tl.store(x_ptr + t * D + ds, xc, mask=d_ok)
+            o = tl.load(out_ptr + rows64[:, None] * D + ds[None, :], mask=ok, other=0.0).to(tl.float32)
+            cb = prev_comb_ptr + rows64 * HC * HC
+            y0 = (tl.load(prev_post_ptr + rows64 * HC + 0, mask=r_ok, other=0.0)[:, None] * o
+                  + (tl.load(cb + 0, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 4, mask=r_ok, other=0.0)[:, None] * x1
+                     + tl.load(cb + 8, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 12, mask=r_ok, other=0.0)[:, None] * x3))
+            y1 = (tl.load(prev_post_ptr + rows64 * HC + 1, mask=r_ok, other=0.0)[:, None] * o
+                  + (tl.load(cb + 1, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 5, mask=r_ok, other=0.0)[:, None] * x1
+                     + tl.load(cb + 9, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 13, mask=r_ok, other=0.0)[:, None] * x3))
+            y2 = (tl.load(prev_post_ptr + rows64 * HC + 2, mask=r_ok, other=0.0)[:, None] * o
+                  + (tl.load(cb + 2, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 6, mask=r_ok, other=0.0)[:, None] * x1
+                     + tl.load(cb + 10, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 14, mask=r_ok, other=0.0)[:, None] * x3))
+            y3 = (tl.load(prev_post_ptr + rows64 * HC + 3, mask=r_ok, other=0.0)[:, None] * o
+                  + (tl.load(cb + 3, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 7, mask=r_ok, other=0.0)[:, None] * x1
+                     + tl.load(cb + 11, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 15, mask=r_ok, other=0.0)[:, None] * x3))
+            x0 = y0.to(DTYPE).to(tl.float32)
+            x1 = y1.to(DTYPE).to(tl.float32)
+            x2 = y2.to(DTYPE).to(tl.float32)
+            x3 = y3.to(DTYPE).to(tl.float32)
+            tl.store(new_streams_ptr + base + 0 * D, x0.to(DTYPE), mask=ok)
+            tl.store(new_streams_ptr + base + 1 * D, x1.to(DTYPE), mask=ok)
+            tl.store(new_streams_ptr + base + 2 * D, x2.to(DTYPE), mask=ok)
+            tl.store(new_streams_ptr + base + 3 * D, x3.to(DTYPE), mask=ok)
+        sq += x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3
+        f_ok = d_ok[:, None] & c_ok[None, :]
+        fcol = fn_ptr + cols[None, :] * width + ds[:, None]  # [BLOCK_D, NCOL] = fn^T slice
+        m += tl.dot(x0, tl.load(fcol + 0 * D, mask=f_ok, other=0.0), input_precision="ieee")
+        m += tl.dot(x1, tl.load(fcol + 1 * D, mask=f_ok, other=0.0), input_precision="ieee")
+        m += tl.dot(x2, tl.load(fcol + 2 * D, mask=f_ok, other=0.0), input_precision="ieee")
+        m += tl.dot(x3, tl.load(fcol + 3 * D, mask=f_ok, other=0.0), input_precision="ieee")
+        xc = (p0[:, None] * x0 + p1[:, None] * x1 + p2[:, None] * x2 + p3[:, None] * x3).to(DTYPE)
+        tl.store(x_ptr + rows64[:, None] * D + ds[None, :], xc, mask=ok)
         xcf = xc.to(tl.float32)
         xsq += xcf * xcf
-    rstd = 1.0 / tl.sqrt(tl.sum(tl.sum(sq, axis=1), axis=0) / width + norm_eps)
+    rstd = 1.0 / tl.sqrt(tl.sum(sq, axis=1) / width + norm_eps)  # [BLOCK_T]
+    # Round-trip the projections through scratch to re-read them as per-site tiles.
+    tl.store(scratch_ptr + rows64[:, None] * NCOL + cols[None, :], m * rstd[:, None], mask=r_ok[:, None])
+    tl.debug_barrier()
+    h = tl.arange(0, HC)
     s0 = tl.load(scale_ptr + 0)
     s1 = tl.load(scale_ptr + 1)
     s2 = tl.load(scale_ptr + 2)
-    z_pre = m_pre * rstd * s0 + tl.load(base_ptr + h)
-    z_post = m_post * rstd * s1 + tl.load(base_ptr + HC + h)
-    z_comb = tl.reshape(m_comb * rstd * s2 + tl.load(base_ptr + 2 * HC + r16), (HC, HC))
+    mrow = scratch_ptr + rows64[:, None] * NCOL
+    z_pre = tl.load(mrow + h[None, :], mask=r_ok[:, None], other=0.0) * s0 + tl.load(base_ptr + h)[None, :]
+    z_post = tl.load(mrow + HC + h[None, :], mask=r_ok[:, None], other=0.0) * s1 + tl.load(base_ptr + HC + h)[None, :]
+    c_idx = h[:, None] * HC + h[None, :]  # [4, 4]
+    z_comb = (tl.load(scratch_ptr + rows64[:, None, None] * NCOL + 2 * HC + c_idx[None, :, :],
+                      mask=r_ok[:, None, None], other=0.0) * s2
+              + tl.load(base_ptr + 2 * HC + c_idx)[None, :, :])  # [BLOCK_T, 4, 4]
     pre = 1.0 / (1.0 + tl.exp(-z_pre)) + hc_eps
     post = 2.0 / (1.0 + tl.exp(-z_post))
-    e = tl.exp(z_comb - tl.max(z_comb, axis=1)[:, None])
-    c = e / tl.sum(e, axis=1)[:, None] + hc_eps
-    c = c / (tl.sum(c, axis=0)[None, :] + hc_eps)
+    e = tl.exp(z_comb - tl.max(z_comb, axis=2)[:, :, None])
+    c = e / tl.sum(e, axis=2)[:, :, None] + hc_eps
+    c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
     for _ in range(sinkhorn_iters - 1):
-        c = c / (tl.sum(c, axis=1)[:, None] + hc_eps)
-        c = c / (tl.sum(c, axis=0)[None, :] + hc_eps)
-    tl.store(pre_ptr + t * HC + h, pre)
-    tl.store(post_ptr + t * HC + h, post)
-    tl.store(comb_ptr + t * HC * HC + h[:, None] * HC + h[None, :], c)
-    rstd_x = 1.0 / tl.sqrt(tl.sum(xsq, axis=0) / D + norm_eps)
+        c = c / (tl.sum(c, axis=2)[:, :, None] + hc_eps)
+        c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
+    tl.store(pre_ptr + rows64[:, None] * HC + h[None, :], pre, mask=r_ok[:, None])
+    tl.store(post_ptr + rows64[:, None] * HC + h[None, :], post, mask=r_ok[:, None])
+    tl.store(comb_ptr + rows64[:, None, None] * HC * HC + c_idx[None, :, :], c, mask=r_ok[:, None, None])
+    rstd_x = 1.0 / tl.sqrt(tl.sum(xsq, axis=1) / D + norm_eps)
     for d0 in range(0, D, BLOCK_D):
         ds = d0 + tl.arange(0, BLOCK_D)
         d_ok = ds < D
-        xc = tl.load(x_ptr + t * D + ds, mask=d_ok, other=0.0).to(tl.float32)
-        y = (xc * rstd_x).to(DTYPE).to(tl.float32)
+        ok = r_ok[:, None] & d_ok[None, :]
+        ptr = x_ptr + rows64[:, None] * D + ds[None, :]
+        xc = tl.load(ptr, mask=ok, other=0.0).to(tl.float32)
+        y = (xc * rstd_x[:, None]).to(DTYPE).to(tl.float32)
         w = tl.load(norm_w_ptr + ds, mask=d_ok, other=0.0).to(tl.float32)
-        tl.store(x_ptr + t * D + ds, (w * y).to(DTYPE), mask=d_ok)
+        tl.store(ptr, (w[None, :] * y).to(DTYPE), mask=ok)
 
 
 class FusedMhc:
@@ -116,17 +151,19 @@ class FusedMhc:
         x = torch.empty(t, d, dtype=streams.dtype, device=dev)
         if t == 0:
             return new_streams, HcMix(pre, post, comb), x
+        scratch = torch.empty(t, MIX_COLS, dtype=torch.float32, device=dev)
         if out is not None:
             out_arg = out.contiguous()
             post_arg, comb_arg = prev.post.float().contiguous(), prev.comb.float().contiguous()
         else:
             out_arg, post_arg, comb_arg = x, pre, comb  # unused (HAS_OUT=False)
-        self.kernel[(t,)](
+        block_t = 16
+        self.kernel[(-(-t // block_t),)](
             streams, out_arg, post_arg, comb_arg, pre_shift.float().contiguous(),
             fn.float().contiguous(), base.float().contiguous(), scale.float().contiguous(),
             norm_weight.contiguous(),
-            new_streams, pre, post, comb, x,
-            d, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters,
-            HAS_OUT=out is not None, DTYPE=TL_DTYPES[streams.dtype], BLOCK_D=64,
+            new_streams, pre, post, comb, x, scratch,
+            t, d, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters,
+            HAS_OUT=out is not None, DTYPE=TL_DTYPES[streams.dtype], BLOCK_T=block_t, BLOCK_D=64,
         )
         return new_streams, HcMix(pre, post, comb), x
