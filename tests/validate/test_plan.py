@@ -244,3 +244,20 @@ def test_shipped_example_plans_are_valid(name, repo_root):
     if plan.engine.kind == "vllm":
         assert plan.variant("exact").args == ("--no-swa-bounded-replay",)
         assert plan.policy.source.endswith("gate.toml")
+
+
+def test_vllm_variants_become_one_server_each(tmp_path, repo_root):
+    from validate.runner.engines import VllmFactory, factory_for
+
+    plan = load_plan(repo_root / "validate" / "plan" / "examples" / "flash-vllm.toml")
+    factory = factory_for(plan, tmp_path)
+    assert isinstance(factory, VllmFactory)
+    exact = factory.launch_config(plan.variant("exact"))
+    bounded = factory.launch_config(plan.variant("bounded"))
+    port = 41234
+    assert exact.server_args(port)[-4:] == ["--tensor-parallel-size", "4",
+                                            "--enable-prefix-caching", "--no-swa-bounded-replay"]
+    assert "--no-swa-bounded-replay" not in bounded.server_args(port)
+    assert exact.model == bounded.model == "deepseek-ai/DeepSeek-V4.1-Flash"
+    assert (exact.label, bounded.label) == ("exact", "bounded")
+    assert exact.log_dir == str(tmp_path / "vllm-logs") and exact.startup_timeout_s == 3600.0

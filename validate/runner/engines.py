@@ -59,19 +59,24 @@ class VllmFactory:
         self.plan = plan
         self.workspace = workspace
 
-    @contextlib.contextmanager
-    def open(self, variant: VariantSpec) -> Iterator[Engine]:
-        from validate.engines.vllm import VllmEngine
+    def launch_config(self, variant: VariantSpec):
+        """The server of ``variant``: common flags then the variant's, its log kept in
+        the workspace under the variant's name."""
         from validate.engines.vllm_config import VllmLaunchConfig
 
         s = self.plan.engine.settings
         launch = {k: s[k] for k in ("python", "launcher", "served_model_name",
                                     "startup_timeout_s") if k in s}
-        config = VllmLaunchConfig(model=s["model"], common_args=tuple(s.get("common_args", ())),
-                                  variant_args=tuple(variant.args), env=dict(variant.env),
-                                  log_dir=str(self.workspace / "vllm-logs"), label=variant.name,
-                                  **launch)
-        engine = VllmEngine(config, client=_client_settings(self.plan))
+        return VllmLaunchConfig(model=s["model"], common_args=tuple(s.get("common_args", ())),
+                                variant_args=tuple(variant.args), env=dict(variant.env),
+                                log_dir=str(self.workspace / "vllm-logs"), label=variant.name,
+                                **launch)
+
+    @contextlib.contextmanager
+    def open(self, variant: VariantSpec) -> Iterator[Engine]:
+        from validate.engines.vllm import VllmEngine
+
+        engine = VllmEngine(self.launch_config(variant), client=_client_settings(self.plan))
         with engine:
             yield engine
 
