@@ -236,3 +236,27 @@ def test_repeats_are_paired_and_clustered_by_item(tmp_path, server):
     assert s.accuracy.se_clustered is not None
     row = analysis.comparison("cand", TASK)
     assert row.comparison.paired.repeated and row.comparison.outcomes.n_items == 8
+
+
+def test_an_unreachable_variant_is_invalid_with_every_item_missing(tmp_path, server):
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    text = srv.plan_text(server.base_url, {"base": "acc60"}, "base", [TASK], 5)
+    text += f'\n[variants.down]\nbase_url = "http://127.0.0.1:{dead}/v1"\nmodel = "acc60"\n'
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    plan = load_plan(path)
+    with ResultsStore.open(tmp_path / "results.sqlite") as store:
+        outcome = run_plan(plan, store)
+        analysis = analyze_run(store)
+    assert outcome.failed == 5
+    down = analysis.summary("down", TASK)
+    assert down.accuracy is None and down.n == 0 and len(down.health.missing) == 5
+    assert all(m.endswith("#0") for m in down.health.failed) and len(down.health.failed) == 5
+    row = analysis.comparison("down", TASK)
+    assert row.comparison is None and row.status == "INVALID"
+    assert any("coverage 0.00 %" in r for r in row.health_failures)
+    assert analysis.decision == "INVALID"
