@@ -52,6 +52,8 @@ class BuiltinEngineConfig:
     ``top_logprobs``: the top-k alternatives of every generated token (None: none).
     ``warm``: run a priming pass so the measured pass hits the prefix cache.
     ``prefix_cache_entries`` must hold every prompt's blocks for warm mode to hit.
+    ``ignore_eos``: generate until a stop string or ``max_gen_toks`` (speed benchmarks,
+    so every variant produces the same number of tokens).
     """
 
     source: ModelSource = field(default_factory=ModelSource)
@@ -65,6 +67,7 @@ class BuiltinEngineConfig:
     warm: bool = False
     variant: str = "builtin"
     perturb: Perturbation = field(default_factory=Perturbation)
+    ignore_eos: bool = False
 
     def __post_init__(self) -> None:
         if self.max_batch_requests < 1:
@@ -196,7 +199,8 @@ class BuiltinEngine:
                     parts, pairs = choice_requests(request, self.tokenizer, self.max_positions, rid)
                 else:
                     parts = [generate_request(request, self.tokenizer, self.max_positions,
-                                              self.config.top_logprobs, rid)]
+                                              self.config.top_logprobs, rid,
+                                              self.config.ignore_eos)]
                     pairs = None
             except (EngineError, ValueError) as exc:
                 failures.append(EngineFailure(index, request, EngineError(str(exc))))

@@ -63,7 +63,8 @@ def check_fits(label: str, n_prompt: int, max_tokens: int, max_positions: int) -
 
 
 def generate_request(request: Request, tokenizer, max_positions: int,
-                     top_logprobs: int | None, request_id: str) -> GenerateRequest:
+                     top_logprobs: int | None, request_id: str,
+                     ignore_eos: bool = False) -> GenerateRequest:
     gen = request.gen
     assert gen is not None
     ids = tuple(tokenizer.encode(prompt_text(request)))
@@ -77,6 +78,7 @@ def generate_request(request: Request, tokenizer, max_positions: int,
         top_p=gen.top_p if sampled else 1.0,
         seed=gen.seed,
         logprobs=top_logprobs,
+        ignore_eos=ignore_eos,
         request_id=request_id,
     )
 
