@@ -28,6 +28,10 @@ class _Bars:
             self.bars[event.variant] = self.progress.add_task(event.variant, total=event.total)
         elif event.kind in ("stored", "failed"):
             self.progress.update(self.bars[event.variant], completed=event.done)
+        elif event.kind == "fidelity":
+            if "fidelity" not in self.bars:
+                self.bars["fidelity"] = self.progress.add_task("fidelity", total=event.total)
+            self.progress.update(self.bars["fidelity"], completed=event.done)
 
 
 def _render(execution, console) -> None:

@@ -25,7 +25,8 @@ METHOD = "exact full-vocab"
 
 def fidelity_pass(plan: Plan, store: ResultsStore, factory: EngineFactory,
                   loaded: Mapping[str, Task], progress=None) -> int:
-    """Compute the missing fidelity records; returns how many (variant, task) it did."""
+    """Compute the missing fidelity records; returns how many (variant, task) it did.
+    ``progress(variant, task, done, total)`` is called after each."""
     if factory.kind != "builtin" or plan.fidelity_prompts == 0 or len(plan.variants) < 2:
         return 0
     from validate.fidelity.collect import exact_fidelity
@@ -44,6 +45,7 @@ def fidelity_pass(plan: Plan, store: ResultsStore, factory: EngineFactory,
             for t in requests if t not in records.get(v, {})]
     if not todo:
         return 0
+    done = 0
     with factory.open(plan.variant(plan.baseline)) as base:
         for variant in dict.fromkeys(v for v, _ in todo):
             with factory.open(plan.variant(variant)) as engine:
@@ -54,6 +56,7 @@ def fidelity_pass(plan: Plan, store: ResultsStore, factory: EngineFactory,
                                            max_new_tokens=plan.fidelity_tokens)
                     records.setdefault(variant, {})[task] = [r.to_dict() for r in found]
                     write_fidelity(store.path, plan.hash, doc)
+                    done += 1
                     if progress is not None:
-                        progress(variant, task)
+                        progress(variant, task, done, len(todo))
     return len(todo)

@@ -38,7 +38,8 @@ from validate.store import PlannedRequest, ResponseRecord, ResultsStore, RunInfo
 @dataclass(frozen=True)
 class Progress:
     """One progress event: ``kind`` is "start" (a variant begins, ``total`` pending),
-    "prime" (warm pass done), "stored", "failed" or "done"."""
+    "prime" (warm pass done), "stored", "failed", "done", or "fidelity" (one (variant,
+    task) of the fidelity pass finished; ``item`` is the task)."""
 
     kind: str
     variant: str
@@ -145,7 +146,8 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
             planned = planned_requests(plan, loaded, name)
             stats.append(_run_variant(store, run, plan, factory, planned, name, progress))
             scored += score_pending(store, plan.hash, loaded)
-        fidelity_pass(plan, store, factory, loaded)
+        fidelity_pass(plan, store, factory, loaded, None if progress is None else (
+            lambda v, t, done, total: progress(Progress("fidelity", v, done, total, t))))
         status = "complete" if not any(s.failed for s in stats) else "incomplete"
     except KeyboardInterrupt:
         status = "interrupted"
