@@ -56,7 +56,11 @@ def test_builtin_plan_runs_resumes_and_measures_fidelity(tmp_path):
     plan = load_plan(path)
     with ResultsStore.open(tmp_path / "results.sqlite") as store:
         factory = CountingFactory(plan)
-        first = run_plan(plan, store, factory=factory)
+        events = []
+        first = run_plan(plan, store, factory=factory, progress=events.append)
+        fidelity = [(e.variant, e.item, e.done, e.total) for e in events if e.kind == "fidelity"]
+        assert fidelity == [("same", "gsm8k_cot_zeroshot", 1, 2),
+                            ("noisy", "gsm8k_cot_zeroshot", 2, 2)]
         assert [v.stored for v in first.variants] == [1, 1, 1]
         assert len(factory._pool) == 1  # one set of weights for every variant
         responses = {(s.key.variant, s.key.item_id): s for s in store.responses(plan.hash)}
