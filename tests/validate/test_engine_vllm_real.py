@@ -39,8 +39,10 @@ pytestmark = [
 # 64 MiB KV cache instead of one sized from free RAM (shared/spec/vllm-cpu.md §2d-e).
 COMMON_ARGS = ("--dtype", "float32", "--max-model-len", "512", "--enforce-eager",
                "--max-num-seqs", "8", "--kv-cache-memory-bytes", "67108864")
-# The variant overrides a common flag: proof that variant flags reach the server last.
-VARIANT_ARGS = ("--max-model-len", "256")
+# The variant is V4.1's own switch (vllm-cpu 0.32.0 has it; on a Llama it changes
+# nothing) plus an override of a common flag: proof that variant flags reach the server
+# last.
+VARIANT_ARGS = ("--no-swa-bounded-replay", "--max-model-len", "256")
 PROMPTS = ("Question: how many apples are there?\nAnswer:",
            "the total cost of two books is",
            "Seven plus five equals")
@@ -186,6 +188,11 @@ def test_loglikelihoods_through_echo_equal_the_reference(engine, reference):
 def test_variant_flags_override_common_flags_on_the_server(engine):
     models = httpx.get(f"{engine.server.base_url}/models", trust_env=False).json()["data"]
     assert [(m["id"], m["max_model_len"]) for m in models] == [("tiny-llama", 256)]
+    # vLLM's own account of its non-default settings shows the V4.1 switch turned off
+    settings = [line for line in engine.server.log_path.read_text().splitlines()
+                if "non-default args:" in line]
+    assert len(settings) == 1 and "'swa_bounded_replay': False" in settings[0]
+    assert "'max_model_len': 256" in settings[0]
     # vllm-cpu's console script is broken: auto must have chosen the module launcher
     resolved = engine.server.resolved
     assert (resolved.launcher, resolved.distribution) == ("module", "vllm-cpu")
