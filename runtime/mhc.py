@@ -30,11 +30,11 @@ class HcMix:
 def sinkhorn(logits: torch.Tensor, iters: int, eps: float) -> torch.Tensor:
     """[..., n, n] logits -> nearly doubly-stochastic matrix: a row softmax (+eps), a
     column normalisation, then ``iters - 1`` rounds of (row, column) normalisation."""
-    m = torch.softmax(logits, dim=-1) + eps
-    m = m / (m.sum(dim=-2, keepdim=True) + eps)
+    m = torch.softmax(logits, dim=-1).add_(eps)
+    m.div_(m.sum(dim=-2, keepdim=True).add_(eps))
     for _ in range(iters - 1):
-        m = m / (m.sum(dim=-1, keepdim=True) + eps)
-        m = m / (m.sum(dim=-2, keepdim=True) + eps)
+        m.div_(m.sum(dim=-1, keepdim=True).add_(eps))
+        m.div_(m.sum(dim=-2, keepdim=True).add_(eps))
     return m
 
 

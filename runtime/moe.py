@@ -61,10 +61,17 @@ def moe(x: torch.Tensor, ffn, config: V41Config, num: Numerics, route_fn=route) 
     gate implementation (reference ``route`` or a fused twin with its signature)."""
     weights, idx = route_fn(x, ffn.gate.weight, ffn.gate.bias, config, num)
     out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
-    for e in range(config.n_routed_experts):
-        rows, slot = torch.where(idx == e)
-        if rows.numel() == 0:
+    k = idx.shape[1]
+    # Group the (row, slot) picks by expert; a stable sort keeps rows ascending in a group.
+    order = torch.sort(idx.flatten(), stable=True).indices
+    counts = torch.bincount(idx.flatten(), minlength=config.n_routed_experts).tolist()
+    start = 0
+    for e, count in enumerate(counts):
+        if count == 0:
             continue
+        picks = order[start : start + count]
+        start += count
+        rows, slot = picks // k, picks % k
         ex = ffn.experts[e]
         y = expert(x[rows], ex.w1.weight, ex.w2.weight, ex.w3.weight, config.swiglu_limit, num,
                    weights[rows, slot].unsqueeze(-1))
