@@ -9,6 +9,7 @@ speed and speed-ups -> floor detection and notes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,9 +22,11 @@ from validate.analysis.model import (
     PolicySummary,
     RunAnalysis,
     RunIdentity,
+    SpeedSummary,
     VariantSummary,
 )
 from validate.analysis.source import (
+    StoredPlan,
     choose_metric,
     resolve_plan_hash,
     scored_rows,
@@ -35,12 +38,12 @@ from validate.gate.family import evaluate_family
 from validate.gate.health import HealthThresholds, health_failures
 from validate.gate.policy import GatePolicy, parse_policy
 from validate.gate.run import GateInput
-from validate.health.facts import pair_health, variant_health
+from validate.health.facts import VariantHealth, pair_health, variant_health
 from validate.stats.bootstrap import BootstrapSpec
 from validate.stats.compare import compare_tables
 from validate.stats.outcomes import ItemOutcomes
 from validate.stats.proportions import estimate_accuracy
-from validate.store import OutcomeTable, ResultsStore
+from validate.store import OutcomeTable, ResultsStore, TimingRow
 
 FidelityOf = Callable[[str, str], FidelitySummary | None]
 FLOOR_POINTS = 0.05  # baseline within 5 accuracy points of chance: "at the floor"
@@ -83,6 +86,117 @@ def _flips(comparison) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return to_wrong, to_right
 
 
+@dataclass(frozen=True, eq=False)
+class _TaskData:
+    """Everything read from the store for one task, on its gated metric."""
+
+    task: str
+    metric: str
+    tables: dict[str, OutcomeTable]
+    facts: dict[str, VariantHealth]
+    timings: dict[str, list[TimingRow]]
+    speeds: dict[str, SpeedSummary | None]
+    outcomes: dict[str, ItemOutcomes]
+
+
+def _load_task(store: ResultsStore, sp: StoredPlan, task: str, policy: GatePolicy | None,
+               warm: bool) -> _TaskData:
+    plan_hash = sp.plan_hash
+    tables = {v: store.outcomes(plan_hash, v, task) for v in sp.variants}
+    wanted = None
+    if policy is not None and any(tp.task == task for tp in policy.tasks):
+        wanted = policy.task(task).metric
+    metric = choose_metric(task, list(tables.values()), wanted)
+    generate = any(r.output_chars is not None for t in tables.values() for r in t.rows)
+    budgets = {t["name"]: t.get("max_gen_toks") for t in sp.doc.get("tasks", [])}
+    budget = budgets.get(task) or _task_budget(task)
+    timings = {v: store.timings(plan_hash, v, task) for v in sp.variants}
+    return _TaskData(
+        task=task, metric=metric, tables=tables,
+        facts={v: variant_health(t, metric, generate, budget) for v, t in tables.items()},
+        timings=timings, speeds={v: speed_summary(timings[v], warm) for v in sp.variants},
+        outcomes={v: item_outcomes(t, metric) for v, t in tables.items()})
+
+
+def _summaries(d: _TaskData, sp: StoredPlan, alpha: float,
+               fidelity: FidelityOf) -> tuple[list[VariantSummary], list[str]]:
+    out, notes = [], []
+    for v in sp.variants:
+        o, facts = d.outcomes[v], d.facts[v]
+        acc = (estimate_accuracy(o.values, list(o.item_ids), alpha, v, d.task, d.metric)
+               if o.n_rows else None)
+        out.append(VariantSummary(
+            variant=v, task=d.task, metric=d.metric, n=o.n_rows, accuracy=acc, health=facts,
+            speed=d.speeds[v], fidelity=fidelity(v, d.task) if v != sp.baseline else None,
+            prefix_hit_rate=prefix_hit_rate(d.timings[v]), is_baseline=v == sp.baseline))
+        if facts.missing:
+            notes.append(f"{v}/{d.task}: {len(facts.missing)} of {facts.planned} planned rows "
+                         f"have no response ({len(facts.failed)} failed)")
+    return out, notes
+
+
+def _floor_note(store: ResultsStore, sp: StoredPlan, d: _TaskData) -> str | None:
+    """A note when the baseline is within FLOOR_POINTS of chance on this task."""
+    base = d.outcomes[sp.baseline]
+    if not base.n_rows:
+        return None
+    chance = _chance(store, sp.plan_hash, d.tables[sp.baseline])
+    mean = float(base.values.mean())
+    if mean - chance >= FLOOR_POINTS:
+        return None
+    return (f"{d.task}: the baseline scores {100 * mean:.1f} %, within "
+            f"{100 * FLOOR_POINTS:.0f} points of chance ({100 * chance:.0f} %): accuracy "
+            f"cannot show a degradation here; read the fidelity metrics first")
+
+
+def _compare(d: _TaskData, sp: StoredPlan, v: str, thresholds: HealthThresholds, alpha: float,
+             power: float, bootstrap: BootstrapSpec) -> tuple[dict, GateInput | None]:
+    """One candidate vs the baseline on one task: the row's fields, and the gate's input
+    (None when nothing could be paired, which makes the cell INVALID)."""
+    base = sp.baseline
+    health = pair_health(d.tables[base], d.tables[v], d.metric, d.facts[base], d.facts[v])
+    failures = health_failures(health, thresholds)
+    comparison = None
+    if d.outcomes[base].n_rows and d.outcomes[v].n_rows:
+        try:
+            comparison = compare_tables(
+                {(d.task, d.metric): d.outcomes[base]}, {(d.task, d.metric): d.outcomes[v]},
+                base, v, d.task, alpha, power, bootstrap).rows[0]
+        except PairingError as exc:
+            failures = (*failures, str(exc))
+    if comparison is None and not failures:
+        failures = ("no paired outcomes",)
+    to_wrong, to_right = _flips(comparison) if comparison is not None else ((), ())
+    row = dict(variant=v, task=d.task, metric=d.metric, comparison=comparison, health=health,
+               health_failures=tuple(failures),
+               speedups=speedups(d.timings[base], d.timings[v], d.speeds[base], d.speeds[v],
+                                 bootstrap, alpha),
+               flips_to_wrong=to_wrong, flips_to_right=to_right)
+    gate_input = None if comparison is None else GateInput(comparison.outcomes, health)
+    return row, gate_input
+
+
+def _policy_summary(policy: GatePolicy, metrics: dict[str, str], size: int) -> PolicySummary:
+    return PolicySummary(
+        source=policy.source, alpha=policy.alpha, power=policy.power,
+        correction=policy.correction, mode=policy.mode, equivalence=policy.equivalence,
+        margins={tp.task: tp.margin for tp in policy.tasks},
+        tiers={tp.task: tp.tier for tp in policy.tasks},
+        metrics={tp.task: metrics.get(tp.task, tp.metric or "") for tp in policy.tasks},
+        family_size=size)
+
+
+def _identity(sp: StoredPlan, warm: bool) -> RunIdentity:
+    latest = sp.runs[-1]
+    return RunIdentity(
+        run_id=latest.run_id, run_ids=tuple(r.run_id for r in sp.runs),
+        plan_name=latest.plan_name, plan_hash=sp.plan_hash, git=latest.git_sha,
+        started_at=sp.runs[0].started_at, finished_at=latest.finished_at, status=latest.status,
+        identity=dict(latest.identity), seeds=tuple(latest.seeds),
+        engine=str((sp.doc.get("engine") or {}).get("kind", "unknown")),
+        baseline=sp.baseline, warm=warm)
+
+
 def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                 policy: GatePolicy | None = None, baseline: str | None = None,
                 alpha: float = 0.05, bootstrap: BootstrapSpec | None = None,
@@ -96,111 +210,54 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
     """
     bootstrap = bootstrap or BootstrapSpec(replicates=2000)
     plan_hash = resolve_plan_hash(store, run)
-    if fidelity is None:
-        fidelity = stored_fidelity(store.path, plan_hash)
+    fidelity = fidelity or stored_fidelity(store.path, plan_hash)
     sp = stored_plan(store, plan_hash, baseline)
-    doc = sp.doc
-    policy = policy or _policy_from(dict(doc))
+    policy = policy or _policy_from(dict(sp.doc))
     power = policy.power if policy is not None else 0.8
     thresholds = policy.health if policy is not None else HealthThresholds()
-    warm = bool(doc.get("warm", False))
-    max_gen = {t["name"]: t.get("max_gen_toks") for t in doc.get("tasks", [])}
+    warm = bool(sp.doc.get("warm", False))
 
-    summaries, comparisons, notes, floor = [], [], [], []
-    gate_inputs, reasons_by_cell, metrics = {}, {}, {}
+    summaries, rows, notes, floor = [], [], [], []
+    gate_inputs, metrics = {}, {}
     for task in sp.tasks:
-        tables = {v: store.outcomes(plan_hash, v, task) for v in sp.variants}
-        wanted = None
-        if policy is not None and any(tp.task == task for tp in policy.tasks):
-            wanted = policy.task(task).metric
-        metric = choose_metric(task, list(tables.values()), wanted)
-        metrics[task] = metric
-        generate = any(r.output_chars is not None for t in tables.values() for r in t.rows)
-        gen_budget = max_gen.get(task) or _task_budget(task)
-        facts = {v: variant_health(t, metric, generate, gen_budget) for v, t in tables.items()}
-        timings = {v: store.timings(plan_hash, v, task) for v in sp.variants}
-        speeds = {v: speed_summary(timings[v], warm) for v in sp.variants}
-        outcomes = {v: item_outcomes(t, metric) for v, t in tables.items()}
-        for v in sp.variants:
-            o = outcomes[v]
-            acc = (estimate_accuracy(o.values, list(o.item_ids), alpha, v, task, metric)
-                   if o.n_rows else None)
-            summaries.append(VariantSummary(
-                variant=v, task=task, metric=metric, n=o.n_rows, accuracy=acc,
-                health=facts[v], speed=speeds[v],
-                fidelity=fidelity(v, task) if fidelity and v != sp.baseline else None,
-                prefix_hit_rate=prefix_hit_rate(timings[v]), is_baseline=v == sp.baseline))
-            if facts[v].missing:
-                notes.append(f"{v}/{task}: {len(facts[v].missing)} of {facts[v].planned} "
-                             f"planned rows have no response ({len(facts[v].failed)} failed)")
-        base_out = outcomes[sp.baseline]
-        if base_out.n_rows:
-            chance = _chance(store, plan_hash, tables[sp.baseline])
-            if float(base_out.values.mean()) - chance < FLOOR_POINTS:
-                floor.append(task)
-                notes.append(f"{task}: the baseline scores {100 * base_out.values.mean():.1f} %, "
-                             f"within {100 * FLOOR_POINTS:.0f} points of chance "
-                             f"({100 * chance:.0f} %): accuracy cannot show a degradation here; "
-                             f"read the fidelity metrics first")
+        d = _load_task(store, sp, task, policy, warm)
+        metrics[task] = d.metric
+        found, missing_notes = _summaries(d, sp, alpha, fidelity)
+        summaries += found
+        notes += missing_notes
+        note = _floor_note(store, sp, d)
+        if note is not None:
+            floor.append(task)
+            notes.append(note)
         for v in sp.variants[1:]:
-            health = pair_health(tables[sp.baseline], tables[v], metric, facts[sp.baseline],
-                                 facts[v])
-            failures = health_failures(health, thresholds)
-            comparison = None
-            if base_out.n_rows and outcomes[v].n_rows:
-                try:
-                    comparison = compare_tables(
-                        {(task, metric): base_out}, {(task, metric): outcomes[v]},
-                        sp.baseline, v, task, alpha, power, bootstrap).rows[0]
-                except PairingError as exc:
-                    failures = (*failures, str(exc))
-            if comparison is None and not failures:
-                failures = ("no paired outcomes",)
-            if comparison is not None:
-                gate_inputs[(v, task)] = GateInput(paired=comparison.outcomes, health=health)
-            reasons_by_cell[(v, task)] = tuple(failures) if comparison is None else ()
-            to_wrong, to_right = _flips(comparison) if comparison is not None else ((), ())
-            comparisons.append(dict(
-                variant=v, task=task, metric=metric, comparison=comparison, health=health,
-                health_failures=tuple(failures),
-                speedups=speedups(timings[sp.baseline], timings[v], speeds[sp.baseline],
-                                  speeds[v], bootstrap, alpha),
-                flips_to_wrong=to_wrong, flips_to_right=to_right))
+            row, gate_input = _compare(d, sp, v, thresholds, alpha, power, bootstrap)
+            rows.append(row)
+            if gate_input is not None:
+                gate_inputs[(v, task)] = gate_input
 
     candidates = sp.variants[1:]
     if policy is not None:
-        family = evaluate_family(policy, candidates, gate_inputs, metrics, reasons_by_cell)
-        rows = tuple(ComparisonRow(**c, verdict=family.verdicts.get((c["variant"], c["task"])))
-                     for c in comparisons)
+        reasons = {(r["variant"], r["task"]): r["health_failures"] for r in rows
+                   if r["comparison"] is None}
+        family = evaluate_family(policy, candidates, gate_inputs, metrics, reasons)
+        comparisons = tuple(ComparisonRow(**r, verdict=family.verdicts.get(
+            (r["variant"], r["task"]))) for r in rows)
         decision, per_variant = family.decision, dict(family.variant_decisions)
-        policy_summary = PolicySummary(
-            source=policy.source, alpha=policy.alpha, power=policy.power,
-            correction=policy.correction, mode=policy.mode, equivalence=policy.equivalence,
-            margins={tp.task: tp.margin for tp in policy.tasks},
-            tiers={tp.task: tp.tier for tp in policy.tasks},
-            metrics={tp.task: metrics.get(tp.task, tp.metric or "") for tp in policy.tasks},
-            family_size=family.family_size)
-    else:
-        rows = tuple(ComparisonRow(**c, verdict=None) for c in comparisons)
-        per_variant = {v: INVALID if any(r.status == INVALID for r in rows if r.variant == v)
-                       else UNGATED for v in candidates}
+        policy_summary = _policy_summary(policy, metrics, family.family_size)
+    else:  # no policy: no verdicts, but a broken variant is still INVALID
+        comparisons = tuple(ComparisonRow(**r, verdict=None) for r in rows)
+        per_variant = {v: INVALID if any(c.status == INVALID for c in comparisons
+                                         if c.variant == v) else UNGATED for v in candidates}
         decision = INVALID if INVALID in per_variant.values() else UNGATED
         policy_summary = None
     if not warm and any(s.prefix_hit_rate == 0.0 for s in summaries):
         notes.append("cold run: some variants report no prefix-cache hits, so encoder-side "
                      "replay never engaged; set warm = true in the plan to exercise it")
-    latest = sp.runs[-1]
-    identity = RunIdentity(
-        run_id=latest.run_id, run_ids=tuple(r.run_id for r in sp.runs),
-        plan_name=latest.plan_name, plan_hash=plan_hash, git=latest.git_sha,
-        started_at=sp.runs[0].started_at, finished_at=latest.finished_at, status=latest.status,
-        identity=dict(latest.identity), seeds=tuple(latest.seeds),
-        engine=str((doc.get("engine") or {}).get("kind", doc.get("source_kind", "unknown"))),
-        baseline=sp.baseline, warm=warm)
-    return RunAnalysis(identity=identity, policy=policy_summary, tasks=sp.tasks,
-                       variants=sp.variants, summaries=tuple(summaries), comparisons=rows,
-                       decision=decision, variant_decisions=per_variant,
-                       floor_tasks=tuple(floor), notes=tuple(notes))
+    return RunAnalysis(identity=_identity(sp, warm), policy=policy_summary, tasks=sp.tasks,
+                       variants=sp.variants, summaries=tuple(summaries),
+                       comparisons=comparisons, decision=decision,
+                       variant_decisions=per_variant, floor_tasks=tuple(floor),
+                       notes=tuple(notes))
 
 
 def _task_budget(task: str) -> int | None:
