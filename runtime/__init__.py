@@ -1,7 +1,7 @@
 """A faithful PyTorch runtime of the DeepSeek-V4.1 architecture at any scale.
 
 Model side (see runtime/model.py for the forward pass):
-    config.py    V41Config (released text_config names; presets tiny/mid/flash), from_hf_config
+    config.py    V41Config (released text_config names), from_hf_config; presets.py tiny/mid/flash
     options.py   RuntimeOptions (swa exact|bounded, encoder_replay, decoder_trim, cut, kernels,
                  batch_invariant, replay_tokens)
     weights.py   V41Weights (released tensor names), parameter_specs
