@@ -261,3 +261,14 @@ def test_vllm_variants_become_one_server_each(tmp_path, repo_root):
     assert exact.model == bounded.model == "deepseek-ai/DeepSeek-V4.1-Flash"
     assert (exact.label, bounded.label) == ("exact", "bounded")
     assert exact.log_dir == str(tmp_path / "vllm-logs") and exact.startup_timeout_s == 3600.0
+
+
+def test_cli_ablate_refuses_a_server_plan_in_one_line(repo_root, tmp_path, capsys):
+    from validate.cli import main
+
+    path = repo_root / "validate" / "plan" / "examples" / "endpoints.toml"
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(path), "--ablate", "--workspace", str(tmp_path / "ws")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1
+    assert "engine.kind: --ablate needs the builtin engine (got 'openai')" in err
