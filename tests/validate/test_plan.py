@@ -163,6 +163,12 @@ def test_cli_reports_a_bad_plan_in_one_line(tmp_path, capsys):
 
 def test_hash_follows_what_changes_responses_only():
     plan = parse_plan(doc(), "a.toml")
+    server = _set(_set(doc(), "engine", {"kind": "openai", "base_url": "http://h/v1",
+                                         "model": "m"}), "variants", {"exact": {}, "bounded": {}})
+    patient = _set(_set(server, "engine.timeout_s", 900.0), "engine.max_attempts", 9)
+    assert parse_plan(patient, "p.toml").hash == parse_plan(server, "s.toml").hash
+    assert parse_plan(_set(server, "engine.model", "m2"), "s.toml").hash != parse_plan(
+        server, "s.toml").hash
     same = [_set(doc(), "name", "renamed"), _set(doc(), "concurrency", 16),
             _set(doc(), "policy.tasks.gsm8k.margin", 9.0)]
     for d in same:

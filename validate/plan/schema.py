@@ -19,6 +19,10 @@ from typing import Any
 from validate.gate.policy import GatePolicy
 
 ENGINE_KINDS = ("builtin", "openai", "vllm")
+# How patiently the client waits and retries: never what a response says, so not part of
+# the plan hash (a rerun with a longer timeout resumes instead of starting over).
+OPERATIONAL_KEYS = frozenset({"timeout_s", "connect_timeout_s", "max_attempts", "backoff_base_s",
+                              "backoff_max_s", "startup_timeout_s"})
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,10 @@ class EngineSpec:
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, **dict(self.settings)}
+
+    def identity(self) -> dict:
+        """``to_dict`` without the operational settings (see OPERATIONAL_KEYS)."""
+        return {k: v for k, v in self.to_dict().items() if k not in OPERATIONAL_KEYS}
 
 
 @dataclass(frozen=True)
@@ -125,7 +133,7 @@ class Plan:
     def identity(self) -> dict:
         """Everything that changes a response, canonical (the hash's input)."""
         return {
-            "engine": self.engine.to_dict(),
+            "engine": self.engine.identity(),
             "variants": {v.name: v.config() for v in self.variants},
             "tasks": [t.to_dict() for t in self.tasks],
             "seed": self.seed,
@@ -141,7 +149,7 @@ class Plan:
         """The whole plan (stored with every run; ``analyze_run`` reads it back)."""
         return {
             "name": self.name, "source": self.source, "description": self.description,
-            **self.identity(), "baseline": self.baseline, "concurrency": self.concurrency,
+            **self.identity(), "engine": self.engine.to_dict(), "baseline": self.baseline, "concurrency": self.concurrency,
             "policy": None if self.policy_doc is None else dict(self.policy_doc),
             "policy_source": None if self.policy is None else self.policy.source,
             "fidelity": {"prompts": self.fidelity_prompts, "tokens": self.fidelity_tokens},
