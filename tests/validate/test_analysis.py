@@ -179,6 +179,7 @@ def test_analysis_serialises_to_strict_json(stored):
     text = json.dumps(d, allow_nan=False)
     back = json.loads(text)
     assert back["identity"]["plan_hash"] == plan.hash and back["schema"] == "v41val.analysis/1"
+    assert back["variant_configs"]["far"] == {"endpoint": {"model": "acc30"}}
     row = next(r for r in back["comparisons"] if r["variant"] == "far")
     assert row["verdict"]["verdict"] == row["status"]
     assert {s["metric"] for s in row["speedups"]} >= {"e2e"}

@@ -257,7 +257,8 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                        variants=sp.variants, summaries=tuple(summaries),
                        comparisons=comparisons, decision=decision,
                        variant_decisions=per_variant, floor_tasks=tuple(floor),
-                       notes=tuple(notes))
+                       notes=tuple(notes),
+                       variant_configs={v.name: dict(v.config) for v in store.variants(plan_hash)})
 
 
 def _task_budget(task: str) -> int | None:

@@ -205,7 +205,9 @@ class PolicySummary(_ToDict):
 @dataclass(frozen=True)
 class RunAnalysis(_ToDict):
     """The whole analysed run. ``decision`` is over every (variant, task) in one family;
-    ``variant_decisions`` says the same per optimization (an ablation reads these)."""
+    ``variant_decisions`` says the same per optimization (an ablation reads these).
+    ``variant_configs`` is what each variant is (runtime options, server flags or
+    endpoint), as stored with the run."""
 
     identity: RunIdentity
     policy: PolicySummary | None
@@ -217,6 +219,7 @@ class RunAnalysis(_ToDict):
     variant_decisions: Mapping[str, str] = field(default_factory=dict)
     floor_tasks: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    variant_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
