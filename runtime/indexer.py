@@ -43,19 +43,35 @@ def mask_invisible(scores: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     return scores.masked_fill(j[None, :] >= counts[:, None], NEG_INF)
 
 
+def top_k_mask(values: torch.Tensor, k: int) -> torch.Tensor:
+    """bool [T, N]: each row's k largest values, ties at the k-th value going to the
+    lowest indices, -inf never kept. Linear in N (a threshold, not a full sort): the
+    k-th largest value is the same whichever order a backend's top-k returns."""
+    n = values.shape[1]
+    take = min(k, n)
+    if take == 0:
+        return torch.zeros(values.shape, dtype=torch.bool, device=values.device)
+    kth = torch.topk(values, take, dim=-1, sorted=False).values.amin(dim=-1, keepdim=True)
+    above = values > kth
+    tie = (values == kth) & (values > NEG_INF)
+    room = take - above.sum(dim=-1, keepdim=True)
+    return above | (tie & (torch.cumsum(tie.to(torch.int32), dim=-1) <= room))
+
+
+def mask_to_ids(mask: torch.Tensor, k: int) -> torch.Tensor:
+    """bool [T, N] with <= k set per row -> [T, k] their column ids ascending, -1 padded."""
+    t, n = mask.shape
+    slot = torch.where(mask, torch.cumsum(mask.to(torch.int64), dim=-1) - 1, k)
+    ids = torch.arange(n, device=mask.device).expand(t, n)
+    out = torch.full((t, k + 1), -1, dtype=torch.int64, device=mask.device)
+    out.scatter_(1, slot, torch.where(mask, ids, -1))  # unkept entries land in the dropped slot k
+    return out[:, :k]
+
+
 def top_k_entries(scores: torch.Tensor, k: int) -> torch.Tensor:
     """[T, N] masked scores -> [T, k] entry ids in ascending order, -1 for empty slots.
     Highest scores first, ties to the lowest index; -inf entries are never picked."""
-    t, n = scores.shape
-    take = min(k, n)
-    order = torch.sort(scores, dim=-1, descending=True, stable=True).indices[:, :take]
-    picked = scores.gather(1, order)
-    order = torch.where(picked > NEG_INF, order, torch.full_like(order, n))
-    order = torch.sort(order, dim=-1).values
-    order = torch.where(order == n, torch.full_like(order, -1), order)
-    if take < k:
-        order = torch.cat([order, order.new_full((t, k - take), -1)], dim=1)
-    return order
+    return mask_to_ids(top_k_mask(scores, k), k)
 
 
 def candidate_blocks(scores: torch.Tensor, counts: torch.Tensor, n_blocks: int, block: int) -> torch.Tensor:
@@ -70,12 +86,7 @@ def candidate_blocks(scores: torch.Tensor, counts: torch.Tensor, n_blocks: int, 
     newest = (counts - 1).clamp_min(0) // block
     pin = (torch.arange(nb, device=scores.device)[None, :] == newest[:, None]) & (counts[:, None] > 0)
     block_scores = block_scores.masked_fill(pin, float("inf"))
-    take = min(n_blocks, nb)
-    order = torch.sort(block_scores, dim=-1, descending=True, stable=True).indices[:, :take]
-    order = torch.where(block_scores.gather(1, order) > NEG_INF, order, torch.full_like(order, -1))
-    if take < n_blocks:
-        order = torch.cat([order, order.new_full((t, n_blocks - take), -1)], dim=1)
-    return order
+    return mask_to_ids(top_k_mask(block_scores, n_blocks), n_blocks)
 
 
 def blocks_to_mask(block_ids: torch.Tensor, n: int, block: int) -> torch.Tensor:

@@ -150,3 +150,26 @@ def test_sparse_attention_with_sink_against_float64():
         for t in range(4):
             ref = attention_ref(q[t], int(positions[t]), 3, swa, window, compressed, topk[t].tolist(), sink)
             assert torch.allclose(got[t].double(), ref, atol=1e-5)
+
+
+def test_top_k_and_candidate_blocks_match_a_brute_force_sort_on_many_ties():
+    gen = torch.Generator().manual_seed(4)
+    scores = torch.randint(0, 4, (40, 37), generator=gen).float()  # heavy ties
+    scores[torch.rand(40, 37, generator=gen) < 0.3] = float("-inf")
+    for k in (1, 5, 37, 50):
+        got = top_k_entries(scores, k).tolist()
+        for row, picked in zip(scores.tolist(), got, strict=True):
+            ranked = sorted((j for j, v in enumerate(row) if v > float("-inf")), key=lambda j: (-row[j], j))
+            want = sorted(ranked[:k])
+            assert picked == want + [-1] * (k - len(want))
+    counts = torch.randint(0, 38, (40,), generator=gen)
+    masked = mask_invisible(scores, counts)
+    keep = candidate_mask(masked, counts, n_blocks=3, block=4)
+    for t in range(40):
+        row, c = masked[t].tolist(), int(counts[t])
+        blocks = [max(row[b * 4 : b * 4 + 4]) for b in range(10)]
+        if c > 0:
+            blocks[(c - 1) // 4] = float("inf")
+        ranked = sorted((b for b in range(10) if blocks[b] > float("-inf")), key=lambda b: (-blocks[b], b))[:3]
+        want = [(j // 4) in ranked for j in range(37)]
+        assert keep[t].tolist() == want
