@@ -176,3 +176,14 @@ def test_warm_mode_hits_the_prefix_cache_and_exact_stays_exact(pool):
     c = replay.run([_gen("p", prompt, n=4)])[0]
     # bounded replay re-feeds the last W=16 cached tokens
     assert c.engine["prefill_tokens_fed"] == n - c.engine["prefix_hit_tokens"] + 16
+
+
+def test_warm_mode_keeps_room_for_every_primed_prompt(pool):
+    warm = BuiltinEngine(BuiltinEngineConfig(source=SOURCE, prefix_block_tokens=16,
+                                             prefix_cache_entries=1, warm=True), pool)
+    prompts = ["Alpha beta gamma delta epsilon zeta eta theta.",
+               "One two three four five six seven eight nine."]
+    results = warm.run([_gen(f"w{k}", p, n=1) for k, p in enumerate(prompts)])
+    for r in results:
+        n = r.timings.n_prompt_tokens
+        assert r.engine["prefix_hit_tokens"] == ((n - 1) // 16) * 16 > 0

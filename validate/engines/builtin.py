@@ -220,6 +220,13 @@ class BuiltinEngine:
                 seen.add(r.prompt_ids)
                 primers.append(GenerateRequest(prompt_ids=r.prompt_ids, max_tokens=0))
         if primers:
+            # Prefill stores a snapshot at every chunk end and at the last whole block:
+            # keep room for all primed prompts, or LRU would evict the early ones.
+            chunk = self.config.prefill_chunk_tokens
+            needed = sum(len(r.prompt_ids) // chunk + 2 for r in primers)
+            cache = self.runtime.prefix_cache
+            if cache.enabled and cache.capacity < needed:
+                cache.capacity = needed
             self.runtime.generate(primers)
 
     def _generate(self, pending: dict[int, _Pending], flat: list[tuple], deliver,
