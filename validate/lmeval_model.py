@@ -13,7 +13,8 @@ command does not know ``v41val`` until this module is imported. Two ways:
 
 Model args: ``preset`` (micro | tiny | mid | flash) and ``seed``, or ``checkpoint``;
 ``swa``, ``encoder_replay``, ``decoder_trim``, ``cut``, ``kernels``, ``replay_tokens``
-(``RuntimeOptions``); ``device``, ``dtype``; ``batch_size`` (requests decoded together).
+(``RuntimeOptions``; lm-eval splits model_args on commas, so write several kernel
+entries with ``|``: ``kernels=+gate|-mhc``); ``device``, ``dtype``; ``batch_size`` (requests decoded together).
 
 Scoring matches the builtin engine exactly: lm-eval's ``TemplateLM`` splits each
 (context, continuation) as it does for every causal model, and the continuation's
@@ -75,7 +76,9 @@ class V41ValLM(TemplateLM):
         self.options = RuntimeOptions(swa=swa, encoder_replay=_opt_bool(encoder_replay,
                                                                         "encoder_replay"),
                                       decoder_trim=_opt_bool(decoder_trim, "decoder_trim"),
-                                      cut=cut, kernels=kernels, replay_tokens=replay_tokens)
+                                      cut=cut, kernels=kernels.replace("|", ",") if isinstance(kernels, str)
+                                      else kernels,
+                                      replay_tokens=replay_tokens)
         batch = 8 if batch_size in (None, "auto") or str(batch_size).startswith("auto") \
             else int(batch_size)
         self.batch = max(1, batch if max_batch_size is None else min(batch, int(max_batch_size)))
