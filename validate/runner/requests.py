@@ -51,7 +51,8 @@ def planned_requests(plan: Plan, loaded: Mapping[str, Task],
             rendered = task.render(item)
             for repeat in range(spec.repeats):
                 request = _with_overrides(rendered, spec, plan.seed + repeat)
-                out.append(PlannedRequest(variant=variant, repeat=repeat, request=request))
+                out.append(PlannedRequest(variant=variant, repeat=repeat, request=request,
+                                          store_text=task.text_is_shareable))
     return out
 
 

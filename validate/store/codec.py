@@ -20,7 +20,27 @@ def dumps(value: Any) -> str:
                       allow_nan=True)
 
 
+WITHHELD_TEXT = "[text withheld: not stored for this task; see prompt_sha256]"
+
+
+def request_to_stored_dict(request: Request, store_text: bool) -> dict:
+    """The request as stored. With ``store_text=False`` the prompt and message contents
+    become a fixed placeholder; ``prompt_sha256`` (also a column) still identifies the
+    real prompt, so pairing and "same prompt" checks keep working."""
+    d = request.to_dict()
+    if store_text:
+        return d
+    if d["prompt"] is not None:
+        d["prompt"] = WITHHELD_TEXT
+    if d["messages"] is not None:
+        d["messages"] = [{**m, "content": WITHHELD_TEXT} for m in d["messages"]]
+    d["text_withheld"] = True
+    return d
+
+
 def request_from_dict(d: Mapping) -> Request:
+    """Rebuild a stored request. For a request stored with its text withheld, the prompt
+    is the placeholder: use the stored ``prompt_sha256`` column, not this object's hash."""
     try:
         gen = d.get("gen")
         messages = d.get("messages")

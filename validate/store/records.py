@@ -26,6 +26,10 @@ class PlannedRequest:
     variant: str
     repeat: int
     request: Request
+    # False for tasks whose text must never be written down (GPQA: its authors ask that
+    # questions never appear in plain text). The store then keeps the prompt's sha256,
+    # parameters and continuations, with the text itself replaced by a placeholder.
+    store_text: bool = True
 
     @property
     def key(self) -> ResponseKey:

@@ -29,6 +29,7 @@ from validate.store import queries
 from validate.store.codec import (
     dumps,
     logprobs_to_json,
+    request_to_stored_dict,
     response_to_dict,
 )
 from validate.store.connection import StoreOptions, connect, retry_busy, write_transaction
@@ -150,7 +151,7 @@ class ResultsStore:
         for p in planned:
             key, req = p.key, p.request
             sha = req.prompt_sha256
-            request_json = dumps(req.to_dict())
+            request_json = dumps(request_to_stored_dict(req, p.store_text))
             conn.execute(
                 "INSERT OR IGNORE INTO requests (plan_hash, variant, task, item_id, repeat, kind,"
                 " prompt_sha256, request_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
