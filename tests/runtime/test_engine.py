@@ -176,3 +176,20 @@ def test_prompt_logprobs_equal_float64_log_softmax_of_full_logits(exact):
     gen = res.logprobs[0]
     assert gen.token_id == res.token_ids[0] and gen.top_ids[0] == res.token_ids[0]
     assert abs(gen.logprob - float(ref[-1, gen.token_id])) < 1e-3
+
+
+def test_prompt_logprob_requests_are_never_decoder_trimmed(weights, exact):
+    """Bounded mode trims layers after the cut to the last W rows of a prefill chunk, but a
+    request that asks for prompt logprobs needs every row: it must match exact mode."""
+    bounded = V41Model(weights, RuntimeOptions(swa="bounded"))
+    prompt = tuple(_prompt(3 * WINDOW, seed=9))
+    cfg = EngineConfig(prefill_chunk_tokens=64, prefix_cache_entries=0)
+    request = GenerateRequest(prompt_ids=prompt, max_tokens=1, prompt_logprobs=1, return_logits=True)
+    got = Engine(bounded, config=cfg).generate_one(request)
+    ref = Engine(exact, config=cfg).generate_one(request)
+    assert torch.equal(got.prompt_logits, ref.prompt_logits)
+    assert got.prompt_logprobs == ref.prompt_logprobs
+    # the same prompt without prompt logprobs is trimmed, and its last-row logits differ
+    plain = GenerateRequest(prompt_ids=prompt, max_tokens=1, return_logits=True)
+    trimmed = Engine(bounded, config=cfg).generate_one(plain)
+    assert not torch.equal(trimmed.logits[0], ref.prompt_logits[-1])
