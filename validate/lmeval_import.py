@@ -37,6 +37,12 @@ class ImportedRun:
     documents: int
 
 
+def _text_is_shareable(task: str) -> bool:
+    """lm-eval task names are free-form; any GPQA task keeps its text out of the store
+    (the GPQA authors ask that questions never appear in plain text)."""
+    return "gpqa" not in task.lower()
+
+
 def _arguments(line: dict, where: str) -> list[tuple]:
     args = line.get("arguments")
     if isinstance(args, dict):  # lm-eval >= 0.4.3: {"gen_args_0": {"arg_0": .., "arg_1": ..}}
@@ -136,7 +142,8 @@ def import_lmeval(store: ResultsStore, runs: Mapping[str, str | Path], baseline:
             for lines in by_doc.values():
                 where = str(file)
                 request = _request(task, lines[0], where)
-                planned = PlannedRequest(variant=variant, repeat=0, request=request)
+                planned = PlannedRequest(variant=variant, repeat=0, request=request,
+                                         store_text=_text_is_shareable(task))
                 record = ResponseRecord(response=_response(request, lines[0], where),
                                         engine={"engine": "lm-eval", "samples": str(file)})
                 batch.append((planned, record))
