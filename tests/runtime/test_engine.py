@@ -19,6 +19,9 @@ from runtime.weights import V41Weights
 
 WINDOW = 32
 
+# Each test runs the model a dozen times: 3-20 s on a (loaded) 2-core machine.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def weights():
