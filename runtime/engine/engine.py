@@ -239,7 +239,8 @@ class Engine:
         if live.detok is not None and live.matcher.push(live.detok.push(token)):
             live.finish_reason, live.stop_reason = "stop", live.matcher.hit
             return
-        if len(live.tokens) >= req.max_tokens:
+        context_full = len(live.prompt) + len(live.tokens) >= self.model.config.max_position_embeddings
+        if len(live.tokens) >= req.max_tokens or context_full:
             live.finish_reason = "length"
 
     # ------------------------------------------------------------------ results
