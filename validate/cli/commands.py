@@ -5,6 +5,7 @@ One line per command group; keep this list sorted.
 
 import validate.cli.calibrate_cmd  # noqa: F401
 import validate.cli.compare_cmd  # noqa: F401
+import validate.cli.demo_cmd  # noqa: F401
 import validate.cli.gate_cmd  # noqa: F401
 import validate.cli.history_cmd  # noqa: F401
 import validate.cli.import_cmd  # noqa: F401
