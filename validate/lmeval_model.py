@@ -51,6 +51,19 @@ def _opt_bool(value: Any, name: str) -> bool | None:
     raise ValidateInputError(f"v41val model_args: {name} expects true/false, got {value!r}")
 
 
+def _device(requested: str | None) -> str:
+    """lm-eval's CLI asks for ``cuda:0`` by default; like its HF model, fall back to the
+    CPU (saying so on stderr) when no CUDA device exists."""
+    import torch
+
+    if requested is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if str(requested).startswith("cuda") and not torch.cuda.is_available():
+        sys.stderr.write(f"v41val: device {requested} is not available; using cpu\n")
+        return "cpu"
+    return str(requested)
+
+
 @register_model("v41val")
 class V41ValLM(TemplateLM):
     """lm-eval's view of the builtin runtime (see the module doc)."""
@@ -72,7 +85,7 @@ class V41ValLM(TemplateLM):
         if preset is None and checkpoint is None:
             preset = "tiny"
         self.source = ModelSource(preset=preset if checkpoint is None else None, seed=int(seed),
-                                  checkpoint=checkpoint, dtype=dtype, device=device or "cpu")
+                                  checkpoint=checkpoint, dtype=dtype, device=_device(device))
         self.options = RuntimeOptions(swa=swa, encoder_replay=_opt_bool(encoder_replay,
                                                                         "encoder_replay"),
                                       decoder_trim=_opt_bool(decoder_trim, "decoder_trim"),

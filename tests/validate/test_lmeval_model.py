@@ -104,3 +104,13 @@ def test_simple_evaluate_matches_the_builtin_engine(tmp_path, monkeypatch):
         assert sample["resps"][0][0] == ours.response.text
     acc = out["results"]["v41val_toy_mc"]["acc,none"]
     assert 0.0 <= acc <= 1.0
+
+
+def test_lm_eval_cli_default_device_falls_back_to_cpu(capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device exists here")
+    lm = validate.lmeval_model.V41ValLM(preset="micro", device="cuda:0", batch_size=2)
+    assert lm.source.device == "cpu" and lm.batch == 2
+    assert "device cuda:0 is not available; using cpu" in capsys.readouterr().err
