@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from tasks.request import Request
 from validate.engines.base import EngineResult
@@ -35,15 +35,25 @@ def greedy_copy(request: Request, max_new_tokens: int | None) -> Request:
                                         max_gen_toks=limit))
 
 
-def exact_fidelity(base, variant, requests: Sequence[Request], *,
-                   max_new_tokens: int | None = None, batch: int = 8) -> list[PromptFidelity]:
-    """Records for ``requests`` from two ``BuiltinEngine``s sharing a tokenizer."""
+@dataclass(frozen=True)
+class Targets:
+    """What both models are teacher-forced on: per label, prompt ids and forced ids."""
+
+    labels: tuple[str, ...]
+    prompts: tuple[tuple[int, ...], ...]
+    forced: tuple[tuple[int, ...], ...]
+
+
+def exact_targets(base, requests: Sequence[Request], *,
+                  max_new_tokens: int | None = None) -> Targets:
+    """The baseline's greedy outputs (generate requests) and each choice's continuation
+    (loglikelihood requests), as token ids, from a ``BuiltinEngine``."""
     labels, prompts, forced = [], [], []
     generate = [greedy_copy(r, max_new_tokens) for r in requests if r.kind == "generate"]
     for outcome in base.run(generate) if generate else []:
         if isinstance(outcome, EngineResult) and outcome.engine.get("output_token_ids"):
             labels.append(outcome.request.item_id)
-            prompts.append(base.encode(outcome.request))
+            prompts.append(tuple(base.encode(outcome.request)))
             forced.append(tuple(outcome.engine["output_token_ids"]))
     for r in requests:
         if r.kind == "loglikelihood" and r.prompt is not None:
@@ -53,15 +63,27 @@ def exact_fidelity(base, variant, requests: Sequence[Request], *,
                     labels.append(f"{r.item_id}#choice{k}")
                     prompts.append(pair.context)
                     forced.append(pair.continuation)
+    return Targets(tuple(labels), tuple(prompts), tuple(forced))
+
+
+def exact_records(base, variant, targets: Targets, *, batch: int = 8) -> list[PromptFidelity]:
+    """Per-label KL and top-1 agreement of ``variant`` against ``base`` on ``targets``."""
     records = []
-    for start in range(0, len(prompts), batch):
+    for start in range(0, len(targets.prompts), batch):
         sl = slice(start, start + batch)
-        b_rows = base.teacher_forced(prompts[sl], forced[sl])
-        v_rows = variant.teacher_forced(prompts[sl], forced[sl])
-        for label, b, v in zip(labels[sl], b_rows, v_rows, strict=True):
+        b_rows = base.teacher_forced(targets.prompts[sl], targets.forced[sl])
+        v_rows = variant.teacher_forced(targets.prompts[sl], targets.forced[sl])
+        for label, b, v in zip(targets.labels[sl], b_rows, v_rows, strict=True):
             records.append(PromptFidelity(label, tuple(float(x) for x in kl_per_token(b, v)),
                                           tuple(bool(x) for x in top1_agreement(b, v))))
     return records
+
+
+def exact_fidelity(base, variant, requests: Sequence[Request], *,
+                   max_new_tokens: int | None = None, batch: int = 8) -> list[PromptFidelity]:
+    """Records for ``requests`` from two ``BuiltinEngine``s sharing a tokenizer."""
+    targets = exact_targets(base, requests, max_new_tokens=max_new_tokens)
+    return exact_records(base, variant, targets, batch=batch)
 
 
 async def topk_fidelity(base, variant, requests: Sequence[Request], *, top_k: int = 5,
