@@ -31,8 +31,9 @@ def budget_lines(demo: dict) -> list[str]:
         "tasks: " + "; ".join(task_bits),
         f"why so small: the demo is budgeted for 3 minutes on a 2-core CPU (about 1 ms per "
         f"prompt token at this size): zero-shot prompts instead of 5-shot (~250 instead of "
-        f"~3k byte-level tokens), GSM8K output cut at {GSM8K_MAX_GEN_TOKS} tokens, GPQA by "
-        f"loglikelihood; scale with --items",
+        f"~3k byte-level tokens), the items with the shortest prompts (not a random sample), "
+        f"GSM8K output cut at {GSM8K_MAX_GEN_TOKS} tokens, GPQA by loglikelihood; "
+        f"scale with --items",
         f"variants: {', '.join(demo['variants'])} (baseline: reference = exact SWA, "
         f"reference kernels); warm prefix cache so encoder replay engages; "
         f"{plan['concurrency']} requests batched; fidelity teacher-forced on "
