@@ -187,3 +187,17 @@ def test_warm_mode_keeps_room_for_every_primed_prompt(pool):
     for r in results:
         n = r.timings.n_prompt_tokens
         assert r.engine["prefix_hit_tokens"] == ((n - 1) // 16) * 16 > 0
+
+
+def test_results_stream_in_completion_order_and_an_early_stop_frees_the_engine(exact):
+    from validate.engines.base import iterate_blocking
+
+    requests = [_gen("long", "Tell me a story:", n=12), _gen("short", "Hi", n=1)]
+    order = [o.request.item_id for o in _collect(exact, requests)]
+    assert order == ["short", "long"]  # the one-token request finishes first
+    outcomes = iterate_blocking(exact, [_gen("a", "x", n=40), _gen("b", "y", n=1)])
+    first = next(outcomes)
+    assert first.request.item_id == "b"
+    outcomes.close()  # stops listening; the engine abandons the batch at its next token
+    again = exact.run([_gen("c", "z", n=1)])[0]
+    assert again.response.n_output_tokens == 1
