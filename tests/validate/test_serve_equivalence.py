@@ -1,6 +1,6 @@
 """The same requests through the in-process ``builtin`` engine and through the
 ``openai`` engine against ``v41val serve`` (a real uvicorn on loopback) give the same
-greedy tokens, finish reasons and loglikelihoods."""
+greedy tokens (and seeded samples), finish reasons and loglikelihoods."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ def _requests():
         Request("toy", "a", "generate", prompt="Question: 1 + 1 =", gen=gen),
         Request("toy", "b", "generate", prompt="Write a word:", gen=gen),
         Request("toy", "c", "generate", messages=(ChatMessage("user", "Hello?"),), gen=gen),
+        Request("toy", "s", "generate", prompt="Sample me:",
+                gen=GenerationParams(max_gen_toks=6, do_sample=True, temperature=0.8, seed=11)),
         Request("toy", "d", "loglikelihood", prompt="The sky is ",
                 continuations=("blue", " green", "(C) red")),
     ]
@@ -48,8 +50,8 @@ def test_builtin_and_served_runtime_agree(swa):
                                                  model=server.model_name, concurrency=4,
                                                  timeout_s=120))
         remote = _collect(client, _requests())
-    assert set(local) == set(remote) == {"a", "b", "c", "d"}
-    for item in "abc":
+    assert set(local) == set(remote) == {"a", "b", "c", "d", "s"}
+    for item in "abcs":  # greedy, chat and seeded sampling alike
         here, there = local[item], remote[item]
         assert isinstance(here, EngineResult) and isinstance(there, EngineResult)
         assert here.response.text == there.response.text
