@@ -81,3 +81,38 @@ def test_two_registries_coexist(monkeypatch):
     fused = KernelRegistry("fused", device="cpu")
     ref = KernelRegistry("reference", device="cpu")
     assert fused.is_fused("gate") and not ref.is_fused("gate")
+
+
+def test_runtime_options_take_the_registry_choices():
+    from runtime.errors import ConfigError
+    from runtime.options import RuntimeOptions
+
+    assert RuntimeOptions(kernels=["+gate", "-mhc"]).kernels == ("+gate", "-mhc")
+    assert RuntimeOptions(kernels="fused").kernels == "fused"
+    with pytest.raises(ConfigError, match="unknown op 'gat'"):
+        RuntimeOptions(kernels=["+gat"])
+
+
+def test_model_without_a_kernel_backend_falls_back_once(monkeypatch):
+    """A CPU model asked for fused kernels without the interpreter runs the reference and
+    warns once, at construction (not per forward)."""
+    import torch
+
+    from runtime.config import V41Config
+    from runtime.model import SeqChunk, V41Model
+    from runtime.options import RuntimeOptions
+    from runtime.weights import V41Weights
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    config = V41Config.preset("tiny").replace(num_hidden_layers=8, compress_ratios=(0, 0, 2, 2, 2, 1, 1, 1),
+                                              kv_source_layer_ids=(2, 5), index_source_layer_ids=(2, 5, 6),
+                                              candidate_source_layer_id=5, engram_layer_ids=(1,))
+    weights = V41Weights.random(config, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = V41Model(weights, RuntimeOptions(kernels=["+gate", "+attention"]))
+        model.forward([SeqChunk(model.new_state(), torch.arange(5))])
+        model.forward([SeqChunk(model.new_state(), torch.arange(3))])
+    notes = [str(w.message) for w in caught if "kernels:" in str(w.message)]
+    assert len(notes) == 1 and "gate" in notes[0] and "attention" in notes[0]
+    assert set(model.ops.selected.values()) == {"reference"}
