@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from validate.cli import app
 from validate.cli.common import emit, stderr_console
 from validate.demo import DemoSettings, prepare_demo, run_demo
-from validate.demo.lead import lead_renderables
+from validate.demo.lead import closing_line, lead_renderables
 from validate.demo.plan import DEFAULT_ITEMS
 from validate.demo.run import DEFAULT_WORKSPACE
 
@@ -44,6 +44,7 @@ def _render(doc: dict, console) -> None:
     from reports.terminal import renderables
 
     console.print(Group(*lead_renderables(doc), *renderables(doc, console.width)))
+    console.print(closing_line(doc))
     store = doc["demo"]["store"]
     console.print(f"stored in {store}; again: v41val report {doc['run']['run_id']} "
                   f"--store {store}")
