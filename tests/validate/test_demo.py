@@ -119,3 +119,42 @@ def test_item_split_gives_gpqa_a_tenth_and_at_least_two():
     assert ItemSplit.of(200) == ItemSplit(gsm8k=180, gpqa=20)
     assert ItemSplit.of(8) == ItemSplit(gsm8k=6, gpqa=2)
     assert ItemSplit.of(4) == ItemSplit(gsm8k=2, gpqa=2)
+
+
+def test_demo_plan_records_its_budget_and_picks_the_shortest_prompts():
+    from validate.demo.plan import demo_plan
+
+    plan = demo_plan(items=20)
+    assert plan.variant_names == ("reference", "encoder_replay", "decoder_trim", "both_bounded")
+    options = {v.name: dict(v.options) for v in plan.variants}
+    assert options["reference"]["swa"] == "exact" and options["reference"]["kernels"] == "reference"
+    assert options["encoder_replay"]["encoder_replay"] and not options["encoder_replay"]["decoder_trim"]
+    assert options["decoder_trim"]["decoder_trim"] and not options["decoder_trim"]["encoder_replay"]
+    assert options["both_bounded"]["kernels"] == "reference"  # no fused op pretends to run
+    ident = plan.identity()
+    assert ident["engine"]["overrides"]["sliding_window"] == 32
+    gsm8k, gpqa = plan.tasks
+    assert gsm8k.max_gen_toks == 8 and len(gsm8k.items) == 18 and len(gpqa.items) == 2
+    for spec in plan.tasks:  # every chosen prompt is no longer than any prompt left out
+        task = tasks.get(spec.name)
+        lengths = {item.id: len(task.render(item).prompt) for item in task.items()}
+        chosen = set(spec.items)
+        assert max(lengths[i] for i in chosen) <= min(v for k, v in lengths.items()
+                                                      if k not in chosen)
+
+
+def test_demo_plan_with_fused_ops_adds_one_variant_per_op_and_all_on():
+    from validate.demo.plan import demo_plan
+
+    plan = demo_plan(items=8, fused_ops=("gate", "mhc"))
+    assert plan.variant_names == ("reference", "encoder_replay", "decoder_trim", "fused_gate",
+                                  "fused_mhc", "all_on")
+    assert plan.variant("all_on").options["kernels"] == "all"
+
+
+def test_fused_variants_are_not_offered_on_a_cpu():
+    from validate.demo.fused import fused_availability
+
+    found = fused_availability("cpu")
+    assert found.ops == ()
+    assert "fused_gate" in found.skipped and "not available on this device" in found.reason
