@@ -53,7 +53,7 @@ def _render(doc: dict, console) -> None:
 @app.command("demo")
 def demo(
     items: int = typer.Option(DEFAULT_ITEMS, "--items",
-                              help="GSM8K + GPQA items in all (about 4/5 GSM8K)."),
+                              help="GSM8K + GPQA items in all (a tenth GPQA, at least 2)."),
     workspace: Path = typer.Option(DEFAULT_WORKSPACE, "--workspace",
                                    help="Directory of the results store (kept, so "
                                         "v41val report works afterwards)."),
