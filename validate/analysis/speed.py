@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
-from validate.analysis.model import Percentiles, SpeedSummary, Speedup
+from validate.analysis.model import SpeedSummary, Speedup
+from validate.engines.base import Timings
 from validate.errors import StatsInputError
 from validate.stats.bootstrap import BootstrapSpec
 from validate.stats.continuous import ratio_of_means
@@ -21,39 +20,28 @@ from validate.store import TimingRow
 PREFIX_HIT_KEYS = ("prefix_hit_tokens", "cached_tokens", "prefix_hit")
 
 
-def percentiles(values: Sequence[float | None]) -> Percentiles | None:
-    data = np.asarray([v for v in values if v is not None], dtype=np.float64)
-    if data.size == 0:
-        return None
-    p50, p90, p99 = np.percentile(data, [50, 90, 99])
-    return Percentiles(n=int(data.size), mean=float(data.mean()), p50=float(p50),
-                       p90=float(p90), p99=float(p99))
-
-
 def _concurrency(rows: Sequence[TimingRow]) -> int | None:
     found = {r.engine.get("concurrency") for r in rows if r.engine.get("concurrency") is not None}
     return int(max(found)) if found else None
 
 
+def _timings(row: TimingRow) -> Timings:
+    return Timings(started_at_s=row.started_at_s, e2e_s=row.e2e_s, ttft_s=row.ttft_s,
+                   itl_s=row.itl_s, n_prompt_tokens=row.n_prompt_tokens,
+                   n_output_tokens=row.n_output_tokens)
+
+
 def speed_summary(rows: Sequence[TimingRow], warm: bool) -> SpeedSummary | None:
-    timed = [r for r in rows if r.e2e_s is not None]
+    """The stored rows' summary, computed by ``validate.speed`` (one definition of TTFT,
+    TPOT and throughput for live engine results and stored ones)."""
+    # Imported here: validate.speed imports this package's model, so a top-level import
+    # would be circular.
+    from validate.speed.metrics import speed_summary as summarise_timings
+
+    timed = [r for r in rows if r.e2e_s is not None and r.started_at_s is not None]
     if not timed:
         return None
-    starts = [r.started_at_s for r in timed if r.started_at_s is not None]
-    ends = [r.started_at_s + r.e2e_s for r in timed if r.started_at_s is not None]
-    tokens = sum(r.n_output_tokens or 0 for r in timed)
-    window = (max(ends) - min(starts)) if starts else 0.0
-    rates = [1.0 / r.tpot_s for r in timed if r.tpot_s]
-    return SpeedSummary(
-        n_requests=len(timed),
-        ttft_s=percentiles([r.ttft_s for r in timed]),
-        tpot_s=percentiles([r.tpot_s for r in timed]),
-        e2e_s=percentiles([r.e2e_s for r in timed]),
-        output_tokens_per_s=tokens / window if window > 0 else None,
-        tokens_per_s_per_user=float(np.median(rates)) if rates else None,
-        concurrency=_concurrency(timed),
-        warm=warm,
-    )
+    return summarise_timings([_timings(r) for r in timed], _concurrency(timed), warm)
 
 
 def prefix_hit_rate(rows: Sequence[TimingRow]) -> float | None:
