@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _import_triton_for_the_interpreter() -> None:
+    """Without CUDA, fused kernels are tested through Triton's interpreter, which only
+    works when ``triton.language`` was first imported with TRITON_INTERPRET=1 (see
+    runtime/kernels/backend.py). Import it that way once, before any test can import it
+    otherwise, then unset the variable again: only the kernel tests turn it on, so every
+    other test still sees fused ops as unavailable on this machine."""
+    if torch.cuda.is_available() or "TRITON_INTERPRET" in os.environ:
+        return
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        import triton.language  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        del os.environ["TRITON_INTERPRET"]
+
+
+_import_triton_for_the_interpreter()
 
 
 @pytest.fixture(scope="session")

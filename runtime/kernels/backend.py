@@ -15,6 +15,18 @@ from dataclasses import dataclass
 import torch
 
 
+def _triton_imported_for_interpreter() -> bool:
+    """Triton decides interpreter vs compiler for its own standard-library functions
+    (``tl.sigmoid``, ``tl.max``, ...) once, when ``triton.language`` is first imported.
+    An interpreted kernel calling compiled library functions fails with "Cannot call
+    @triton.jit'd outside of the scope of a kernel", so interpreter mode is only usable
+    when that import happened with TRITON_INTERPRET=1."""
+    import triton.language.standard as standard
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(standard.sigmoid, InterpretedFunction)
+
+
 def interpret_requested() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
 
@@ -40,6 +52,9 @@ class Backend:
         if interpret_requested():
             if device.type != "cpu":
                 return cls("none", "TRITON_INTERPRET=1 runs on CPU tensors only")
+            if not _triton_imported_for_interpreter():
+                return cls("none", "triton was imported before TRITON_INTERPRET=1 was set "
+                                   "(set it before the first import of triton)")
             return cls("interpret")
         if device.type == "cuda" and torch.cuda.is_available():
             return cls("cuda")

@@ -116,3 +116,25 @@ def test_model_without_a_kernel_backend_falls_back_once(monkeypatch):
     notes = [str(w.message) for w in caught if "kernels:" in str(w.message)]
     assert len(notes) == 1 and "gate" in notes[0] and "attention" in notes[0]
     assert set(model.ops.selected.values()) == {"reference"}
+
+
+def test_interpreter_refused_when_triton_was_imported_compiled():
+    """A process that imported triton before setting TRITON_INTERPRET cannot interpret
+    kernels (triton's library functions are compiled ones): the backend says so and
+    the registry falls back instead of failing inside a kernel."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, triton.language\n"
+        "os.environ['TRITON_INTERPRET'] = '1'\n"
+        "from runtime.kernels.backend import Backend\n"
+        "b = Backend.detect('cpu')\n"
+        "print(b.mode, '|', b.reason)\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env, check=True).stdout.strip()
+    mode, reason = (s.strip() for s in out.split("|"))
+    assert mode == "none"
+    assert "imported before TRITON_INTERPRET=1" in reason
