@@ -24,7 +24,7 @@ from validate.engines.openai_config import OpenAIEngineConfig
 
 
 def _load_fake():
-    path = Path(__file__).with_name("test_engine_openai_fake_server.py")
+    path = Path(__file__).with_name("fake_openai_server.py")
     spec = importlib.util.spec_from_file_location("v41val_fake_openai_server", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there

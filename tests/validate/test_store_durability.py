@@ -11,7 +11,7 @@ from pathlib import Path
 
 from validate.store import ResultsStore
 
-SCRIPT = Path(__file__).with_name("test_store_writer_process.py")
+SCRIPT = Path(__file__).with_name("store_writer_process.py")
 PLAN = "plan-hash-kill"
 
 

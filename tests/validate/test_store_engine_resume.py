@@ -16,12 +16,12 @@ import pytest
 from validate.store import ResultsStore
 
 HERE = Path(__file__).parent
-SCRIPT = HERE / "test_store_engine_writer_process.py"
+SCRIPT = HERE / "store_engine_writer_process.py"
 PLAN = "plan-engine-resume"
 
 
 def _load_fake():
-    path = HERE / "test_engine_openai_fake_server.py"
+    path = HERE / "fake_openai_server.py"
     spec = importlib.util.spec_from_file_location("v41val_fake_openai_server_resume", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

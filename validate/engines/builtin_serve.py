@@ -9,16 +9,13 @@ the builtin-vs-openai equivalence check, calibration).
 
 from __future__ import annotations
 
-import socket
-import threading
 from dataclasses import dataclass, field
 
 from runtime.options import RuntimeOptions
 from validate.engines.builtin_source import ModelSource, WeightsPool
 from validate.engines.errors import EngineError
+from validate.engines.loopback import LOOPBACK, LoopbackServer, LoopbackServerError
 from validate.perturb import Perturbation
-
-LOOPBACK = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -85,54 +82,21 @@ def serve_forever(config: ServeConfig, pool: WeightsPool | None = None) -> None:
         scheduler.stop()
 
 
-class BackgroundServer:
+class BackgroundServer(LoopbackServer):
     """The server on 127.0.0.1:<ephemeral> in a daemon thread, until ``stop``."""
 
     def __init__(self, config: ServeConfig, pool: WeightsPool | None = None) -> None:
-        import uvicorn
-
-        self.app, self.scheduler = build_server(config, pool)
+        app, self.scheduler = build_server(config, pool)
+        super().__init__(app, name="serve: the server")
+        self.app = app
         self.model_name = config.served_name
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((LOOPBACK, 0))
-        self.port = self.sock.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)
-
-    @property
-    def root(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.root}/v1"
 
     def start(self, timeout_s: float = 30.0) -> BackgroundServer:
-        import time
-
-        import httpx
-
-        self.thread.start()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.root}/health", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                threading.Event().wait(0.02)
-        raise EngineError(f"serve: the server on {self.root} did not answer /health within "
-                          f"{timeout_s:.0f} s")
+        try:
+            return super().start(timeout_s)
+        except LoopbackServerError as exc:
+            raise EngineError(str(exc)) from None
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        super().stop()
         self.scheduler.stop()
-        self.sock.close()
-
-    def __enter__(self) -> BackgroundServer:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

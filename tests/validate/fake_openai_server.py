@@ -24,13 +24,13 @@ import contextlib
 import hashlib
 import json
 import re
-import socket
 import threading
 from dataclasses import dataclass, field
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+
+from validate.engines.loopback import LoopbackServer
 
 TOKEN_DELAY_S = 0.02
 SLOW_S = 2.0
@@ -248,41 +248,11 @@ def build_app(state: ServerState, ready: threading.Event) -> FastAPI:
     return app
 
 
-class FakeServer:
-    """Runs the app on 127.0.0.1:<ephemeral> in a daemon thread until ``stop``."""
+class FakeServer(LoopbackServer):
+    """The app on 127.0.0.1:<ephemeral> in a daemon thread until ``stop``; ``state``
+    is what the app saw and does."""
 
     def __init__(self) -> None:
         self.state = ServerState()
         self.ready = threading.Event()
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(build_app(self.state, self.ready), log_level="warning",
-                                lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> FakeServer:
-        import httpx
-
-        self.thread.start()
-        if not self.ready.wait(timeout=20):
-            raise RuntimeError("fake server did not start")
-        for _ in range(200):  # readiness: /health answers once the socket serves
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                self.ready.wait(0.01)
-        raise RuntimeError("fake server never answered /health")
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
+        super().__init__(build_app(self.state, self.ready), name="fake server")

@@ -1,6 +1,6 @@
 """A plan-runner-like process for the engine+store resume test (a script; no tests).
 
-usage: test_store_engine_writer_process.py DB BASE_URL N CONCURRENCY
+usage: store_engine_writer_process.py DB BASE_URL N CONCURRENCY
 
 Asks the store which of N requests are pending, sends those to the OpenAI-compatible
 server at BASE_URL through the openai engine, and commits each response the moment it

@@ -1,6 +1,6 @@
 """A writer process for the store durability tests (run as a script; it has no tests).
 
-usage: test_store_writer_process.py DB PLAN VARIANT N COMPUTE_LOG [--shared M] [--wait-go]
+usage: store_writer_process.py DB PLAN VARIANT N COMPUTE_LOG [--shared M] [--wait-go]
 
 For each of N planned requests still pending, it appends the key to COMPUTE_LOG (the
 "engine call"), commits the response, then prints ``stored <key>`` and flushes, so the
