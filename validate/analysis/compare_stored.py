@@ -5,46 +5,25 @@ health facts measured from the stored responses."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from validate.analysis.build import item_outcomes
 from validate.analysis.source import RunNotFound, resolve_plan_hash
+from validate.gate.gated import GatedComparison
 from validate.gate.inputs import gate_inputs
 from validate.gate.policy import load_policy
-from validate.gate.run import RunVerdict, evaluate_gate
+from validate.gate.run import evaluate_gate
 from validate.health.facts import pair_health, variant_health
 from validate.stats.bootstrap import BootstrapSpec
-from validate.stats.compare import RunComparison, compare_tables
+from validate.stats.compare import compare_tables
 from validate.stats.outcomes import PairedOutcomes
 from validate.store import ResultsStore
-
-
-@dataclass(frozen=True, eq=False)
-class StoredComparison:
-    plan_hash: str
-    comparison: RunComparison
-    verdict: RunVerdict | None
-
-    @property
-    def exit_code(self) -> int:
-        return self.verdict.exit_code if self.verdict is not None else 0
-
-    def to_dict(self) -> dict:
-        doc = {"plan_hash": self.plan_hash, **self.comparison.to_dict()}
-        if self.verdict is not None:
-            doc["gate"] = self.verdict.to_dict()
-        return doc
-
-    def report(self) -> str:
-        text = f"plan {self.plan_hash[:12]}\n" + self.comparison.report()
-        return text if self.verdict is None else text + "\n\n" + self.verdict.report()
 
 
 def compare_stored(store: ResultsStore, run: str | int | None, a: str, b: str,
                    policy_path: str | Path | None = None, task: str | None = None,
                    alpha: float = 0.05, bootstrap: BootstrapSpec | None = None
-                   ) -> StoredComparison:
+                   ) -> GatedComparison:
     """A = baseline variant, B = candidate variant of the stored plan ``run``."""
     plan_hash = resolve_plan_hash(store, run)
     cells = store.cells(plan_hash)
@@ -75,7 +54,7 @@ def compare_stored(store: ResultsStore, run: str | int | None, a: str, b: str,
     verdict = None
     if policy is not None:
         verdict = evaluate_gate(policy, gate_inputs(policy, comparison, health_of))
-    return StoredComparison(plan_hash, comparison, verdict)
+    return GatedComparison(comparison, verdict, plan_hash=plan_hash)
 
 
 def open_store(path: str | Path) -> ResultsStore:

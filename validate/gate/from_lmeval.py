@@ -6,35 +6,15 @@ the results store will get its own twin that reads stored runs instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from validate.gate.gated import GatedComparison
 from validate.gate.inputs import gate_inputs
 from validate.gate.policy import load_policy
-from validate.gate.run import RunVerdict, evaluate_gate
+from validate.gate.run import evaluate_gate
 from validate.lmeval_samples import health_from_runs, read_run
 from validate.stats.bootstrap import BootstrapSpec
-from validate.stats.compare import RunComparison, compare_tables
-
-
-@dataclass(frozen=True, eq=False)
-class LmEvalComparison:
-    comparison: RunComparison
-    verdict: RunVerdict | None
-
-    @property
-    def exit_code(self) -> int:
-        return self.verdict.exit_code if self.verdict is not None else 0
-
-    def to_dict(self) -> dict:
-        doc = self.comparison.to_dict()
-        if self.verdict is not None:
-            doc["gate"] = self.verdict.to_dict()
-        return doc
-
-    def report(self) -> str:
-        text = self.comparison.report()
-        return text if self.verdict is None else text + "\n\n" + self.verdict.report()
+from validate.stats.compare import compare_tables
 
 
 def compare_lmeval(
@@ -44,7 +24,7 @@ def compare_lmeval(
     task: str | None = None,
     alpha: float = 0.05,
     bootstrap: BootstrapSpec | None = None,
-) -> LmEvalComparison:
+) -> GatedComparison:
     """A = baseline, B = candidate; files or directories of ``samples_*.jsonl``."""
     a, b = Path(a), Path(b)
     policy = load_policy(policy_path) if policy_path is not None else None
@@ -58,4 +38,4 @@ def compare_lmeval(
     if policy is not None:
         inputs = gate_inputs(policy, comparison, lambda p: health_from_runs(run_a, run_b, p))
         verdict = evaluate_gate(policy, inputs)
-    return LmEvalComparison(comparison=comparison, verdict=verdict)
+    return GatedComparison(comparison=comparison, verdict=verdict)
