@@ -60,27 +60,21 @@ def health_failures(report: HealthReport, limits: HealthThresholds) -> tuple[str
         reasons.append(
             f"coverage {100 * report.coverage:.2f} % < {100 * limits.min_coverage:.2f} %"
         )
-    rise = _increase(report.invalid_rate_a, report.invalid_rate_b)
-    if rise is not None and rise > limits.max_invalid_rate_increase:
-        reasons.append(
-            f"invalid-answer rate {100 * report.invalid_rate_b:.2f} % vs baseline "
-            f"{100 * report.invalid_rate_a:.2f} % (+{100 * rise:.2f} > "
-            f"{100 * limits.max_invalid_rate_increase:.2f} pts)"
-        )
-    rise = _increase(report.empty_rate_a, report.empty_rate_b)
-    if rise is not None and rise > limits.max_empty_rate_increase:
-        reasons.append(
-            f"empty-output rate {100 * report.empty_rate_b:.2f} % vs baseline "
-            f"{100 * report.empty_rate_a:.2f} % (+{100 * rise:.2f} > "
-            f"{100 * limits.max_empty_rate_increase:.2f} pts)"
-        )
-    rise = _increase(report.truncated_rate_a, report.truncated_rate_b)
-    if rise is not None and rise > limits.max_truncated_rate_increase:
-        reasons.append(
-            f"truncated at max_gen_toks {100 * report.truncated_rate_b:.2f} % vs baseline "
-            f"{100 * report.truncated_rate_a:.2f} % (+{100 * rise:.2f} > "
-            f"{100 * limits.max_truncated_rate_increase:.2f} pts)"
-        )
+    rate_checks = (
+        ("invalid-answer rate", report.invalid_rate_a, report.invalid_rate_b,
+         limits.max_invalid_rate_increase),
+        ("empty-output rate", report.empty_rate_a, report.empty_rate_b,
+         limits.max_empty_rate_increase),
+        ("truncated at max_gen_toks", report.truncated_rate_a, report.truncated_rate_b,
+         limits.max_truncated_rate_increase),
+    )
+    for label, base, cand, limit in rate_checks:
+        rise = _increase(base, cand)
+        if rise is not None and rise > limit:
+            reasons.append(
+                f"{label} {100 * cand:.2f} % vs baseline {100 * base:.2f} % "
+                f"(+{100 * rise:.2f} > {100 * limit:.2f} pts)"
+            )
     ratio = report.length_ratio
     if ratio is not None and not limits.min_length_ratio <= ratio <= limits.max_length_ratio:
         reasons.append(

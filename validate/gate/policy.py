@@ -27,7 +27,6 @@ default margin):
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -35,11 +34,7 @@ from typing import Any
 from validate.errors import PolicyError
 from validate.gate.health import HealthThresholds
 from validate.stats.multiplicity import CORRECTIONS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from validate.tomlfile import read_toml
 
 MODES = ("standard", "prove-safe")
 TIERS = ("critical", "advisory")
@@ -177,13 +172,4 @@ def parse_policy(doc: dict, source: str = "<inline>") -> GatePolicy:
 
 def load_policy(path: str | Path) -> GatePolicy:
     """Read and validate a policy file; ``PolicyError`` (exit 2) on any problem."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError(f"{path}: cannot read policy file ({exc.strerror or exc})") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"{path}: not valid TOML: {exc}") from None
-    return parse_policy(doc, str(path))
+    return parse_policy(read_toml(path, PolicyError, "policy file"), str(path))

@@ -35,18 +35,13 @@ Example (``docs``-level reference: the runner's README section shows more)::
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 from validate.errors import PlanError, PolicyError
 from validate.gate.policy import parse_policy
 from validate.plan.schema import ENGINE_KINDS, EngineSpec, Plan, TaskSpec, VariantSpec
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from validate.tomlfile import read_toml
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 TOP_KEYS = {"name", "description", "baseline", "seed", "concurrency", "warm", "engine",
@@ -216,14 +211,9 @@ def _policy(w: _Where, value: Any, base_dir: Path | None):
     if isinstance(value, str):
         path = Path(value) if base_dir is None else base_dir / value
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise w.error("policy", f"cannot read policy file {path} "
-                                    f"({exc.strerror or exc})") from None
-        try:
-            doc = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise w.error("policy", f"{path} is not valid TOML: {exc}") from None
+            doc = read_toml(path, PolicyError, "policy file")
+        except PolicyError as exc:
+            raise w.error("policy", str(exc)) from None
         source = str(path)
     else:
         doc, source = w.table(value, "policy"), f"{w.source}: policy"
@@ -287,13 +277,4 @@ def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None) 
 
 def load_plan(path: str | Path) -> Plan:
     """Read and validate a plan file (``PlanError``: exit 2 with one line)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read plan file ({exc.strerror or exc})") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PlanError(f"{path}: not valid TOML: {exc}") from None
-    return parse_plan(doc, str(path), path.parent)
+    return parse_plan(read_toml(path, PlanError, "plan file"), str(path), Path(path).parent)

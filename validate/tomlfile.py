@@ -1,0 +1,28 @@
+"""Read a TOML file (plans, gate policies) into a dict, with one-line input errors.
+
+``error`` is the caller's input-error class (``PlanError``, ``PolicyError``), so the
+CLI reports "<file>: cannot read ..." / "<file>: not valid TOML: ..." and exits 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+def read_toml(path: str | Path, error: type[Exception], what: str) -> dict:
+    """The parsed document of ``path`` (``what``: e.g. "plan file", for the message)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}") from None
