@@ -18,14 +18,7 @@ from runtime.model import SeqChunk, V41Model
 from runtime.options import RuntimeOptions
 from runtime.weights import V41Weights
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    # The CI machine is small and shared: one intra-op thread is much faster there.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @functools.lru_cache(maxsize=1)
