@@ -63,6 +63,22 @@ def ablation_variants(plan: Plan, ops: tuple[str, ...] | None = None) -> tuple[V
     return tuple(variants)
 
 
+def accepted_ops(ops: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(ops ``RuntimeOptions(kernels="+op")`` accepts, ``fused_<op>`` names of the rest):
+    the registry may know an op before RuntimeOptions does."""
+    from runtime.errors import ConfigError
+    from runtime.options import RuntimeOptions
+
+    accepted, refused = [], []
+    for op in ops:
+        try:
+            RuntimeOptions(kernels=f"+{op}")
+            accepted.append(op)
+        except (ConfigError, ValueError):
+            refused.append(f"fused_{op}")
+    return tuple(accepted), tuple(refused)
+
+
 def ablate(plan: Plan, ops: tuple[str, ...] | None = None) -> Plan:
     """The ablation plan of ``plan`` (builtin engine only: a vLLM or OpenAI variant is
     a server flag set or endpoint, which v41val cannot split per optimization)."""
@@ -72,15 +88,8 @@ def ablate(plan: Plan, ops: tuple[str, ...] | None = None) -> Plan:
     from runtime.errors import ConfigError
     from runtime.options import RuntimeOptions
 
-    ops = fused_op_names() if ops is None else ops
-    accepted, skipped = [], []
-    for op in ops:
-        try:
-            RuntimeOptions(kernels=f"+{op}")
-            accepted.append(op)
-        except (ConfigError, ValueError):
-            skipped.append(f"fused_{op}")  # the registry knows the op, RuntimeOptions not yet
-    variants = ablation_variants(plan, tuple(accepted))
+    accepted, skipped = accepted_ops(fused_op_names() if ops is None else ops)
+    variants = ablation_variants(plan, accepted)
     for v in variants:
         try:
             RuntimeOptions(**v.options)

@@ -75,17 +75,23 @@ def response(conn: sqlite3.Connection, plan_hash: str, key: ResponseKey) -> Stor
     return None if row is None else _stored_response(row)
 
 
+def _where_variant_task(sql: str, args: list, variant: str | None,
+                        task: str | None) -> tuple[str, list]:
+    """Narrow a ``... WHERE r.plan_hash = ?`` query to a variant and/or task."""
+    if variant is not None:
+        sql += " AND r.variant = ?"
+        args = [*args, variant]
+    if task is not None:
+        sql += " AND r.task = ?"
+        args = [*args, task]
+    return sql, args
+
+
 def responses(conn: sqlite3.Connection, plan_hash: str, variant: str | None, task: str | None,
               unscored_only: bool = False) -> list[StoredResponse]:
     sql = (f"SELECT {_RESPONSE_COLUMNS} FROM requests r JOIN responses s USING (request_id)"
            " WHERE r.plan_hash = ?")
-    args: list = [plan_hash]
-    if variant is not None:
-        sql += " AND r.variant = ?"
-        args.append(variant)
-    if task is not None:
-        sql += " AND r.task = ?"
-        args.append(task)
+    sql, args = _where_variant_task(sql, [plan_hash], variant, task)
     if unscored_only:
         sql += " AND NOT EXISTS (SELECT 1 FROM scores c WHERE c.request_id = r.request_id)"
     sql += " ORDER BY r.variant, r.task, r.item_id, r.repeat"
@@ -127,13 +133,7 @@ def timings(conn: sqlite3.Connection, plan_hash: str, variant: str | None,
     sql = ("SELECT r.variant, r.task, r.item_id, r.repeat, s.run_id, s.started_at, s.ttft_s,"
            " s.tpot_s, s.e2e_s, s.itl_json, s.n_prompt_tokens, s.n_output_tokens, s.engine_json"
            " FROM requests r JOIN responses s USING (request_id) WHERE r.plan_hash = ?")
-    args: list = [plan_hash]
-    if variant is not None:
-        sql += " AND r.variant = ?"
-        args.append(variant)
-    if task is not None:
-        sql += " AND r.task = ?"
-        args.append(task)
+    sql, args = _where_variant_task(sql, [plan_hash], variant, task)
     sql += " ORDER BY r.variant, r.task, r.item_id, r.repeat"
     return [TimingRow(v, t, i, rep, run_id, started, ttft, tpot, e2e,
                       tuple(json.loads(itl or "[]")), n_prompt, n_out, json.loads(engine))
