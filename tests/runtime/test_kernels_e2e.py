@@ -3,8 +3,15 @@
 CPU (``tiny`` with the spec's test-only window 16, kernels through the Triton
 interpreter): one ragged batch of a fixed prompt set (lengths 9 / 23 / 40: inside the
 window, past it, past the indexer's top-k), then 3 teacher-forced batched decode steps
-(both engines are fed the reference's greedy token). Fresh random weights every run
-(the seed is printed first).
+(both engines are fed the reference's greedy token). The weights come from a fixed seed
+(1234) so CI is deterministic; ``V41VAL_E2E_SEED=<int>`` or ``=random`` runs others (the
+seed is printed first). Why fixed: the check below is statistical, and the model's
+quantisers make one weight draw in several a cascade draw. Measured on 8 draws (CPU,
+torch 2.13): 7 had a median row difference of 1.2-1.4e-6 and every row within 1e-3; one
+(seed 2507813520) had a median of 5.0e-3 (worst row 4.2e-2) with 12/12 greedy tokens still
+agreeing, and fusing the gate alone reproduced it (median 2.8e-3 on the 40-token prompt):
+an FP8/NVFP4 step flip on an early compressed entry that every later row reads, not a
+kernel error. Kernel errors show up per op in test_kernels_parity.py.
 
 Tolerance. Per op the kernels agree to ~1e-6 (test_kernels_parity.py), but the model's
 own quantisers (FP8 window KV, NVFP4 entries, MXFP4 index keys), the indexer top-k and
@@ -77,6 +84,12 @@ def compare_engines(weights, prompts, steps: int, rel_tol: float, device: str) -
             "worst_rel_diff": worst, "unexplained": unexplained}
 
 
+def weight_seed() -> int:
+    """1234, or V41VAL_E2E_SEED (an int, or "random" for a fresh draw)."""
+    value = os.environ.get("V41VAL_E2E_SEED", "1234")
+    return int.from_bytes(os.urandom(4), "little") if value == "random" else int(value)
+
+
 def check(result: dict) -> None:
     assert result["median_rel_diff"] <= result["tol"], result
     assert result["agreement"] >= 0.75, result
@@ -87,7 +100,7 @@ def check(result: dict) -> None:
 def test_fused_engine_matches_reference_tiny(monkeypatch, record_property):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     config = V41Config.preset("tiny").replace(sliding_window=16)
-    seed = int.from_bytes(os.urandom(4), "little")
+    seed = weight_seed()
     print(f"tiny fused vs reference: weights seed {seed}")
     weights = V41Weights.random(config, seed=seed)
     result = compare_engines(weights, prompt_set(config.vocab_size, (9, 23, 40)), steps=3, rel_tol=1e-3,
@@ -125,7 +138,7 @@ def gpu_weights(config, seed: int):
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 def test_fused_engine_matches_reference_mid(record_property):
     config = V41Config.preset("mid")
-    seed = int.from_bytes(os.urandom(4), "little")
+    seed = weight_seed()
     print(f"mid fused vs reference: weights seed {seed}")
     weights = gpu_weights(config, seed)
     result = compare_engines(weights, prompt_set(config.vocab_size, (100, 700, 1500)), steps=8, rel_tol=5e-2,
