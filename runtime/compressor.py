@@ -18,7 +18,7 @@ import torch
 
 from runtime.config import V41Config
 from runtime.numerics import Numerics, rms_norm
-from runtime.quant import fake_quant_mxfp4, fake_quant_nvfp4
+from runtime.quant import fake_quant_fp8_ue8m0, fake_quant_mxfp4, fake_quant_nvfp4
 from runtime.rope import RopePair, apply_rope
 
 
@@ -37,6 +37,25 @@ def pool_groups(kv: torch.Tensor, gate: torch.Tensor, ratio: int) -> torch.Tenso
     return acc
 
 
+def pool_and_norm(kv: torch.Tensor, gate: torch.Tensor, ratio: int, norm_weight: torch.Tensor, eps: float,
+                  dtype: torch.dtype) -> torch.Tensor:
+    """kv, gate [G*ratio, C] float32 -> normalised latents [G, C] in ``dtype``."""
+    return rms_norm(pool_groups(kv, gate, ratio).to(dtype), norm_weight, eps)
+
+
+def rope_then_quant(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fmt: str) -> torch.Tensor:
+    """RoPE on the rope tail (x [R, C] or [R, H, C], cos/sin [R, rope/2]), then the cache's
+    fake-quant: "fp8" (window KV, e4m3 + ue8m0 scale per 32), "nvfp4" (global KV entries,
+    e2m1 + e4m3 scale per 16) or "mxfp4" (indexer keys/queries, e2m1 + ue8m0 per 32)."""
+    if fmt == "fp8":
+        return fake_quant_fp8_ue8m0(apply_rope(x, cos, sin), block=32)
+    if fmt == "nvfp4":
+        return fake_quant_nvfp4(apply_rope(x, cos, sin), block=16)
+    if fmt == "mxfp4":
+        return fake_quant_mxfp4(apply_rope(x, cos, sin), block=32)
+    raise ValueError(f"rope_then_quant: fmt must be 'fp8', 'nvfp4' or 'mxfp4', got {fmt!r}")
+
+
 def compress_rows(
     x: torch.Tensor,
     first_position: int,
@@ -45,10 +64,11 @@ def compress_rows(
     ratio: int,
     config: V41Config,
     num: Numerics,
+    pool=pool_and_norm,
 ) -> tuple[torch.Tensor | None, int, tuple[torch.Tensor, torch.Tensor] | None]:
     """Latents (pre-RoPE) of the groups completed by rows ``x`` [T, D] at positions
     ``first_position``... Returns (latents [G, hd] or None, position of the first
-    completed group, new partial-group buffer)."""
+    completed group, new partial-group buffer). ``pool`` is the registry's "compress" op."""
     eps = config.rms_norm_eps
     if ratio == 1:
         latent = rms_norm(num.linear(x, w.wkv.weight), w.norm.weight, eps)
@@ -64,19 +84,19 @@ def compress_rows(
     rest = (kv[usable:], gate[usable:])
     if usable == 0:
         return None, start, rest
-    latent = pool_groups(kv[:usable], gate[:usable], ratio)
-    return rms_norm(latent.to(x.dtype), w.norm.weight, eps), start, rest
+    return pool(kv[:usable], gate[:usable], ratio, w.norm.weight, eps, x.dtype), start, rest
 
 
 def entries_from_latents(
     latent: torch.Tensor, first_group_position: int, ratio: int, w_attn, config: V41Config,
-    rope: RopePair, num: Numerics,
+    rope: RopePair, num: Numerics, rope_quant=rope_then_quant,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(global KV entries [G, hd], indexer keys [G, dI]) for latents [G, hd]."""
+    """(global KV entries [G, hd], indexer keys [G, dI]) for latents [G, hd].
+    ``rope_quant`` is the registry's "rope_quant" op."""
     positions = first_group_position + ratio * torch.arange(latent.shape[0])
     cos, sin = rope.compress.lookup(positions, latent.device)
-    entries = fake_quant_nvfp4(apply_rope(latent, cos, sin), block=16)
+    entries = rope_quant(latent, cos, sin, "nvfp4")
     idx = w_attn.indexer
     key = rms_norm(num.linear(latent, idx.wk.weight), idx.k_norm.weight, config.rms_norm_eps)
-    key = fake_quant_mxfp4(apply_rope(key, cos, sin), block=32)
+    key = rope_quant(key, cos, sin, "mxfp4")
     return entries, key

@@ -25,7 +25,6 @@ import torch
 from runtime.attention import output_projection
 from runtime.compressor import compress_rows, entries_from_latents
 from runtime.config import V41Config
-from runtime.engram import engram
 from runtime.indexer import (
     blocks_to_mask,
     candidate_blocks,
@@ -34,7 +33,6 @@ from runtime.indexer import (
 from runtime.mhc import HcMix, expand
 from runtime.moe import moe
 from runtime.numerics import Numerics, rms_norm
-from runtime.quant import fake_quant_fp8_ue8m0, fake_quant_mxfp4
 from runtime.rope import RopePair, apply_rope
 from runtime.rows import RowSet
 
@@ -82,12 +80,14 @@ def update_kv_source(layer: int, x: torch.Tensor, rows: RowSet, lw, ctx: StepCon
         expected = st.global_kv[layer].shape[0] * ratio + (buffered[0].shape[0] if buffered else 0)
         if first_pos != expected:
             raise AssertionError(f"compressor of layer {layer} at {expected}, rows start at {first_pos}")
-        latent, group_pos, rest = compress_rows(xs, first_pos, buffered, comp, ratio, c, ctx.num)
+        latent, group_pos, rest = compress_rows(xs, first_pos, buffered, comp, ratio, c, ctx.num,
+                                                  pool=ctx.ops.compress)
         if rest is not None:
             st.comp_buffer[layer] = rest
         if latent is None:
             continue
-        entries, keys = entries_from_latents(latent, group_pos, ratio, lw.attn, c, ctx.rope, ctx.num)
+        entries, keys = entries_from_latents(latent, group_pos, ratio, lw.attn, c, ctx.rope, ctx.num,
+                                             rope_quant=ctx.ops.rope_quant)
         st.global_kv[layer] = torch.cat([st.global_kv[layer], entries.to(st.dtype)])
         st.index_keys[layer] = torch.cat([st.index_keys[layer], keys.to(st.dtype)])
 
@@ -101,7 +101,7 @@ def run_indexer(layer: int, q_r: torch.Tensor, x: torch.Tensor, cos_c, sin_c, ro
     src = c.kv_source_of(layer)
     ratio = c.compress_ratios[layer]
     q = num.linear(q_r, idx_w.wq_b.weight).reshape(-1, c.index_n_heads, c.index_head_dim)
-    q = fake_quant_mxfp4(apply_rope(q, cos_c, sin_c), block=32)
+    q = ctx.ops.rope_quant(q, cos_c, sin_c, "mxfp4")
     head_w = num.linear(x, idx_w.weights_proj.weight).float() * c.index_n_heads**-0.5
     is_candidate_source = layer == c.candidate_source_layer_id
     uses_candidates = 0 <= c.candidate_source_layer_id < layer
@@ -141,7 +141,7 @@ def attention(layer: int, x: torch.Tensor, rows: RowSet, lw, ctx: StepContext) -
     kv = rms_norm(num.linear(x, a.wkv.weight), a.kv_norm.weight, c.rms_norm_eps)
     cos, sin = ctx.rope.table(ratio).lookup(rows.positions, x.device)
     q = apply_rope(q, cos, sin)
-    kv = fake_quant_fp8_ue8m0(apply_rope(kv, cos, sin), block=32)
+    kv = ctx.ops.rope_quant(kv, cos, sin, "fp8")
     for seg in rows.segments:
         seg.state.swa[layer][seg.positions] = kv[seg.rows].to(seg.state.dtype)
     if layer in c.index_source_layer_ids:
@@ -182,7 +182,7 @@ def run_layer(
         if pending is not None:  # Engram reads the fully expanded streams
             streams, pending = expand(pending[0], streams, pending[1]), None
         k = c.engram_layer_ids.index(layer)
-        streams = engram(streams, ctx.hash_ids[:, k], lw.engram, c, ctx.num)
+        streams = ctx.ops.engram(streams, ctx.hash_ids[:, k], lw.engram, c, ctx.num)
     streams, mix_a, x = mhc_site(streams, pending, pre_in, lw, "attn", lw.attn_norm.weight, ctx)
     if layer in c.kv_source_layer_ids:
         update_kv_source(layer, x, rows, lw, ctx)

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from runtime.kernels.errors import KernelChoiceError
 
-OP_NAMES = ("mhc", "gate", "indexer", "topk", "attention", "inv_rope")
+OP_NAMES = ("mhc", "gate", "indexer", "topk", "attention", "inv_rope", "compress", "rope_quant", "engram")
 BASE_WORDS = {"reference": False, "none": False, "fused": True, "all": True}
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import torch
 
 from runtime.attention import sparse_attention
+from runtime.compressor import pool_and_norm, rope_then_quant
 from runtime.config import V41Config
+from runtime.engram import engram
 from runtime.indexer import index_scores, mask_invisible, top_k_entries
 from runtime.mhc import HcMix, collapse, expand, hc_mix
 from runtime.moe import route
@@ -68,4 +70,7 @@ REFERENCE_OPS = {
     "topk": topk_entries,
     "attention": sparse_attention,
     "inv_rope": inverse_rope,
+    "compress": pool_and_norm,
+    "rope_quant": rope_then_quant,
+    "engram": engram,
 }

@@ -54,8 +54,20 @@ def _fused_factories() -> dict[str, Callable[[], Callable]]:
         from runtime.kernels.inv_rope import FusedInverseRope
         return FusedInverseRope()
 
+    def compress():
+        from runtime.kernels.compress import FusedPoolNorm
+        return FusedPoolNorm()
+
+    def rope_quant():
+        from runtime.kernels.rope_quant import FusedRopeQuant
+        return FusedRopeQuant()
+
+    def engram():
+        from runtime.kernels.engram import FusedEngram
+        return FusedEngram()
+
     return {"gate": gate, "mhc": mhc, "indexer": indexer, "topk": topk, "attention": attention,
-            "inv_rope": inv_rope}
+            "inv_rope": inv_rope, "compress": compress, "rope_quant": rope_quant, "engram": engram}
 
 
 class KernelRegistry:
