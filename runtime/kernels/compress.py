@@ -1,0 +1,117 @@
+"""Fused compressor pooling + RMSNorm (the first half of sglang's ``fused_compress``):
+each group's per-channel softmax over its ``ratio`` gate rows weights its kv rows, the
+pooled latent is rounded to the model dtype and RMS-normalised, in one kernel.
+
+Same signature and math as :func:`runtime.compressor.pool_and_norm`, in the reference's
+order: max over the group, exp(gate - max), the total summed row by row, then
+kv_j * (e_j / total) accumulated row by row; the rounding to ``dtype``, float32
+statistics, the normalised row rounded to ``dtype`` and ``weight * y`` rounded once (as
+torch does for a bf16 product) -- see :func:`runtime.numerics.rms_norm`.
+
+One program owns BLOCK_G groups and all C channels (C <= 512 in every preset), so the
+latents never leave registers between pooling and the norm. ``tl.exp`` and ``rsqrt`` are
+the GPU's fast versions, so results match the reference to a few float32 ulps, not
+bit for bit (tolerances in tests/runtime/test_kernels_compress.py); FMA contraction is off
+so the accumulation rounds each product as the reference does.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton.language as tl
+
+from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.mhc import TL_DTYPES
+
+TILE_ELEMENTS = 4096  # groups per program: about this many channels
+
+
+def _pool_norm_kernel(
+    kv_ptr, gate_ptr, w_ptr, out_ptr,
+    G, C, eps,
+    RATIO: tl.constexpr, HAS_WEIGHT: tl.constexpr, DTYPE: tl.constexpr, OUT_DTYPE: tl.constexpr,
+    ROUND_BF16: tl.constexpr, ROUND_BF16_OUT: tl.constexpr,
+    BLOCK_G: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    groups = tl.program_id(0) * BLOCK_G + tl.arange(0, BLOCK_G)
+    cols = tl.arange(0, BLOCK_C)
+    c_ok = cols < C
+    ok = (groups < G)[:, None] & c_ok[None, :]
+    first_row = groups.to(tl.int64)[:, None] * RATIO  # [BLOCK_G, 1]
+
+    top = tl.full((BLOCK_G, BLOCK_C), float("-inf"), tl.float32)
+    for j in tl.static_range(RATIO):
+        g = tl.load(gate_ptr + (first_row + j) * C + cols[None, :], mask=ok, other=0.0)
+        top = tl.maximum(top, g)
+    total = tl.zeros((BLOCK_G, BLOCK_C), tl.float32)
+    for j in tl.static_range(RATIO):
+        g = tl.load(gate_ptr + (first_row + j) * C + cols[None, :], mask=ok, other=0.0)
+        total += tl.exp(g - top)
+    pooled = tl.zeros((BLOCK_G, BLOCK_C), tl.float32)
+    for j in tl.static_range(RATIO):
+        at = (first_row + j) * C + cols[None, :]
+        g = tl.load(gate_ptr + at, mask=ok, other=0.0)
+        kv = tl.load(kv_ptr + at, mask=ok, other=0.0)
+        pooled += kv * tl.math.div_rn(tl.exp(g - top), total)
+
+    # Roundings to bfloat16 are explicit round-to-nearest-even on the float32 bits: the
+    # interpreter's cast truncates (the GPU's rounds to nearest even, like this).
+    if ROUND_BF16:
+        bits = pooled.to(tl.int32, bitcast=True)
+        y = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
+    else:
+        y = pooled.to(DTYPE).to(tl.float32)
+    y = tl.where(ok, y, 0.0)
+    mean_sq = tl.sum(y * y, axis=1) / C
+    normed = y * tl.rsqrt(mean_sq + eps)[:, None]
+    if ROUND_BF16:
+        bits = normed.to(tl.int32, bitcast=True)
+        normed = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
+    else:
+        normed = normed.to(DTYPE).to(tl.float32)
+    if HAS_WEIGHT:
+        result = tl.load(w_ptr + cols, mask=c_ok, other=0.0).to(tl.float32)[None, :] * normed
+        if ROUND_BF16_OUT:
+            bits = result.to(tl.int32, bitcast=True)
+            result = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
+    else:
+        result = normed
+    # result is now exactly representable in OUT_DTYPE (or OUT_DTYPE is float32 / float16,
+    # whose casts round to nearest even in both modes).
+    tl.store(out_ptr + groups.to(tl.int64)[:, None] * C + cols[None, :], result.to(OUT_DTYPE), mask=ok)
+
+
+class FusedPoolNorm:
+    """Callable with :func:`runtime.compressor.pool_and_norm`'s signature."""
+
+    def __init__(self) -> None:
+        self.kernel = jit(_pool_norm_kernel)
+
+    def __call__(self, kv: torch.Tensor, gate: torch.Tensor, ratio: int, norm_weight: torch.Tensor | None,
+                 eps: float, dtype: torch.dtype) -> torch.Tensor:
+        if kv.dim() != 2 or gate.shape != kv.shape:
+            raise ValueError(f"pool_and_norm: kv and gate must be the same [G*ratio, C], "
+                             f"got {tuple(kv.shape)} and {tuple(gate.shape)}")
+        if ratio < 1 or kv.shape[0] % ratio:
+            raise ValueError(f"pool_and_norm: {kv.shape[0]} rows are not whole groups of ratio {ratio}")
+        channels = kv.shape[1]
+        if norm_weight is not None and norm_weight.shape != (channels,):
+            raise ValueError(f"pool_and_norm: norm weight must be [{channels}], got {tuple(norm_weight.shape)}")
+        out_dtype = dtype if norm_weight is None else torch.promote_types(norm_weight.dtype, dtype)
+        if dtype not in TL_DTYPES or out_dtype not in TL_DTYPES:
+            raise ValueError(f"pool_and_norm: unsupported dtype {dtype}")
+        groups = kv.shape[0] // ratio
+        out = torch.empty(groups, channels, dtype=out_dtype, device=kv.device)
+        if groups == 0:
+            return out
+        block_c = next_pow2(channels)
+        block_g = max(1, min(64, TILE_ELEMENTS // block_c))
+        weight = norm_weight.contiguous() if norm_weight is not None else kv
+        self.kernel[(-(-groups // block_g),)](
+            kv.float().contiguous(), gate.float().contiguous(), weight, out, groups, channels, float(eps),
+            RATIO=ratio, HAS_WEIGHT=norm_weight is not None, DTYPE=TL_DTYPES[dtype],
+            OUT_DTYPE=TL_DTYPES[out_dtype],
+            ROUND_BF16=dtype == torch.bfloat16, ROUND_BF16_OUT=out_dtype == torch.bfloat16,
+            BLOCK_G=block_g, BLOCK_C=block_c, enable_fp_fusion=False,
+        )
+        return out

@@ -1,0 +1,162 @@
+"""Fused RoPE + cache fake-quant (vLLM's ``fused_rope_fp8_quant`` / sglang's
+``rope_quant`` for the window KV, global entries and index keys/queries).
+
+Same signature and math as :func:`runtime.compressor.rope_then_quant`: load a vector,
+rotate its trailing rope pairs (float32, rounded back to the model dtype as
+``apply_rope`` does), take each quant block's amax, scale, round, dequantise, store,
+in one pass. The reference makes a rotated copy, a concatenation, a float32 copy, the
+block view and three more temporaries.
+
+The roundings are written as explicit arithmetic, not as casts to Triton's fp8 type:
+the interpreter's float32 -> float8e4nv cast is wrong whenever rounding carries into
+the exponent (/work/shared/spec/pitfalls.md), and an explicit rounding is the same code
+on the CPU and the GPU. All of it is exact float32 arithmetic on powers of two:
+
+- e4m3 (FP8 values, NVFP4 scales): saturate at 448, take the binary exponent e from the
+  float32 bits (at least -6: the subnormals share the spacing 2^-9), divide by the
+  spacing 2^(e-3), round half to even, multiply back. torch's ``float8_e4m3fn`` cast
+  also saturates (448 for anything larger, measured on torch 2.13).
+- e2m1: :func:`runtime.quant.round_to_e2m1`'s spacing 0.5 / 1 / 2 with half to even.
+- ue8m0 scales: :func:`runtime.quant.pow2_ceil` from the exponent and mantissa bits.
+- Half to even of a float32 v in [0, 2^23) is (v + 2^23) - 2^23.
+
+A division by a power-of-two scale is a multiplication by its exact inverse; NVFP4's
+division by its e4m3 scale (and the amax / 6) uses ``div_rn`` because a plain ``/`` is
+an approximate division on the GPU. FMA contraction is switched off on the GPU so the
+rotation rounds each product like the reference does.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton.language as tl
+
+from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.mhc import TL_DTYPES
+
+# fmt -> (kernel code, channels per scale). Code 0 (rotate only) is a test hook that
+# exposes the kernel's rotated values.
+FORMATS = {"fp8": (1, 32), "nvfp4": (2, 16), "mxfp4": (3, 32)}
+ROTATE_ONLY = 0
+TILE_ELEMENTS = 4096  # vectors per program: about this many channels
+
+
+def _rope_quant_kernel(
+    x_ptr, cos_ptr, sin_ptr, out_ptr,
+    V, H, C,
+    FMT: tl.constexpr, QB: tl.constexpr, NB: tl.constexpr, HALF: tl.constexpr,
+    BLOCK_V: tl.constexpr, DTYPE: tl.constexpr, ROUND_BF16: tl.constexpr,
+):
+    TWO23: tl.constexpr = 8388608.0  # 2^23: (v + 2^23) - 2^23 rounds v half to even
+    vec = tl.program_id(0) * BLOCK_V + tl.arange(0, BLOCK_V)  # vectors of C channels
+    v_ok = vec < V
+    row = (vec // H).to(tl.int64)  # the cos/sin row of each vector
+    blk = tl.arange(0, NB)
+    lane = tl.arange(0, QB)
+    ch = blk[None, :, None] * QB + lane[None, None, :]  # [1, NB, QB] channel index
+    ok = v_ok[:, None, None] & (ch < C)
+    base = vec.to(tl.int64)[:, None, None] * C
+    x = tl.load(x_ptr + base + ch, mask=ok, other=0.0).to(tl.float32)  # [BLOCK_V, NB, QB]
+
+    # RoPE on the trailing 2*HALF channels: pairs (2i, 2i+1) of the tail.
+    tail = ch - (C - 2 * HALF)
+    in_rope = ok & (tail >= 0)
+    pair = tl.where(tail >= 0, tail // 2, 0)
+    is_even = (tail % 2) == 0
+    partner = tl.load(x_ptr + base + (ch ^ 1), mask=in_rope, other=0.0).to(tl.float32)
+    c = tl.load(cos_ptr + row[:, None, None] * HALF + pair, mask=in_rope, other=1.0)
+    s = tl.load(sin_ptr + row[:, None, None] * HALF + pair, mask=in_rope, other=0.0)
+    # even' = even*cos - odd*sin ; odd' = even*sin + odd*cos
+    rotated = tl.where(is_even, x * c - partner * s, partner * s + x * c)
+    if ROUND_BF16:  # explicit nearest-even: the interpreter's bfloat16 cast truncates
+        bits = rotated.to(tl.int32, bitcast=True)
+        rotated = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
+    else:
+        rotated = rotated.to(DTYPE).to(tl.float32)
+    v = tl.where(in_rope, rotated, x)
+
+    if FMT == 0:
+        out = v
+    else:
+        amax = tl.max(tl.abs(v), axis=2)  # [BLOCK_V, NB]
+        if FMT == 2:
+            # NVFP4: scale = e4m3(max(amax, 6*2^-9) / 6), broadcast to the block.
+            target = tl.math.div_rn(tl.maximum(amax, 0.01171875), 6.0)[:, :, None] + tl.zeros_like(v)
+        else:
+            # ue8m0: scale = pow2_ceil(max(amax, lo) * (1/max)), FP8 and MXFP4 constants.
+            if FMT == 1:
+                t = tl.maximum(amax, 1e-4) * (1.0 / 448.0)
+            else:
+                t = tl.maximum(amax, 6.0 * 2.0**-126) * (1.0 / 6.0)
+            tb = t.to(tl.int32, bitcast=True)
+            k = ((tb >> 23) & 0xFF) - 127 + ((tb & 0x7FFFFF) != 0).to(tl.int32)
+            scale = ((k + 127) << 23).to(tl.float32, bitcast=True)[:, :, None]
+            inv_scale = ((127 - k) << 23).to(tl.float32, bitcast=True)[:, :, None]
+            target = tl.minimum(tl.maximum(v * inv_scale, -448.0), 448.0)
+        if FMT != 3:
+            # e4m3 round-to-nearest-even of `target` (saturating at 448).
+            a = tl.minimum(tl.abs(target), 448.0)
+            e = tl.maximum(((a.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127, -6)
+            spacing = ((e - 3 + 127) << 23).to(tl.float32, bitcast=True)
+            inv_spacing = ((3 - e + 127) << 23).to(tl.float32, bitcast=True)
+            r8 = ((a * inv_spacing + TWO23) - TWO23) * spacing
+            r8 = tl.where(target < 0, -r8, r8)
+        if FMT == 1:
+            out = r8 * scale
+        else:
+            if FMT == 2:
+                scale = r8
+                q = tl.math.div_rn(v, scale)
+            else:
+                q = v * inv_scale
+            m = tl.minimum(tl.abs(q), 6.0)
+            inv_step = tl.where(m < 2.0, 2.0, tl.where(m < 4.0, 1.0, 0.5))
+            step = tl.where(m < 2.0, 0.5, tl.where(m < 4.0, 1.0, 2.0))
+            r4 = ((m * inv_step + TWO23) - TWO23) * step
+            out = tl.where(q < 0, -r4, r4) * scale
+    tl.store(out_ptr + base + ch, out.to(DTYPE), mask=ok)
+
+
+class FusedRopeQuant:
+    """Callable with :func:`runtime.compressor.rope_then_quant`'s signature."""
+
+    def __init__(self) -> None:
+        self.kernel = jit(_rope_quant_kernel)
+
+    def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fmt: str) -> torch.Tensor:
+        if fmt not in FORMATS:
+            raise ValueError(f"rope_then_quant: fmt must be 'fp8', 'nvfp4' or 'mxfp4', got {fmt!r}")
+        code, block = FORMATS[fmt]
+        if x.shape[-1] % block:
+            raise ValueError(f"fake-quant: last dimension {x.shape[-1]} is not a multiple of block {block}")
+        return self._launch(x, cos, sin, code, block)
+
+    def rotate_only(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """The kernel's rotated (and dtype-rounded) values without the quantiser: lets a
+        test feed the reference quantiser exactly what the kernel quantised."""
+        return self._launch(x, cos, sin, ROTATE_ONLY, 16)
+
+    def _launch(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, code: int, block: int) -> torch.Tensor:
+        if x.dim() not in (2, 3):
+            raise ValueError(f"rope_then_quant: x must be [R, C] or [R, H, C], got shape {tuple(x.shape)}")
+        rows, channels = x.shape[0], x.shape[-1]
+        heads = x.shape[1] if x.dim() == 3 else 1
+        half = cos.shape[-1]
+        if cos.shape != (rows, half) or sin.shape != (rows, half) or 2 * half > channels:
+            raise ValueError(f"rope_then_quant: cos/sin must be [{rows}, <= {channels // 2}], "
+                             f"got {tuple(cos.shape)} and {tuple(sin.shape)}")
+        if x.dtype not in TL_DTYPES:
+            raise ValueError(f"rope_then_quant: unsupported dtype {x.dtype}")
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        vectors = rows * heads
+        if vectors == 0:
+            return out
+        n_blocks = next_pow2(-(-channels // block))
+        block_v = max(1, min(64, TILE_ELEMENTS // (n_blocks * block)))
+        self.kernel[(-(-vectors // block_v),)](
+            x, cos.float().contiguous(), sin.float().contiguous(), out, vectors, heads, channels,
+            FMT=code, QB=block, NB=n_blocks, HALF=half, BLOCK_V=block_v, DTYPE=TL_DTYPES[x.dtype],
+            ROUND_BF16=x.dtype == torch.bfloat16, enable_fp_fusion=False,
+        )
+        return out
