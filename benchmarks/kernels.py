@@ -161,6 +161,33 @@ def inv_rope_case(ops, c: V41Config, name: str, t: int):
     return Case("inv_rope", name, f"R={t} H={h} hd={hd}", t * h * hd * 6 + 8 * t * half, 0.0), args
 
 
+def compress_case(ops, c: V41Config, name: str, rows: int):
+    """Compressor pooling of ``rows`` fresh rows (rows / 2 groups at ratio 2) + RMSNorm."""
+    ratio, hd = 2, c.head_dim
+    kv, gate = r(rows, hd, dtype=torch.float32), r(rows, hd, dtype=torch.float32)
+    args = (kv, gate, ratio, r(hd), c.rms_norm_eps, torch.bfloat16)
+    bytes_ = 2 * 4 * rows * hd + 2 * hd + 2 * (rows // ratio) * hd
+    return Case("compress", name, f"R={rows} G={rows // ratio} C={hd} ratio={ratio}", bytes_, 0.0), args
+
+
+ROPE_QUANT_USES = {  # use -> (fmt, vector shape after the row dimension)
+    "window KV fp8": ("fp8", lambda c: (c.head_dim,)),
+    "entries nvfp4": ("nvfp4", lambda c: (c.head_dim,)),
+    "index q mxfp4": ("mxfp4", lambda c: (c.index_n_heads, c.index_head_dim)),
+}
+
+
+def rope_quant_case(ops, c: V41Config, name: str, rows: int, use: str):
+    fmt, tail = ROPE_QUANT_USES[use]
+    shape = (rows, *tail(c))
+    half = c.qk_rope_head_dim // 2
+    ang = torch.randn(rows, half, device="cuda")
+    x = r(*shape)
+    args = (x, ang.cos(), ang.sin(), fmt)
+    bytes_ = 2 * 2 * x.numel() + 8 * rows * half
+    return Case("rope_quant", name, f"{use} x={list(shape)}", bytes_, 0.0), args
+
+
 def run(ops) -> list[Case]:
     mid, flash = V41Config.preset("mid"), V41Config.preset("flash")
     cases = []
@@ -173,6 +200,11 @@ def run(ops) -> list[Case]:
             cases.append(("attention", *attention_case(ops, c, name, t)))
         for t, n in ((1, 8192), (8, 8192), (1, 65536), (1, 131072), (8, 131072)):
             cases.append(("indexer", *indexer_case(ops, c, name, t, n)))
+        for rows in (2, 64, 4096):
+            cases.append(("compress", *compress_case(ops, c, name, rows)))
+        for rows in (1, 8, 64, 4096):
+            for use in ROPE_QUANT_USES:
+                cases.append(("rope_quant", *rope_quant_case(ops, c, name, rows, use)))
     for t, n in ((1, 131072), (8, 131072), (1, 65536)):
         cases.append(("indexer+topk", *indexer_topk_case(ops, flash, "flash 128k", t, n)))
     done = []
