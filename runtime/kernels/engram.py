@@ -16,11 +16,13 @@ Same signature and math as :func:`runtime.engram.engram`, in three steps:
    the streams' dtype. float32 math in the reference's order; only the three length-D sums
    are reduced in another order, so float32 results agree to ~1e-6 relative.
 
-Inputs are checked before launching (a kernel reading a bad row id would read foreign
-memory instead of failing): shapes against each other, and the row-id range. The range
-check costs one device sync per call; ``FusedEngram(check_ids=False)`` skips it (the
-hasher's ids are in range by construction), and the kernel then still never reads outside
-the table (an out-of-range id gathers a zero row).
+Inputs are checked before launching: shapes against each other (free), and the row-id
+range, which on a GPU costs a device sync (a stall per engram layer, and no CUDA-graph
+capture). ``check_ids``: True always checks, False never, None (the registry's default)
+checks where that needs no device sync, i.e. on CPU tensors. The hasher's ids are in range
+by construction; and unchecked, the kernel still never reads outside the table: an
+out-of-range id gathers a zero row (the reference would raise IndexError on CPU and hit a
+device-side assert on CUDA).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def _gate_add_kernel(streams_ptr, kv_ptr, q_w_ptr, k_w_ptr, out_ptr, HC, D, eps,
 class FusedEngram:
     """Callable with :func:`runtime.engram.engram`'s signature (``ops.engram``)."""
 
-    def __init__(self, check_ids: bool = True) -> None:
+    def __init__(self, check_ids: bool | None = None) -> None:
         self.check_ids = check_ids
         self.gather_kernel = jit(_gather_rows_kernel)
         self.gate_kernel = jit(_gate_add_kernel)
@@ -99,7 +101,7 @@ class FusedEngram:
         out = torch.empty(t, cols * head_dim, dtype=dtype, device=table.device)
         if t == 0 or cols == 0:
             return out
-        if self.check_ids:
+        if self.check_ids or (self.check_ids is None and hash_ids.device.type == "cpu"):
             low, high = (int(v) for v in torch.aminmax(hash_ids))
             if low < 0 or high >= n_rows:
                 raise StateError(f"engram hash_ids: row ids must lie in [0, {n_rows}) (the table's rows), "

@@ -198,7 +198,24 @@ def test_engram_empty_batch(fused, seed):
     assert fused(streams, ids, w, TINY, NUM).shape == (0, TINY.hc_mult, TINY.hidden_size)
 
 
-def test_engram_rejects_bad_inputs(fused, seed):
+def test_engram_gate_clamp_region(fused, seed):
+    """q*k weights of 1e-8 put every |dot| below the 1e-6 clamp: gate = sigmoid(+-1e-3)
+    by the sign of the dot (the sign is the only thing left to get right)."""
+    streams, ids, w = make_case(seed, TINY, 4, torch.float32)
+    w.q_weight = w.q_weight * 1e-8
+    f64 = float64_engram(streams, ids, w, TINY)
+    assert float(f64[2].abs().max()) < GATE_CLAMP, f"seed {seed}"
+    check_close(fused(streams, ids, w, TINY, NUM), engram(streams, ids, w, TINY, NUM), f64, 2e-6, 2e-6,
+                "engram, clamped dots", seed)
+    check_close(fused(streams, ids, w, TINY, NUM), f64[0], f64, 1e-5, 1e-5, "engram, clamped dots vs float64", seed)
+
+
+def test_engram_rejects_bad_inputs(monkeypatch, seed):
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.engram import FusedEngram
+
+    fused = FusedEngram(check_ids=True)  # the default checks ids on CPU only (no device sync)
     streams, ids, w = make_case(seed, TINY, 3, torch.float32)
     rows = w.embed.weight.shape[0]
     for bad in (rows, -1):
@@ -218,7 +235,7 @@ def test_engram_rejects_bad_inputs(fused, seed):
 
 
 def test_engram_unchecked_ids_never_read_outside_the_table(monkeypatch, seed):
-    """check_ids=False skips the sync; an out-of-range id then gathers a zero row."""
+    """Unchecked (check_ids=False; the default on CUDA), an out-of-range id gathers a zero row."""
     if not CUDA:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     from runtime.kernels.engram import FusedEngram
