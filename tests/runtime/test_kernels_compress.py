@@ -211,7 +211,16 @@ def test_rope_quant_parity_small(rope_quant, gen, rows, shape_tail, half, fmt):
 
 @pytest.mark.parametrize("fmt", ["fp8", "nvfp4", "mxfp4"])
 def test_rope_quant_bf16_small(rope_quant, gen, fmt):
+    """bf16 on the interpreter: the kernel rounds the rotated tail to bf16 explicitly (the
+    interpreter's own cast truncates)."""
     check_rope_quant(rope_quant, gen, 3, (2, 64), 8, fmt, torch.bfloat16)
+
+
+@pytest.mark.parametrize("shape_tail,fmt", [((MID.head_dim,), "fp8"), ((MID.head_dim,), "nvfp4"),
+                                            ((MID.index_n_heads, MID.index_head_dim), "mxfp4")])
+def test_rope_quant_mid_vectors_few_rows(rope_quant, gen, shape_tail, fmt):
+    """The mid model's vector sizes (a few rows, so the interpreter stays quick), bf16."""
+    check_rope_quant(rope_quant, gen, 4, shape_tail, MID.qk_rope_head_dim // 2, fmt, torch.bfloat16)
 
 
 @pytest.mark.parametrize("fmt", ["fp8", "nvfp4", "mxfp4"])
