@@ -1,5 +1,5 @@
-"""Fused RoPE + cache fake-quant (vLLM's ``fused_rope_fp8_quant`` / sglang's
-``rope_quant`` for the window KV, global entries and index keys/queries).
+"""Fused RoPE + cache fake-quant, for the window KV (FP8), the global entries (NVFP4) and
+the index keys/queries (MXFP4).
 
 Same signature and math as :func:`runtime.compressor.rope_then_quant`: load a vector,
 rotate its trailing rope pairs (float32, rounded back to the model dtype as
@@ -19,6 +19,8 @@ on the CPU and the GPU. All of it is exact float32 arithmetic on powers of two:
 - e2m1: :func:`runtime.quant.round_to_e2m1`'s spacing 0.5 / 1 / 2 with half to even.
 - ue8m0 scales: :func:`runtime.quant.pow2_ceil` from the exponent and mantissa bits.
 - Half to even of a float32 v in [0, 2^23) is (v + 2^23) - 2^23.
+- bfloat16 (the rotated tail of a bf16 vector): nearest-even on the float32 bits, since
+  the interpreter's float32 -> bfloat16 cast truncates.
 
 A division by a power-of-two scale is a multiplication by its exact inverse; NVFP4's
 division by its e4m3 scale (and the amax / 6) uses ``div_rn`` because a plain ``/`` is
