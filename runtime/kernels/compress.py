@@ -1,4 +1,5 @@
-"""Fused compressor pooling + RMSNorm (the compressor's step before RoPE + quant): each group's per-channel softmax over its ``ratio`` gate rows weights its kv rows, the
+"""Fused compressor pooling + RMSNorm (the compressor's step before RoPE + quant): each
+group's per-channel softmax over its ``ratio`` gate rows weights its kv rows, and the
 pooled latent is rounded to the model dtype and RMS-normalised, in one kernel.
 
 Same signature and math as :func:`runtime.compressor.pool_and_norm`, in the reference's
