@@ -7,9 +7,16 @@ Ops (reference twin in ``reference.py``, fused module in parentheses):
 - ``topk``      top-k ids with the lowest-index tie rule, torch selects (topk.py, not Triton)
 - ``attention`` sparse attention over window + top-k entries with the sink, split-K (attention.py)
 - ``inv_rope``  inverse RoPE + cast for wo_a's input (inv_rope.py)
+- ``compress``  the compressor's group softmax pooling + RMSNorm (compress.py)
+- ``rope_quant`` RoPE + the cache's fake-quant in one pass: FP8 window KV, NVFP4 global
+                entries, MXFP4 index keys/queries; explicit rounding arithmetic, bit-exact
+                with runtime.quant (rope_quant.py)
+- ``engram``    Engram: table-row gather straight into the wkv GEMM's input + the
+                gate-and-add epilogue (engram.py)
 
-Not built: compress + quantise + cache insert, Engram gather, in-kernel FP8/NVFP4 dequant
-(the runtime's caches hold fake-quantised values in the model dtype, not packed bytes).
+Not built: in-kernel FP8/NVFP4 dequant inside attention and the cache insert as a
+kernel (the runtime's caches hold fake-quantised values in the model dtype, not packed
+bytes, and grow by concatenation), CUDA graphs.
 """
 
 from runtime.kernels.choice import OP_NAMES, fused_by_op, normalise_choice
