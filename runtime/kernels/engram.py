@@ -14,7 +14,9 @@ Same signature and math as :func:`runtime.engram.engram`, in three steps:
    the stream row, its key, the value and the q/k weights: rstd of the stream and of the
    key, the weighted dot, signed sqrt with the 1e-6 clamp, sigmoid, X + gate * v, cast to
    the streams' dtype. float32 math in the reference's order; only the three length-D sums
-   are reduced in another order, so float32 results agree to ~1e-6 relative.
+   are reduced in another order, so float32 results agree to ~1e-6 relative (more where a
+   dot is near zero: the signed sqrt amplifies its last bits up to 500x; the tests bound
+   that per element).
 
 Inputs are checked before launching: shapes against each other (free), and the row-id
 range, which on a GPU costs a device sync (a stall per engram layer, and no CUDA-graph
