@@ -22,6 +22,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -188,7 +189,32 @@ def rope_quant_case(ops, c: V41Config, name: str, rows: int, use: str):
     return Case("rope_quant", name, f"{use} x={list(shape)}", bytes_, 0.0), args
 
 
-def run(ops) -> list[Case]:
+ENGRAM_BENCH_ROWS = 4_000_000  # flash's real tables (3.8e8 rows, 197 GB in bf16) do not fit on one GPU
+
+
+def engram_case(ops, c: V41Config, name: str, t: int):
+    """One engram layer: gather the hashed rows of each token -> wkv GEMM -> gate-and-add into
+    the hc streams. Minimal bytes: the looked-up table rows, the ids, wkv and the q/k weights
+    once, the streams read and written; the gathered [T, cols*hd] matrix and kv are
+    intermediates (not counted, so the fused fraction is a lower bound). wkv dominates."""
+    hc, d, hd = c.hc_mult, c.hidden_size, c.engram_head_dim
+    cols = (c.engram_max_ngram_size - 1) * c.engram_n_heads
+    rows = min(c.engram_num_embeddings[0], ENGRAM_BENCH_ROWS)
+    w = SimpleNamespace(
+        embed=SimpleNamespace(weight=r(rows, hd)),
+        wkv=SimpleNamespace(weight=r((hc + 1) * d, cols * hd, scale=(cols * hd) ** -0.5)),
+        q_weight=r(hc, d), k_weight=r(hc, d),
+    )
+    streams = r(t, hc, d)
+    ids = torch.randint(0, rows, (t, cols), device="cuda")
+    bytes_ = 2 * (t * cols * hd + (hc + 1) * d * cols * hd + 2 * hc * d + 2 * t * hc * d) + 8 * t * cols
+    flops = 2 * t * cols * hd * (hc + 1) * d + 8 * t * hc * d
+    shape = f"T={t} D={d} hc={hc} cols={cols}x{hd} rows={rows}"
+    return Case("engram", name, shape, bytes_, flops), (streams, ids, w, c, NUM)
+
+
+def run(ops, only: tuple[str, ...] = ()) -> list[Case]:
+    """Measure every case (or only those of the ops in ``only``)."""
     mid, flash = V41Config.preset("mid"), V41Config.preset("flash")
     cases = []
     for name, c in (("mid", mid), ("flash", flash)):
@@ -205,8 +231,12 @@ def run(ops) -> list[Case]:
         for rows in (1, 8, 64, 4096):
             for use in ROPE_QUANT_USES:
                 cases.append(("rope_quant", *rope_quant_case(ops, c, name, rows, use)))
+        for t in (1, 8, 64, 4096):
+            cases.append(("engram", *engram_case(ops, c, name, t)))
     for t, n in ((1, 131072), (8, 131072), (1, 65536)):
         cases.append(("indexer+topk", *indexer_topk_case(ops, flash, "flash 128k", t, n)))
+    if only:
+        cases = [entry for entry in cases if entry[0] in only]
     done = []
     for op, case, args in cases:
         if op == "indexer+topk":
@@ -259,15 +289,18 @@ def markdown(env: dict, cases: list[Case], command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--ops", default="", help="comma-separated ops to measure (default: all), "
+                        "e.g. compress,rope_quant,engram; the result files get a suffix")
     args = parser.parse_args(argv)
+    only = tuple(op.strip() for op in args.ops.split(",") if op.strip())
     if not torch.cuda.is_available():
         print("benchmarks/kernels.py: needs a CUDA GPU", file=sys.stderr)
         return 2
     torch.manual_seed(0)
     ops = KernelRegistry("fused", device="cuda", on_unavailable="error")
-    cases = run(ops)
+    cases = run(ops, only)
     env = environment()
-    tag = env["gpu"].split()[-1].lower()
+    tag = env["gpu"].split()[-1].lower() + ("_" + "_".join(only) if only else "")
     args.out.mkdir(parents=True, exist_ok=True)
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/kernels.py", *(argv or sys.argv[1:])])
     doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S,

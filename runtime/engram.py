@@ -87,7 +87,7 @@ def engram(streams: torch.Tensor, hash_ids: torch.Tensor, w, config: V41Config,
     """
     t, hc, d = streams.shape
     rows = w.embed.weight[hash_ids]  # [T, cols, head_dim]
-    kv = num.linear(rows.reshape(t, -1), w.wkv.weight)  # [T, (hc+1)*D]
+    kv = num.linear(rows.flatten(1), w.wkv.weight)  # [T, (hc+1)*D]
     key = kv[:, : hc * d].float().reshape(t, hc, d)
     value = kv[:, hc * d :].float()  # [T, D]
     weight = w.q_weight.float() * w.k_weight.float()  # [hc, D]
