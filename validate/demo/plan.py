@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import tasks
+from validate.defaults import DEMO_ITEMS
 from validate.demo.errors import DemoError
 from validate.plan.ablate import ablation_variants
 from validate.plan.load import parse_plan
@@ -38,7 +39,7 @@ GPQA = "gpqa_diamond_zeroshot"
 # Fields changed on top of the engine's ``micro`` preset (itself ``tiny`` cut to 4 layers).
 DEMO_MODEL_OVERRIDES = {"hidden_size": 128, "head_dim": 64, "sliding_window": 32}
 GSM8K_MAX_GEN_TOKS = 8
-DEFAULT_ITEMS = 200
+DEFAULT_ITEMS = DEMO_ITEMS
 GPQA_SHARE = 0.1  # a GPQA item costs ~6 GSM8K items here (four choices, longer prompts)
 CONCURRENCY = 32
 FIDELITY_PROMPTS = 4

@@ -11,12 +11,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from validate.defaults import DEMO_WORKSPACE
 from validate.demo.errors import DemoError
 from validate.demo.fused import FusedAvailability, fused_availability
 from validate.demo.plan import DEFAULT_ITEMS, demo_plan
 from validate.plan.schema import Plan
 
-DEFAULT_WORKSPACE = Path(".v41val/demo")
+DEFAULT_WORKSPACE = DEMO_WORKSPACE
 
 
 @dataclass(frozen=True)

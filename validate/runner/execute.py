@@ -7,13 +7,13 @@ from pathlib import Path
 
 from validate.analysis.build import analyze_run
 from validate.analysis.model import RunAnalysis
+from validate.defaults import RUN_WORKSPACE, STORE_NAME
 from validate.plan import Plan, load_plan
 from validate.plan import ablate as ablate_plan
 from validate.runner.run import ProgressFn, RunOutcome, run_plan
 from validate.store import ResultsStore
 
-DEFAULT_WORKSPACE = Path(".v41val")
-STORE_NAME = "results.sqlite"
+DEFAULT_WORKSPACE = RUN_WORKSPACE
 
 
 @dataclass(frozen=True)
