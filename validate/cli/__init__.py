@@ -1,5 +1,11 @@
 """The ``v41val`` command line. Thin: every command parses arguments, calls the
-library and renders; no logic lives here. Each command group is its own module."""
+library and renders; no logic lives here. Each command group is its own module.
+
+Command modules import the library inside their command functions, keeping at module
+level only typer, rich and the constants their signatures show (``validate.defaults``):
+every module is imported to build ``--help``, so one module-level import of the
+statistics, reports or runtime would make every invocation, a usage error included,
+pay for scipy, matplotlib or torch (``tests/validate/test_cli_startup.py`` checks)."""
 
 from __future__ import annotations
 

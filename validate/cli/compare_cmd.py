@@ -15,15 +15,13 @@ from typing import Optional
 import typer
 from rich.text import Text
 
-from validate.analysis.compare_stored import compare_stored, open_store
 from validate.cli import app
 from validate.cli.common import emit
-from validate.gate.from_lmeval import compare_lmeval
-from validate.stats import BootstrapSpec
-from validate.stats.jsonable import json_safe
 
 
 def render_comparison(result, as_json: bool) -> int:
+    from validate.stats.jsonable import json_safe
+
     emit(as_json, json_safe(result.to_dict()), lambda console: console.print(Text(result.report()), soft_wrap=True))
     return result.exit_code
 
@@ -46,6 +44,10 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> int:
     """Paired comparison of B against A (and the gate verdict with --policy)."""
+    from validate.analysis.compare_stored import compare_stored, open_store
+    from validate.gate.from_lmeval import compare_lmeval
+    from validate.stats import BootstrapSpec
+
     spec = BootstrapSpec(replicates=replicates, seed=seed)
     if store is not None:
         with open_store(store) as results:

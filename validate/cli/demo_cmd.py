@@ -13,10 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from validate.cli import app
 from validate.cli.common import emit, stderr_console
-from validate.demo import DemoSettings, prepare_demo, run_demo
-from validate.demo.lead import closing_line, lead_renderables
-from validate.demo.plan import DEFAULT_ITEMS
-from validate.demo.run import DEFAULT_WORKSPACE
+from validate.defaults import DEMO_ITEMS, DEMO_WORKSPACE
 
 
 class _Bars:
@@ -42,6 +39,7 @@ class _Bars:
 
 def _render(doc: dict, console) -> None:
     from reports.terminal import renderables
+    from validate.demo.lead import closing_line, lead_renderables
 
     console.print(Group(*lead_renderables(doc), *renderables(doc, console.width)))
     console.print(closing_line(doc))
@@ -52,9 +50,9 @@ def _render(doc: dict, console) -> None:
 
 @app.command("demo")
 def demo(
-    items: int = typer.Option(DEFAULT_ITEMS, "--items",
+    items: int = typer.Option(DEMO_ITEMS, "--items",
                               help="GSM8K + GPQA items in all (a tenth GPQA, at least 2)."),
-    workspace: Path = typer.Option(DEFAULT_WORKSPACE, "--workspace",
+    workspace: Path = typer.Option(DEMO_WORKSPACE, "--workspace",
                                    help="Directory of the results store (kept, so "
                                         "v41val report works afterwards)."),
     threads: Optional[int] = typer.Option(1, "--threads",
@@ -63,6 +61,8 @@ def demo(
     as_json: bool = typer.Option(False, "--json", help="The report JSON document."),
 ) -> int:
     """Tiny V4.1, shipped GSM8K + GPQA, the ablation matrix, the full report (< 3 min on CPU)."""
+    from validate.demo import DemoSettings, prepare_demo, run_demo
+
     settings = DemoSettings(items=items, workspace=workspace, device=device,
                             threads=None if threads == 0 else threads)
     prepare_demo(settings)  # bad input fails here, before any output

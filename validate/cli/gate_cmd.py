@@ -10,8 +10,6 @@ import typer
 
 from validate.cli import app
 from validate.cli.compare_cmd import render_comparison
-from validate.gate.from_lmeval import compare_lmeval
-from validate.stats import BootstrapSpec
 
 
 @app.command("gate")
@@ -25,5 +23,8 @@ def gate(
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> int:
     """Run the release gate of B against A under a policy."""
+    from validate.gate.from_lmeval import compare_lmeval
+    from validate.stats import BootstrapSpec
+
     spec = BootstrapSpec(replicates=replicates, seed=seed)
     return render_comparison(compare_lmeval(a, b, policy, task, 0.05, spec), as_json)

@@ -9,11 +9,6 @@ from typing import Optional
 
 import typer
 
-from reports.api import HISTORY_FORMATS, check_format, open_store
-from reports.history import HistoryOptions, build_history, parse_since
-from reports.history_render import history_text, render_history_html, render_history_terminal
-from reports.json_report import render_json
-from reports.paths import write_text_safely
 from validate.cli import app
 from validate.cli.common import stderr_console, stdout_console
 
@@ -35,6 +30,16 @@ def history(
                                       help="Exit 1 when a shown point is flagged."),
 ) -> int:
     """Trends of accuracy and speed across stored runs, with regression flags."""
+    from reports.api import HISTORY_FORMATS, check_format, open_store
+    from reports.history import HistoryOptions, build_history, parse_since
+    from reports.history_render import (
+        history_text,
+        render_history_html,
+        render_history_terminal,
+    )
+    from reports.json_report import render_json
+    from reports.paths import write_text_safely
+
     check_format(fmt, HISTORY_FORMATS)
     options = HistoryOptions(plan=plan, since=parse_since(since), window=window, alpha=alpha,
                              speed_drop=speed_drop, metric=metric)

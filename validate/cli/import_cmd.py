@@ -10,10 +10,8 @@ import typer
 
 from validate.cli import app
 from validate.cli.common import emit
+from validate.defaults import RUN_WORKSPACE, STORE_NAME
 from validate.errors import SamplesFileError
-from validate.lmeval_import import import_lmeval
-from validate.runner.execute import DEFAULT_WORKSPACE, STORE_NAME
-from validate.store import ResultsStore
 
 
 def _pairs(runs: list[str]) -> dict[str, Path]:
@@ -33,12 +31,15 @@ def _pairs(runs: list[str]) -> dict[str, Path]:
 def import_lmeval_cmd(
     runs: list[str] = typer.Argument(..., help="NAME=PATH per lm-eval run (variant)."),
     baseline: str = typer.Option(..., "--baseline", help="The baseline variant's NAME."),
-    store: Path = typer.Option(DEFAULT_WORKSPACE / STORE_NAME, "--store",
+    store: Path = typer.Option(RUN_WORKSPACE / STORE_NAME, "--store",
                                help="Results store file."),
     name: str = typer.Option("lm-eval import", "--name", help="Plan name to record."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> None:
     """Import lm-eval --log_samples runs into the results store."""
+    from validate.lmeval_import import import_lmeval
+    from validate.store import ResultsStore
+
     pairs = _pairs(runs)
     store.parent.mkdir(parents=True, exist_ok=True)
     with ResultsStore.open(store) as results:

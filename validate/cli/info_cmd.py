@@ -7,12 +7,13 @@ from rich.table import Table
 
 from validate.cli import app
 from validate.cli.common import emit
-from validate.identity import environment_identity
 
 
 @app.command("version")
 def version(as_json: bool = typer.Option(False, "--json", help="One JSON document.")) -> None:
     """Print v41val's version and the versions of what it runs on."""
+    from validate.identity import environment_identity
+
     ident = environment_identity()
 
     def render(console) -> None:

@@ -17,9 +17,6 @@ from rich.text import Text
 from validate.cli import app
 from validate.cli.common import emit
 from validate.errors import StatsInputError
-from validate.lmeval_samples import read_run, select_table
-from validate.stats import pair_outcomes, plan_from_aa, plan_noninferiority, task_size
-from validate.stats.jsonable import json_safe
 
 
 @app.command("plan")
@@ -42,6 +39,10 @@ def plan(
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> None:
     """Print the n a gate needs and the MDE at the task's full size."""
+    from validate.lmeval_samples import read_run, select_table
+    from validate.stats import pair_outcomes, plan_from_aa, plan_noninferiority, task_size
+    from validate.stats.jsonable import json_safe
+
     if from_aa is not None:
         table_a = select_table(read_run(from_aa[0], "A/A run 1"), task, metric)
         table_b = select_table(read_run(from_aa[1], "A/A run 2"), task, metric)

@@ -11,9 +11,6 @@ from typing import Optional
 
 import typer
 
-from reports.api import build_report, render_report
-from reports.paths import safe_output_path, write_text_safely
-from reports.terminal import render_terminal
 from validate.cli import app
 from validate.cli.common import stderr_console, stdout_console
 
@@ -34,6 +31,10 @@ def report(
                                    help="Exit with the decision's code (CI)."),
 ) -> int:
     """Report one run: tables, plots, verdicts and the decision."""
+    from reports.api import build_report, render_report
+    from reports.paths import safe_output_path, write_text_safely
+    from reports.terminal import render_terminal
+
     if output is not None:
         safe_output_path(output, out_dir)  # refuse an escaping path before any work
     doc, samples = build_report(store, run, fmt, policy)

@@ -12,8 +12,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from validate.cli import app
 from validate.cli.common import emit, stderr_console
-from validate.runner.execute import execute, prepare
-from validate.stats.jsonable import json_safe
 
 
 class _Bars:
@@ -62,6 +60,9 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> int:
     """Run (or resume) a plan and gate it."""
+    from validate.runner.execute import execute, prepare
+    from validate.stats.jsonable import json_safe
+
     loaded = prepare(plan, ablate=ablate)  # bad input fails here, before any output
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
