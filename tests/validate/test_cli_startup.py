@@ -8,6 +8,7 @@ them all; the child reports ``sys.modules`` in a file, apart from the CLI's own 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,11 +47,7 @@ def run_child(tmp_path: Path, args: list[str] | None) -> tuple[dict, subprocess.
 
 
 def _env() -> dict:
-    import os
-
-    env = dict(os.environ)
-    env["COLUMNS"] = "120"  # rich wraps help text at the terminal width
-    return env
+    return {**os.environ, "COLUMNS": "120"}  # rich wraps help text at the terminal width
 
 
 def loaded_heavy(report: dict) -> list[str]:
