@@ -17,6 +17,8 @@ NOT_MEASURED = f"{TITLE}: not measured (the plan has no [speed] table)"
 COLUMNS = ("variant", "1-user tok/s", "1-user TTFT p50", "tok/s at target", "concurrency",
            "user tok/s at q", "1-user tok/s ratio [CI]", "TTFT speed-up [CI]",
            "throughput ratio")
+POINT_COLUMNS = COLUMNS[:6]
+RATIO_COLUMNS = (COLUMNS[0], *COLUMNS[6:])
 
 
 def _speedup(s) -> dict | None:

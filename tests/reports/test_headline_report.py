@@ -115,9 +115,10 @@ def _expected_cells(doc: dict) -> list[str]:
     return cells
 
 
-@pytest.mark.parametrize("render", [lambda d: terminal_text(d, width=220), render_markdown,
+@pytest.mark.parametrize("render", [lambda d: terminal_text(d, width=220),
+                                    lambda d: terminal_text(d, width=80), render_markdown,
                                     lambda d: render_html(d, fig_format=None)],
-                         ids=["terminal", "markdown", "html"])
+                         ids=["terminal", "terminal-narrow", "markdown", "html"])
 def test_renderers_show_the_section(swept_doc, render):
     text = html.unescape(render(swept_doc))  # HTML writes ">=" as "&gt;="
     assert "Headline operating points" in text and NOT_MEASURED not in text
