@@ -34,6 +34,13 @@ def test_empty_table_takes_the_documented_defaults():
                              requests_per_level=16)
 
 
+def test_plan_defaults_are_the_sweep_defaults():
+    from validate.speed import sweep
+
+    assert SpeedSpec().target_tokens_per_s == sweep.DEFAULT_TARGET
+    assert SpeedSpec().user_quantile == sweep.DEFAULT_USER_QUANTILE
+
+
 def test_given_fields_are_kept_and_stored_with_the_plan():
     plan = parse_plan(doc({"sweep_levels": [1, 3], "target_tokens_per_s": 20,
                            "user_quantile": 0.5, "prompt_tokens": 8, "max_tokens": 4,

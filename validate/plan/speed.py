@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from validate.speed.sweep import DEFAULT_TARGET, DEFAULT_USER_QUANTILE
-
+# validate.speed.sweep's defaults, repeated so that reading a plan imports no numpy (the
+# CLI loads plans before any heavy library); a test keeps the two equal.
+DEFAULT_TARGET = 150.0
+DEFAULT_USER_QUANTILE = 0.1
 SPEED_ENGINE_KINDS = ("builtin",)  # engines whose factory can open one engine per level
 
 
