@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from importlib.metadata import PackageNotFoundError, version
 
+from reports.headline import headline_document
 from validate.stats.jsonable import json_safe
 
 FORMAT = "v41val-report"
@@ -194,5 +195,6 @@ def report_document(analysis, include_outcomes: bool = True) -> dict:
         "variant_decisions": dict(analysis.variant_decisions),
         "floor_tasks": list(analysis.floor_tasks), "notes": list(analysis.notes),
         "tasks": tasks,
+        "headline": headline_document(getattr(analysis, "headline", None), baseline),
     }
     return json_safe(doc)

@@ -5,7 +5,7 @@ per-item drill-down of the flips. Items are named by id only (never GPQA's text)
 
 from __future__ import annotations
 
-from reports import fmt, plots, rows
+from reports import fmt, headline, plots, rows
 from reports.page import badge, esc, figure, page, table
 
 
@@ -36,6 +36,16 @@ def _task_section(task: dict, samples: dict | None, fig_format: str | None) -> s
     out.append(f'<div class="plots">{"".join(figs)}</div>')
     out.append(_drilldown(task))
     return "\n".join(out)
+
+
+def _headline_section(doc: dict) -> str:
+    h = doc.get("headline")
+    if h is None:
+        return f'<p class="note">{esc(headline.NOT_MEASURED)}</p>'
+    cells = [[esc(r[c]) for c in headline.COLUMNS] for r in headline.rows(h)]
+    return (f"<h2>{esc(headline.title(h))}</h2>"
+            f'<div class="scroll">{table(headline.COLUMNS, cells)}</div>'
+            f'<p class="note">{esc(headline.FOOTNOTE)}</p>')
 
 
 def _ids(ids: list[str]) -> str:
@@ -104,6 +114,7 @@ def render_html(doc: dict, latency_samples: dict | None = None,
                            "Paired Δ (candidate − baseline) with its CI; dashed red marks −margin "
                            "of the task's policy.", "forest plot of paired deltas"))
     body += [_task_section(t, latency_samples, fig_format) for t in doc["tasks"]]
+    body.append(_headline_section(doc))
     body += [f'<p class="note">note: {esc(n)}</p>' for n in doc.get("notes") or []]
     per_variant = doc.get("variant_decisions") or {}
     if per_variant:

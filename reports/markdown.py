@@ -3,7 +3,7 @@ optimization, ready to paste into a pull request (GitHub-flavoured tables)."""
 
 from __future__ import annotations
 
-from reports import rows
+from reports import headline, rows
 
 
 def _cell(text: str) -> str:
@@ -28,6 +28,18 @@ def task_table_md(task: dict) -> str:
     return "\n".join(lines)
 
 
+def headline_md(doc: dict) -> str:
+    h = doc.get("headline")
+    if h is None:
+        return f"_{headline.NOT_MEASURED}_"
+    lines = [f"### {headline.title(h)}", "",
+             "| " + " | ".join(headline.COLUMNS) + " |",
+             "|" + "|".join("---" if c == "variant" else "---:" for c in headline.COLUMNS) + "|"]
+    lines += ["| " + " | ".join(_cell(r[c]) for c in headline.COLUMNS) + " |"
+              for r in headline.rows(h)]
+    return "\n".join(lines + ["", headline.FOOTNOTE])
+
+
 def render_markdown(doc: dict) -> str:
     r = doc["run"]
     out = [f"## v41val: {r['plan_name']} — decision **{doc['decision']}** "
@@ -39,6 +51,7 @@ def render_markdown(doc: dict) -> str:
         out += [f"- {_cell(line)}" for line in changed]
         out.append("")
     out += [task_table_md(t) + "\n" for t in doc["tasks"]]
+    out += [headline_md(doc) + "\n"]
     out += ["<details><summary>Run identity</summary>", ""]
     out += [f"- **{k}**: {_cell(v)}" for k, v in rows.identity_lines(doc)]
     out += ["", "</details>"]

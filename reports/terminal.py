@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from reports import rows
+from reports import headline, rows
 
 STYLES = {
     "PASS": "bold green", "WARN": "bold yellow", "FAIL": "bold red",
@@ -61,10 +61,35 @@ def task_tables(task: dict, width: int) -> list[Table]:
             task_table(task, rows.SPEED_COLUMNS, title=f"{task['task']} — speed")]
 
 
+def _headline_table(h: dict, columns, title: str) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for name in columns:
+        table.add_column(name, justify="left" if name == "variant" else "right",
+                         no_wrap=name == "variant")
+    for r in headline.rows(h):
+        table.add_row(*[Text(r[c]) for c in columns])
+    return table
+
+
+def headline_renderables(doc: dict, width: int = WIDE) -> list:
+    """The headline table (two below WIDE columns: points, then ratios) with its
+    footnote, or the "not measured" line."""
+    h = doc.get("headline")
+    if h is None:
+        return [Text(headline.NOT_MEASURED, style="italic")]
+    if width >= WIDE:
+        tables = [_headline_table(h, headline.COLUMNS, headline.title(h))]
+    else:
+        tables = [_headline_table(h, headline.POINT_COLUMNS, headline.title(h)),
+                  _headline_table(h, headline.RATIO_COLUMNS, f"{headline.TITLE} — vs baseline")]
+    return [*tables, Text(headline.FOOTNOTE, style="dim")]
+
+
 def renderables(doc: dict, width: int = WIDE) -> list:
     out: list = [Panel(_identity(doc), title="v41val run report", title_align="left")]
     for t in doc["tasks"]:
         out += task_tables(t, width)
+    out += headline_renderables(doc, width)
     changed = [rows.what_changed(doc, v) for v in rows.candidates(doc)]
     if changed:
         out.append(Text("What changed", style="bold"))

@@ -8,6 +8,7 @@ from validate.analysis.build import analyze_run, item_outcomes
 from validate.analysis.model import (
     ComparisonRow,
     FidelitySummary,
+    HeadlineSection,
     Percentiles,
     PolicySummary,
     RunAnalysis,
@@ -19,6 +20,6 @@ from validate.analysis.model import (
 )
 from validate.analysis.source import RunNotFound, resolve_plan_hash
 
-__all__ = ["ComparisonRow", "FidelitySummary", "Percentiles", "PolicySummary", "RunAnalysis",
+__all__ = ["ComparisonRow", "FidelitySummary", "HeadlineSection", "Percentiles", "PolicySummary", "RunAnalysis",
            "RunIdentity", "RunNotFound", "SpeedSummary", "Speedup", "VariantHealth",
            "VariantSummary", "analyze_run", "item_outcomes", "resolve_plan_hash"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from validate.analysis.fidelity_file import stored_fidelity
+from validate.analysis.headline import headline_section
 from validate.analysis.model import (
     INVALID,
     UNGATED,
@@ -250,6 +251,9 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                                          if c.variant == v) else UNGATED for v in candidates}
         decision = INVALID if INVALID in per_variant.values() else UNGATED
         policy_summary = None
+    headline, headline_notes = headline_section(store, plan_hash, sp.doc, sp.baseline,
+                                                sp.variants, alpha, bootstrap)
+    notes += headline_notes
     if not warm and any(s.prefix_hit_rate == 0.0 for s in summaries):
         notes.append("cold run: some variants report no prefix-cache hits, so encoder-side "
                      "replay never engaged; set warm = true in the plan to exercise it")
@@ -258,7 +262,8 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                        comparisons=comparisons, decision=decision,
                        variant_decisions=per_variant, floor_tasks=tuple(floor),
                        notes=tuple(notes),
-                       variant_configs={v.name: dict(v.config) for v in store.variants(plan_hash)})
+                       variant_configs={v.name: dict(v.config) for v in store.variants(plan_hash)},
+                       headline=headline)
 
 
 def _task_budget(task: str) -> int | None:

@@ -203,11 +203,29 @@ class PolicySummary(_ToDict):
 
 
 @dataclass(frozen=True)
+class HeadlineSection(_ToDict):
+    """The two headline operating points of every swept variant (baseline first) and
+    their ratios vs the baseline, recomputed from the stored sweeps (the plan's
+    ``[speed]`` table). Element types live in ``validate.speed`` (``Headline``,
+    ``HeadlineComparison``, ``SweepPoint``), which imports this module, hence ``Any``.
+    ``points`` holds every measured level per variant, so a reader sees where the
+    per-user rate fell below the target."""
+
+    settings: Mapping[str, Any]
+    target_tokens_per_s_per_user: float
+    user_quantile: float
+    headlines: tuple[Any, ...]
+    comparisons: tuple[Any, ...]
+    points: Mapping[str, tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
 class RunAnalysis(_ToDict):
     """The whole analysed run. ``decision`` is over every (variant, task) in one family;
     ``variant_decisions`` says the same per optimization (an ablation reads these).
     ``variant_configs`` is what each variant is (runtime options, server flags or
-    endpoint), as stored with the run."""
+    endpoint), as stored with the run. ``headline`` is None when the plan has no
+    ``[speed]`` table (no sweep was measured)."""
 
     identity: RunIdentity
     policy: PolicySummary | None
@@ -220,6 +238,7 @@ class RunAnalysis(_ToDict):
     floor_tasks: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     variant_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    headline: HeadlineSection | None = None
 
     @property
     def exit_code(self) -> int:

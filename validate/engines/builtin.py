@@ -317,11 +317,13 @@ class _Cancelled(Exception):
 def engine_for_plan(settings: Mapping[str, Any], options: RuntimeOptions, *,
                     perturb: Mapping[str, Any] | None = None, concurrency: int = 8,
                     seed: int = 0, pool: WeightsPool | None = None,
-                    variant: str = "builtin", warm: bool = False) -> BuiltinEngine:
+                    variant: str = "builtin", warm: bool = False,
+                    ignore_eos: bool = False) -> BuiltinEngine:
     """A builtin engine from a plan's ``[engine]`` settings (preset | checkpoint,
     device, dtype, seed, overrides, max_batch_requests, prefill_chunk_tokens) and one
     variant's options. ``concurrency`` is the batch bound unless the settings give
-    ``max_batch_requests``; ``seed`` is the base seed of sampled requests."""
+    ``max_batch_requests``; ``seed`` is the base seed of sampled requests;
+    ``ignore_eos`` for speed sweeps (every variant produces the same token count)."""
     checkpoint = settings.get("checkpoint")
     source = ModelSource(
         preset=None if checkpoint else settings.get("preset", "tiny"),
@@ -332,5 +334,5 @@ def engine_for_plan(settings: Mapping[str, Any], options: RuntimeOptions, *,
     config = BuiltinEngineConfig(
         source=source, options=options, seed=seed, warm=warm, variant=variant,
         max_batch_requests=int(settings.get("max_batch_requests", concurrency)),
-        perturb=perturbation_from(perturb or {}), **extra)
+        perturb=perturbation_from(perturb or {}), ignore_eos=ignore_eos, **extra)
     return BuiltinEngine(config, pool)

@@ -30,6 +30,10 @@ Example (``docs``-level reference: the runner's README section shows more)::
     [policy]                       # or policy = "gate.toml" (relative to this file)
     gate = { alpha = 0.05, correction = "holm" }
     tasks.gsm8k = { margin = 2.0, metric = "exact_match,flexible-extract" }
+
+    [speed]                        # optional: the headline concurrency sweep (plan/speed.py)
+    sweep_levels = [1, 2, 4, 8]
+    target_tokens_per_s = 150.0
 """
 
 from __future__ import annotations
@@ -41,11 +45,12 @@ from typing import Any
 from validate.errors import PlanError, PolicyError
 from validate.gate.policy import parse_policy
 from validate.plan.schema import ENGINE_KINDS, EngineSpec, Plan, TaskSpec, VariantSpec
+from validate.plan.speed import parse_speed
 from validate.tomlfile import read_toml
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 TOP_KEYS = {"name", "description", "baseline", "seed", "concurrency", "warm", "engine",
-            "variants", "tasks", "policy", "fidelity_prompts", "fidelity_tokens"}
+            "variants", "tasks", "policy", "fidelity_prompts", "fidelity_tokens", "speed"}
 CLIENT_KEYS = {"stream": bool, "timeout_s": float, "connect_timeout_s": float,
                "max_attempts": int, "backoff_base_s": float, "backoff_max_s": float,
                "top_logprobs": int}
@@ -266,12 +271,14 @@ def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None) 
         if fidelity[key] < low:
             raise w.error(key, f"expected >= {low}, got {fidelity[key]}")
     name = w.typed(doc.get("name", Path(source).stem), str, "name")
+    speed = parse_speed(w, doc["speed"], engine.kind) if "speed" in doc else None
     return Plan(
         name=name, source=source, engine=engine, variants=variants, tasks=task_specs,
         baseline=baseline, seed=w.typed(doc.get("seed", 0), int, "seed"),
         concurrency=concurrency, warm=w.typed(doc.get("warm", False), bool, "warm"),
         policy=policy, policy_doc=policy_doc,
-        description=w.typed(doc.get("description", ""), str, "description"), **fidelity,
+        description=w.typed(doc.get("description", ""), str, "description"), speed=speed,
+        **fidelity,
     )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from validate.gate.policy import GatePolicy
+from validate.plan.speed import SpeedSpec
 
 ENGINE_KINDS = ("builtin", "openai", "vllm")
 # How patiently the client waits and retries: never what a response says, so not part of
@@ -119,6 +120,7 @@ class Plan:
     description: str = ""
     fidelity_prompts: int = 16  # per task; 0 turns the fidelity pass off (builtin only)
     fidelity_tokens: int = 32  # baseline greedy tokens teacher-forced per prompt
+    speed: SpeedSpec | None = None  # the headline concurrency sweep; None: no sweep
 
     def variant(self, name: str) -> VariantSpec:
         for v in self.variants:
@@ -153,5 +155,6 @@ class Plan:
             "policy": None if self.policy_doc is None else dict(self.policy_doc),
             "policy_source": None if self.policy is None else self.policy.source,
             "fidelity": {"prompts": self.fidelity_prompts, "tokens": self.fidelity_tokens},
+            "speed": None if self.speed is None else self.speed.to_dict(),
             "plan_hash": self.hash,
         }

@@ -109,6 +109,18 @@ class BuiltinFactory:
             if close is not None:
                 close()
 
+    def sweep_engine(self, variant: VariantSpec, concurrency: int) -> Engine:
+        """A fresh engine of ``variant`` holding ``concurrency`` requests in flight, for
+        the headline sweep: same weights pool, EOS ignored (every variant produces the
+        same number of tokens), no warm priming (synthetic prompts are distinct)."""
+        settings = {k: v for k, v in self.plan.engine.settings.items()
+                    if k != "max_batch_requests"}
+        return self._module.engine_for_plan(settings, variant.runtime_options(),
+                                            perturb=dict(variant.perturb),
+                                            concurrency=concurrency, seed=self.plan.seed,
+                                            pool=self._pool, variant=variant.name,
+                                            warm=False, ignore_eos=True)
+
 
 def factory_for(plan: Plan, workspace: Path) -> EngineFactory:
     if plan.engine.kind == "openai":

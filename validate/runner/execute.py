@@ -26,7 +26,7 @@ class Execution:
         o = self.outcome
         return self.analysis.to_dict() | {"execution": {
             "store": str(self.store_path), "run_id": o.run.run_id, "plan_hash": o.plan_hash,
-            "scored": o.scored,
+            "scored": o.scored, "swept": list(o.swept),
             "variants": [vars(v) for v in o.variants],
         }}
 

@@ -15,7 +15,9 @@ Order of work, and why:
    that fails for good is recorded as a failure (coverage reports it; a rerun retries
    it).
 5. Stored responses without scores are scored by the tasks' own scorers.
-6. Builtin engine: teacher-forced fidelity of each variant vs the baseline
+6. With a ``[speed]`` table, the variant's headline concurrency sweep (``speed_pass``),
+   right after its quality pass and stored per variant; a rerun skips a stored sweep.
+7. Builtin engine: teacher-forced fidelity of each variant vs the baseline
    (``fidelity_pass``), written beside the store.
 """
 
@@ -32,14 +34,16 @@ from validate.runner.fidelity_pass import fidelity_pass
 from validate.runner.identity import run_identity
 from validate.runner.requests import load_tasks, planned_requests, priming_request
 from validate.runner.scoring import score_pending
+from validate.runner.speed_pass import speed_pass
 from validate.store import PlannedRequest, ResponseRecord, ResultsStore, RunInfo
 
 
 @dataclass(frozen=True)
 class Progress:
     """One progress event: ``kind`` is "start" (a variant begins, ``total`` pending),
-    "prime" (warm pass done), "stored", "failed", "done", or "fidelity" (one (variant,
-    task) of the fidelity pass finished; ``item`` is the task)."""
+    "prime" (warm pass done), "stored", "failed", "done", "speed" (the variant's
+    headline sweep finished), or "fidelity" (one (variant, task) of the fidelity pass
+    finished; ``item`` is the task)."""
 
     kind: str
     variant: str
@@ -70,6 +74,7 @@ class RunOutcome:
     plan_hash: str
     variants: tuple[VariantRunStats, ...] = field(default=())
     scored: int = 0
+    swept: tuple[str, ...] = ()  # variants whose headline sweep ran in this execution
 
     @property
     def failed(self) -> int:
@@ -139,13 +144,17 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
     order = [plan.baseline] + [v for v in plan.variant_names if v != plan.baseline]
     for name in order:
         store.put_variant(run, name, plan.variant(name).config(), is_baseline=name == plan.baseline)
-    stats = []
+    stats, swept = [], []
     status, scored = "failed", 0
     try:
         for name in order:
             planned = planned_requests(plan, loaded, name)
             stats.append(_run_variant(store, run, plan, factory, planned, name, progress))
             scored += score_pending(store, plan.hash, loaded)
+            if speed_pass(plan, store, run, factory, name):
+                swept.append(name)
+                if progress:
+                    progress(Progress("speed", name, 1, 1))
         fidelity_pass(plan, store, factory, loaded, None if progress is None else (
             lambda v, t, done, total: progress(Progress("fidelity", v, done, total, t))))
         status = "complete" if not any(s.failed for s in stats) else "incomplete"
@@ -154,4 +163,5 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
         raise
     finally:
         store.finish_run(run, status)
-    return RunOutcome(run=run, plan_hash=plan.hash, variants=tuple(stats), scored=scored)
+    return RunOutcome(run=run, plan_hash=plan.hash, variants=tuple(stats), scored=scored,
+                      swept=tuple(swept))

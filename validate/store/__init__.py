@@ -16,9 +16,10 @@ from validate.store.records import (
 )
 from validate.store.schema import SCHEMA_VERSION
 from validate.store.store import ResultsStore
+from validate.store.sweeps import StoredSweep
 
 __all__ = [
     "SCHEMA_VERSION", "ItemOutcome", "OutcomeTable", "PlannedRequest", "ResponseKey",
     "ResponseRecord", "ResultsStore", "RunInfo", "ScoreRecord", "StoreBusyError", "StoreError",
-    "StoreOptions", "StoredResponse", "TimingRow", "VariantInfo",
+    "StoreOptions", "StoredResponse", "StoredSweep", "TimingRow", "VariantInfo",
 ]

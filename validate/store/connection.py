@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from validate.store.errors import StoreBusyError, StoreError
-from validate.store.schema import APPLICATION_ID, APPLICATION_NAME, DDL, SCHEMA_VERSION
+from validate.store.schema import (
+    APPLICATION_ID,
+    APPLICATION_NAME,
+    DDL,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+)
 
 T = TypeVar("T")
 
@@ -107,14 +113,15 @@ def _ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
         elif app_id != APPLICATION_ID:
             raise StoreError(f"{path}: an SQLite database but not a v41val results store")
         else:
-            _check_version(conn, path)
+            _upgrade(conn, _check_version(conn, path))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
 
 
-def _check_version(conn: sqlite3.Connection, path: Path) -> None:
+def _check_version(conn: sqlite3.Connection, path: Path) -> int:
+    """The stored schema version, when this v41val reads it (now or after ``_upgrade``)."""
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     except sqlite3.OperationalError:
@@ -128,9 +135,21 @@ def _check_version(conn: sqlite3.Connection, path: Path) -> None:
     if version > SCHEMA_VERSION:
         raise StoreError(f"{path}: results store has schema version {version}, newer than this "
                          f"v41val reads ({SCHEMA_VERSION}); upgrade v41val")
-    if version != SCHEMA_VERSION:
+    if version != SCHEMA_VERSION and version not in MIGRATIONS:
         raise StoreError(f"{path}: results store has unknown schema version {version} "
                          f"(this v41val reads {SCHEMA_VERSION})")
+    return version
+
+
+def _upgrade(conn: sqlite3.Connection, version: int) -> None:
+    """Bring an older store to SCHEMA_VERSION inside the caller's transaction (each
+    migration only adds tables, so an old v41val's rows keep their meaning)."""
+    while version < SCHEMA_VERSION:
+        for statement in _statements(MIGRATIONS[version]):
+            conn.execute(statement)
+        version += 1
+        conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
 
 
 def _statements(script: str) -> list[str]:

@@ -6,11 +6,15 @@ recorded per execution attempt (each with its own environment identity), while
 requests, responses and scores belong to the plan, so a resumed run adds to them.
 Responses are never updated in place; scores may be replaced (a rescore with a new
 extractor), so they live in their own table.
+
+Versions: 1 is the original layout; 2 adds ``speed_sweeps`` (the headline concurrency
+sweep of each variant). Opening a version-1 store upgrades it in place by running
+``MIGRATIONS[1]`` (it only adds a table, so nothing stored before changes meaning).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x56343156  # "V41V": marks the SQLite file as a v41val results store
 APPLICATION_NAME = "v41val-results"
 
@@ -95,3 +99,26 @@ CREATE TABLE failures (
 );
 CREATE INDEX failures_by_request ON failures (request_id);
 """
+
+# The headline sweep of one variant (validate.runner.speed_pass). ``settings_json`` is the
+# plan's [speed] table the sweep ran with (a rerun with the same settings skips it);
+# ``sweep_json`` holds every level's per-request timings, enough to recompute every
+# figure; ``headline_json`` / ``comparison_json`` are what the run computed from them.
+SPEED_SWEEPS_DDL = """
+CREATE TABLE speed_sweeps (
+    plan_hash       TEXT NOT NULL,
+    variant         TEXT NOT NULL,
+    settings_json   TEXT NOT NULL,
+    sweep_json      TEXT NOT NULL,
+    headline_json   TEXT NOT NULL,
+    comparison_json TEXT,           -- vs the plan's baseline; NULL for the baseline
+    run_id          INTEGER NOT NULL REFERENCES runs (run_id),
+    stored_at       REAL NOT NULL,
+    PRIMARY KEY (plan_hash, variant)
+);
+"""
+
+DDL = DDL + SPEED_SWEEPS_DDL
+
+# version v -> the DDL that turns a version-v store into version v + 1
+MIGRATIONS = {1: SPEED_SWEEPS_DDL}

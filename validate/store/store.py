@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tasks.request import Generation
-from validate.store import queries
+from validate.store import queries, sweeps
 from validate.store.codec import (
     dumps,
     logprobs_to_json,
@@ -45,6 +45,7 @@ from validate.store.records import (
     TimingRow,
     VariantInfo,
 )
+from validate.store.sweeps import StoredSweep
 
 T = TypeVar("T")
 
@@ -275,6 +276,19 @@ class ResultsStore:
     def timings(self, plan_hash: str, variant: str | None = None,
                 task: str | None = None) -> list[TimingRow]:
         return self._read(lambda conn: queries.timings(conn, plan_hash, variant, task))
+
+    # -- headline speed sweeps ---------------------------------------------------------
+    def put_sweep(self, run: RunInfo, variant: str, *, settings: Mapping, sweep: Mapping,
+                  headline: Mapping, comparison: Mapping | None = None) -> None:
+        """Store one variant's headline sweep (replacing one stored with other settings)."""
+        self._write(lambda conn: sweeps.put(conn, run.plan_hash, variant, run.run_id, settings,
+                                            sweep, headline, comparison))
+
+    def sweep(self, plan_hash: str, variant: str) -> StoredSweep | None:
+        return self._read(lambda conn: sweeps.get(conn, plan_hash, variant))
+
+    def sweeps(self, plan_hash: str) -> list[StoredSweep]:
+        return self._read(lambda conn: sweeps.all_of(conn, plan_hash))
 
     def integrity_ok(self) -> bool:
         return self._read(
