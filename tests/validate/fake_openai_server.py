@@ -14,7 +14,8 @@ prompt contains a marker:
     CUTxN                   the first N streams stop after two tokens without [DONE]
     BADSTREAM               a stream whose second chunk is not JSON
 
-It counts calls per prompt and the requests in flight (and their maximum).
+It counts calls per prompt, replies sent in full per prompt, and the requests in flight
+(and their maximum).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def generated_tokens(prompt_key: str, max_tokens: int) -> list[str]:
 @dataclass
 class ServerState:
     calls: dict[str, int] = field(default_factory=dict)
+    answered: dict[str, int] = field(default_factory=dict)  # replies sent in full, per prompt
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -82,9 +84,14 @@ class ServerState:
             self.calls[key] = self.calls.get(key, 0) + 1
             return self.calls[key]
 
+    def answer(self, key: str) -> None:
+        with self.lock:
+            self.answered[key] = self.answered.get(key, 0) + 1
+
     def reset(self) -> None:
         with self.lock:
             self.calls.clear()
+            self.answered.clear()
             self.max_in_flight = 0
 
 
@@ -171,8 +178,9 @@ def build_app(state: ServerState, ready: threading.Event) -> FastAPI:
                 return StreamingResponse(
                     stream(prompt, prompt_tokens, out, finish, usage, chat, want_lp, body),
                     media_type="text/event-stream")
-            return JSONResponse(whole(prompt, prompt_tokens, out, finish, usage, chat, want_lp,
-                                      body))
+            reply = whole(prompt, prompt_tokens, out, finish, usage, chat, want_lp, body)
+            state.answer(prompt)
+            return JSONResponse(reply)
         finally:
             if not streaming:
                 state.leave()
@@ -235,6 +243,7 @@ def build_app(state: ServerState, ready: threading.Event) -> FastAPI:
             # before [DONE]: the client may start its next request the moment it reads it
             state.leave()
         if not cut_now:
+            state.answer(prompt)
             yield "data: [DONE]\n\n"
 
     @app.post("/v1/completions")

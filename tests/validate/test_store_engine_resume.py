@@ -1,6 +1,11 @@
 """End to end: an engine streaming from a real loopback server into the store, killed
-with SIGKILL mid-run, then rerun: nothing stored is requested again, nothing is lost but
-the requests that were in flight."""
+with SIGKILL mid-run, then rerun: nothing stored is requested again, and nothing is lost
+but the requests that were in flight or answered and not yet committed.
+
+The engine does not wait for the store: answers queue between the HTTP tasks and the
+SQLite writer (so a slow disk cannot distort the measured speed), hence on a loaded
+machine more than ``concurrency`` answers can be lost to a kill. The bound that must hold
+is on the requests the server had NOT finished answering: at most ``concurrency``."""
 
 from __future__ import annotations
 
@@ -55,6 +60,7 @@ def test_engine_run_killed_and_resumed_never_recomputes(tmp_path, server):
     rest, _ = proc.communicate(timeout=60)
     printed += [line.split()[1] for line in rest.splitlines() if line.startswith("stored")]
     assert proc.returncode == -signal.SIGKILL
+    answered_before_kill = dict(server.state.answered)
 
     with ResultsStore.open(db) as store:
         stored = {s.key.item_id for s in store.responses(PLAN)}
@@ -72,7 +78,8 @@ def test_engine_run_killed_and_resumed_never_recomputes(tmp_path, server):
             assert calls == 1, f"{s.key.item_id} was stored yet requested again"
         else:
             assert calls in (1, 2)
-            lost += [s.key.item_id] if calls == 2 else []
+            lost += [s.request.prompt] if calls == 2 else []
         assert s.record.timings.ttft_s < s.record.timings.e2e_s
-    # sent by the killed run and never stored: at most the requests in flight
-    assert len(lost) <= concurrency
+    # sent by the killed run and never stored: answered and queued, or in flight
+    in_flight = [prompt for prompt in lost if not answered_before_kill.get(prompt)]
+    assert len(in_flight) <= concurrency, (lost, in_flight)
