@@ -56,9 +56,10 @@ def alternative(token: str, position: int) -> tuple[str, float]:
     return ("<alt>", lp + 0.5) if _h(f"alt{token}@{position}") % 2 else ("<alt>", lp - 0.5)
 
 
-def generated_tokens(prompt_key: str, max_tokens: int) -> list[str]:
+def generated_tokens(prompt_key: str, max_tokens: int, ignore_eos: bool = False) -> list[str]:
+    """6-10 tokens (at most ``max_tokens``); exactly ``max_tokens`` with vLLM's ``ignore_eos``."""
     h = _h(prompt_key)
-    n = min(max_tokens, 6 + h % 5)
+    n = max_tokens if ignore_eos else min(max_tokens, 6 + h % 5)
     return [f" t{(h >> i) % 97}" for i in range(n)]
 
 
@@ -168,7 +169,8 @@ def build_app(state: ServerState, ready: threading.Event) -> FastAPI:
             if bad is not None:
                 return bad
             prompt_tokens = tokenize(prompt)
-            out = generated_tokens(prompt, int(body.get("max_tokens", 16)))
+            out = generated_tokens(prompt, int(body.get("max_tokens", 16)),
+                                   ignore_eos=bool(body.get("ignore_eos")))
             finish = "length" if len(out) == int(body.get("max_tokens", 16)) else "stop"
             want_lp = body.get("logprobs")
             usage = {"prompt_tokens": len(prompt_tokens), "completion_tokens": len(out),

@@ -31,7 +31,7 @@ def test_empty_table_takes_the_documented_defaults():
     spec = parse_plan(doc({}), "p.toml").speed
     assert spec == SpeedSpec(sweep_levels=(1, 2, 4, 8), target_tokens_per_s=150.0,
                              user_quantile=0.1, prompt_tokens=256, max_tokens=32,
-                             requests_per_level=16)
+                             requests_per_level=16, ignore_eos=True)
 
 
 def test_plan_defaults_are_the_sweep_defaults():
@@ -44,12 +44,13 @@ def test_plan_defaults_are_the_sweep_defaults():
 def test_given_fields_are_kept_and_stored_with_the_plan():
     plan = parse_plan(doc({"sweep_levels": [1, 3], "target_tokens_per_s": 20,
                            "user_quantile": 0.5, "prompt_tokens": 8, "max_tokens": 4,
-                           "requests_per_level": 3}), "p.toml")
-    assert plan.speed == SpeedSpec((1, 3), 20.0, 0.5, 8, 4, 3)
+                           "requests_per_level": 3, "ignore_eos": False}), "p.toml")
+    assert plan.speed == SpeedSpec((1, 3), 20.0, 0.5, 8, 4, 3, False)
     assert isinstance(plan.speed.target_tokens_per_s, float)
     assert plan.to_dict()["speed"] == {"sweep_levels": [1, 3], "target_tokens_per_s": 20.0,
                                        "user_quantile": 0.5, "prompt_tokens": 8,
-                                       "max_tokens": 4, "requests_per_level": 3}
+                                       "max_tokens": 4, "requests_per_level": 3,
+                                       "ignore_eos": False}
 
 
 def test_sweep_settings_do_not_change_the_plan_hash():
@@ -75,6 +76,7 @@ BAD = [
     ({"max_tokens": 1}, r"speed.max_tokens: expected >= 2, got 1"),
     ({"max_tokens": 3.0}, r"speed.max_tokens: expected an integer"),
     ({"requests_per_level": 0}, r"speed.requests_per_level: expected >= 1"),
+    ({"ignore_eos": "yes"}, r"speed.ignore_eos: expected true or false, got 'yes'"),
     ({"sweep_levels": [1, 8], "requests_per_level": 4},
      r"speed.requests_per_level: expected >= the highest sweep level \(8\), got 4"),
 ]
@@ -94,7 +96,13 @@ def test_speed_must_be_a_table():
         parse_plan(doc(3), "p.toml")
 
 
-def test_server_engines_refuse_the_sweep_up_front():
-    with pytest.raises(PlanError, match=r"^p.toml: speed: the concurrency sweep runs on the "
-                                        r"builtin engine only, not engine.kind = 'openai'"):
-        parse_plan(doc({}, kind="openai"), "p.toml")
+def test_server_engines_take_the_sweep_too():
+    # openai: the variant's endpoint; vllm: the variant's server (tests/validate/test_runner_headline_http.py)
+    assert parse_plan(doc({"ignore_eos": False}, kind="openai"), "p.toml").speed.ignore_eos is False
+
+
+def test_the_sweep_needs_streamed_replies():
+    d = doc({}, kind="openai")
+    d["engine"]["stream"] = False
+    with pytest.raises(PlanError, match=r"^p.toml: speed: the concurrency sweep needs streamed replies"):
+        parse_plan(d, "p.toml")

@@ -271,7 +271,10 @@ def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None) 
         if fidelity[key] < low:
             raise w.error(key, f"expected >= {low}, got {fidelity[key]}")
     name = w.typed(doc.get("name", Path(source).stem), str, "name")
-    speed = parse_speed(w, doc["speed"], engine.kind) if "speed" in doc else None
+    speed = parse_speed(w, doc["speed"]) if "speed" in doc else None
+    if speed is not None and engine.settings.get("stream") is False:
+        raise w.error("speed", "the concurrency sweep needs streamed replies (TTFT and per-token "
+                               "times); remove engine.stream = false or the [speed] table")
     return Plan(
         name=name, source=source, engine=engine, variants=variants, tasks=task_specs,
         baseline=baseline, seed=w.typed(doc.get("seed", 0), int, "seed"),

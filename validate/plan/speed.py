@@ -11,6 +11,15 @@ Example::
     prompt_tokens = 256             # synthetic prompt length (tokens of the byte tokenizer)
     max_tokens = 32                 # output tokens per request (EOS ignored)
     requests_per_level = 16         # requests served at each level (>= the highest level)
+    ignore_eos = true               # over HTTP: send vLLM/SGLang's ignore_eos (see below)
+
+Engines: builtin (a fresh in-process engine per level on the run's weights pool),
+openai (the variant's endpoint, one client per level holding ``level`` requests in
+flight) and vllm (the variant's server started once for the sweep, one client per
+level). Over HTTP, ``ignore_eos = true`` adds ``"ignore_eos": true`` to every request
+body, an extension vLLM and SGLang accept, so every variant produces ``max_tokens``
+tokens; set it to false for a server that refuses unknown fields (output lengths then
+vary by variant, which the per-token figures tolerate and the throughput ones do not).
 
 The sweep settings do not change a quality response, so they stay out of the plan hash
 (like ``concurrency``); the runner keys a stored sweep by its settings instead, so a
@@ -25,7 +34,6 @@ from dataclasses import dataclass
 # CLI loads plans before any heavy library); a test keeps the two equal.
 DEFAULT_TARGET = 150.0
 DEFAULT_USER_QUANTILE = 0.1
-SPEED_ENGINE_KINDS = ("builtin",)  # engines whose factory can open one engine per level
 
 
 @dataclass(frozen=True)
@@ -38,27 +46,26 @@ class SpeedSpec:
     prompt_tokens: int = 256
     max_tokens: int = 32
     requests_per_level: int = 16
+    ignore_eos: bool = True
 
     def to_dict(self) -> dict:
         return {"sweep_levels": list(self.sweep_levels),
                 "target_tokens_per_s": self.target_tokens_per_s,
                 "user_quantile": self.user_quantile, "prompt_tokens": self.prompt_tokens,
-                "max_tokens": self.max_tokens, "requests_per_level": self.requests_per_level}
+                "max_tokens": self.max_tokens, "requests_per_level": self.requests_per_level,
+                "ignore_eos": self.ignore_eos}
 
 
 SPEED_KEYS: dict[str, type] = {"sweep_levels": list, "target_tokens_per_s": float,
                                "user_quantile": float, "prompt_tokens": int, "max_tokens": int,
-                               "requests_per_level": int}
+                               "requests_per_level": int, "ignore_eos": bool}
 
 
-def parse_speed(w, value, engine_kind: str) -> SpeedSpec:
+def parse_speed(w, value) -> SpeedSpec:
     """``[speed]`` -> ``SpeedSpec``; ``w`` is the loader's error builder (``_Where``)."""
     table = w.table(value, "speed")
     w.unknown(table, SPEED_KEYS, "speed")
     t = {k: w.typed(v, SPEED_KEYS[k], f"speed.{k}") for k, v in table.items()}
-    if engine_kind not in SPEED_ENGINE_KINDS:
-        raise w.error("speed", f"the concurrency sweep runs on the builtin engine only, not "
-                               f"engine.kind = {engine_kind!r}; remove the [speed] table")
     defaults = SpeedSpec()
     levels = tuple(t.get("sweep_levels", defaults.sweep_levels))
     for i, level in enumerate(levels):
@@ -85,4 +92,5 @@ def parse_speed(w, value, engine_kind: str) -> SpeedSpec:
     return SpeedSpec(sweep_levels=levels, target_tokens_per_s=float(target),
                      user_quantile=float(quantile),
                      prompt_tokens=t.get("prompt_tokens", defaults.prompt_tokens),
-                     max_tokens=t.get("max_tokens", defaults.max_tokens), requests_per_level=n)
+                     max_tokens=t.get("max_tokens", defaults.max_tokens), requests_per_level=n,
+                     ignore_eos=t.get("ignore_eos", defaults.ignore_eos))

@@ -1,7 +1,10 @@
 """Engines for a plan's variants: one factory per run, one engine per variant.
 
 ``EngineFactory.open(variant)`` is a context manager yielding an ``Engine``; leaving it
-releases what the variant held (a vLLM server is stopped, its log kept). The builtin
+releases what the variant held (a vLLM server is stopped, its log kept).
+``EngineFactory.sweep(variant, speed)`` is one yielding ``level -> Engine`` for the
+headline concurrency sweep: a fresh engine per level holding ``level`` requests in
+flight, on the same weights / endpoint / server for every level. The builtin
 factory shares one weights pool across variants, so every variant of a run reads the
 same weights (DESIGN principle 2). Tests pass their own factory.
 """
@@ -9,7 +12,7 @@ same weights (DESIGN principle 2). Tests pass their own factory.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -23,10 +26,31 @@ class EngineFactory(Protocol):
 
     def open(self, variant: VariantSpec) -> contextlib.AbstractContextManager[Engine]: ...
 
+    def sweep(self, variant: VariantSpec,
+              speed) -> contextlib.AbstractContextManager[Callable[[int], Engine]]: ...
+
 
 def _client_settings(plan: Plan) -> dict:
     settings = {k: v for k, v in plan.engine.settings.items() if k in CLIENT_KEYS}
     return {"concurrency": plan.concurrency, **settings}
+
+
+def _sweep_clients(base_url: str, model: str, client: dict, speed) -> Callable[[int], Engine]:
+    """``level -> OpenAIEngine`` holding ``level`` requests in flight, with vLLM/SGLang's
+    ``ignore_eos`` in every body when the [speed] table asks for it."""
+    from validate.engines.openai import OpenAIEngine
+    from validate.engines.openai_config import OpenAIEngineConfig
+
+    extra = dict(client.get("extra_body", {}))
+    if speed.ignore_eos:
+        extra["ignore_eos"] = True
+    settings = {**client, "extra_body": extra}
+
+    def at(level: int) -> Engine:
+        return OpenAIEngine(OpenAIEngineConfig(base_url=base_url, model=model,
+                                               **{**settings, "concurrency": level}))
+
+    return at
 
 
 class OpenAIFactory:
@@ -48,6 +72,13 @@ class OpenAIFactory:
                                     model=variant.endpoint.get("model", s["model"]),
                                     **_client_settings(self.plan))
         yield OpenAIEngine(config)
+
+    @contextlib.contextmanager
+    def sweep(self, variant: VariantSpec, speed) -> Iterator[Callable[[int], Engine]]:
+        s = self.plan.engine.settings
+        yield _sweep_clients(variant.endpoint.get("base_url", s["base_url"]),
+                             variant.endpoint.get("model", s["model"]),
+                             _client_settings(self.plan), speed)
 
 
 class VllmFactory:
@@ -80,6 +111,16 @@ class VllmFactory:
         with engine:
             yield engine
 
+    @contextlib.contextmanager
+    def sweep(self, variant: VariantSpec, speed) -> Iterator[Callable[[int], Engine]]:
+        """The variant's server again (its quality pass has stopped it), one client per level."""
+        from validate.engines.vllm import VllmServer
+
+        launch = self.launch_config(variant)
+        with VllmServer(launch) as server:
+            yield _sweep_clients(server.base_url, launch.request_model_name,
+                                 _client_settings(self.plan), speed)
+
 
 class BuiltinFactory:
     """The runtime in process (``validate.engines.builtin``); one weights pool per run.
@@ -108,6 +149,10 @@ class BuiltinFactory:
             close = getattr(engine, "close", None)
             if close is not None:
                 close()
+
+    @contextlib.contextmanager
+    def sweep(self, variant: VariantSpec, speed) -> Iterator[Callable[[int], Engine]]:
+        yield lambda level: self.sweep_engine(variant, level)
 
     def sweep_engine(self, variant: VariantSpec, concurrency: int) -> Engine:
         """A fresh engine of ``variant`` holding ``concurrency`` requests in flight, for

@@ -3,8 +3,9 @@
 After a variant's quality pass the runner serves ``requests_per_level`` synthetic
 requests (``prompt_tokens`` random letters, one token each under the byte tokenizer;
 ``max_tokens`` output tokens with EOS ignored) at every level of ``sweep_levels``, each
-level on a fresh engine from the factory (``sweep_engine(variant, level)``; the builtin
-factory shares one weights pool, so every variant and level reads the same weights).
+level on a fresh engine from the factory's ``sweep(variant, speed)`` (builtin: the run's
+weights pool, so every variant and level reads the same weights; openai: the variant's
+endpoint; vllm: the variant's server, started once more for the sweep).
 Every variant gets byte-identical requests (seeded by the plan seed), which is what
 lets ``compare_headlines`` pair them by request.
 
@@ -29,12 +30,12 @@ def sweep_settings(plan: Plan) -> dict:
     return {**plan.speed.to_dict(), "seed": plan.seed}
 
 
-def _warm_up(factory: EngineFactory, plan: Plan, variant: str, requests) -> None:
+def _warm_up(engine_at, plan: Plan, variant: str, requests) -> None:
     """One request on a single-stream engine first, so one-off costs (allocations,
-    lazy initialisation) land outside the measured levels. A request the engine
-    refuses (a prompt longer than the model's positions) stops here, in one line."""
-    engine = factory.sweep_engine(plan.variant(variant), 1)
-    for outcome in iterate_blocking(engine, requests[:1]):
+    lazy initialisation, a server's first-request compile) land outside the measured
+    levels. A request the engine refuses (a prompt longer than the model's positions, a
+    server that rejects ``ignore_eos``) stops here, in one line."""
+    for outcome in iterate_blocking(engine_at(1), requests[:1]):
         if isinstance(outcome, EngineFailure):
             raise PlanError(f"{plan.source}: speed: the synthetic request of variant "
                             f"{variant!r} failed: {' '.join(str(outcome.error).split())}")
@@ -50,9 +51,9 @@ def speed_pass(plan: Plan, store: ResultsStore, run: RunInfo, factory: EngineFac
     stored = store.sweep(plan.hash, variant)
     if stored is not None and stored.settings == settings:
         return False
-    if not hasattr(factory, "sweep_engine"):
+    if not hasattr(factory, "sweep"):
         raise PlanError(f"{plan.source}: speed: the {factory.kind} engine cannot open one engine "
-                        f"per concurrency level (the sweep runs on the builtin engine only)")
+                        f"per concurrency level (its factory has no sweep())")
     from validate.speed.builtin_sweep import synthetic_requests
     from validate.speed.headline import compare_headlines, headline
     from validate.speed.stored import sweep_from_record, sweep_to_record
@@ -61,12 +62,11 @@ def speed_pass(plan: Plan, store: ResultsStore, run: RunInfo, factory: EngineFac
     spec = plan.speed
     requests = synthetic_requests(spec.requests_per_level, spec.prompt_tokens, spec.max_tokens,
                                   seed=plan.seed)
-    _warm_up(factory, plan, variant, requests)
-    spec_variant = plan.variant(variant)
-    result = concurrency_sweep(lambda level: factory.sweep_engine(spec_variant, level), requests,
-                               levels=spec.sweep_levels,
-                               target_tokens_per_s_per_user=spec.target_tokens_per_s,
-                               user_quantile=spec.user_quantile, stop_after_miss=False)
+    with factory.sweep(plan.variant(variant), spec) as engine_at:
+        _warm_up(engine_at, plan, variant, requests)
+        result = concurrency_sweep(engine_at, requests, levels=spec.sweep_levels,
+                                   target_tokens_per_s_per_user=spec.target_tokens_per_s,
+                                   user_quantile=spec.user_quantile, stop_after_miss=False)
     comparison = None
     if variant != plan.baseline:
         base = store.sweep(plan.hash, plan.baseline)
