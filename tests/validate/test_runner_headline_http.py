@@ -10,10 +10,7 @@ length, so the field was sent), with ``false`` none did; the stored headline equ
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -24,22 +21,6 @@ from validate.speed.stored import sweep_from_record
 from validate.store import ResultsStore
 
 MAX_TOKENS = 12  # the fake server's natural answers have 6-10 tokens
-
-
-def _load_fake():
-    path = Path(__file__).with_name("fake_openai_server.py")
-    spec = importlib.util.spec_from_file_location("v41val_fake_openai_server_headline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = _load_fake().FakeServer().start()
-    yield srv
-    srv.stop()
 
 
 def plan_doc(base_url: str, ignore_eos: bool) -> dict:
@@ -53,16 +34,16 @@ def plan_doc(base_url: str, ignore_eos: bool) -> dict:
 
 
 @pytest.mark.parametrize("ignore_eos", [True, False])
-def test_openai_variants_are_swept_through_their_endpoint(tmp_path, server, ignore_eos):
-    server.state.reset()
-    plan = parse_plan(plan_doc(server.base_url, ignore_eos), "p.toml")
+def test_openai_variants_are_swept_through_their_endpoint(tmp_path, fake_openai, ignore_eos):
+    fake_openai.state.reset()
+    plan = parse_plan(plan_doc(fake_openai.base_url, ignore_eos), "p.toml")
     with ResultsStore.open(tmp_path / "results.sqlite") as store:
         outcome = run_plan(plan, store)
         assert sorted(outcome.swept) == ["a", "b"]
         stored = {s.variant: s for s in store.sweeps(plan.hash)}
     assert sorted(stored) == ["a", "b"]
     # the highest level filled the server: 4 requests at once (the quality pass sends 1)
-    assert server.state.max_in_flight == 4
+    assert fake_openai.state.max_in_flight == 4
     for name, s in stored.items():
         counts = [r["n_output_tokens"] for level in s.sweep["levels"] for r in level["requests"]]
         assert len(counts) == 2 * 8

@@ -9,7 +9,6 @@ is on the requests the server had NOT finished answering: at most ``concurrency`
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -25,22 +24,6 @@ SCRIPT = HERE / "store_engine_writer_process.py"
 PLAN = "plan-engine-resume"
 
 
-def _load_fake():
-    path = HERE / "fake_openai_server.py"
-    spec = importlib.util.spec_from_file_location("v41val_fake_openai_server_resume", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = _load_fake().FakeServer().start()
-    yield srv
-    srv.stop()
-
-
 def _runner(db: Path, server, n: int, concurrency: int) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(SCRIPT), str(db), server.base_url, str(n),
                              str(concurrency)],
@@ -48,9 +31,9 @@ def _runner(db: Path, server, n: int, concurrency: int) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-def test_engine_run_killed_and_resumed_never_recomputes(tmp_path, server):
+def test_engine_run_killed_and_resumed_never_recomputes(tmp_path, fake_openai):
     db, n, concurrency = tmp_path / "results.sqlite", 40, 4
-    proc = _runner(db, server, n, concurrency)
+    proc = _runner(db, fake_openai, n, concurrency)
     printed = []
     for line in proc.stdout:  # bounded: at most n lines
         printed.append(line.split()[1])
@@ -60,12 +43,12 @@ def test_engine_run_killed_and_resumed_never_recomputes(tmp_path, server):
     rest, _ = proc.communicate(timeout=60)
     printed += [line.split()[1] for line in rest.splitlines() if line.startswith("stored")]
     assert proc.returncode == -signal.SIGKILL
-    answered_before_kill = dict(server.state.answered)
+    answered_before_kill = dict(fake_openai.state.answered)
 
     with ResultsStore.open(db) as store:
         stored = {s.key.item_id for s in store.responses(PLAN)}
     assert set(printed) <= stored and len(stored) < n
-    proc = _runner(db, server, n, concurrency)
+    proc = _runner(db, fake_openai, n, concurrency)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     with ResultsStore.open(db) as store:
@@ -73,7 +56,7 @@ def test_engine_run_killed_and_resumed_never_recomputes(tmp_path, server):
     assert sorted(s.key.item_id for s in final) == [f"r{i:03d}" for i in range(n)]
     lost = []
     for s in final:
-        calls = server.state.calls[s.request.prompt]
+        calls = fake_openai.state.calls[s.request.prompt]
         if s.key.item_id in stored:
             assert calls == 1, f"{s.key.item_id} was stored yet requested again"
         else:
