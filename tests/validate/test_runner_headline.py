@@ -97,9 +97,10 @@ def test_plan_with_speed_sweeps_stores_reports_and_resumes(tmp_path):
         factory = CountingFactory(plan)
         first = run_plan(plan, store, factory=factory)
         assert first.swept == ("exact", "bounded")
-        # one warm-up engine, then one fresh engine per level, variant after variant
-        assert factory.swept == [("exact", 1), ("exact", 1), ("exact", 2),
-                                 ("bounded", 1), ("bounded", 1), ("bounded", 2)]
+        # an untimed warm-up engine per level, then one fresh engine per measured level,
+        # variant after variant
+        assert factory.swept == [("exact", 1), ("exact", 2), ("exact", 1), ("exact", 2),
+                                 ("bounded", 1), ("bounded", 2), ("bounded", 1), ("bounded", 2)]
         stored = {s.variant: s for s in store.sweeps(plan.hash)}
         assert set(stored) == {"exact", "bounded"}
         sweeps = {}
