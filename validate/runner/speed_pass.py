@@ -17,7 +17,6 @@ settings finds the stored sweep and does not sweep again; other settings sweep a
 
 from __future__ import annotations
 
-from validate.engines.base import EngineFailure, iterate_blocking
 from validate.errors import PlanError
 from validate.plan.schema import Plan
 from validate.runner.engines import EngineFactory
@@ -28,27 +27,6 @@ def sweep_settings(plan: Plan) -> dict:
     """What a stored sweep must match to be reused: the [speed] table and the seed of
     the synthetic prompts."""
     return {**plan.speed.to_dict(), "seed": plan.seed}
-
-
-WARM_UP_TOKENS = 4  # output tokens of each warm-up request: enough for batched decode steps
-
-
-def _warm_up(engine_at, plan: Plan, variant: str, requests, levels) -> None:
-    """Untimed, before the measured levels: at every level, ``level`` requests at once
-    with a few output tokens, so one-off costs (allocations, kernel and primitive caches
-    for each batch shape, a server's first-request compile) land outside the
-    measurement. A single warm-up request was not enough: an A/A sweep of identical
-    variants (benchmarks/sweep_aa.py) then gave the second and third copies 1.5x the
-    first's single-stream speed. A request the engine refuses (a prompt longer than the
-    model's positions, a server that rejects ``ignore_eos``) stops here, in one line."""
-    from dataclasses import replace
-
-    short = [replace(r, gen=replace(r.gen, max_gen_toks=WARM_UP_TOKENS)) for r in requests]
-    for level in levels:
-        for outcome in iterate_blocking(engine_at(level), short[:level]):
-            if isinstance(outcome, EngineFailure):
-                raise PlanError(f"{plan.source}: speed: the synthetic request of variant "
-                                f"{variant!r} failed: {' '.join(str(outcome.error).split())}")
 
 
 def speed_pass(plan: Plan, store: ResultsStore, run: RunInfo, factory: EngineFactory,
@@ -67,13 +45,18 @@ def speed_pass(plan: Plan, store: ResultsStore, run: RunInfo, factory: EngineFac
     from validate.speed.builtin_sweep import synthetic_requests
     from validate.speed.headline import compare_headlines, headline
     from validate.speed.stored import sweep_from_record, sweep_to_record
-    from validate.speed.sweep import concurrency_sweep
+    from validate.speed.sweep import concurrency_sweep, warm_up
 
     spec = plan.speed
     requests = synthetic_requests(spec.requests_per_level, spec.prompt_tokens, spec.max_tokens,
                                   seed=plan.seed)
     with factory.sweep(plan.variant(variant), spec) as engine_at:
-        _warm_up(engine_at, plan, variant, requests, spec.sweep_levels)
+        # untimed, every level: a request the engine refuses (a prompt longer than the
+        # model's positions, a server that rejects ignore_eos) stops here, in one line
+        failure = warm_up(engine_at, requests, spec.sweep_levels)
+        if failure is not None:
+            raise PlanError(f"{plan.source}: speed: the synthetic request of variant "
+                            f"{variant!r} failed: {' '.join(str(failure.error).split())}")
         result = concurrency_sweep(engine_at, requests, levels=spec.sweep_levels,
                                    target_tokens_per_s_per_user=spec.target_tokens_per_s,
                                    user_quantile=spec.user_quantile, stop_after_miss=False)

@@ -24,7 +24,7 @@ from tasks.request import GenerationParams, Request
 from validate.engines.builtin import BuiltinEngine, BuiltinEngineConfig
 from validate.engines.builtin_source import ModelSource, WeightsPool
 from validate.speed.headline import compare_headlines, headline
-from validate.speed.sweep import concurrency_sweep
+from validate.speed.sweep import concurrency_sweep, warm_up
 
 
 def synthetic_requests(n: int, prompt_tokens: int, max_tokens: int, seed: int = 0) -> list:
@@ -42,11 +42,15 @@ def sweep_variants(source: ModelSource, variants: dict[str, RuntimeOptions], req
     for name, options in variants.items():
         config = BuiltinEngineConfig(source=source, options=options, variant=name,
                                      ignore_eos=True)
-        BuiltinEngine(replace(config, max_batch_requests=1), pool).run(requests[:1])  # warm-up
-        sweeps[name] = concurrency_sweep(
-            lambda c, config=config: BuiltinEngine(replace(config, max_batch_requests=c), pool),
-            requests, levels=levels, target_tokens_per_s_per_user=target,
-            user_quantile=user_quantile, stop_after_miss=False)
+        def factory(c, config=config):
+            return BuiltinEngine(replace(config, max_batch_requests=c), pool)
+
+        failure = warm_up(factory, requests, levels)
+        if failure is not None:
+            raise failure.error
+        sweeps[name] = concurrency_sweep(factory, requests, levels=levels,
+                                         target_tokens_per_s_per_user=target,
+                                         user_quantile=user_quantile, stop_after_miss=False)
         out["variants"][name] = {"sweep": sweeps[name].to_dict(),
                                  "headline": headline(sweeps[name], name).to_dict()}
     names = list(variants)

@@ -21,13 +21,32 @@ import numpy as np
 
 from tasks.request import Request
 from validate.analysis.model import SpeedSummary
-from validate.engines.base import Engine, EngineResult, Timings
+from validate.engines.base import Engine, EngineFailure, EngineResult, Timings, iterate_blocking
 from validate.speed.errors import SpeedError
 from validate.speed.metrics import speed_summary, user_rates
 
 DEFAULT_LEVELS = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_TARGET = 150.0
 DEFAULT_USER_QUANTILE = 0.1
+WARM_UP_TOKENS = 4  # output tokens of each warm-up request: enough for batched decode steps
+
+
+def warm_up(factory: Callable[[int], Engine], requests: Sequence[Request],
+            levels: Sequence[int], tokens: int = WARM_UP_TOKENS) -> EngineFailure | None:
+    """Untimed, before a sweep: at every level, ``level`` requests at once with ``tokens``
+    output tokens, so one-off costs (allocations, kernel and primitive caches for each
+    batch shape, a server's first-request compile) land outside the measured windows.
+    A single warm-up request was not enough: an A/A sweep of identical variants
+    (benchmarks/sweep_aa.py) gave the copies swept later 1.5x the first one's speed.
+    Returns the first failure (the caller decides how to report it), else None."""
+    from dataclasses import replace
+
+    short = [replace(r, gen=replace(r.gen, max_gen_toks=tokens)) for r in requests]
+    for level in levels:
+        for outcome in iterate_blocking(factory(level), short[:level]):
+            if isinstance(outcome, EngineFailure):
+                return outcome
+    return None
 
 
 @dataclass(frozen=True)
