@@ -29,34 +29,6 @@ import torch
 HBM_BYTES_PER_S = 4.3e12
 
 
-def gpu_random_weights(config, seed: int):
-    """Random weights made on the GPU (the CPU generator of V41Weights.random takes ~40 s
-    at ``mid``); same init families and scales, different numbers."""
-    from runtime.quant import fake_quant_fp8_ue8m0
-    from runtime.weights import V41Weights, parameter_specs
-
-    weights = V41Weights(config, device="cuda")
-    params = dict(weights.named_parameters())
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    with torch.no_grad():
-        for spec in parameter_specs(config):
-            p = params[spec.name]
-            if spec.init == "ones":
-                p.fill_(1.0)
-            elif spec.init == "zeros":
-                p.zero_()
-            else:
-                value = torch.randn(spec.shape, generator=gen, device="cuda")
-                if spec.init == "small":
-                    value *= 0.5
-                elif spec.init in ("linear", "hc_fn"):
-                    value /= math.sqrt(spec.shape[-1])
-                if spec.name.endswith("engram.embed.weight"):
-                    value = fake_quant_fp8_ue8m0(value)
-                p.copy_(value)
-    return weights
-
-
 def step_bytes(config, batch: int, context: int) -> dict:
     """Minimal bytes one decode step must read: every dense weight once, the routed experts
     the batch can touch (min(E, batch*k) of them) once, and each request's KV reads."""
@@ -91,7 +63,9 @@ def run(args) -> dict:
 
     config = V41Config.preset(args.preset)
     t0 = time.perf_counter()
-    weights = gpu_random_weights(config, args.seed)
+    from runtime.weights import V41Weights
+
+    weights = V41Weights.random(config, args.seed, device="cuda", draw_on_device=True)
     torch.cuda.synchronize()
     init_s = time.perf_counter() - t0
     models = {name: V41Model(weights, RuntimeOptions(kernels=name)) for name in args.variants}

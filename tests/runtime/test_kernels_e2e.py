@@ -31,7 +31,6 @@ median row within 5e-2 x max |logit| (bf16).
 
 from __future__ import annotations
 
-import math
 import os
 
 import pytest
@@ -40,7 +39,7 @@ import torch
 from runtime.config import V41Config
 from runtime.model import SeqChunk, V41Model
 from runtime.options import RuntimeOptions
-from runtime.weights import V41Weights, parameter_specs
+from runtime.weights import V41Weights
 
 CUDA = torch.cuda.is_available()
 
@@ -111,36 +110,13 @@ def test_fused_engine_matches_reference_tiny(monkeypatch, record_property):
     check(result)
 
 
-def gpu_weights(config, seed: int):
-    """Random mid weights made on the GPU (same init families as V41Weights.random)."""
-    from runtime.quant import fake_quant_fp8_ue8m0
-
-    weights = V41Weights(config, device="cuda")
-    params = dict(weights.named_parameters())
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    with torch.no_grad():
-        for spec in parameter_specs(config):
-            p = params[spec.name]
-            if spec.init in ("ones", "zeros"):
-                p.fill_(1.0 if spec.init == "ones" else 0.0)
-                continue
-            value = torch.randn(spec.shape, generator=gen, device="cuda")
-            value *= 0.5 if spec.init == "small" else 1.0
-            if spec.init in ("linear", "hc_fn"):
-                value /= math.sqrt(spec.shape[-1])
-            if spec.name.endswith("engram.embed.weight"):
-                value = fake_quant_fp8_ue8m0(value)
-            p.copy_(value)
-    return weights
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 def test_fused_engine_matches_reference_mid(record_property):
     config = V41Config.preset("mid")
     seed = weight_seed()
     print(f"mid fused vs reference: weights seed {seed}")
-    weights = gpu_weights(config, seed)
+    weights = V41Weights.random(config, seed, device="cuda", draw_on_device=True)
     result = compare_engines(weights, prompt_set(config.vocab_size, (100, 700, 1500)), steps=8, rel_tol=5e-2,
                              device="cuda")
     result["tol"] = 5e-2

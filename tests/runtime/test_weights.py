@@ -62,3 +62,14 @@ def test_flash_and_mid_sizes_on_meta():
     assert 740e9 < flash < 760e9  # ~552B backbone + ~197B engram
     mid = sum(p.numel() for p in V41Weights(V41Config.preset("mid"), device="meta").parameters())
     assert 4e9 < mid < 8e9
+
+
+def test_draw_on_device_uses_that_devices_generator():
+    # on the CPU, drawing "on the device" is the CPU draw: the same numbers, parameter by
+    # parameter (on a GPU the same code draws there, with that generator's numbers)
+    config = V41Config.preset("tiny")
+    cpu = dict(V41Weights.random(config, 7).named_parameters())
+    drawn = dict(V41Weights.random(config, 7, device="cpu", draw_on_device=True).named_parameters())
+    assert cpu.keys() == drawn.keys()
+    for name, value in cpu.items():
+        assert torch.equal(value, drawn[name]), name
