@@ -13,6 +13,7 @@ with ``on_unavailable="error"`` (raise instead of falling back) or the choice "r
 
 from __future__ import annotations
 
+import importlib
 import logging
 import warnings
 from collections.abc import Callable, Iterable
@@ -27,47 +28,25 @@ from runtime.kernels.reference import REFERENCE_OPS
 log = logging.getLogger(__name__)
 
 
-def _fused_factories() -> dict[str, Callable[[], Callable]]:
-    """op -> a builder of its fused callable (imports Triton only when asked)."""
+# op -> (module, class) of its fused callable; imported only when that op runs fused, so
+# a reference-only model never imports Triton.
+FUSED_IMPLS = {
+    "gate": ("runtime.kernels.gate", "FusedGate"),
+    "mhc": ("runtime.kernels.mhc", "FusedMhc"),
+    "indexer": ("runtime.kernels.indexer", "FusedIndexLogits"),
+    "topk": ("runtime.kernels.topk", "FusedTopk"),
+    "attention": ("runtime.kernels.attention", "FusedSparseAttention"),
+    "inv_rope": ("runtime.kernels.inv_rope", "FusedInverseRope"),
+    "compress": ("runtime.kernels.compress", "FusedPoolNorm"),
+    "rope_quant": ("runtime.kernels.rope_quant", "FusedRopeQuant"),
+    "engram": ("runtime.kernels.engram", "FusedEngram"),
+}
 
-    def gate():
-        from runtime.kernels.gate import FusedGate
-        return FusedGate()
 
-    def mhc():
-        from runtime.kernels.mhc import FusedMhc
-        return FusedMhc()
-
-    def indexer():
-        from runtime.kernels.indexer import FusedIndexLogits
-        return FusedIndexLogits()
-
-    def topk():
-        from runtime.kernels.topk import FusedTopk
-        return FusedTopk()
-
-    def attention():
-        from runtime.kernels.attention import FusedSparseAttention
-        return FusedSparseAttention()
-
-    def inv_rope():
-        from runtime.kernels.inv_rope import FusedInverseRope
-        return FusedInverseRope()
-
-    def compress():
-        from runtime.kernels.compress import FusedPoolNorm
-        return FusedPoolNorm()
-
-    def rope_quant():
-        from runtime.kernels.rope_quant import FusedRopeQuant
-        return FusedRopeQuant()
-
-    def engram():
-        from runtime.kernels.engram import FusedEngram
-        return FusedEngram()
-
-    return {"gate": gate, "mhc": mhc, "indexer": indexer, "topk": topk, "attention": attention,
-            "inv_rope": inv_rope, "compress": compress, "rope_quant": rope_quant, "engram": engram}
+def build_fused(name: str) -> Callable:
+    """A fresh fused callable of op ``name``."""
+    module, cls = FUSED_IMPLS[name]
+    return getattr(importlib.import_module(module), cls)()
 
 
 class KernelRegistry:
@@ -87,10 +66,9 @@ class KernelRegistry:
         self._impls: dict[str, Callable] = {}
         self.selected: dict[str, str] = {}
         fell_back = []
-        factories = _fused_factories()
         for name in OP_NAMES:
             if wanted[name] and self.backend.usable:
-                self._impls[name] = factories[name]()
+                self._impls[name] = build_fused(name)
                 self.selected[name] = "fused"
             else:
                 if wanted[name]:
