@@ -89,7 +89,18 @@ def weight_seed() -> int:
     return int.from_bytes(os.urandom(4), "little") if value == "random" else int(value)
 
 
-def check(result: dict) -> None:
+def check_engines(label: str, config: V41Config, lengths: tuple[int, ...], steps: int, tol: float,
+                  device: str, record_property) -> None:
+    """Fused vs reference on ``config`` with weights from ``weight_seed()``; the result is
+    printed and recorded for the report whatever the verdict, then checked."""
+    seed = weight_seed()
+    print(f"{label} fused vs reference: weights seed {seed}")
+    weights = V41Weights.random(config, seed, device=device, draw_on_device=device != "cpu")
+    result = compare_engines(weights, prompt_set(config.vocab_size, lengths), steps=steps, rel_tol=tol,
+                             device=device)
+    result["tol"] = tol
+    record_property("fused_vs_reference", result)
+    print(f"{label} fused vs reference (weights seed {seed}): {result}")
     assert result["median_rel_diff"] <= result["tol"], result
     assert result["agreement"] >= 0.75, result
     assert not result["unexplained"], result
@@ -98,28 +109,12 @@ def check(result: dict) -> None:
 @pytest.mark.slow
 def test_fused_engine_matches_reference_tiny(monkeypatch, record_property):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    config = V41Config.preset("tiny").replace(sliding_window=16)
-    seed = weight_seed()
-    print(f"tiny fused vs reference: weights seed {seed}")
-    weights = V41Weights.random(config, seed=seed)
-    result = compare_engines(weights, prompt_set(config.vocab_size, (9, 23, 40)), steps=3, rel_tol=1e-3,
-                             device="cpu")
-    result["tol"] = 1e-3
-    record_property("fused_vs_reference", result)
-    print(f"tiny fused vs reference (weights seed {seed}): {result}")
-    check(result)
+    check_engines("tiny", V41Config.preset("tiny").replace(sliding_window=16), (9, 23, 40), steps=3,
+                  tol=1e-3, device="cpu", record_property=record_property)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 def test_fused_engine_matches_reference_mid(record_property):
-    config = V41Config.preset("mid")
-    seed = weight_seed()
-    print(f"mid fused vs reference: weights seed {seed}")
-    weights = V41Weights.random(config, seed, device="cuda", draw_on_device=True)
-    result = compare_engines(weights, prompt_set(config.vocab_size, (100, 700, 1500)), steps=8, rel_tol=5e-2,
-                             device="cuda")
-    result["tol"] = 5e-2
-    record_property("fused_vs_reference", result)
-    print(f"mid fused vs reference (weights seed {seed}): {result}")
-    check(result)
+    check_engines("mid", V41Config.preset("mid"), (100, 700, 1500), steps=8, tol=5e-2, device="cuda",
+                  record_property=record_property)
