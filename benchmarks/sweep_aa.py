@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from validate.demo.plan import DEMO_MODEL_OVERRIDES
 from validate.plan import parse_plan
 from validate.runner import run_plan
 from validate.store import ResultsStore
@@ -37,7 +38,7 @@ def plan_document(copies: int, device: str) -> dict:
     return {"name": "sweep-aa", "baseline": "copy1", "fidelity_prompts": 0, "seed": 1234,
             "engine": {"kind": "builtin", "preset": "micro", "dtype": "float32", "seed": 0,
                        "device": device,
-                       "overrides": {"hidden_size": 128, "head_dim": 64, "sliding_window": 32}},
+                       "overrides": dict(DEMO_MODEL_OVERRIDES)},
             "variants": {f"copy{i + 1}": {"swa": "exact"} for i in range(copies)},
             "tasks": [{"name": "gsm8k_cot_zeroshot", "limit": 1, "max_gen_toks": 2}],
             "speed": dict(SPEED)}
