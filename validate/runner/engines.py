@@ -62,23 +62,24 @@ class OpenAIFactory:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
 
+    def endpoint(self, variant: VariantSpec) -> tuple[str, str]:
+        """(base_url, model) of ``variant``: its own, else the plan's."""
+        s = self.plan.engine.settings
+        return (variant.endpoint.get("base_url", s["base_url"]),
+                variant.endpoint.get("model", s["model"]))
+
     @contextlib.contextmanager
     def open(self, variant: VariantSpec) -> Iterator[Engine]:
         from validate.engines.openai import OpenAIEngine
         from validate.engines.openai_config import OpenAIEngineConfig
 
-        s = self.plan.engine.settings
-        config = OpenAIEngineConfig(base_url=variant.endpoint.get("base_url", s["base_url"]),
-                                    model=variant.endpoint.get("model", s["model"]),
-                                    **_client_settings(self.plan))
-        yield OpenAIEngine(config)
+        base_url, model = self.endpoint(variant)
+        yield OpenAIEngine(OpenAIEngineConfig(base_url=base_url, model=model,
+                                              **_client_settings(self.plan)))
 
     @contextlib.contextmanager
     def sweep(self, variant: VariantSpec, speed) -> Iterator[Callable[[int], Engine]]:
-        s = self.plan.engine.settings
-        yield _sweep_clients(variant.endpoint.get("base_url", s["base_url"]),
-                             variant.endpoint.get("model", s["model"]),
-                             _client_settings(self.plan), speed)
+        yield _sweep_clients(*self.endpoint(variant), _client_settings(self.plan), speed)
 
 
 class VllmFactory:
