@@ -88,4 +88,19 @@ def mid_config() -> V41Config:
     return base.replace(engram_num_embeddings=engram_table_sizes(base))
 
 
-PRESETS = {"tiny": tiny_config, "mid": mid_config, "flash": flash_config}
+def testbed_config() -> V41Config:
+    """The shape of the trained testbed (``runtime/testbed/``): ``tiny`` cut to 4 layers
+    (ratios 0/2/1/1, KV sources 1 and 2, layer 3 re-indexes, candidates from layer 2,
+    Engram on layer 0, 4 routed experts) with hidden size 128, head dim 64 and a 32-token
+    window. Small enough to train in minutes on one H200 and to run the demo on a 2-core
+    CPU; every structural feature stays, and prompts of a few hundred tokens already span
+    many windows, so the window, the compressed path and bounded replay all matter."""
+    base = tiny_config().replace(
+        num_hidden_layers=4, compress_ratios=(0, 2, 1, 1), kv_source_layer_ids=(1, 2),
+        index_source_layer_ids=(1, 2, 3), candidate_source_layer_id=2, engram_layer_ids=(0,),
+        n_routed_experts=4, hidden_size=128, head_dim=64, sliding_window=32,
+    )
+    return base.replace(engram_num_embeddings=engram_table_sizes(base))
+
+
+PRESETS = {"tiny": tiny_config, "mid": mid_config, "flash": flash_config, "testbed": testbed_config}
