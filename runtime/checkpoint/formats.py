@@ -117,7 +117,7 @@ def _e2m1_codes(x: torch.Tensor) -> torch.Tensor:
 
 
 def _e2m1_values(codes: torch.Tensor) -> torch.Tensor:
-    grid = torch.tensor(E2M1_GRID, dtype=torch.float32)
+    grid = torch.tensor(E2M1_GRID, dtype=torch.float32, device=codes.device)
     mag = grid[(codes & 7).long()]
     return torch.where((codes & 8) > 0, -mag, mag)
 
