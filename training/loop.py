@@ -67,7 +67,7 @@ def new_weights(recipe: Recipe, device: str) -> V41Weights:
 
 def make_optimizer(recipe: Recipe, weights: V41Weights, device: str) -> torch.optim.AdamW:
     decay, keep = [], []
-    for name, param in weights.named_parameters():
+    for param in weights.parameters():
         if param.requires_grad:
             (decay if param.ndim >= 2 else keep).append(param)
     groups = [{"params": decay, "weight_decay": recipe.weight_decay},
