@@ -101,3 +101,46 @@ class BatchSampler:
             task[r] = k
             real += len(ids)
         return Batch(tokens, labels, task, real)
+
+
+class Prefetcher:
+    """Draws batches on a background thread, each with the sampler state *after* it.
+
+    The trainer saves the state attached to the last batch it consumed, so a resumed
+    run sees exactly the batches an uninterrupted one would have, however far the thread
+    had run ahead. Example generation is pure Python; overlapping it with the GPU step
+    keeps it off the step's critical path.
+    """
+
+    def __init__(self, sampler: BatchSampler, depth: int = 4):
+        import queue
+        import threading
+
+        self.sampler = sampler
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._fill, daemon=True)
+        self._thread.start()
+
+    def _fill(self) -> None:
+        import queue
+
+        while not self._stop.is_set():
+            batch = self.sampler.next_batch()
+            if batch.tokens.device.type == "cpu":
+                batch = Batch(batch.tokens.pin_memory() if torch.cuda.is_available() else batch.tokens,
+                              batch.labels, batch.task, batch.real_tokens)
+            item = (batch, self.sampler.state())
+            while not self._stop.is_set():
+                try:
+                    self._queue.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+
+    def next(self) -> tuple[Batch, dict]:
+        return self._queue.get()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)

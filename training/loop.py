@@ -29,7 +29,7 @@ from runtime.batched import BatchedV41
 from runtime.config import V41Config
 from runtime.tokenizer import ByteTokenizer
 from runtime.weights import V41Weights
-from training.batches import IGNORE, Batch, BatchSampler
+from training.batches import IGNORE, Batch, BatchSampler, Prefetcher
 from training.qat import quantised_view
 from training.recipe import Recipe
 from training.schedule import lr_at
@@ -92,12 +92,14 @@ class Trainer:
         self.sampler = BatchSampler(recipe.task_weights, recipe.lengths, recipe.tokens_per_batch,
                                     recipe.data_seed, self.tokenizer)
         self.step, self.elapsed = 0, 0.0
+        self.sampler_state = self.sampler.state()  # after the last batch trained on
         self.params = dict(self.weights.named_parameters())
         self.biases = [(i, layer.ffn.gate.bias) for i, layer in enumerate(self.weights.layers)]
         if has_state(self.state_dir):
             progress = load_state(self.state_dir, self.weights, self.optimizer, recipe.digest())
             self.step, self.elapsed = progress.step, progress.elapsed_s
             self.sampler.restore(progress.sampler)
+            self.sampler_state = progress.sampler
 
     @property
     def state_dir(self) -> Path:
@@ -105,7 +107,7 @@ class Trainer:
 
     def save(self) -> None:
         save_state(self.state_dir, self.weights, self.optimizer,
-                   Progress(self.step, self.elapsed, self.sampler.state(), self.recipe.digest()))
+                   Progress(self.step, self.elapsed, self.sampler_state, self.recipe.digest()))
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
         r = self.recipe
@@ -150,12 +152,14 @@ class Trainer:
         last_log, positions, real = started, 0, 0
         log = (self.run_dir / LOG).open("a")
         stop_reason = "done"
+        feed = Prefetcher(self.sampler)
         try:
             while self.step < r.steps:
                 if max_seconds is not None and time.perf_counter() - call_started >= max_seconds:
                     stop_reason = "time"
                     break
-                batch = self.sampler.next_batch().to(self.device)
+                batch, self.sampler_state = feed.next()
+                batch = batch.to(self.device)
                 info = self.train_step(batch)
                 positions += batch.tokens.numel()
                 real += batch.real_tokens
@@ -169,6 +173,8 @@ class Trainer:
                     started = time.perf_counter()
                     self.save()
         finally:
+            feed.close()
+            self.sampler.restore(self.sampler_state)  # the thread drew ahead of the last step
             log.close()
         self.elapsed += time.perf_counter() - started
         self.save()

@@ -17,7 +17,10 @@ from typing import Any
 
 import torch
 
+from runtime.errors import CheckpointError
 from validate.engines.errors import EngineError
+
+TESTBED = "testbed"  # the trained checkpoint of runtime/testbed, not random weights
 
 # A 4-layer cut of ``tiny`` keeping every structural piece (ratio-0/2/1 layers, two KV
 # sources, re-indexing, candidates, Engram, MoE, mHC) with a 16-token window: fast
@@ -37,7 +40,9 @@ class ModelSource:
     """Random weights of ``preset`` with ``seed``, or the checkpoint in ``checkpoint``.
 
     Presets: the runtime's ``tiny`` / ``mid`` / ``flash``, plus ``micro`` (``tiny`` cut
-    to 4 layers and a 16-token window, ``MICRO_OVERRIDES``) for fast tests.
+    to 4 layers and a 16-token window, ``MICRO_OVERRIDES``) for fast tests, all with
+    random weights drawn from ``seed``; and ``testbed``: the *trained* checkpoint that
+    ships in ``runtime/testbed`` (``seed`` is not used; overrides are refused).
 
     ``overrides`` replaces config fields of a preset (``(("num_hidden_layers", 4), ...)``);
     tests use it for a model smaller than ``tiny``. ``dtype`` is the weights' dtype
@@ -56,6 +61,8 @@ class ModelSource:
             raise EngineError("builtin engine: give exactly one of preset or checkpoint")
         if self.checkpoint is not None and self.overrides:
             raise EngineError("builtin engine: config overrides apply to presets only")
+        if self.preset == TESTBED and self.overrides:
+            raise EngineError("builtin engine: the trained testbed takes no config overrides")
         if self.dtype is not None and self.dtype not in DTYPES:
             raise EngineError(f"builtin engine: dtype must be one of {sorted(DTYPES)}, "
                               f"got {self.dtype!r}")
@@ -67,8 +74,28 @@ class ModelSource:
         """The ``micro`` preset: ``tiny`` cut to 4 layers and a 16-token window."""
         return cls(preset="micro", seed=seed, **kwargs)
 
+    @property
+    def directory(self) -> Path | None:
+        """The checkpoint folder the weights come from (None: random weights)."""
+        if self.preset == TESTBED:
+            from runtime.testbed import testbed_dir
+
+            try:
+                return testbed_dir()
+            except CheckpointError as exc:
+                raise EngineError(str(exc)) from None
+        return Path(self.checkpoint) if self.checkpoint is not None else None
+
     def describe(self) -> dict:
         """JSON-able identity of the weights (stored with every run)."""
+        if self.preset == TESTBED:
+            from runtime.testbed import testbed_manifest
+
+            manifest = testbed_manifest()
+            return {"preset": TESTBED, "checkpoint": str(self.directory),
+                    "recipe_digest": manifest["recipe_digest"],
+                    "weights_sha256": manifest["sha256"].get("model.safetensors"),
+                    "dtype": self.dtype, "device": self.device}
         if self.checkpoint is not None:
             return {"checkpoint": str(self.checkpoint), "dtype": self.dtype, "device": self.device}
         return {"preset": self.preset, "seed": self.seed,
@@ -79,10 +106,10 @@ class ModelSource:
         """The model config this source yields (reads config.json for a checkpoint)."""
         from runtime.config import V41Config
 
-        if self.checkpoint is not None:
+        if self.directory is not None:
             from runtime.checkpoint import read_config
 
-            return read_config(Path(self.checkpoint))
+            return read_config(self.directory)
         if self.preset == "micro":
             config = V41Config.preset("tiny").replace(**dict(MICRO_OVERRIDES))
         else:
@@ -94,10 +121,10 @@ class ModelSource:
         from runtime.weights import V41Weights
 
         dtype = DTYPES[self.dtype] if self.dtype else None
-        if self.checkpoint is not None:
+        if self.directory is not None:
             from runtime.checkpoint import load_weights
 
-            directory = Path(self.checkpoint)
+            directory = self.directory
             if not directory.is_dir():
                 raise EngineError(f"builtin engine: checkpoint {directory} is not a directory")
             return load_weights(directory, dtype=dtype, device=self.device)
@@ -108,8 +135,8 @@ class ModelSource:
         byte-level test tokenizer over the model's vocabulary."""
         from runtime.tokenizer import ByteTokenizer
 
-        if self.checkpoint is not None:
-            path = Path(self.checkpoint) / "tokenizer.json"
+        if self.directory is not None:
+            path = self.directory / "tokenizer.json"
             if path.is_file():
                 return ByteTokenizer.load(path)
         return ByteTokenizer(vocab_size=self.config().vocab_size)
