@@ -34,3 +34,13 @@ _import_triton_for_the_interpreter()
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+@pytest.fixture
+def one_thread():
+    """One intra-op thread: the CI machine is small and shared, and the model tests run
+    much faster there that way. Use with ``pytestmark = pytest.mark.usefixtures(...)``."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
