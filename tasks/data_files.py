@@ -36,7 +36,23 @@ GSM8K_TRAIN = DataFile(
 GPQA_ZIP = DataFile(
     "gpqa/dataset.zip", "461ae7329f15a3e35f8184d2dac24b990f34fdf12f366ca4062d8e6638cd08dc"
 )
-ALL_FILES = (GSM8K_TEST, GSM8K_TRAIN, GPQA_ZIP)
+# The testbed test sets are generated (``python -m tasks.testbed.generate``); a test
+# regenerates them and compares bytes, these hashes pin what ships.
+TESTBED_LOOKUP = DataFile(
+    "testbed/lookup.jsonl", "f5c04b6fcafef28b83e9a4f07ceeb8460d6d6e63785c90324a0138855448ae87"
+)
+TESTBED_ARITH = DataFile(
+    "testbed/arith.jsonl", "22f67791038db67ecfba67607a6f24349f2c7d4bc0b03db62064ea10d3f8b627"
+)
+TESTBED_LOOKUP_ARITH = DataFile(
+    "testbed/lookup_arith.jsonl", "a175336fd791f6fe379d1c012e07cabe993db07a8458f4dc885b19ada1888506"
+)
+TESTBED_FILES = {
+    "testbed_lookup": TESTBED_LOOKUP,
+    "testbed_arith": TESTBED_ARITH,
+    "testbed_lookup_arith": TESTBED_LOOKUP_ARITH,
+}
+ALL_FILES = (GSM8K_TEST, GSM8K_TRAIN, GPQA_ZIP, *TESTBED_FILES.values())
 
 
 def resolve_data_dir(data_dir: Path | str | None) -> Path:

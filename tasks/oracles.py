@@ -15,6 +15,8 @@ from tasks.gsm8k import Gsm8kTask
 from tasks.gsm8k_data import Gsm8kItem
 from tasks.request import Generation, Loglikelihoods
 from tasks.task import Task
+from tasks.testbed.data import TestbedItem
+from tasks.testbed.task import TestbedTask
 
 _REASONING = "<think>Let me work through this carefully.</think>"
 
@@ -39,13 +41,26 @@ def _gpqa_answer(task: GpqaTask, letter: str) -> Generation | Loglikelihoods:
     return Generation(f"{prefix}The answer is ({letter}).")
 
 
-def gold_response(task: Task, item: Gsm8kItem | GpqaItem) -> Generation | Loglikelihoods:
+def _testbed_answer(item: TestbedItem, number: str) -> Generation:
+    """The worked steps as a trained model writes them (leading space, stop ``\\n``),
+    ending in ``#### number``: the gold answer for the true number."""
+    steps = item.target.rsplit("####", 1)[0]
+    return Generation(f" {steps}#### {number}\n")
+
+
+def gold_response(task: Task, item: Gsm8kItem | GpqaItem | TestbedItem
+                  ) -> Generation | Loglikelihoods:
+    if isinstance(task, TestbedTask):
+        return _testbed_answer(item, item.final_answer)
     if isinstance(task, Gsm8kTask):
         return _gsm8k_answer(task, item.final_answer)
     return _gpqa_answer(task, LETTERS[item.answer_index])
 
 
-def wrong_response(task: Task, item: Gsm8kItem | GpqaItem) -> Generation | Loglikelihoods:
+def wrong_response(task: Task, item: Gsm8kItem | GpqaItem | TestbedItem
+                   ) -> Generation | Loglikelihoods:
+    if isinstance(task, TestbedTask):
+        return _testbed_answer(item, _wrong_number(item.final_answer))
     if isinstance(task, Gsm8kTask):
         return _gsm8k_answer(task, _wrong_number(item.final_answer))
     return _gpqa_answer(task, LETTERS[(item.answer_index + 1) % 4])

@@ -12,14 +12,16 @@ from tasks.gpqa_data import load_gpqa
 from tasks.gsm8k import GSM8K_VARIANTS, Gsm8kTask, Gsm8kVariant
 from tasks.gsm8k_data import load_gsm8k_test, load_gsm8k_train
 from tasks.task import Task
+from tasks.testbed.data import load_testbed
+from tasks.testbed.task import TESTBED_VARIANTS, TestbedTask, TestbedVariant
 
-_VARIANTS: dict[str, Gsm8kVariant | GpqaVariant] = {
-    v.name: v for v in (*GSM8K_VARIANTS, *GPQA_VARIANTS)
+_VARIANTS: dict[str, Gsm8kVariant | GpqaVariant | TestbedVariant] = {
+    v.name: v for v in (*GSM8K_VARIANTS, *GPQA_VARIANTS, *TESTBED_VARIANTS)
 }
 
 
 def names() -> list[str]:
-    """Every task name, GSM8K family first, in a fixed order."""
+    """Every task name in a fixed order: GSM8K family, GPQA family, testbed tasks."""
     return list(_VARIANTS)
 
 
@@ -41,6 +43,8 @@ def get(name: str, data_dir: Path | str | None = None,
             raise TaskConfigError(f"task {name}: max_gen_toks must be >= 1, got {max_gen_toks}")
         variant = replace(variant, gen=replace(variant.gen, max_gen_toks=max_gen_toks))
     directory = None if data_dir is None else Path(data_dir)
+    if isinstance(variant, TestbedVariant):
+        return TestbedTask(variant, load_testbed(name, directory))
     if isinstance(variant, Gsm8kVariant):
         return Gsm8kTask(variant, load_gsm8k_test(directory),
                          load_gsm8k_train(directory) if variant.shots == "train_random" else ())

@@ -17,6 +17,7 @@ from tasks.gpqa_data import GPQA_SUBSET_SIZES
 from tasks.gsm8k_data import GSM8K_TEST_SIZE
 from tasks.oracles import gold_response, wrong_response
 from tasks.registry import get, names
+from tasks.testbed.spec import SPECS as TESTBED_SPECS
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class SelfCheckReport:
 
 
 def expected_item_count(dataset: str) -> int:
+    if dataset in TESTBED_SPECS:
+        return TESTBED_SPECS[dataset].test_size
     return GSM8K_TEST_SIZE if dataset == "gsm8k" else GPQA_SUBSET_SIZES[dataset[len("gpqa_"):]]
 
 

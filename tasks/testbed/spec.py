@@ -40,7 +40,6 @@ class TestbedSpec:
     params: Any
     generator: Callable[[Any, RecordDrawer, random.Random], Problem]
     exemplars: tuple[tuple[str, str], ...]
-    data_file: str
     identity: Callable[[Problem], str] = _whole_question
     test_size: int = 1000
     test_seed: int = 1
@@ -64,7 +63,6 @@ LOOKUP = TestbedSpec(
                                           long_fraction=0.10)),
     generator=lookup.generate,
     exemplars=LOOKUP_EXEMPLARS,
-    data_file="testbed/lookup.jsonl",
 )
 ARITH = TestbedSpec(
     name="testbed_arith",
@@ -72,16 +70,14 @@ ARITH = TestbedSpec(
                                         long_fraction=0.10)),
     generator=arith.generate,
     exemplars=ARITH_EXEMPLARS,
-    data_file="testbed/arith.jsonl",
     identity=arith.expression_of,
 )
 LOOKUP_ARITH = TestbedSpec(
     name="testbed_lookup_arith",
-    params=LookupArithParams(records=LengthMix(short_min=15, short_max=22, long_max=110,
+    params=LookupArithParams(records=LengthMix(short_min=15, short_max=21, long_max=110,
                                                long_fraction=0.10)),
     generator=lookup_arith.generate,
     exemplars=LOOKUP_ARITH_EXEMPLARS,
-    data_file="testbed/lookup_arith.jsonl",
 )
 
 SPECS = {spec.name: spec for spec in (LOOKUP, ARITH, LOOKUP_ARITH)}
