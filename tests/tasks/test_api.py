@@ -17,6 +17,7 @@ EXPECTED_NAMES = {
     "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot", "gsm8k_chat_cot_zeroshot",
     *(f"gpqa_{s}_{v}" for s in ("diamond", "main", "extended")
       for v in ("zeroshot", "cot_zeroshot", "generative_n_shot", "chat_cot_zeroshot")),
+    "testbed_lookup", "testbed_arith", "testbed_lookup_arith",
 }
 
 
@@ -63,7 +64,9 @@ def test_requests_carry_explicit_generation_budget():
             assert request.gen is None and task.max_gen_toks is None
             assert request.continuations == (" (A)", " (B)", " (C)", " (D)")
         else:
-            assert request.gen.max_gen_toks == task.max_gen_toks >= 256
+            # The testbed's one-line worked answers need far less than 256 tokens.
+            budget = 64 if name.startswith("testbed_") else 256
+            assert request.gen.max_gen_toks == task.max_gen_toks >= budget
             assert request.gen.do_sample is False and request.gen.temperature == 0.0
         assert (request.messages is not None) == task.is_chat
 

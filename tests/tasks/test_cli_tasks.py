@@ -56,6 +56,7 @@ def test_check_with_corrupted_data_exits_1(tmp_path, run_cli):
 
     data_dir = tmp_path / "data"
     shutil.copytree(DEFAULT_DATA_DIR / "gsm8k", data_dir / "gsm8k")  # GPQA zip missing
+    shutil.copytree(DEFAULT_DATA_DIR / "testbed", data_dir / "testbed")
     proc = run_cli("tasks", "check", "--json", "--data-dir", str(data_dir))
     assert proc.returncode == 1
     doc = json.loads(proc.stdout)
