@@ -1,4 +1,5 @@
-"""GSM8K and GPQA tasks whose prompts and scoring match lm-eval 0.4.13, offline.
+"""GSM8K and GPQA tasks whose prompts and scoring match lm-eval 0.4.13, offline, and
+the synthetic testbed tasks (``tasks.testbed``) in GSM8K's answer format.
 
 Public API (kept small and stable; everything else is internal)::
 
