@@ -68,14 +68,25 @@ class EngramHasher:
             source = history[back.clamp_min(0)]
             blocked = blocked | (back < 0)
             grams.append(torch.where(blocked, torch.full_like(source, self.pad_id), source))
-        ids = torch.stack(grams, dim=-1)  # [T, N]
-        products = ids[:, None, :] * self.multipliers[None]  # [T, L, N]
+        return self.hash_grams(torch.stack(grams, dim=-1))  # ids [T, N]
+
+    def to(self, device: torch.device | str) -> EngramHasher:
+        """Move the hash tables (primes, offsets, multipliers) to ``device``."""
+        self.primes = self.primes.to(device)
+        self.offsets = self.offsets.to(device)
+        self.multipliers = self.multipliers.to(device)
+        return self
+
+    def hash_grams(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids int64 [..., N] (token p, p-1, ..., pad-filled) -> row ids [..., L, (N-1)*H].
+        Any leading dims: runtime.batched hashes a whole [B, T] batch in one call."""
+        products = ids[..., None, :] * self.multipliers  # [..., L, N]
         rolling = products[..., 0]
         cols = []
         for i in range(1, self.max_ngram):
             rolling = torch.bitwise_xor(rolling, products[..., i])
-            cols.append(rolling[..., None] % self.primes[None, :, i - 1])  # [T, L, H]
-        return torch.cat(cols, dim=-1) + self.offsets[None]
+            cols.append(rolling[..., None] % self.primes[:, i - 1])  # [..., L, H]
+        return torch.cat(cols, dim=-1) + self.offsets
 
 
 def engram(streams: torch.Tensor, hash_ids: torch.Tensor, w, config: V41Config,

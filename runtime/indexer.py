@@ -22,13 +22,14 @@ NEG_INF = float("-inf")
 
 
 def index_scores(q: torch.Tensor, head_w: torch.Tensor, keys: torch.Tensor, num: Numerics) -> torch.Tensor:
-    """q [T, nI, dI], head_w [T, nI] (already scaled), keys [N, dI] -> scores [T, N] float32."""
-    t, n_heads, dim = q.shape
-    keys_t = keys.float().t()  # [dI, N]
+    """q [..., T, nI, dI], head_w [..., T, nI] (already scaled), keys [..., N, dI] -> scores
+    [..., T, N] float32. Leading batch dims (runtime.batched) need the fast path's matmul."""
+    n_heads, dim = q.shape[-2:]
+    keys_t = keys.float().transpose(-1, -2)  # [..., dI, N]
     total = None
     for h in range(n_heads):
-        dots = num.matmul(q[:, h].float(), keys_t)  # [T, N]
-        term = head_w[:, h : h + 1] * (torch.relu(dots) * dim**-0.5)
+        dots = num.matmul(q[..., h, :].float(), keys_t)  # [..., T, N]
+        term = head_w[..., h : h + 1] * (torch.relu(dots) * dim**-0.5)
         total = term if total is None else total + term
     return total
 

@@ -29,12 +29,14 @@ class HcMix:
 
 def sinkhorn(logits: torch.Tensor, iters: int, eps: float) -> torch.Tensor:
     """[..., n, n] logits -> nearly doubly-stochastic matrix: a row softmax (+eps), a
-    column normalisation, then ``iters - 1`` rounds of (row, column) normalisation."""
-    m = torch.softmax(logits, dim=-1).add_(eps)
-    m.div_(m.sum(dim=-2, keepdim=True).add_(eps))
+    column normalisation, then ``iters - 1`` rounds of (row, column) normalisation.
+
+    Out of place, so autograd can differentiate it (runtime.batched trains through it)."""
+    m = torch.softmax(logits, dim=-1) + eps
+    m = m / (m.sum(dim=-2, keepdim=True) + eps)
     for _ in range(iters - 1):
-        m.div_(m.sum(dim=-1, keepdim=True).add_(eps))
-        m.div_(m.sum(dim=-2, keepdim=True).add_(eps))
+        m = m / (m.sum(dim=-1, keepdim=True) + eps)
+        m = m / (m.sum(dim=-2, keepdim=True) + eps)
     return m
 
 
