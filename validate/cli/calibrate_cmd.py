@@ -1,6 +1,14 @@
-"""``v41val calibrate``: plant known degradations (logit noise, a shrunk window) and show
-which ones the fidelity metrics detect at this n. Thin: parse, call
-``validate.fidelity.calibrate``, render."""
+"""``v41val calibrate``: plant known degradations and show what this run size detects.
+
+Default (fidelity): logit noise and a shrunk window against the unperturbed variant,
+detected by the teacher-forced KL (``validate.fidelity.calibrate``).
+
+``--quality``: the same families plus a bounded replay that reads k positions short
+(``--replay-short``), run on the task's items through the builtin engine (warm, greedy,
+resumable in ``--workspace``), then gated on seeded subsets of n items; per n the
+observed detection rate beside the exact predictions (``validate.calibration``).
+
+Thin: parse, call the library, render."""
 
 from __future__ import annotations
 
@@ -11,29 +19,105 @@ import typer
 from rich.table import Table
 
 from validate.cli import app
-from validate.cli.common import emit
+from validate.cli.common import emit, stderr_console
+from validate.errors import ValidateInputError
 
 
-def _numbers(text: str, kind: type) -> list:
-    return [kind(x) for x in text.split(",") if x.strip()] if text else []
+def _numbers(text: str, kind: type, flag: str) -> list:
+    """A comma-separated list of ``kind`` numbers; a one-line error naming ``flag``."""
+    out = []
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        try:
+            out.append(kind(part.strip()))
+        except ValueError:
+            what = "integers" if kind is int else "numbers"
+            raise ValidateInputError(f"{flag}: expected comma-separated {what}, got "
+                                     f"{part.strip()!r}") from None
+    return out
+
+
+def _positive(values: list, flag: str) -> list:
+    for v in values:
+        if v < 1:
+            raise ValidateInputError(f"{flag}: expected values >= 1, got {v}")
+    return values
 
 
 @app.command("calibrate")
 def calibrate(
-    preset: Optional[str] = typer.Option(None, "--preset", help="micro | tiny | mid | flash"),
+    preset: Optional[str] = typer.Option(None, "--preset",
+                                         help="micro | tiny | mid | flash | testbed"),
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights."),
     checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="Checkpoint directory."),
-    swa: str = typer.Option("exact", "--swa", help="exact | bounded (the variant calibrated)."),
-    task: str = typer.Option("gsm8k_cot_zeroshot", "--task", help="Task whose prompts are used."),
+    swa: str = typer.Option("exact", "--swa", help="exact | bounded (the variant calibrated; "
+                                                   "fidelity mode)."),
+    task: str = typer.Option("gsm8k_cot_zeroshot", "--task", help="Task whose items are used."),
     limit: int = typer.Option(8, "--limit", help="Number of items (prompts)."),
     noise: str = typer.Option("0.01,0.1,1", "--noise", help="Logit-noise levels (std)."),
     drop_window: str = typer.Option("", "--drop-window", help="Window drops (tokens)."),
-    max_new_tokens: int = typer.Option(8, "--max-new-tokens", help="Tokens per prompt."),
+    max_new_tokens: Optional[int] = typer.Option(
+        None, "--max-new-tokens",
+        help="Tokens per prompt (default: 8 in fidelity mode, the task's budget with --quality)."),
     alpha: float = typer.Option(0.05, "--alpha", help="One-sided level of detection."),
     device: str = typer.Option("cpu", "--device", help="cpu | cuda"),
+    quality: bool = typer.Option(False, "--quality",
+                                 help="Calibrate the quality gate: detection rate against "
+                                      "planted size and n, beside plan's prediction."),
+    replay_short: str = typer.Option("", "--replay-short",
+                                     help="--quality: bounded replay k positions short "
+                                          "(replay_tokens = W - k), e.g. 1,2,4,8."),
+    sizes: str = typer.Option("50,100,200,500", "--n",
+                              help="--quality: subset sizes n (at most --limit)."),
+    draws: int = typer.Option(400, "--draws", help="--quality: seeded subsets per n."),
+    subsample_seed: int = typer.Option(0, "--subsample-seed", help="--quality: seed of the "
+                                                                    "subsets."),
+    margin: Optional[float] = typer.Option(None, "--margin",
+                                           help="--quality: margin in points (default 2.0; "
+                                                "or --policy)."),
+    policy: Optional[Path] = typer.Option(None, "--policy",
+                                          help="--quality: gate policy file (margin, alpha, "
+                                               "correction, health) instead of --margin."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="--quality: metric gated "
+                                                                "(default: the task's primary)."),
+    workspace: Optional[Path] = typer.Option(None, "--workspace",
+                                             help="--quality: keep the results store here "
+                                                  "(a rerun resumes); default: a temporary "
+                                                  "directory."),
+    concurrency: int = typer.Option(8, "--concurrency", help="--quality: requests batched."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> None:
     """Which planted degradations does this run size detect?"""
+    noise_levels = _numbers(noise, float, "--noise")
+    drops = _numbers(drop_window, int, "--drop-window")
+    if limit < 1:
+        raise ValidateInputError(f"--limit: expected >= 1, got {limit}")
+    if quality:
+        if policy is not None and margin is not None:
+            raise ValidateInputError("--quality: give --policy or --margin, not both")
+        shorts = _positive(_numbers(replay_short, int, "--replay-short"), "--replay-short")
+        ns = _positive(_numbers(sizes, int, "--n"), "--n")
+        if not ns:
+            raise ValidateInputError("--n: give at least one subset size")
+        if draws < 1:
+            raise ValidateInputError(f"--draws: expected >= 1, got {draws}")
+        _quality(preset=preset, seed=seed, checkpoint=checkpoint, device=device, task=task,
+                 limit=limit, noise=noise_levels, drops=drops, shorts=shorts, ns=ns, draws=draws,
+                 subsample_seed=subsample_seed, margin=margin, policy=policy, metric=metric,
+                 alpha=alpha, workspace=workspace, concurrency=concurrency,
+                 max_new_tokens=max_new_tokens, as_json=as_json)
+        return
+    if replay_short:
+        raise ValidateInputError("--replay-short needs --quality")
+    _fidelity(preset=preset, seed=seed, checkpoint=checkpoint, swa=swa, task=task, limit=limit,
+              noise=noise_levels, drops=drops,
+              max_new_tokens=8 if max_new_tokens is None else max_new_tokens, alpha=alpha,
+              device=device, as_json=as_json)
+
+
+def _fidelity(*, preset, seed, checkpoint, swa, task, limit, noise, drops, max_new_tokens, alpha,
+              device, as_json) -> None:
     import tasks
     from runtime.options import RuntimeOptions
     from validate.engines.builtin import BuiltinEngineConfig
@@ -46,8 +130,7 @@ def calibrate(
     the_task = tasks.get(task)
     requests = [the_task.render(item) for item in the_task.items()[:limit]]
     config = BuiltinEngineConfig(source=source, options=RuntimeOptions(swa=swa))
-    result = run_calibration(config, requests,
-                             planted_levels(_numbers(noise, float), _numbers(drop_window, int)),
+    result = run_calibration(config, requests, planted_levels(noise, drops),
                              alpha=alpha, max_new_tokens=max_new_tokens)
 
     def render(console) -> None:
@@ -64,5 +147,66 @@ def calibrate(
         console.print(table)
         console.print("A/A control clean" if result.control_clean else
                       "[red]A/A control NOT clean: the measurement itself diverges[/red]")
+
+    emit(as_json, result.to_dict(), render)
+
+
+def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, shorts, ns, draws,
+             subsample_seed, margin, policy, metric, alpha, workspace, concurrency,
+             max_new_tokens, as_json) -> None:
+    import tempfile
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from validate.calibration import render as tables
+    from validate.calibration.planted import planted_quality_levels
+    from validate.calibration.quality import quality_calibration, quality_policy
+    from validate.cli.run_cmd import _Bars
+    from validate.engines.builtin_source import ModelSource
+    from validate.gate import load_policy
+
+    engine = ({"checkpoint": str(checkpoint)} if checkpoint else
+              {"preset": preset or "tiny", **({} if preset == "testbed" else {"seed": seed})})
+    engine["device"] = device
+    window = ModelSource(preset=engine.get("preset"), seed=seed,
+                         checkpoint=engine.get("checkpoint"), device=device).config().sliding_window
+    levels = planted_quality_levels(window, noise=noise, drop_window=drops, replay_short=shorts,
+                                    seed=seed)
+    gate_policy = quality_policy(task, policy=load_policy(policy) if policy else None,
+                                 margin_points=2.0 if margin is None else margin, alpha=alpha,
+                                 metric=metric)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with tempfile.TemporaryDirectory(prefix="v41val-calibrate-") as scratch, \
+            Progress(*columns, console=stderr_console(), transient=True) as progress:
+        bars = _Bars(progress)
+        gating = {}
+
+        def on_row(done: int, total: int, label: str) -> None:
+            if "bar" not in gating:
+                gating["bar"] = progress.add_task("gating subsets", total=total)
+            progress.update(gating["bar"], completed=done, description=f"gating: {label}")
+
+        result = quality_calibration(
+            engine, levels, task, limit, gate_policy, ns,
+            workspace=Path(workspace) if workspace else Path(scratch), draws=draws,
+            seed=subsample_seed, max_gen_toks=max_new_tokens, concurrency=concurrency,
+            run_progress=bars, row_progress=on_row)
+    if workspace is None:  # the scratch store is gone: do not point at it
+        result = type(result)(**{**result.__dict__, "store": None})
+
+    def render(console) -> None:
+        console.print(tables.headline(result))
+        for head, rows, title in [(*tables.summary_table(result), "pairs on the whole pool"),
+                                  *[(*tables.per_n_table(result, w), tables.TITLES[w])
+                                    for w in ("fail", "worse", "pass")]]:
+            table = Table(title=title)
+            for col in head:
+                table.add_column(col)
+            for row in rows:
+                table.add_row(*row)
+            console.print(table)
+        for note in tables.notes(result):
+            console.print(f"note: {note}", soft_wrap=True)
 
     emit(as_json, result.to_dict(), render)

@@ -1,0 +1,88 @@
+"""``v41val calibrate --quality`` end to end on the random ``micro`` model (accuracy at
+the floor, so the mechanics, not the rates, are under test): the plan runs warm through
+the runner (prefix hits, so replay engages), a rerun in the same workspace resumes, the
+table and the JSON carry every pair and n, and bad flags are one-line exit-2 errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from validate.cli import main
+
+BASE = ["calibrate", "--quality", "--preset", "micro", "--task", "testbed_arith", "--limit", "4",
+        "--max-new-tokens", "4", "--noise", "1", "--replay-short", "2", "--n", "2,4",
+        "--draws", "10"]
+
+
+def run(capsys, args):
+    code = 0
+    try:
+        main(args)
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    return tmp_path_factory.mktemp("calibrate")
+
+
+def test_quality_json_has_every_pair_and_n(capsys, workspace):
+    code, out, _ = run(capsys, [*BASE, "--workspace", str(workspace), "--json"])
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["n_pool"] == 4 and doc["ns"] == [2, 4] and doc["window"] == 16
+    assert [r["pair"] for r in doc["rows"]] == ["exact vs exact", "bounded vs exact",
+                                                "noise-1 vs exact", "short-2 vs bounded",
+                                                "short-2 vs exact"]
+    assert all(len(r["cells"]) == 2 for r in doc["rows"])
+    assert doc["variants"]["short-2"]["options"]["replay_tokens"] == 14
+    # warm mode: every measured prompt hit the prefix cache, so replay had something to do
+    assert all(v["prefix_hit_rate"] == 1.0 for v in doc["variants"].values())
+    assert doc["rows"][0]["cells"][0]["observed"]["gate_fail"] == 0.0
+    assert doc["store"].endswith("results.sqlite")
+
+
+def test_quality_table_and_resume(capsys, workspace):
+    from validate.store import ResultsStore
+
+    code, out, _ = run(capsys, [*BASE, "--workspace", str(workspace)])
+    assert code == 0
+    for fragment in ("quality calibration: testbed_arith", "detection: gate FAIL rate",
+                     "significantly worse at alpha", "v41val plan", "short-2 vs bounded",
+                     "n=4", "not fresh"):
+        assert fragment in out
+    with ResultsStore.open(workspace / "results.sqlite") as store:
+        runs = store.runs()
+    assert len(runs) == 2 and len({r.plan_hash for r in runs}) == 1  # the rerun resumed
+
+
+@pytest.mark.parametrize("extra,fragment", [
+    (["--n", "5,abc"], "--n: expected comma-separated integers"),
+    (["--n", "0"], "--n: expected values >= 1"),
+    (["--draws", "0"], "--draws"),
+    (["--replay-short", "16"], "--replay-short: levels must lie in [1, 15]"),
+    (["--margin", "1", "--policy", "gate.toml"], "--policy or --margin"),
+    (["--noise", "x"], "--noise: expected comma-separated numbers"),
+])
+def test_bad_quality_flags_are_one_line_exit_2(capsys, extra, fragment):
+    code, out, err = run(capsys, [*BASE, *extra])
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and out == ""
+    assert len(lines) == 1 and lines[0].startswith("v41val: error:") and fragment in lines[0]
+
+
+def test_replay_short_needs_quality(capsys):
+    code, _, err = run(capsys, ["calibrate", "--replay-short", "2"])
+    assert code == 2 and "--replay-short needs --quality" in err
+
+
+def test_policy_without_the_task_is_exit_2(capsys, tmp_path):
+    policy = tmp_path / "gate.toml"
+    policy.write_text("[tasks.gsm8k]\nmargin = 1.0\n")
+    code, _, err = run(capsys, [*BASE, "--policy", str(policy)])
+    assert code == 2 and "no policy for task 'testbed_arith'" in err

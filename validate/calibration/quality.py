@@ -1,0 +1,237 @@
+"""Quality calibration: does the gate catch planted damage at n, as often as ``plan`` says?
+
+``quality_calibration`` runs the planted variants once on the task's items (``pool``),
+then for every compared pair (``planted``) and every n in ``ns`` gates ``draws`` seeded
+subsets of n items with the real gate (``detection``) and puts three numbers side by
+side (``predict``):
+
+- the observed detection rate: the share of subsets the gate FAILs (health checks
+  included, so a subset can also come out INVALID, reported apart);
+- the pool's exact rate: the hypergeometric probability that an n-subset of *this
+  pool* FAILs the test (what the observed rate estimates, up to Monte Carlo error);
+- the plan-style prediction: the exact probability that n *fresh* items FAIL, at the
+  pool's observed delta and discordance (the enumeration ``v41val plan`` prints for
+  PASS; ``plan``'s own PASS power is reported beside the observed PASS rate).
+
+Subsets of a finite pool are not fresh items: as n approaches the pool size the
+observed rate tends to the pool's own verdict (0 or 1) while the fresh prediction
+keeps the sampling spread; below about a fifth of the pool the two agree to within the
+finite population factor. The observed delta is itself an estimate, so the plan-style
+prediction carries the pool's uncertainty about the true delta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from validate.calibration.detection import (
+    DetectionRates,
+    PairGate,
+    detection_rates,
+    full_verdict,
+    subsamples,
+)
+from validate.calibration.planted import PlantedLevels, PlantedRow
+from validate.calibration.pool import QualityPool, calibration_plan_document, run_pool
+from validate.calibration.predict import (
+    OutcomeProbabilities,
+    PlanPrediction,
+    fresh_outcome_probabilities,
+    plan_prediction,
+    pool_outcome_probabilities,
+)
+from validate.errors import ValidateInputError
+from validate.gate import GatePolicy, TaskVerdict, parse_policy
+from validate.stats.jsonable import json_safe
+from validate.stats.proportions import clt_se
+
+SUBSAMPLING_NOTE = (
+    "detection rates are over seeded subsets of one finite pool of items, not fresh "
+    "items: they estimate the pool's own (hypergeometric) probability, which tends to "
+    "the full-pool verdict as n approaches the pool size; the plan-style prediction is "
+    "for fresh items at the pool's observed delta and discordance")
+
+
+@dataclass(frozen=True)
+class QualityCell:
+    """One (pair, n): observed rates, the pool's exact probabilities, the fresh-item
+    prediction and ``plan``'s PASS power."""
+
+    n: int
+    observed: DetectionRates
+    pool: OutcomeProbabilities
+    fresh: OutcomeProbabilities
+    plan: PlanPrediction
+
+    def to_dict(self) -> dict:
+        return {"n": self.n, "observed": self.observed.to_dict(), "pool_exact": self.pool.to_dict(),
+                "fresh_exact": self.fresh.to_dict(), "plan": self.plan.to_dict()}
+
+
+@dataclass(frozen=True)
+class QualityRow:
+    row: PlantedRow
+    n_pool: int
+    accuracy_reference: float
+    accuracy_candidate: float
+    b: int  # reference right, candidate wrong
+    c: int  # reference wrong, candidate right
+    se: float  # paired SE of delta (one row per item)
+    verdict: TaskVerdict  # the gate on the whole pool
+    health_failures: tuple[str, ...]
+    cells: tuple[QualityCell, ...]
+
+    @property
+    def delta(self) -> float:
+        return (self.c - self.b) / self.n_pool
+
+    @property
+    def discordance(self) -> float:
+        return (self.b + self.c) / self.n_pool
+
+    def to_dict(self) -> dict:
+        return {**self.row.to_dict(), "n_pool": self.n_pool,
+                "accuracy_reference": self.accuracy_reference,
+                "accuracy_candidate": self.accuracy_candidate, "b": self.b, "c": self.c,
+                "delta": self.delta, "se": self.se, "discordance": self.discordance,
+                "full_pool_verdict": self.verdict.to_dict(),
+                "health_failures": list(self.health_failures),
+                "cells": [c.to_dict() for c in self.cells]}
+
+
+@dataclass(frozen=True)
+class QualityCalibration:
+    task: str
+    metric: str
+    n_pool: int
+    window: int | None
+    policy: GatePolicy
+    draws: int
+    seed: int
+    ns: tuple[int, ...]
+    rows: tuple[QualityRow, ...]
+    variants: Mapping[str, Any]  # name -> {"options", "perturb", "rows", "prefix_hit_rate", ...}
+    plan_hash: str | None = None
+    store: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def margin(self) -> float:
+        return self.policy.task(self.task).margin
+
+    def to_dict(self) -> dict:
+        p = self.policy
+        return json_safe({
+            "task": self.task, "metric": self.metric, "n_pool": self.n_pool,
+            "window": self.window,
+            "policy": {"source": p.source, "margin_points": 100 * self.margin, "alpha": p.alpha,
+                       "power": p.power, "correction": p.correction, "mode": p.mode,
+                       "equivalence": p.equivalence, "family": "each row gated alone (one claim)"},
+            "draws": self.draws, "seed": self.seed, "ns": list(self.ns),
+            "variants": dict(self.variants), "plan_hash": self.plan_hash, "store": self.store,
+            "rows": [r.to_dict() for r in self.rows], "notes": list(self.notes),
+            "subsampling": SUBSAMPLING_NOTE,
+        })
+
+
+def quality_policy(task: str, *, policy: GatePolicy | None = None, margin_points: float = 2.0,
+                   alpha: float = 0.05, metric: str | None = None) -> GatePolicy:
+    """The policy the rows are gated with: the given policy (it must name ``task``), or
+    an inline one with ``margin_points`` and ``alpha`` (Holm, standard mode, default
+    health thresholds)."""
+    if policy is not None:
+        policy.task(task)  # a PolicyError naming the file when it lacks the task
+        return policy
+    table: dict[str, Any] = {"margin": margin_points}
+    if metric is not None:
+        table["metric"] = metric
+    return parse_policy({"gate": {"alpha": alpha}, "tasks": {task: table}},
+                        source="<calibrate --margin/--alpha>")
+
+
+RowProgress = Callable[[int, int, str], None]
+
+
+def analyse_pool(pool: QualityPool, levels: PlantedLevels, policy: GatePolicy,
+                 ns: Sequence[int], *, draws: int = 400, seed: int = 0,
+                 progress: RowProgress | None = None) -> QualityCalibration:
+    """Gate subsets of the pool for every row and n (see the module doc)."""
+    if draws < 1:
+        raise ValidateInputError(f"--draws: expected >= 1, got {draws}")
+    if not ns:
+        raise ValidateInputError("--n: give at least one subset size")
+    task = pool.task
+    tp = policy.task(task)
+    metric = tp.metric or pool.metric
+    n_pool = pool.n_items
+    kept = tuple(sorted({int(n) for n in ns if 0 < n <= n_pool}))
+    notes = []
+    dropped = sorted({int(n) for n in ns} - set(kept))
+    if dropped:
+        notes.append(f"n = {', '.join(map(str, dropped))} left out: only {n_pool} items were run")
+    if not kept:
+        raise ValidateInputError(f"--n: every size ({', '.join(map(str, ns))}) exceeds the "
+                                 f"{n_pool} items run")
+    index_sets = {n: subsamples(n_pool, n, draws, seed) for n in kept}
+    rows = []
+    for i, row in enumerate(levels.rows):
+        if progress is not None:
+            progress(i, len(levels.rows), f"{row.label}: {row.pair}")
+        gate = PairGate(pool.variants[row.reference].table, pool.variants[row.candidate].table,
+                        metric, policy, pool.max_gen_toks)
+        verdict = full_verdict(gate)
+        paired, _ = gate.full()
+        b = int(np.sum((paired.a == 1.0) & (paired.b != 1.0)))
+        c = int(np.sum((paired.a != 1.0) & (paired.b == 1.0)))
+        n_scored = paired.n_rows
+        delta, disc = (c - b) / n_scored, (b + c) / n_scored
+        cells = []
+        for n in kept:
+            observed, _ = detection_rates(gate, index_sets[n], policy.alpha)
+            cells.append(QualityCell(
+                n=n, observed=observed,
+                pool=pool_outcome_probabilities(n, n_scored, b, c, tp.margin, policy.alpha,
+                                                policy.equivalence),
+                fresh=fresh_outcome_probabilities(n, disc, delta, tp.margin, policy.alpha,
+                                                  policy.equivalence),
+                plan=plan_prediction(n, disc, delta, tp.margin, policy.alpha, policy.power)))
+        rows.append(QualityRow(
+            row=row, n_pool=n_scored, accuracy_reference=float(paired.a.mean()),
+            accuracy_candidate=float(paired.b.mean()), b=b, c=c,
+            se=clt_se(paired.b - paired.a), verdict=verdict,
+            health_failures=tuple(verdict.reasons) if verdict.verdict == "INVALID" else (),
+            cells=tuple(cells)))
+    if progress is not None:
+        progress(len(levels.rows), len(levels.rows), "done")
+    variants = {}
+    for v in levels.variants:
+        found = pool.variants.get(v.name)
+        variants[v.name] = {"options": dict(v.options), "perturb": dict(v.perturb),
+                            **(found.to_dict() if found is not None else {})}
+    missing = [name for name, v in pool.variants.items() if v.missing]
+    if missing:
+        notes.append(f"variants with unanswered items (coverage below 100 %: INVALID): "
+                     f"{', '.join(missing)}")
+    return QualityCalibration(
+        task=task, metric=metric, n_pool=n_pool, window=levels.window,
+        policy=replace(policy, tasks=(tp,)), draws=draws, seed=seed, ns=kept,
+        rows=tuple(rows), variants=variants, plan_hash=pool.plan_hash, store=pool.store,
+        notes=tuple(notes))
+
+
+def quality_calibration(engine: Mapping[str, Any], levels: PlantedLevels, task: str,
+                        limit: int | None, policy: GatePolicy, ns: Sequence[int], *,
+                        workspace: Path, draws: int = 400, seed: int = 0,
+                        max_gen_toks: int | None = None, concurrency: int = 8,
+                        plan_seed: int = 1234, run_progress: Callable | None = None,
+                        row_progress: RowProgress | None = None) -> QualityCalibration:
+    """Run the planted variants (resumable in ``workspace``), then analyse the pool."""
+    document = calibration_plan_document(engine, levels, task, limit, max_gen_toks=max_gen_toks,
+                                         seed=plan_seed, concurrency=concurrency)
+    pool = run_pool(document, workspace, policy.task(task).metric, run_progress)
+    return analyse_pool(pool, levels, policy, ns, draws=draws, seed=seed, progress=row_progress)
