@@ -29,7 +29,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from validate.errors import ValidateInputError
-from validate.gate import FAIL, INVALID, PASSING, GateInput, GatePolicy, HealthReport, evaluate_gate
+from validate.gate import (
+    FAIL,
+    INVALID,
+    PASSING,
+    GateInput,
+    GatePolicy,
+    HealthReport,
+    evaluate_gate,
+    health_failures,
+)
 from validate.health.facts import pair_health, variant_health
 from validate.stats.outcomes import ItemOutcomes, PairedOutcomes, pair_outcomes
 from validate.store import OutcomeTable
@@ -128,7 +137,7 @@ class PairGate:
         if key not in self._test_cache:  # no health facts: nothing for the gate to check
             self._test_cache[key] = self._decide(paired, HealthReport())
         test, p_worse = self._test_cache[key]
-        gate_key = (b, c, paired.n_rows, health)
+        gate_key = (b, c, paired.n_rows, health_failures(health, self.policy.health))
         if gate_key not in self._gate_cache:
             self._gate_cache[gate_key] = self._decide(paired, health)[0]
         return DrawVerdict(self._gate_cache[gate_key], test, p_worse, b, c, paired.n_rows)

@@ -27,7 +27,7 @@ Every family is a real variant of the builtin engine, run on the same weights:
     attention output into NaN; for a decode step that is the step's logits, and greedy
     decoding then emits token id 0 (``<|bos|>``: dropped from the text, kept in the
     context). So k = 1 only shortens windows (no uncomputed read), while k >= 2 also
-    emits k - 1 garbage tokens right after the prompt. A real server would read stale
+    emits k - 1 garbage tokens right after the first generated one. A real server would read stale
     or zero KV there instead of NaN; the direction carries over, the size need not.
 
   Each short level is compared twice: against correct bounded replay (what the bug
