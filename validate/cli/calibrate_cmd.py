@@ -86,6 +86,9 @@ def calibrate(
                                                   "(a rerun resumes); default: a temporary "
                                                   "directory."),
     concurrency: int = typer.Option(8, "--concurrency", help="--quality: requests batched."),
+    markdown: Optional[Path] = typer.Option(None, "--markdown",
+                                            help="--quality: also write the tables as "
+                                                 "Markdown to this file."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> None:
     """Which planted degradations does this run size detect?"""
@@ -106,7 +109,7 @@ def calibrate(
                  limit=limit, noise=noise_levels, drops=drops, shorts=shorts, ns=ns, draws=draws,
                  subsample_seed=subsample_seed, margin=margin, policy=policy, metric=metric,
                  alpha=alpha, workspace=workspace, concurrency=concurrency,
-                 max_new_tokens=max_new_tokens, as_json=as_json)
+                 max_new_tokens=max_new_tokens, markdown=markdown, as_json=as_json)
         return
     if replay_short:
         raise ValidateInputError("--replay-short needs --quality")
@@ -153,8 +156,9 @@ def _fidelity(*, preset, seed, checkpoint, swa, task, limit, noise, drops, max_n
 
 def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, shorts, ns, draws,
              subsample_seed, margin, policy, metric, alpha, workspace, concurrency,
-             max_new_tokens, as_json) -> None:
+             max_new_tokens, markdown, as_json) -> None:
     import tempfile
+    from dataclasses import replace
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -177,23 +181,20 @@ def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, sho
                                  metric=metric)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
+    console = stderr_console()
     with tempfile.TemporaryDirectory(prefix="v41val-calibrate-") as scratch, \
-            Progress(*columns, console=stderr_console(), transient=True) as progress:
-        bars = _Bars(progress)
-        gating = {}
-
-        def on_row(done: int, total: int, label: str) -> None:
-            if "bar" not in gating:
-                gating["bar"] = progress.add_task("gating subsets", total=total)
-            progress.update(gating["bar"], completed=done, description=f"gating: {label}")
-
+            Progress(*columns, console=console, transient=True) as progress:
+        run_progress, row_progress = ((_Bars(progress), _RowBar(progress)) if console.is_terminal
+                                      else (_Lines(console), _Lines(console).row))
         result = quality_calibration(
             engine, levels, task, limit, gate_policy, ns,
             workspace=Path(workspace) if workspace else Path(scratch), draws=draws,
             seed=subsample_seed, max_gen_toks=max_new_tokens, concurrency=concurrency,
-            run_progress=bars, row_progress=on_row)
+            run_progress=run_progress, row_progress=row_progress)
     if workspace is None:  # the scratch store is gone: do not point at it
-        result = type(result)(**{**result.__dict__, "store": None})
+        result = replace(result, store=None)
+    if markdown is not None:
+        markdown.write_text(tables.markdown(result))
 
     def render(console) -> None:
         console.print(tables.headline(result))
@@ -210,3 +211,39 @@ def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, sho
             console.print(f"note: {note}", soft_wrap=True)
 
     emit(as_json, result.to_dict(), render)
+
+
+class _RowBar:
+    """A progress bar over the compared pairs while their subsets are gated."""
+
+    def __init__(self, progress) -> None:
+        self.progress = progress
+        self.bar = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if self.bar is None:
+            self.bar = self.progress.add_task("gating subsets", total=total)
+        self.progress.update(self.bar, completed=done, description=f"gating: {label}")
+
+
+class _Lines:
+    """Progress as plain stderr lines when stderr is not a terminal (logs of long runs):
+    each variant's start, every tenth of its requests, its end; each gated pair."""
+
+    def __init__(self, console) -> None:
+        self.console = console
+        self.step: dict[str, int] = {}
+
+    def __call__(self, event) -> None:
+        say = self.console.print
+        if event.kind == "start":
+            self.step[event.variant] = max(1, event.total // 10)
+            say(f"calibrate: {event.variant}: {event.total} requests to run")
+        elif event.kind in ("stored", "failed") and event.done % self.step.get(event.variant, 1) == 0:
+            say(f"calibrate: {event.variant}: {event.done}/{event.total}")
+        elif event.kind == "done":
+            say(f"calibrate: {event.variant}: done ({event.done} this run)")
+
+    def row(self, done: int, total: int, label: str) -> None:
+        self.console.print("calibrate: gating done" if done == total else
+                           f"calibrate: gating pair {done + 1}/{total}: {label}")
