@@ -70,6 +70,7 @@ def test_quality_table_and_resume(capsys, workspace):
     (["--draws", "0"], "--draws"),
     (["--replay-short", "16"], "--replay-short: levels must lie in [1, 15]"),
     (["--margin", "1", "--policy", "gate.toml"], "--policy or --margin"),
+    (["--alpha", "0.1", "--policy", "gate.toml"], "--policy or --margin/--alpha"),
     (["--noise", "x"], "--noise: expected comma-separated numbers"),
 ])
 def test_bad_quality_flags_are_one_line_exit_2(capsys, extra, fragment):
@@ -89,3 +90,17 @@ def test_policy_without_the_task_is_exit_2(capsys, tmp_path):
     policy.write_text("[tasks.gsm8k]\nmargin = 1.0\n")
     code, _, err = run(capsys, [*BASE, "--policy", str(policy)])
     assert code == 2 and "no policy for task 'testbed_arith'" in err
+    policy.write_text("[tasks.testbed_arith]\nmargin = 1.0\nmetric = 'exact_match,flexible-extract'\n")
+    code, _, err = run(capsys, [*BASE, "--policy", str(policy), "--metric", "exact_match,strict-match"])
+    assert code == 2 and "gates testbed_arith on 'exact_match,flexible-extract'" in err
+
+
+def test_policy_file_sets_margin_alpha_and_metric(capsys, tmp_path, workspace):
+    policy = tmp_path / "gate.toml"
+    policy.write_text("[gate]\nalpha = 0.1\n[tasks.testbed_arith]\nmargin = 3.0\n"
+                      "metric = 'exact_match,flexible-extract'\n")
+    code, out, _ = run(capsys, [*BASE, "--policy", str(policy), "--workspace", str(workspace),
+                                "--json"])
+    doc = json.loads(out)
+    assert code == 0 and doc["metric"] == "exact_match,flexible-extract"
+    assert doc["policy"]["margin_points"] == 3.0 and doc["policy"]["alpha"] == 0.1

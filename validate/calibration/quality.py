@@ -141,12 +141,18 @@ class QualityCalibration:
 
 def quality_policy(task: str, *, policy: GatePolicy | None = None, margin_points: float = 2.0,
                    alpha: float = 0.05, metric: str | None = None) -> GatePolicy:
-    """The policy the rows are gated with: the given policy (it must name ``task``), or
-    an inline one with ``margin_points`` and ``alpha`` (Holm, standard mode, default
-    health thresholds)."""
+    """The policy the rows are gated with: the given policy (it must name ``task``;
+    ``metric`` may only fill a metric it leaves open), or an inline one with
+    ``margin_points`` and ``alpha`` (Holm, standard mode, default health thresholds)."""
     if policy is not None:
-        policy.task(task)  # a PolicyError naming the file when it lacks the task
-        return policy
+        tp = policy.task(task)  # a PolicyError naming the file when it lacks the task
+        if metric is None or tp.metric == metric:
+            return policy
+        if tp.metric is not None:
+            raise ValidateInputError(f"--metric {metric!r}: the policy {policy.source} gates "
+                                     f"{task} on {tp.metric!r}")
+        tasks = tuple(replace(t, metric=metric) if t.task == task else t for t in policy.tasks)
+        return replace(policy, tasks=tasks)
     table: dict[str, Any] = {"margin": margin_points}
     if metric is not None:
         table["metric"] = metric

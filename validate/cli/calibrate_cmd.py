@@ -60,7 +60,9 @@ def calibrate(
     max_new_tokens: Optional[int] = typer.Option(
         None, "--max-new-tokens",
         help="Tokens per prompt (default: 8 in fidelity mode, the task's budget with --quality)."),
-    alpha: float = typer.Option(0.05, "--alpha", help="One-sided level of detection."),
+    alpha: Optional[float] = typer.Option(None, "--alpha",
+                                          help="One-sided level of detection (default 0.05; "
+                                               "with --quality and --policy, the policy's)."),
     device: str = typer.Option("cpu", "--device", help="cpu | cuda"),
     quality: bool = typer.Option(False, "--quality",
                                  help="Calibrate the quality gate: detection rate against "
@@ -97,8 +99,8 @@ def calibrate(
     if limit < 1:
         raise ValidateInputError(f"--limit: expected >= 1, got {limit}")
     if quality:
-        if policy is not None and margin is not None:
-            raise ValidateInputError("--quality: give --policy or --margin, not both")
+        if policy is not None and (margin is not None or alpha is not None):
+            raise ValidateInputError("--quality: give --policy or --margin/--alpha, not both")
         shorts = _positive(_numbers(replay_short, int, "--replay-short"), "--replay-short")
         ns = _positive(_numbers(sizes, int, "--n"), "--n")
         if not ns:
@@ -108,14 +110,15 @@ def calibrate(
         _quality(preset=preset, seed=seed, checkpoint=checkpoint, device=device, task=task,
                  limit=limit, noise=noise_levels, drops=drops, shorts=shorts, ns=ns, draws=draws,
                  subsample_seed=subsample_seed, margin=margin, policy=policy, metric=metric,
-                 alpha=alpha, workspace=workspace, concurrency=concurrency,
+                 alpha=0.05 if alpha is None else alpha, workspace=workspace, concurrency=concurrency,
                  max_new_tokens=max_new_tokens, markdown=markdown, as_json=as_json)
         return
     if replay_short:
         raise ValidateInputError("--replay-short needs --quality")
     _fidelity(preset=preset, seed=seed, checkpoint=checkpoint, swa=swa, task=task, limit=limit,
               noise=noise_levels, drops=drops,
-              max_new_tokens=8 if max_new_tokens is None else max_new_tokens, alpha=alpha,
+              max_new_tokens=8 if max_new_tokens is None else max_new_tokens,
+              alpha=0.05 if alpha is None else alpha,
               device=device, as_json=as_json)
 
 
