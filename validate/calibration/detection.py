@@ -85,7 +85,9 @@ class PairGate:
     ``policy`` is reduced to the one task of the pair (a family of one claim, as in a
     ``v41val run`` of a plan with this one candidate on this one task). The statistical
     verdict depends on the subset only through (b, c, n), so it is cached by them; the
-    gate's verdict also depends on the health facts and is cached by (b, c, n, health).
+    gate's verdict also depends on the health facts, but only through the checks they
+    fail (``evaluate_gate`` answers INVALID on any failure and otherwise decides the
+    same evidence), so it is cached by (b, c, n, failed checks).
     """
 
     def __init__(self, reference: OutcomeTable, candidate: OutcomeTable, metric: str,
