@@ -246,3 +246,23 @@ def test_short_replay_does_what_its_docstring_says():
     assert not torch.equal(one[0], correct[0])  # the last prefill row reads 1 short
     nan_steps = [bool(torch.isnan(r).any()) for r in four]
     assert nan_steps == [False, True, True, True, False, False, False]  # k - 1 = 3 steps
+
+
+def test_cached_verdicts_equal_uncached_gate_calls():
+    """The caches (by counts, and by counts plus failed health checks) never change a
+    verdict: every draw equals a fresh ``evaluate_gate`` on freshly measured inputs."""
+    from validate.gate import GateInput, HealthReport, evaluate_gate
+
+    a, b = pool_pair(150, b=12, c=3, seed=8)
+    empty = np.zeros(150, bool)
+    empty[np.flatnonzero(b == 0)[:4]] = True  # a few empty outputs: some subsets INVALID
+    gate = pair_gate(a, b, empty_b=empty)
+    seen = set()
+    for index in subsamples(150, 40, 60, seed=5):
+        got = gate.verdict(index)
+        paired, health = gate._paired_and_health(index)
+        direct = evaluate_gate(gate.policy, {TASK: GateInput(paired, health)}).tasks[0]
+        bare = evaluate_gate(gate.policy, {TASK: GateInput(paired, HealthReport())}).tasks[0]
+        assert (got.gate, got.test, got.p_worse) == (direct.verdict, bare.verdict, bare.p_worse)
+        seen.add(got.gate)
+    assert INVALID in seen and len(seen) > 1
