@@ -52,6 +52,8 @@ def sparse_attention(q: torch.Tensor, kv: torch.Tensor, window: int, entries: to
     parts = [win.float()]
     picked = None
     if topk is not None:
+        if entries.shape[1] == 0:  # no completed group yet (T < ratio): every slot is empty
+            entries = entries.new_zeros(b, 1, hd)
         k = topk.shape[-1]
         idx = topk.clamp_min(0).reshape(b, t * k, 1).expand(-1, -1, hd)
         picked = entries.gather(1, idx).reshape(b, t, k, hd)  # [B, T, K, hd]

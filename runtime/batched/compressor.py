@@ -36,10 +36,10 @@ def compress(x: torch.Tensor, ratio: int, w_attn, config: V41Config, rope: RopeR
         latent = rms_norm(num.linear(x, comp.wkv.weight), comp.norm.weight, eps)  # [B, T, hd]
     else:
         with float32_region(x):
-            usable = x[:, : n * ratio].float().reshape(b * n * ratio, -1)
+            usable = x[:, : n * ratio].float().reshape(b * n * ratio, x.shape[-1])
             kv = num.linear(usable, comp.wkv.weight.float())  # [B*N*ratio, hd] float32
             gate = num.linear(usable, comp.wgate.weight.float())
-            latent = pool_and_norm(kv, gate, ratio, comp.norm.weight, eps, x.dtype).reshape(b, n, -1)
+            latent = pool_and_norm(kv, gate, ratio, comp.norm.weight, eps, x.dtype).reshape(b, n, kv.shape[-1])
     cos, sin = rope.rows(n, x.device, step=ratio)  # [N, rope/2]
     entries = round_to(apply_rope(latent, cos[None], sin[None]), "nvfp4", straight_through)
     idx = w_attn.indexer

@@ -85,6 +85,8 @@ def selected_scores(q: torch.Tensor, head_w: torch.Tensor, keys: torch.Tensor, t
     The same values as the selection's scores (the MXFP4 dot products are exact)."""
     b, t, n_heads, dim = q.shape
     k = topk.shape[-1]
+    if keys.shape[1] == 0:  # no completed group yet: every slot is empty
+        keys = keys.new_zeros(b, 1, dim)
     with float32_region(q):
         picked = keys.float().gather(1, topk.clamp_min(0).reshape(b, t * k, 1).expand(-1, -1, dim))
         picked = picked.reshape(b, t, k, dim)  # [B, T, K, dI]

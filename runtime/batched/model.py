@@ -87,7 +87,11 @@ class BatchedV41:
         rows = b * t
         eps = c.rms_norm_eps
         device = w.embed.weight.device
-        hash_ids = batch_hash_ids(self.hasher, tokens) if self.hasher is not None else None
+        hash_ids = None
+        if self.hasher is not None:
+            if self.hasher.primes.device != tokens.device:  # weights moved after construction
+                self.hasher.to(tokens.device)
+            hash_ids = batch_hash_ids(self.hasher, tokens)
 
         streams = w.embed.weight[tokens.reshape(-1)]  # [R, D]
         streams = streams.unsqueeze(1).expand(-1, c.hc_mult, -1)  # [R, hc, D]

@@ -2,21 +2,25 @@
 gradients.
 
 Parity. The engine's exact mode on a cold prefill (``logits="all"``) is the reference.
-Two comparisons, because of one measured trap: on CPU float32 a GEMM or a batched
-product gives last-bit different results for a different call shape, and the model's
-own roundings (FP8 window KV, NVFP4 entries, MXFP4 index keys) turn a last-bit
-difference at a rounding boundary into a whole step (1/16 for FP8) that later layers
-amplify (measured, fast form vs engine fast path, testbed, prompts of 100/250/384: 3 of
-8 weight draws had no flip and agreed to <= 6e-6; the others had one or more FP8/NVFP4
-step flips, the first one at a value whose inputs differed by one ulp, and reached
-5e-4 .. 3e-2; tiny with 12 layers flips on every draw). So:
+One measured trap shapes the comparison: on CPU float32 a GEMM or a batched product
+gives last-bit different results for a different call shape, and the model's own
+roundings (FP8 window KV, NVFP4 entries, MXFP4 index keys) turn a last-bit difference at
+a rounding boundary into a whole step (1/16 for FP8) that later layers amplify.
+Measured, fast form vs the engine's default path, testbed, prompts of 100/250/384, 8
+weight draws: every position before the first rounding that differs agrees to
+<= 1.2e-6; from the first differing rounding on, rows reach 5e-4 .. 3e-2 (tiny, with 12
+layers and 4x the values per position, differs within its first 20 positions on every
+draw). So the comparisons are:
   - row-invariant mode (``BatchedV41(w, row_invariant=True)``: the engine's row tiles and
-    its per-request attention layout) vs the engine's ``batch_invariant=True``: the same
-    reduction order everywhere, so every rounding decision coincides; it matches bit for
-    bit on any draw, on testbed and tiny, ragged rows in one batch;
-  - the fast form (what training runs) vs the engine's default path on a fixed draw
-    without a rounding flip: <= 1e-5 of the row's max |logit| at every position; and its
-    attention, the one op whose layout differs, against the engine's op by op.
+    its per-request attention layout, i.e. the same reduction order everywhere) vs the
+    engine's ``batch_invariant=True``: every rounding decision coincides and the logits
+    are equal bit for bit, on testbed and tiny, ragged rows in one batch, any draw;
+  - the fast form (what training runs) vs the engine's default path: <= 1e-5 of the
+    row's max |logit| at every position before the row's first differing rounding (found
+    by comparing the batched FP8/NVFP4/MXFP4 values with the engine's caches; causality
+    makes the earlier positions independent of it), on draws where that covers most
+    positions; and its attention, the one op whose layout differs, against the engine's
+    op by op.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 REL_TOL = 1e-5
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=8)
 def weights(preset: str, seed: int) -> V41Weights:
     return V41Weights.random(V41Config.preset(preset), seed=seed)
 
@@ -53,8 +57,9 @@ def ragged_batch(config: V41Config, lengths: list[int], seed: int) -> torch.Tens
     return torch.randint(0, config.vocab_size, (len(lengths), max(lengths)), generator=gen)
 
 
-def engine_logits(model: V41Model, tokens: torch.Tensor) -> torch.Tensor:
-    return model.forward([SeqChunk(model.new_state(), tokens, logits="all")])[0].logits
+def engine_logits(model: V41Model, tokens: torch.Tensor, state=None) -> torch.Tensor:
+    state = state if state is not None else model.new_state()
+    return model.forward([SeqChunk(state, tokens, logits="all")])[0].logits
 
 
 def worst_row_error(got: torch.Tensor, ref: torch.Tensor) -> float:
@@ -62,21 +67,19 @@ def worst_row_error(got: torch.Tensor, ref: torch.Tensor) -> float:
     return float(((got - ref).abs().amax(-1) / ref.abs().amax(-1)).max())
 
 
-def check_parity(preset: str, seed: int, lengths: list[int], row_invariant: bool) -> list[float]:
+def check_parity(preset: str, seed: int, lengths: list[int], bitwise: bool = False) -> None:
+    """Row-invariant batched forward of a ragged batch vs the engine, row by row."""
     w = weights(preset, seed)
     tokens = ragged_batch(w.config, lengths, seed + 1)
     with torch.no_grad():
-        out = BatchedV41(w, row_invariant=row_invariant)(tokens)
-    engine = V41Model(w, RuntimeOptions(swa="exact", batch_invariant=row_invariant))
-    errors = []
+        out = BatchedV41(w, row_invariant=True)(tokens)
+    engine = V41Model(w, RuntimeOptions(swa="exact", batch_invariant=True))
     for row, n in enumerate(lengths):
         ref = engine_logits(engine, tokens[row, :n])
         got = out.logits[row, :n]
-        if row_invariant:
+        if bitwise:
             assert torch.equal(got, ref), f"row {row} (length {n}) differs from the engine"
-        errors.append(worst_row_error(got, ref))
-    assert max(errors) <= REL_TOL, errors
-    return errors
+        assert worst_row_error(got, ref) <= REL_TOL, (row, n)
 
 
 @pytest.mark.parametrize(("preset", "lengths"), [
@@ -85,12 +88,75 @@ def check_parity(preset: str, seed: int, lengths: list[int], row_invariant: bool
 ])
 def test_row_invariant_mode_equals_engine_bit_for_bit(preset, lengths):
     for seed in (0, 1):
-        check_parity(preset, seed, lengths, row_invariant=True)
+        check_parity(preset, seed, lengths, bitwise=True)
 
 
-def test_fast_form_matches_engine_on_a_flip_free_draw():
-    errors = check_parity("testbed", 4, [100, 250, 384], row_invariant=False)
-    assert max(errors) < REL_TOL
+def test_row_invariant_mode_short_prompts():
+    """Shorter than a ratio-2 group, than the window, than the top-k (with these row
+    counts the tails of vectorised kernels differ: within the bound, not bitwise)."""
+    check_parity("testbed", 0, [1, 2, 5, 33, 64])
+    check_parity("tiny", 0, [1, 3, 9])
+
+
+class RoundingRecorder:
+    """Records the batched forward's rounded tensors (model.py and compressor.py) in call
+    order: per layer [entries NVFP4, index keys MXFP4] at a KV source, then window KV FP8."""
+
+    def __init__(self, monkeypatch):
+        import runtime.batched.compressor as compressor_module
+        import runtime.batched.model as model_module
+
+        self.values: list[torch.Tensor] = []
+
+        def recording(x, fmt, straight_through):
+            y = round_to(x, fmt, straight_through)
+            self.values.append(y)
+            return y
+
+        monkeypatch.setattr(model_module, "round_to", recording)
+        monkeypatch.setattr(compressor_module, "round_to", recording)
+
+    def first_difference(self, config: V41Config, state, row: int, n: int) -> int:
+        """The first position whose logits can see a rounded value that differs from the
+        engine's caches (an entry of group g is seen from position ratio*(g+1) - 1 on)."""
+        first, i = n, 0
+        for layer in range(config.num_hidden_layers):
+            if layer in config.kv_source_layer_ids:
+                r = config.compress_ratios[layer]
+                pairs = ((self.values[i], state.global_kv[layer]), (self.values[i + 1], state.index_keys[layer]))
+                for got, want in pairs:
+                    groups = (got[row, : n // r] != want).any(-1).nonzero()
+                    if len(groups):
+                        first = min(first, r * (int(groups[0]) + 1) - 1)
+                i += 2
+            positions = (self.values[i][row, :n] != state.swa[layer][:n]).any(-1).nonzero()
+            if len(positions):
+                first = min(first, int(positions[0]))
+            i += 1
+        assert i == len(self.values)
+        return first
+
+
+def test_fast_form_matches_engine_up_to_the_first_differing_rounding(monkeypatch):
+    recorder = RoundingRecorder(monkeypatch)
+    lengths = [100, 250, 384]
+    seeds = (0, 4, 5, 6)
+    covered = 0
+    for seed in seeds:
+        w = weights("testbed", seed)
+        tokens = ragged_batch(w.config, lengths, seed + 1)
+        recorder.values.clear()
+        with torch.no_grad():
+            out = BatchedV41(w)(tokens)
+        engine = V41Model(w, RuntimeOptions(swa="exact"))
+        for row, n in enumerate(lengths):
+            state = engine.new_state()
+            ref = engine_logits(engine, tokens[row, :n], state)
+            first = recorder.first_difference(w.config, state, row, n)
+            if first:
+                assert worst_row_error(out.logits[row, :first], ref[:first]) <= REL_TOL, (seed, row, first)
+            covered += first
+    assert covered >= 0.6 * len(seeds) * sum(lengths)  # measured: 70 % of the positions
 
 
 @pytest.mark.parametrize(("t", "window", "with_entries"), [(100, 32, True), (64, 16, True), (37, 8, False)])
