@@ -82,6 +82,7 @@ class Trainer:
     def __init__(self, recipe: Recipe, run_dir: str | Path, device: str = "cuda"):
         self.recipe, self.device = recipe, device
         self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.weights = new_weights(recipe, device)
         self.model = BatchedV41(self.weights)
         self.forward = _Forward(self.weights, self.model)
@@ -197,5 +198,4 @@ class Trainer:
 
 def train(recipe: Recipe, run_dir: str | Path, device: str = "cuda",
           max_seconds: float | None = None) -> dict:
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
     return Trainer(recipe, run_dir, device).run(max_seconds)
