@@ -40,6 +40,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="print the top kernels of one step")
     args = ap.parse_args()
     config = V41Config.preset(args.preset).replace(torch_dtype="float32")
     weights = V41Weights.random(config, seed=0, device=args.device, draw_on_device=args.device != "cpu")
@@ -63,6 +64,14 @@ def main() -> None:
     dt = (time.perf_counter() - t0) / args.steps
     tok = args.batch * args.seq
     mem = torch.cuda.max_memory_allocated() / 2**30 if args.device.startswith("cuda") else float("nan")
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            weights.zero_grad(set_to_none=True)
+            step(tokens)
+            sync()
+        print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=30, max_name_column_width=60))
     print(f"{args.preset} B={args.batch} T={args.seq} bf16={args.bf16} compile={args.compile}: "
           f"{dt * 1e3:.1f} ms/step, {tok / dt:,.0f} tokens/s, peak {mem:.1f} GiB, loss {float(loss):.3f}")
 
