@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -57,6 +58,24 @@ class _Forward(nn.Module):
         return self._model[0](tokens, straight_through=True)
 
 
+def step_loss(forward: _Forward, recipe: Recipe, n_tasks: int, params: dict[str, torch.Tensor],
+              tokens: torch.Tensor, labels: torch.Tensor, task: torch.Tensor):
+    """(loss, answer CE, indexer loss, expert load, per-task [hits, supervised]) of a batch."""
+    view = quantised_view(params) if recipe.qat else params
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=recipe.autocast == "bf16"):
+        out = functional_call(forward, {f"weights.{k}": v for k, v in view.items()}, (tokens,))
+    logits = out.logits.float()
+    ce = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
+    loss = ce + recipe.indexer_loss_weight * out.indexer_loss.float()
+    with torch.no_grad():
+        mask = labels != IGNORE
+        hit = (logits.argmax(-1) == labels) & mask
+        per_task = torch.zeros(n_tasks, 2, device=logits.device)
+        per_task[:, 0].index_add_(0, task, hit.sum(1).float())
+        per_task[:, 1].index_add_(0, task, mask.sum(1).float())
+    return loss, ce.detach(), out.indexer_loss.detach(), out.expert_load, per_task
+
+
 def new_weights(recipe: Recipe, device: str) -> V41Weights:
     config = V41Config.preset(recipe.preset)
     weights = V41Weights.random(config, recipe.init_seed, dtype=torch.float32, device=device)
@@ -86,8 +105,6 @@ class Trainer:
         self.weights = new_weights(recipe, device)
         self.model = BatchedV41(self.weights)
         self.forward = _Forward(self.weights, self.model)
-        if recipe.compile:
-            self.forward = torch.compile(self.forward, dynamic=False)
         self.optimizer = make_optimizer(recipe, self.weights, device)
         self.tokenizer = ByteTokenizer(vocab_size=self.weights.config.vocab_size)
         self.sampler = BatchSampler(recipe.task_weights, recipe.lengths, recipe.tokens_per_batch,
@@ -96,6 +113,10 @@ class Trainer:
         self.sampler_state = self.sampler.state()  # after the last batch trained on
         self.params = dict(self.weights.named_parameters())
         self.biases = [(i, layer.ffn.gate.bias) for i, layer in enumerate(self.weights.layers)]
+        loss_fn = partial(step_loss, self.forward, recipe, len(self.sampler.tasks))
+        # compiled as one region: QAT view + forward + loss fuse; params are inputs, so
+        # the fresh view tensors of every step do not recompile
+        self._loss = torch.compile(loss_fn, dynamic=False) if recipe.compile else loss_fn
         if has_state(self.state_dir):
             progress = load_state(self.state_dir, self.weights, self.optimizer, recipe.digest())
             self.step, self.elapsed = progress.step, progress.elapsed_s
@@ -111,22 +132,9 @@ class Trainer:
                    Progress(self.step, self.elapsed, self.sampler_state, self.recipe.digest()))
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
-        r = self.recipe
-        view = quantised_view(self.params) if r.qat else self.params
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=r.autocast == "bf16"):
-            out = functional_call(self.forward, {f"weights.{k}": v for k, v in view.items()},
-                                  (batch.tokens,))
-        logits = out.logits.float()
-        ce = F.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE)
-        loss = ce + r.indexer_loss_weight * out.indexer_loss.float()
-        with torch.no_grad():
-            mask = batch.labels != IGNORE
-            hit = (logits.argmax(-1) == batch.labels) & mask
-            per_task = torch.zeros(len(self.sampler.tasks), 2, device=logits.device)
-            per_task[:, 0].index_add_(0, batch.task, hit.sum(1).float())
-            per_task[:, 1].index_add_(0, batch.task, mask.sum(1).float())
-        return loss, {"ce": ce.detach(), "indexer_loss": out.indexer_loss.detach(),
-                      "load": out.expert_load, "per_task": per_task}
+        loss, ce, idx, load, per_task = self._loss(self.params, batch.tokens, batch.labels,
+                                                   batch.task)
+        return loss, {"ce": ce, "indexer_loss": idx, "load": load, "per_task": per_task}
 
     def train_step(self, batch: Batch) -> dict:
         r = self.recipe
