@@ -61,6 +61,8 @@ def _time_steps(trainer: Trainer, batches: list, device: str) -> float:
 
 def run(args) -> dict:
     recipe = load_recipe(args.recipe)
+    if args.lengths:
+        recipe = replace(recipe, lengths=tuple(args.lengths))
     trainers = {}
     with tempfile.TemporaryDirectory() as tmp:
         for v in args.variants:
@@ -122,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variants", nargs="+", default=["eager"], choices=["eager", "compile"])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--lengths", type=int, nargs="*", default=None,
+                   help="bucket lengths to time (default: the recipe's)")
     p.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
     args = p.parse_args(argv)
     doc = run(args)
