@@ -60,16 +60,19 @@ SUBSAMPLING_NOTE = (
 @dataclass(frozen=True)
 class QualityCell:
     """One (pair, n): observed rates, the pool's exact probabilities, the fresh-item
-    prediction and ``plan``'s PASS power."""
+    prediction and ``plan``'s PASS power. ``observed`` and ``pool`` are None for an n
+    beyond the items run (predictions only)."""
 
     n: int
-    observed: DetectionRates
-    pool: OutcomeProbabilities
+    observed: DetectionRates | None
+    pool: OutcomeProbabilities | None
     fresh: OutcomeProbabilities
     plan: PlanPrediction
 
     def to_dict(self) -> dict:
-        return {"n": self.n, "observed": self.observed.to_dict(), "pool_exact": self.pool.to_dict(),
+        return {"n": self.n,
+                "observed": None if self.observed is None else self.observed.to_dict(),
+                "pool_exact": None if self.pool is None else self.pool.to_dict(),
                 "fresh_exact": self.fresh.to_dict(), "plan": self.plan.to_dict()}
 
 
@@ -175,11 +178,13 @@ def analyse_pool(pool: QualityPool, levels: PlantedLevels, policy: GatePolicy,
     tp = policy.task(task)
     metric = tp.metric or pool.metric
     n_pool = pool.n_items
-    kept = tuple(sorted({int(n) for n in ns if 0 < n <= n_pool}))
+    sizes = tuple(sorted({int(n) for n in ns}))
+    kept = tuple(n for n in sizes if 0 < n <= n_pool)
+    beyond = tuple(n for n in sizes if n > n_pool)
     notes = []
-    dropped = sorted({int(n) for n in ns} - set(kept))
-    if dropped:
-        notes.append(f"n = {', '.join(map(str, dropped))} left out: only {n_pool} items were run")
+    if beyond:
+        notes.append(f"n = {', '.join(map(str, beyond))}: beyond the {n_pool} items run, "
+                     "so no subsets: the fresh-item predictions only")
     if not kept:
         raise ValidateInputError(f"--n: every size ({', '.join(map(str, ns))}) exceeds the "
                                  f"{n_pool} items run")
@@ -197,12 +202,13 @@ def analyse_pool(pool: QualityPool, levels: PlantedLevels, policy: GatePolicy,
         n_scored = paired.n_rows
         delta, disc = (c - b) / n_scored, (b + c) / n_scored
         cells = []
-        for n in kept:
-            observed, _ = detection_rates(gate, index_sets[n], policy.alpha)
+        for n in sizes:
+            inside = n in index_sets
+            observed = detection_rates(gate, index_sets[n], policy.alpha)[0] if inside else None
             cells.append(QualityCell(
                 n=n, observed=observed,
                 pool=pool_outcome_probabilities(n, n_scored, b, c, tp.margin, policy.alpha,
-                                                policy.equivalence),
+                                                policy.equivalence) if inside else None,
                 fresh=fresh_outcome_probabilities(n, disc, delta, tp.margin, policy.alpha,
                                                   policy.equivalence),
                 plan=plan_prediction(n, disc, delta, tp.margin, policy.alpha, policy.power)))
@@ -225,7 +231,7 @@ def analyse_pool(pool: QualityPool, levels: PlantedLevels, policy: GatePolicy,
                      f"{', '.join(missing)}")
     return QualityCalibration(
         task=task, metric=metric, n_pool=n_pool, window=levels.window,
-        policy=replace(policy, tasks=(tp,)), draws=draws, seed=seed, ns=kept,
+        policy=replace(policy, tasks=(tp,)), draws=draws, seed=seed, ns=sizes,
         rows=tuple(rows), variants=variants, plan_hash=pool.plan_hash, store=pool.store,
         notes=tuple(notes))
 

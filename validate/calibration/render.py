@@ -58,6 +58,8 @@ def notes(result: QualityCalibration) -> list[str]:
 
 def _fail_cell(r: QualityRow, k: int) -> str:
     cell = r.cells[k]
+    if cell.observed is None:
+        return f"- | - | {cell.fresh.fail:.2f}"
     text = f"{cell.observed.gate_fail:.2f} | {cell.pool.fail:.2f} | {cell.fresh.fail:.2f}"
     if cell.observed.gate_invalid:
         text += f" (+{cell.observed.gate_invalid:.2f} inv)"
@@ -66,12 +68,15 @@ def _fail_cell(r: QualityRow, k: int) -> str:
 
 def _worse_cell(r: QualityRow, k: int) -> str:
     cell = r.cells[k]
+    if cell.observed is None:
+        return f"- | - | {cell.fresh.worse:.2f}"
     return f"{cell.observed.worse:.2f} | {cell.pool.worse:.2f} | {cell.fresh.worse:.2f}"
 
 
 def _pass_cell(r: QualityRow, k: int) -> str:
     cell = r.cells[k]
-    return f"{cell.observed.gate_pass:.2f} | {_rate(cell.plan.power_exact)}"
+    observed = "-" if cell.observed is None else f"{cell.observed.gate_pass:.2f}"
+    return f"{observed} | {_rate(cell.plan.power_exact)}"
 
 
 def per_n_table(result: QualityCalibration, what: str) -> tuple[list[str], list[list[str]]]:

@@ -71,7 +71,7 @@ def calibrate(
                                      help="--quality: bounded replay k positions short "
                                           "(replay_tokens = W - k), e.g. 1,2,4,8."),
     sizes: str = typer.Option("50,100,200,500", "--n",
-                              help="--quality: subset sizes n (at most --limit)."),
+                              help="--quality: subset sizes n (beyond --limit: predictions only)."),
     draws: int = typer.Option(400, "--draws", help="--quality: seeded subsets per n."),
     subsample_seed: int = typer.Option(0, "--subsample-seed", help="--quality: seed of the "
                                                                     "subsets."),
