@@ -4,7 +4,8 @@ Each row of ``tokens`` is one sequence starting at position 0, causal, and the r
 for every position is what the engine computes for a cold prefill in exact SWA mode
 (``V41Model`` with ``RuntimeOptions(swa="exact")``, ``logits="all"``). Right-padding a
 shorter row changes nothing in its real positions: every op is causal (window, visible
-counts of compressed entries, Engram look-back) or per row.
+counts of compressed entries, Engram look-back) or per row. (Padding positions do count
+in ``expert_load`` and ``indexer_loss``, which see every position of the batch.)
 
 Form (not math) differs from the engine so it runs fast on a GPU and under
 ``torch.compile``: no per-request loops, no host syncs, fixed shapes for a fixed [B, T]
@@ -32,18 +33,14 @@ from dataclasses import dataclass
 
 import torch
 
-from runtime.attention import output_projection
-from runtime.batched.attention import engine_layout_attention, sparse_attention
 from runtime.batched.common import RopeRows, float32_region
-from runtime.batched.compressor import compress
 from runtime.batched.engram import batch_hash_ids
-from runtime.batched.indexer import index_queries, indexer_kl, select, selected_scores
+from runtime.batched.layer import CsaState, attention_sublayer
 from runtime.batched.moe import dense_moe
-from runtime.batched.rounding import round_to
 from runtime.engram import EngramHasher, engram
 from runtime.mhc import HcMix, collapse, expand, first_pre, hc_mix
 from runtime.numerics import ROW_TILE, Numerics, rms_norm
-from runtime.rope import RopePair, apply_rope
+from runtime.rope import RopePair
 from runtime.weights import V41Weights
 
 ROPE_POSITIONS = 65536  # RoPE rows tabulated at construction (the longest T it accepts)
@@ -52,7 +49,7 @@ ROPE_POSITIONS = 65536  # RoPE rows tabulated at construction (the longest T it 
 @dataclass
 class BatchedOutput:
     logits: torch.Tensor  # float32 [B, T, vocab]
-    indexer_loss: torch.Tensor  # 0-dim: mean over index-source layers of the DSA KL
+    indexer_loss: torch.Tensor  # 0-dim: mean over index-source layers of the DSA KL (0 if row_invariant)
     expert_load: torch.Tensor  # float32 [n_layers, n_routed_experts], detached, rows sum to 1
 
 
@@ -95,14 +92,13 @@ class BatchedV41:
 
         streams = w.embed.weight[tokens.reshape(-1)]  # [R, D]
         streams = streams.unsqueeze(1).expand(-1, c.hc_mult, -1)  # [R, hc, D]
-        pre = first_pre(rows, c.hc_mult, device)
+        pre = first_pre(rows, c.hc_mult, device)  # the delayed pre of layer 0
         pending = None  # (FFN output, its mix): expanded by the next site
-        entries, keys = {}, {}  # KV source -> [B, N, hd] NVFP4, [B, N, dI] MXFP4
-        topk, candidates = None, None  # the latest index source's choice
-        losses, loads = [], []
+        csa = CsaState()
+        ropes = (self.rope_main, self.rope_compress)
+        loads = []
         for layer in range(c.num_hidden_layers):
             lw = w.layers[layer]
-            ratio = c.compress_ratios[layer]
             if pending is not None:
                 streams, pending = expand(pending[0], streams, pending[1]), None
             if layer in c.engram_layer_ids:
@@ -110,33 +106,8 @@ class BatchedV41:
                 streams = engram(streams, hash_ids[:, k], lw.engram, c, num)
             mix_a = self._mix(streams, lw, "attn")
             x = rms_norm(collapse(streams, pre), lw.attn_norm.weight, eps)  # [R, D]
-            rope = self.rope_compress if ratio > 0 else self.rope_main
-            cos, sin = rope.rows(t, device)  # [T, rope/2]
-            if layer in c.kv_source_layer_ids:
-                entries[layer], keys[layer] = compress(x.reshape(b, t, -1), ratio, lw.attn, c,
-                                                       self.rope_compress, num, straight_through)
-            a = lw.attn
-            q_r = rms_norm(num.linear(x, a.wq_a.weight), a.q_norm.weight, eps)  # [R, q_rank]
-            q = num.linear(q_r, a.wq_b.weight).reshape(b, t, c.num_attention_heads, c.head_dim)
-            q = apply_rope(q, cos[None], sin[None])
-            kv = rms_norm(num.linear(x, a.wkv.weight), a.kv_norm.weight, eps).reshape(b, t, -1)
-            kv = round_to(apply_rope(kv, cos[None], sin[None]), "fp8", straight_through)  # [B, T, hd]
-            src = c.kv_source_of(layer)
-            iq = None
-            if layer in c.index_source_layer_ids:
-                iq = index_queries(q_r.detach().reshape(b, t, -1), x.detach().reshape(b, t, -1),
-                                   a.indexer, c, cos, sin, num, straight_through)
-                topk, candidates = select(*iq, keys[src], ratio, layer, candidates, c, num)
-            attend = self._engine_layout if self.row_invariant else sparse_attention
-            out, p_comp = attend(q.float(), kv.float(), c.sliding_window,
-                                 None if src is None else entries[src].float(),
-                                 None if src is None else topk, a.attn_sink)
-            if iq is not None and p_comp is not None:
-                losses.append(indexer_kl(selected_scores(*iq, keys[src], topk), p_comp, topk))
-            attn_out = output_projection(out.reshape(rows, c.num_attention_heads, c.head_dim),
-                                         cos.expand(b, t, -1).reshape(rows, -1),
-                                         sin.expand(b, t, -1).reshape(rows, -1), a, c.o_groups, num,
-                                         x.dtype)
+            attn_out = attention_sublayer(layer, x, (b, t), lw, c, ropes, num, csa, straight_through,
+                                          engine_layout=self.row_invariant)
             streams = expand(attn_out, streams, mix_a)
             mix_f = self._mix(streams, lw, "ffn")
             f_in = rms_norm(collapse(streams, mix_a.pre), lw.ffn_norm.weight, eps)
@@ -146,11 +117,8 @@ class BatchedV41:
         streams = expand(pending[0], streams, pending[1])
         hidden = rms_norm(collapse(streams, pre), w.norm.weight, eps)
         logits = num.linear(hidden, w.head.weight).float().reshape(b, t, -1)
-        loss = torch.stack(losses).mean() if losses else logits.new_zeros(())
+        loss = torch.stack(csa.losses).mean() if csa.losses else logits.new_zeros(())
         return BatchedOutput(logits, loss, torch.stack(loads))
-
-    def _engine_layout(self, *args):
-        return engine_layout_attention(*args, self.num)
 
     def _mix(self, streams: torch.Tensor, lw, site: str) -> HcMix:
         c = self.config

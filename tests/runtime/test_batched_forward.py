@@ -99,12 +99,12 @@ def test_row_invariant_mode_short_prompts():
 
 
 class RoundingRecorder:
-    """Records the batched forward's rounded tensors (model.py and compressor.py) in call
+    """Records the batched forward's rounded tensors (layer.py and compressor.py) in call
     order: per layer [entries NVFP4, index keys MXFP4] at a KV source, then window KV FP8."""
 
     def __init__(self, monkeypatch):
         import runtime.batched.compressor as compressor_module
-        import runtime.batched.model as model_module
+        import runtime.batched.layer as layer_module
 
         self.values: list[torch.Tensor] = []
 
@@ -113,7 +113,7 @@ class RoundingRecorder:
             self.values.append(y)
             return y
 
-        monkeypatch.setattr(model_module, "round_to", recording)
+        monkeypatch.setattr(layer_module, "round_to", recording)
         monkeypatch.setattr(compressor_module, "round_to", recording)
 
     def first_difference(self, config: V41Config, state, row: int, n: int) -> int:
