@@ -61,8 +61,9 @@ def _fail_cell(r: QualityRow, k: int) -> str:
     if cell.observed is None:
         return f"- | - | {cell.fresh.fail:.2f}"
     text = f"{cell.observed.gate_fail:.2f} | {cell.pool.fail:.2f} | {cell.fresh.fail:.2f}"
-    if cell.observed.gate_invalid:
-        text += f" (+{cell.observed.gate_invalid:.2f} inv)"
+    invalid = cell.observed.gate_invalid
+    if invalid:
+        text += f" (+{invalid:.2f} inv)" if invalid >= 0.005 else " (+<0.01 inv)"
     return text
 
 
