@@ -10,9 +10,10 @@ Selection (no gradient; the same functions as the runtime, on B*T rows):
 Training (DeepSeek-V3.2 DSA, sparse stage): a hard top-k passes no gradient, so the
 indexer (wq_b, weights_proj of index sources; wk, k_norm of KV sources) learns from
     indexer_loss = KL(p || softmax(s_sel)),
-p = the main attention's probability on the selected compressed entries, summed over
-heads and L1-normalised over the selected entries, detached (the target); s_sel = the
-indexer's scores of the same entries. The indexer's inputs (q_r, x, the compressor
+p = the index source layer's own main attention probability on its selected compressed
+entries, summed over heads and L1-normalised over the selected entries, detached (the
+target); s_sel = the indexer's scores of the same entries; averaged over the queries
+that have a selected entry, then over the index-source layers. The indexer's inputs (q_r, x, the compressor
 latent) are detached, so the loss trains the indexer only and the main model sees no
 gradient from it.
 """

@@ -316,3 +316,23 @@ def test_one_graph_for_torch_compile():
     explained = dynamo.explain(loss)(ragged_batch(w.config, [96, 96], 11))
     assert explained.graph_break_count == 0, explained.break_reasons
     assert explained.graph_count == 1
+
+
+def test_indexer_kl_is_the_dsa_kl():
+    """KL(target || softmax(selected scores)), target = head-summed attention mass,
+    L1-normalised; empty slots and queries without a selected entry drop out."""
+    from runtime.batched.indexer import indexer_kl
+
+    gen = torch.Generator().manual_seed(12)
+    topk = torch.tensor([[[0, 3, -1], [-1, -1, -1], [1, 2, 4]]])  # [B=1, T=3, K=3]
+    scores = torch.randn(1, 3, 3, generator=gen).masked_fill(topk < 0, float("-inf")).requires_grad_()
+    probs = torch.rand(1, 3, 2, 3, generator=gen).masked_fill((topk < 0)[:, :, None, :], 0.0)
+    got = indexer_kl(scores, probs, topk)
+    want = []
+    for t, k in ((0, 2), (2, 3)):
+        mass = probs[0, t, :, :k].sum(0)
+        target = mass / mass.sum()
+        want.append(F.kl_div(torch.log_softmax(scores[0, t, :k], -1), target, reduction="sum"))
+    assert torch.allclose(got, torch.stack(want).mean())
+    got.backward()
+    assert torch.isfinite(scores.grad).all() and scores.grad[0, 1].eq(0).all()
