@@ -105,6 +105,8 @@ class Trainer:
         self.weights = new_weights(recipe, device)
         self.model = BatchedV41(self.weights)
         self.forward = _Forward(self.weights, self.model)
+        self.dense_forward = _Forward(self.weights, BatchedV41(
+            self.weights, index_topk=recipe.dense_index_topk)) if recipe.dense_index_steps else None
         self.optimizer = make_optimizer(recipe, self.weights, device)
         self.tokenizer = ByteTokenizer(vocab_size=self.weights.config.vocab_size)
         self.sampler = BatchSampler(recipe.task_weights, recipe.lengths, recipe.tokens_per_batch,
@@ -113,10 +115,13 @@ class Trainer:
         self.sampler_state = self.sampler.state()  # after the last batch trained on
         self.params = dict(self.weights.named_parameters())
         self.biases = [(i, layer.ffn.gate.bias) for i, layer in enumerate(self.weights.layers)]
-        loss_fn = partial(step_loss, self.forward, recipe, len(self.sampler.tasks))
         # compiled as one region: QAT view + forward + loss fuse; params are inputs, so
         # the fresh view tensors of every step do not recompile
-        self._loss = torch.compile(loss_fn, dynamic=False) if recipe.compile else loss_fn
+        wrap = partial(torch.compile, dynamic=False) if recipe.compile else (lambda f: f)
+        n_tasks = len(self.sampler.tasks)
+        self._loss = wrap(partial(step_loss, self.forward, recipe, n_tasks))
+        self._dense_loss = (wrap(partial(step_loss, self.dense_forward, recipe, n_tasks))
+                            if self.dense_forward is not None else None)
         if has_state(self.state_dir):
             progress = load_state(self.state_dir, self.weights, self.optimizer, recipe.digest())
             self.step, self.elapsed = progress.step, progress.elapsed_s
@@ -132,8 +137,9 @@ class Trainer:
                    Progress(self.step, self.elapsed, self.sampler_state, self.recipe.digest()))
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
-        loss, ce, idx, load, per_task = self._loss(self.params, batch.tokens, batch.labels,
-                                                   batch.task)
+        dense = self._dense_loss is not None and self.step < self.recipe.dense_index_steps
+        fn = self._dense_loss if dense else self._loss
+        loss, ce, idx, load, per_task = fn(self.params, batch.tokens, batch.labels, batch.task)
         return loss, {"ce": ce, "indexer_loss": idx, "load": load, "per_task": per_task}
 
     def train_step(self, batch: Batch) -> dict:

@@ -59,13 +59,24 @@ class BatchedV41:
     Holds a reference to ``weights`` (never copies them); train ``weights.parameters()``.
     """
 
-    def __init__(self, weights: V41Weights, *, row_invariant: bool = False):
+    def __init__(self, weights: V41Weights, *, row_invariant: bool = False,
+                 index_topk: int | None = None):
         """``row_invariant`` (parity tests only): GEMMs in the engine's fixed row tiles and
         the attention in the engine's per-request layout (a loop over B, slow), so the
         result equals the engine's ``batch_invariant=True`` run bit for bit; the default
-        is the fast batched form."""
+        is the fast batched form.
+
+        ``index_topk`` (training only): select this many compressed entries instead of the
+        config's ``index_topk`` (candidate blocks widened to match), e.g. for a dense
+        warm-up of the attention and the indexer (DeepSeek-V3.2's DSA recipe) before the
+        sparse top-k the model is served with."""
         self.weights = weights
-        self.config = c = weights.config
+        c = weights.config
+        if index_topk is not None:
+            blocks = -(-index_topk // c.candidate_block_size)
+            c = c.replace(index_topk=index_topk,
+                          candidate_topk_blocks=max(blocks, c.candidate_topk_blocks))
+        self.config = c
         self.row_invariant = row_invariant
         self.num = Numerics(ROW_TILE) if row_invariant else Numerics()
         device = weights.embed.weight.device
