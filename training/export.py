@@ -49,14 +49,16 @@ def export_testbed(run_dir: str | Path, recipe: Recipe, recipe_file: str | Path,
     rows = read_log(run / LOG)
     (out / "loss_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     plot_loss_curve(rows, out / "loss_curve.png",
-                    f"testbed: {recipe.preset} shape, {progress['step']} steps, data seed {recipe.data_seed}")
+                    f"testbed: {recipe.preset} shape, {progress['step']} of {recipe.steps} steps, "
+                    f"data seed {recipe.data_seed}")
     files = sorted(p for p in out.iterdir() if p.is_file() and p.name not in (MANIFEST, "SHA256SUMS"))
     hashes = {p.name: sha256_of(p) for p in files}
     manifest = {
         "recipe_digest": recipe.digest(), "data_seed": recipe.data_seed,
-        "init_seed": recipe.init_seed, "steps": progress["step"],
+        "init_seed": recipe.init_seed, "steps": progress["step"], "recipe_steps": recipe.steps,
+        "complete": progress["step"] >= recipe.steps,
         "train_seconds": progress["elapsed_s"], "final": rows[-1] if rows else None,
-        "checkpoint": summary, "sha256": hashes,
+        "checkpoint": {k: v for k, v in summary.items() if k != "directory"}, "sha256": hashes,
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     (out / "SHA256SUMS").write_text("".join(f"{h}  {n}\n" for n, h in hashes.items()))
