@@ -13,4 +13,4 @@ from pathlib import Path
 RUN_WORKSPACE = Path(".v41val")  # where ``v41val run`` keeps its results store
 STORE_NAME = "results.sqlite"  # the results store's file name inside a workspace
 DEMO_WORKSPACE = Path(".v41val/demo")  # ``v41val demo``'s own workspace
-DEMO_ITEMS = 200  # GSM8K + GPQA items of the demo plan by default
+DEMO_ITEMS = 90  # testbed items of the demo plan by default (split evenly over its three tasks)

@@ -1,6 +1,7 @@
 """``v41val demo`` through the real CLI at a reduced size: it finishes with a report
-(exit 0) whose per-variant accuracies equal a recompute from the store, states the
-GSM8K floor plainly, leads with fidelity numbers, and a rerun resumes from the store."""
+(exit 0) whose per-variant accuracies equal a recompute from the store, names the tasks
+whose baseline sits at the floor exactly when the stored scores say so, leads with
+fidelity numbers, and a rerun resumes from the store."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ import sys
 
 import pytest
 
-import tasks
+from validate.demo.plan import DEMO_TASKS
 
 CLI = "from validate.cli import main; main()"
-ITEMS = 8  # 6 GSM8K + 2 GPQA (the split of validate.demo.plan.ItemSplit)
+ITEMS = 6  # 2 per testbed task (the split of validate.demo.plan.ItemSplit)
 
 
 def _demo(workspace, *extra: str) -> subprocess.CompletedProcess:
@@ -36,33 +37,12 @@ def _stored_accuracy(store, task: str, variant: str, metric: str) -> float:
     return sum(score for (score,) in rows) / len(rows)
 
 
-def _gpqa_accuracy_from_loglikelihoods(store, variant: str) -> float:
-    """GPQA acc recomputed from the stored loglikelihoods and the gold choice: correct
-    when the gold continuation has the largest loglikelihood (independent of scoring)."""
-    task = tasks.get("gpqa_diamond_zeroshot")
-    with sqlite3.connect(store) as db:
-        rows = db.execute("SELECT r.item_id, p.response_json FROM requests r JOIN responses p "
-                          "USING (request_id) WHERE r.task = ? AND r.variant = ?",
-                          ("gpqa_diamond_zeroshot", variant)).fetchall()
-    assert rows
-    correct = 0
-    for item_id, response_json in rows:
-        scores = json.loads(response_json)["values"]
-        item = task.item(item_id)
-        choices = [c.strip() for c in task.render(item).continuations]  # "(A)".."(D)"
-        gold_index = choices.index(item.target.strip())
-        best = max(range(len(scores)), key=lambda k: scores[k])
-        correct += best == gold_index
-    return correct / len(rows)
-
-
 @pytest.mark.slow
 def test_demo_finishes_with_a_report_that_matches_the_store(tmp_path):
     first = _demo(tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     text = first.stdout
-    assert "The model is at the floor of gsm8k_cot_zeroshot" in text
-    assert "Read the fidelity metrics first" in text
+    assert "the trained V4.1 'testbed'" in text
     lead, _, rest = text.partition("v41val run report")
     assert "Fidelity vs the baseline" in lead and rest, "fidelity must come before the report"
     for variant in ("encoder_replay", "decoder_trim", "both_bounded"):
@@ -79,20 +59,20 @@ def test_demo_finishes_with_a_report_that_matches_the_store(tmp_path):
     doc = json.loads(second.stdout)
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == stored_before
-    assert "gsm8k_cot_zeroshot" in doc["floor_tasks"]
     assert doc["demo"]["variants"][0] == "reference"
 
     by_task = {t["task"]: t for t in doc["tasks"]}
-    assert set(by_task) == {"gsm8k_cot_zeroshot", "gpqa_diamond_zeroshot"}
+    assert set(by_task) == set(DEMO_TASKS)
     for name, task in by_task.items():
         assert {v["variant"] for v in task["variants"]} == set(doc["demo"]["variants"])
+        base = _stored_accuracy(store, name, "reference", task["metric"])
+        # generative tasks: chance is 0, the floor is within 5 points of it
+        assert (name in doc["floor_tasks"]) == (base < 0.05)
+        assert (f"The model is at the floor of {name}" in text) == (base < 0.05)
         for v in task["variants"]:
-            assert v["n_items"] == (6 if name.startswith("gsm8k") else 2)
+            assert v["n_items"] == 2
             assert v["accuracy"] == pytest.approx(
                 _stored_accuracy(store, name, v["variant"], task["metric"]), abs=1e-12)
-            if name.startswith("gpqa"):
-                assert v["accuracy"] == pytest.approx(
-                    _gpqa_accuracy_from_loglikelihoods(store, v["variant"]), abs=1e-12)
             if v["is_baseline"]:
                 continue
             f = v["fidelity"]
@@ -106,22 +86,22 @@ def test_demo_rejects_bad_items_with_exit_2(tmp_path, capsys):
     from validate.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
-        main(["demo", "--items", "3", "--workspace", str(tmp_path)])
+        main(["demo", "--items", "5", "--workspace", str(tmp_path)])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == (
-        "v41val: error: --items: expected >= 4 (at least 2 per task), got 3")
+        "v41val: error: --items: expected >= 6 (at least 2 per task), got 5")
     assert not (tmp_path / "results.sqlite").exists()
 
 
-def test_item_split_gives_gpqa_a_tenth_and_at_least_two():
+def test_item_split_is_even_with_the_remainder_first():
     from validate.demo.plan import ItemSplit
 
-    assert ItemSplit.of(200) == ItemSplit(gsm8k=180, gpqa=20)
-    assert ItemSplit.of(8) == ItemSplit(gsm8k=6, gpqa=2)
-    assert ItemSplit.of(4) == ItemSplit(gsm8k=2, gpqa=2)
+    assert ItemSplit.of(90).per_task == (30, 30, 30)
+    assert ItemSplit.of(10).per_task == (4, 3, 3)
+    assert ItemSplit.of(6).per_task == (2, 2, 2)
 
 
-def test_demo_plan_records_its_budget_and_picks_the_shortest_prompts():
+def test_demo_plan_runs_the_trained_testbed_on_its_tasks():
     from validate.demo.plan import demo_plan
 
     plan = demo_plan(items=20)
@@ -132,15 +112,8 @@ def test_demo_plan_records_its_budget_and_picks_the_shortest_prompts():
     assert options["decoder_trim"]["decoder_trim"] and not options["decoder_trim"]["encoder_replay"]
     assert options["both_bounded"]["kernels"] == "reference"  # no fused op pretends to run
     ident = plan.identity()
-    assert ident["engine"]["overrides"]["sliding_window"] == 32
-    gsm8k, gpqa = plan.tasks
-    assert gsm8k.max_gen_toks == 8 and len(gsm8k.items) == 18 and len(gpqa.items) == 2
-    for spec in plan.tasks:  # every chosen prompt is no longer than any prompt left out
-        task = tasks.get(spec.name)
-        lengths = {item.id: len(task.render(item).prompt) for item in task.items()}
-        chosen = set(spec.items)
-        assert max(lengths[i] for i in chosen) <= min(v for k, v in lengths.items()
-                                                      if k not in chosen)
+    assert ident["engine"]["preset"] == "testbed"
+    assert [(t.name, t.limit) for t in plan.tasks] == list(zip(DEMO_TASKS, (7, 7, 6), strict=True))
 
 
 def test_demo_plan_with_fused_ops_adds_one_variant_per_op_and_all_on():

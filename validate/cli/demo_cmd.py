@@ -1,5 +1,5 @@
 """``v41val demo [--items N] [--workspace DIR] [--json]``: the embedded default plan on a
-tiny random V4.1 model and the shipped data, the ablation matrix, then the full report
+trained V4.1 testbed and its shipped tasks, the ablation matrix, then the full report
 (led by the fidelity metrics where the model is at a task's floor)."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _render(doc: dict, console) -> None:
 @app.command("demo")
 def demo(
     items: int = typer.Option(DEMO_ITEMS, "--items",
-                              help="GSM8K + GPQA items in all (a tenth GPQA, at least 2)."),
+                              help="Testbed items in all (split evenly over its 3 tasks, at least 2 each)."),
     workspace: Path = typer.Option(DEMO_WORKSPACE, "--workspace",
                                    help="Directory of the results store (kept, so "
                                         "v41val report works afterwards)."),
@@ -60,7 +60,7 @@ def demo(
     device: str = typer.Option("cpu", "--device", help="cpu, or cuda for fused variants."),
     as_json: bool = typer.Option(False, "--json", help="The report JSON document."),
 ) -> int:
-    """Tiny V4.1, shipped GSM8K + GPQA, the ablation matrix, the full report (< 3 min on CPU)."""
+    """The trained V4.1 testbed, its shipped tasks, the ablation matrix, the full report (< 3 min on CPU)."""
     from validate.demo import DemoSettings, prepare_demo, run_demo
 
     settings = DemoSettings(items=items, workspace=workspace, device=device,

@@ -2,19 +2,18 @@
 
 Why it looks the way it does (the demo prints this too):
 
-- **Model**: ``micro`` (``tiny`` cut to 4 layers: ratios 0/2/1/1, KV sources 1 and 2,
-  layer 3 re-indexes, Engram on layer 0, mHC, MoE) with hidden size 128, head dim 64
-  and a 32-token window, seeded random weights (no download). Every structural feature
-  of V4.1 stays; the small window makes bounded replay engage on short prompts.
-  On a CPU the runtime costs about 1 ms per prompt token at this size, so prompt tokens
-  are the budget.
-- **Tasks**: ``gsm8k_cot_zeroshot`` (no few-shot block: ~150-270 byte-level tokens per
-  prompt instead of ~3k) with ``max_gen_toks`` cut to 8 (recorded in the plan; the
-  report shows it), and ``gpqa_diamond_zeroshot`` scored by loglikelihood (one forward
-  per choice, no generation). Both on their items with the shortest prompts (GPQA
-  prompts run from ~180 to ~5700 tokens; one long item costs as much as forty short
-  ones), GPQA taking a tenth of ``--items``. The sample is therefore not a random
-  one: a random model is at the floor of both tasks anyway, and the demo says so.
+- **Model**: the trained testbed that ships in ``runtime/testbed`` (V4.1 architecture,
+  the ``testbed`` shape: 4 layers with ratios 0/2/1/1, two KV sources, re-indexing,
+  candidates, Engram, mHC, MoE, hidden size 128, a 32-token window), trained by
+  ``training/`` on the synthetic tasks below. A model with random weights sits at the
+  floor of every task, so no optimization could show a cost; this one can. Its manifest
+  (``testbed.json``) says how far its training ran.
+- **Tasks**: the three ``tasks.testbed`` tasks (GSM8K's answer format and scoring):
+  far-back key lookup (the compressed/indexed path), local arithmetic (the window), and
+  both; their first items (the test sets are in generation order, so that is a random
+  sample), split evenly. Prompts run from ~220 to ~1000 tokens (7 to 30 windows) behind
+  a two-shot prefix shared by every item of a task. On a CPU the runtime costs about
+  1 ms per prompt token at this size, so prompt tokens are the budget.
 - **Warm mode**, so encoder-side replay engages on prefix hits; requests batched 32 at
   a time; teacher-forced fidelity on the first 4 prompts of each task, 16 tokens each.
 - **Variants**: the ablation matrix of ``validate.plan.ablate`` against the
@@ -34,74 +33,55 @@ from validate.plan.ablate import ablation_variants
 from validate.plan.load import parse_plan
 from validate.plan.schema import Plan
 
-GSM8K = "gsm8k_cot_zeroshot"
-GPQA = "gpqa_diamond_zeroshot"
-# Fields changed on top of the engine's ``micro`` preset (itself ``tiny`` cut to 4 layers).
-DEMO_MODEL_OVERRIDES = {"hidden_size": 128, "head_dim": 64, "sliding_window": 32}
-GSM8K_MAX_GEN_TOKS = 8
+DEMO_TASKS = ("testbed_lookup", "testbed_arith", "testbed_lookup_arith")
+DEMO_MODEL = "testbed"  # ModelSource preset: the trained checkpoint of runtime/testbed
 DEFAULT_ITEMS = DEMO_ITEMS
-GPQA_SHARE = 0.1  # a GPQA item costs ~6 GSM8K items here (four choices, longer prompts)
 CONCURRENCY = 32
 FIDELITY_PROMPTS = 4
 FIDELITY_TOKENS = 16
+MARGIN_POINTS = 3.0  # non-inferiority margin of every task's claim, in accuracy points
 
 
 @dataclass(frozen=True)
 class ItemSplit:
-    """How ``--items`` is shared between the two tasks."""
+    """How ``--items`` is shared between the tasks: evenly, the remainder to the first."""
 
-    gsm8k: int
-    gpqa: int
+    per_task: tuple[int, ...]
 
     @classmethod
-    def of(cls, items: int) -> ItemSplit:
-        if items < 4:
-            raise DemoError(f"--items: expected >= 4 (at least 2 per task), got {items}")
-        gpqa = max(2, round(items * GPQA_SHARE))
-        return cls(gsm8k=items - gpqa, gpqa=gpqa)
-
-
-def shortest_items(task_name: str, n: int) -> tuple[str, ...]:
-    """Ids of the ``n`` items whose rendered prompts are shortest (ties: task order).
-    The text stays in memory (GPQA must never be written out); only ids go in the plan."""
-    task = tasks.get(task_name)
-    items = list(task.items())
-    if n > len(items):
-        raise DemoError(f"--items: {task_name} has {len(items)} items, asked for {n}")
-    lengths = [(len(task.render(item).prompt or ""), i) for i, item in enumerate(items)]
-    chosen = sorted(sorted(lengths)[:n], key=lambda pair: pair[1])
-    return tuple(items[i].id for _, i in chosen)
+    def of(cls, items: int, n_tasks: int = len(DEMO_TASKS)) -> ItemSplit:
+        if items < 2 * n_tasks:
+            raise DemoError(f"--items: expected >= {2 * n_tasks} (at least 2 per task), got {items}")
+        base, extra = divmod(items, n_tasks)
+        return cls(tuple(base + (1 if k < extra else 0) for k in range(n_tasks)))
 
 
 def plan_document(items: int = DEFAULT_ITEMS, device: str = "cpu") -> dict:
     """The demo plan as a TOML-shaped document (what ``v41val run`` would read)."""
     split = ItemSplit.of(items)
-    n_gsm8k = len(tasks.get(GSM8K).items())
-    if split.gsm8k > n_gsm8k:
-        raise DemoError(f"--items: {items} asks for {split.gsm8k} GSM8K items, it has {n_gsm8k}")
+    for name, n in zip(DEMO_TASKS, split.per_task, strict=True):
+        available = len(tasks.get(name).items())
+        if n > available:
+            raise DemoError(f"--items: {items} asks for {n} {name} items, it has {available}")
     return {
         "name": "demo",
-        "description": (f"v41val demo: micro V4.1 ({', '.join(f'{k}={v}' for k, v in DEMO_MODEL_OVERRIDES.items())}), "
-                        f"random seeded weights, {split.gsm8k} GSM8K + {split.gpqa} GPQA items"),
+        "description": ("v41val demo: the trained V4.1 testbed, "
+                        + ", ".join(f"{n} {t}" for t, n in zip(DEMO_TASKS, split.per_task, strict=True))
+                        + " items"),
         "baseline": "reference",
         "seed": 1234,
         "concurrency": CONCURRENCY,
         "warm": True,
         "fidelity_prompts": FIDELITY_PROMPTS,
         "fidelity_tokens": FIDELITY_TOKENS,
-        "engine": {"kind": "builtin", "preset": "micro", "device": device, "dtype": "float32",
-                   "seed": 0, "overrides": dict(DEMO_MODEL_OVERRIDES)},
+        "engine": {"kind": "builtin", "preset": DEMO_MODEL, "device": device, "dtype": "float32"},
         "variants": {"reference": {"swa": "exact"}},
-        "tasks": [
-            {"name": GSM8K, "items": list(shortest_items(GSM8K, split.gsm8k)),
-             "max_gen_toks": GSM8K_MAX_GEN_TOKS},
-            {"name": GPQA, "items": list(shortest_items(GPQA, split.gpqa))},
-        ],
+        "tasks": [{"name": t, "limit": n} for t, n in zip(DEMO_TASKS, split.per_task, strict=True)],
         "policy": {
             "gate": {"alpha": 0.05, "correction": "holm", "mode": "standard"},
             "health": {"min_coverage": 1.0},
-            "tasks": {GSM8K: {"margin": 2.0, "metric": "exact_match,flexible-extract"},
-                      GPQA: {"margin": 3.0, "metric": "acc,none", "tier": "advisory"}},
+            "tasks": {t: {"margin": MARGIN_POINTS, "metric": "exact_match,strict-match"}
+                      for t in DEMO_TASKS},
         },
     }
 

@@ -22,7 +22,7 @@ DEFAULT_WORKSPACE = DEMO_WORKSPACE
 
 @dataclass(frozen=True)
 class DemoSettings:
-    """``items``: GSM8K + GPQA items in all; ``threads``: torch CPU threads while the demo
+    """``items``: testbed items in all (split evenly over its tasks); ``threads``: torch CPU threads while the demo
     runs (1 by default: on a shared 2-core machine a second OpenMP thread spins against
     other jobs and was measured up to 10x slower; None keeps torch's own choice)."""
 
