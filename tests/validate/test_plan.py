@@ -243,7 +243,8 @@ def test_ablation_needs_the_builtin_engine():
         ablate(parse_plan(d, "a.toml"))
 
 
-@pytest.mark.parametrize("name", ["tiny-ab.toml", "flash-vllm.toml", "endpoints.toml"])
+@pytest.mark.parametrize("name", ["tiny-ab.toml", "testbed-gate.toml", "flash-vllm.toml",
+                                  "endpoints.toml"])
 def test_shipped_example_plans_are_valid(name, repo_root):
     plan = load_plan(repo_root / "validate" / "plan" / "examples" / name)
     assert plan.baseline in plan.variant_names and plan.policy is not None
