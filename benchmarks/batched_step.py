@@ -1,6 +1,6 @@
 """Training-step speed of the batched forward: tokens/s of forward + backward.
 
-    python -m runtime.batched.bench --device cuda --batch 64 --seq 1024 --bf16 --compile
+    PYTHONPATH=. python benchmarks/batched_step.py --device cuda --batch 64 --seq 1024 --bf16 --compile
 
 Random testbed weights (float32 master weights, every parameter trainable), loss =
 cross-entropy + indexer_loss, as the trainer runs it; prints tokens/s and peak memory.
