@@ -79,3 +79,25 @@ def test_export_is_the_trained_model(tmp_path):
     for fname, digest in manifest["sha256"].items():
         assert hashlib.sha256((tmp_path / "out" / fname).read_bytes()).hexdigest() == digest
     assert (tmp_path / "out" / "loss_curve.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_dense_warmup_selects_more_entries_then_the_served_top_k(tmp_path):
+    """The warm-up attends to up to dense_index_topk entries; after it the config's top-k."""
+    from runtime.batched import BatchedV41
+
+    recipe = replace(SMALL, dense_index_steps=2, dense_index_topk=256)
+    trainer = Trainer(recipe, tmp_path, device="cpu")
+    assert trainer.dense_forward._model[0].config.index_topk == 256
+    assert trainer.model.config.index_topk == trainer.weights.config.index_topk == 32
+    batch = trainer.sampler.next_batch()
+    with torch.no_grad():
+        sparse = BatchedV41(trainer.weights)(batch.tokens).logits
+        dense = BatchedV41(trainer.weights, index_topk=256)(batch.tokens).logits
+        assert not torch.equal(sparse, dense)  # long prompts: more than 32 entries to pick from
+        short = batch.tokens[:, :30]  # at most 30 compressed entries per layer: nothing to drop
+        assert torch.equal(BatchedV41(trainer.weights)(short).logits,
+                           BatchedV41(trainer.weights, index_topk=256)(short).logits)
+        at_dense = float(trainer.loss(batch)[0])
+        trainer.step = 2
+        at_sparse = float(trainer.loss(batch)[0])
+    assert at_dense != at_sparse
