@@ -147,6 +147,14 @@ def test_fresh_pass_probability_is_plans_power_and_the_cli_prints_it(n, disc, de
     assert plan.power_normal == pytest.approx(printed["power_at_full_normal"], rel=1e-9, abs=1e-12)
 
 
+def test_plan_prediction_holds_where_the_candidate_is_never_worse():
+    """b = 0 (D = delta > 0): plan's MDE search has no sign change there, the power is
+    still defined and the calibration must not fail on it."""
+    plan = plan_prediction(400, 0.0175, 0.0175, MARGIN, ALPHA)
+    assert plan.power_exact == pytest.approx(
+        noninferiority_power_exact(400, 0.0175, MARGIN, ALPHA, 0.0175)) and plan.power_exact > 0.99
+
+
 def test_aa_detection_stays_at_or_below_alpha():
     """Delta 0 in the pool (b = c) with real discordance: FAIL and "worse" rates stay
     within alpha plus three Monte Carlo SEs, and so do the exact probabilities."""

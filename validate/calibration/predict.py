@@ -137,14 +137,18 @@ class PlanPrediction:
 
 
 def plan_prediction(n: int, discordance: float, true_delta: float, margin: float,
-                    alpha: float, power: float = 0.8) -> PlanPrediction:
-    """``plan_noninferiority``'s power at n for the observed delta and discordance (the
-    exact same function ``v41val plan`` calls)."""
-    from validate.stats.planning import plan_noninferiority
+                    alpha: float) -> PlanPrediction:
+    """The PASS power ``plan_noninferiority`` reports at n for the observed delta and
+    discordance: the same two functions it calls (``noninferiority_power_exact``, printed
+    by ``v41val plan`` as "power ... exact", and ``noninferiority_power``, the normal
+    approximation). Called directly, not through ``plan_noninferiority``, because that
+    also solves for the MDE, which fails when the candidate is never worse (D = delta);
+    the power does not need it."""
+    from validate.stats.power import noninferiority_power, noninferiority_power_exact
 
     try:
-        result = plan_noninferiority("calibration", n, margin, discordance, alpha, power,
-                                     true_delta)
+        return PlanPrediction(
+            noninferiority_power_exact(n, discordance, margin, alpha, true_delta),
+            noninferiority_power(n, discordance, margin, alpha, true_delta))
     except StatsInputError:
         return PlanPrediction(None, None)
-    return PlanPrediction(result.power_at_full, result.power_at_full_normal)

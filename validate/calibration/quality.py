@@ -211,7 +211,7 @@ def analyse_pool(pool: QualityPool, levels: PlantedLevels, policy: GatePolicy,
                                                 policy.equivalence) if inside else None,
                 fresh=fresh_outcome_probabilities(n, disc, delta, tp.margin, policy.alpha,
                                                   policy.equivalence),
-                plan=plan_prediction(n, disc, delta, tp.margin, policy.alpha, policy.power)))
+                plan=plan_prediction(n, disc, delta, tp.margin, policy.alpha)))
         rows.append(QualityRow(
             row=row, n_pool=n_scored, accuracy_reference=float(paired.a.mean()),
             accuracy_candidate=float(paired.b.mean()), b=b, c=c,
