@@ -8,8 +8,9 @@ Three tables, one row per compared pair:
   FAILed (health checks included; ``+x inv`` when some came out INVALID instead), the
   pool's exact probability and the fresh-item prediction of a FAIL;
 - significantly worse at alpha per n: the same three numbers for the gate's WARN test;
-- PASS per n: ``observed | plan``, the share of subsets that PASSed (or WARNed) and
-  ``v41val plan``'s exact power at that n for the observed delta and discordance.
+- PASS per n: ``observed | pool | plan``, the share of subsets that PASSed (or WARNed),
+  the pool's exact PASS probability, and ``v41val plan``'s exact power at that n for
+  the observed delta and discordance (fresh items).
 """
 
 from __future__ import annotations
@@ -76,8 +77,10 @@ def _worse_cell(r: QualityRow, k: int) -> str:
 
 def _pass_cell(r: QualityRow, k: int) -> str:
     cell = r.cells[k]
-    observed = "-" if cell.observed is None else f"{cell.observed.gate_pass:.2f}"
-    return f"{observed} | {_rate(cell.plan.power_exact)}"
+    if cell.observed is None:
+        return f"- | - | {_rate(cell.plan.power_exact)}"
+    return (f"{cell.observed.gate_pass:.2f} | {cell.pool.passed:.2f} | "
+            f"{_rate(cell.plan.power_exact)}")
 
 
 def per_n_table(result: QualityCalibration, what: str) -> tuple[list[str], list[list[str]]]:
@@ -92,7 +95,7 @@ def per_n_table(result: QualityCalibration, what: str) -> tuple[list[str], list[
 TITLES = {
     "fail": "detection: gate FAIL rate, observed | pool exact | fresh (plan-style) exact",
     "worse": "significantly worse at alpha: observed | pool exact | fresh exact",
-    "pass": "PASS rate: observed | `v41val plan` power (exact)",
+    "pass": "PASS rate: observed | pool exact | `v41val plan` power (exact, fresh items)",
 }
 
 
