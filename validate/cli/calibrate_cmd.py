@@ -48,12 +48,13 @@ def _positive(values: list, flag: str) -> list:
 @app.command("calibrate")
 def calibrate(
     preset: Optional[str] = typer.Option(None, "--preset",
-                                         help="micro | tiny | mid | flash | testbed"),
+                                         help="testbed (the trained checkpoint, the default) | "
+                                              "micro | tiny | mid | flash (random weights)"),
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights."),
     checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="Checkpoint directory."),
     swa: str = typer.Option("exact", "--swa", help="exact | bounded (the variant calibrated; "
                                                    "fidelity mode)."),
-    task: str = typer.Option("gsm8k_cot_zeroshot", "--task", help="Task whose items are used."),
+    task: str = typer.Option("testbed_arith", "--task", help="Task whose items are used."),
     limit: int = typer.Option(8, "--limit", help="Number of items (prompts)."),
     noise: str = typer.Option("0.01,0.1,1", "--noise", help="Logit-noise levels (std)."),
     drop_window: str = typer.Option("", "--drop-window", help="Window drops (tokens)."),
@@ -131,7 +132,7 @@ def _fidelity(*, preset, seed, checkpoint, swa, task, limit, noise, drops, max_n
     from validate.fidelity.calibrate import calibrate as run_calibration
     from validate.fidelity.calibrate import planted_levels
 
-    source = ModelSource(preset=None if checkpoint else (preset or "tiny"), seed=seed,
+    source = ModelSource(preset=None if checkpoint else (preset or "testbed"), seed=seed,
                          checkpoint=str(checkpoint) if checkpoint else None, device=device)
     the_task = tasks.get(task)
     requests = [the_task.render(item) for item in the_task.items()[:limit]]
@@ -173,7 +174,8 @@ def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, sho
     from validate.gate import load_policy
 
     engine = ({"checkpoint": str(checkpoint)} if checkpoint else
-              {"preset": preset or "tiny", **({} if preset == "testbed" else {"seed": seed})})
+              {"preset": preset or "testbed",
+               **({} if (preset or "testbed") == "testbed" else {"seed": seed})})
     engine["device"] = device
     window = ModelSource(preset=engine.get("preset"), seed=seed,
                          checkpoint=engine.get("checkpoint"), device=device).config().sliding_window
