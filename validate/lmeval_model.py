@@ -12,9 +12,12 @@ command does not know ``v41val`` until this module is imported. Two ways:
 - from Python: ``import validate.lmeval_model`` before ``lm_eval.simple_evaluate``.
 
 Model args: ``preset`` (micro | tiny | mid | flash) and ``seed``, or ``checkpoint``;
-``swa``, ``encoder_replay``, ``decoder_trim``, ``cut``, ``kernels``, ``replay_tokens``
-(``RuntimeOptions``; lm-eval splits model_args on commas, so write several kernel
-entries with ``|``: ``kernels=+gate|-mhc``); ``device``, ``dtype``; ``batch_size`` (requests decoded together).
+every ``RuntimeOptions`` switch by its field name (``swa``, ``encoder_replay``,
+``decoder_trim``, ``cut``, ``kernels``, ``batch_invariant``, ``replay_tokens``, read by
+``RuntimeOptions.from_text``; lm-eval splits model_args on commas, so write several
+kernel entries with ``|``: ``kernels=+gate|-mhc``); ``device``, ``dtype``;
+``batch_size`` (requests decoded together). A subclass sets ``options_type`` to a
+``RuntimeOptions`` subclass to take its switches too.
 
 Scoring matches the builtin engine exactly: lm-eval's ``TemplateLM`` splits each
 (context, continuation) as it does for every causal model, and the continuation's
@@ -32,23 +35,13 @@ from lm_eval.api.model import TemplateLM
 from lm_eval.api.registry import register_model
 
 from runtime.engine.requests import GenerateRequest
-from runtime.options import RuntimeOptions
+from runtime.options import RuntimeOptions, switches
+from runtime.scheduling import EngineConfig
 from runtime.server.chat_template import render_chat
 from validate.engines.builtin_source import ModelSource, WeightsPool
 from validate.errors import ValidateInputError
 
 DEFAULT_MAX_GEN_TOKS = 256
-
-
-def _opt_bool(value: Any, name: str) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
-    text = str(value).lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off"):
-        return False
-    raise ValidateInputError(f"v41val model_args: {name} expects true/false, got {value!r}")
 
 
 def _device(requested: str | None) -> str:
@@ -68,17 +61,18 @@ def _device(requested: str | None) -> str:
 class V41ValLM(TemplateLM):
     """lm-eval's view of the builtin runtime (see the module doc)."""
 
+    options_type: type = RuntimeOptions
+
     def __init__(self, preset: str | None = None, seed: int = 0, checkpoint: str | None = None,
-                 swa: str = "exact", encoder_replay: Any = None, decoder_trim: Any = None,
-                 cut: str = "after", kernels: str = "reference", replay_tokens: int | None = None,
                  device: str | None = None, dtype: str | None = None,
                  batch_size: int | str | None = 8, max_batch_size: int | None = None,
-                 pool: WeightsPool | None = None, **unknown: Any) -> None:
+                 pool: WeightsPool | None = None, **settings: Any) -> None:
         super().__init__()
+        known = switches(self.options_type)
+        unknown = sorted(set(settings) - set(known))
         if unknown:
-            raise ValidateInputError(f"v41val model_args: unknown argument(s) "
-                                     f"{sorted(unknown)}")
-        from runtime.engine.engine import EngineConfig
+            raise ValidateInputError(f"v41val model_args: unknown argument(s) {unknown}")
+        from runtime.errors import ConfigError
         from runtime.model import V41Model
         from runtime.server.observed import ObservedEngine
 
@@ -86,12 +80,10 @@ class V41ValLM(TemplateLM):
             preset = "tiny"
         self.source = ModelSource(preset=preset if checkpoint is None else None, seed=int(seed),
                                   checkpoint=checkpoint, dtype=dtype, device=_device(device))
-        self.options = RuntimeOptions(swa=swa, encoder_replay=_opt_bool(encoder_replay,
-                                                                        "encoder_replay"),
-                                      decoder_trim=_opt_bool(decoder_trim, "decoder_trim"),
-                                      cut=cut, kernels=kernels.replace("|", ",") if isinstance(kernels, str)
-                                      else kernels,
-                                      replay_tokens=replay_tokens)
+        try:
+            self.options = self.options_type.from_text(settings)
+        except ConfigError as exc:
+            raise ValidateInputError(f"v41val model_args: {exc}") from None
         batch = 8 if batch_size in (None, "auto") or str(batch_size).startswith("auto") \
             else int(batch_size)
         self.batch = max(1, batch if max_batch_size is None else min(batch, int(max_batch_size)))
@@ -101,6 +93,7 @@ class V41ValLM(TemplateLM):
         self.tokenizer = self.source.tokenizer()
         self.runtime = ObservedEngine(self.model, self.tokenizer,
                                       EngineConfig(max_batch_requests=self.batch))
+        # ^ runtime.scheduling's defaults otherwise (the prefix cache of run and serve)
 
     # ------------------------------------------------------------------ tokens
     @property

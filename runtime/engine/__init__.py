@@ -3,19 +3,30 @@ prefill, batched decode, sampling, stop strings, logprobs, timings).
 
     engine = Engine(V41Model(weights, RuntimeOptions(swa="bounded")), tokenizer=ByteTokenizer())
     [result] = engine.generate([GenerateRequest(prompt="2 + 2 =", max_tokens=8, stop=("\\n",))])
+
+The names below load on first use (PEP 562), so importing a light submodule
+(``runtime.engine.errors``, which ``runtime.scheduling`` needs) does not import torch.
 """
 
-from runtime.engine.engine import Engine, EngineConfig
-from runtime.engine.errors import EngineError, TokenizerError
-from runtime.engine.requests import GenerateRequest, GenerateResult, RequestTimings, TokenLogprob
+from __future__ import annotations
 
-__all__ = [
-    "Engine",
-    "EngineConfig",
-    "EngineError",
-    "GenerateRequest",
-    "GenerateResult",
-    "RequestTimings",
-    "TokenLogprob",
-    "TokenizerError",
-]
+import importlib
+
+_WHERE = {
+    "Engine": "runtime.engine.engine",
+    "EngineConfig": "runtime.scheduling",
+    "EngineError": "runtime.engine.errors",
+    "TokenizerError": "runtime.engine.errors",
+    "GenerateRequest": "runtime.engine.requests",
+    "GenerateResult": "runtime.engine.requests",
+    "RequestTimings": "runtime.engine.requests",
+    "TokenLogprob": "runtime.engine.requests",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'runtime.engine' has no attribute {name!r}")

@@ -24,32 +24,9 @@ from runtime.engine.errors import EngineError
 from runtime.engine.prefix_cache import PrefixCache
 from runtime.engine.requests import GenerateRequest, GenerateResult, RequestTimings, TokenLogprob
 from runtime.engine.stops import StopMatcher
+from runtime.scheduling import EngineConfig
 
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """Scheduling knobs.
-
-    prefill_chunk_tokens: longest prompt chunk one request feeds per step.
-    max_batch_requests: requests in flight at once (the rest wait, in order).
-    prefix_block_tokens: block size of the prefix cache's hashes; cached prefixes are
-        whole blocks.
-    prefix_cache_entries: LRU bound on cached snapshots (0 turns the cache off).
-    seed: base seed for sampled requests without their own (request i gets seed + i).
-    """
-
-    prefill_chunk_tokens: int = 256
-    max_batch_requests: int = 16
-    prefix_block_tokens: int = 64
-    prefix_cache_entries: int = 32
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("prefill_chunk_tokens", "max_batch_requests", "prefix_block_tokens"):
-            if getattr(self, name) < 1:
-                raise EngineError(f"EngineConfig.{name}: expected >= 1, got {getattr(self, name)}")
-        if self.prefix_cache_entries < 0:
-            raise EngineError(f"EngineConfig.prefix_cache_entries: expected >= 0, got {self.prefix_cache_entries}")
+__all__ = ["Engine", "EngineConfig"]
 
 
 @dataclass

@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from runtime.kernels.errors import KernelChoiceError
+from runtime.kernels.ops import OP_NAMES
 
-OP_NAMES = ("mhc", "gate", "indexer", "topk", "attention", "inv_rope", "compress", "rope_quant", "engram")
+__all__ = ["BASE_WORDS", "OP_NAMES", "fused_by_op", "normalise_choice"]
 BASE_WORDS = {"reference": False, "none": False, "fused": True, "all": True}
 
 

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import torch
 
-from runtime.attention import sparse_attention
-from runtime.compressor import pool_and_norm, rope_then_quant
 from runtime.config import V41Config
-from runtime.engram import engram
 from runtime.indexer import index_scores, mask_invisible, top_k_entries
+from runtime.kernels.ops import KERNEL_OPS
 from runtime.mhc import HcMix, collapse, expand, hc_mix
-from runtime.moe import route
 from runtime.numerics import Numerics, rms_norm
 from runtime.rope import apply_rope
 
@@ -63,14 +60,6 @@ def inverse_rope(out: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, dtype:
     return apply_rope(out, cos, sin, inverse=True).to(dtype)
 
 
-REFERENCE_OPS = {
-    "mhc": mhc_site,
-    "gate": route,
-    "indexer": index_logits,
-    "topk": topk_entries,
-    "attention": sparse_attention,
-    "inv_rope": inverse_rope,
-    "compress": pool_and_norm,
-    "rope_quant": rope_then_quant,
-    "engram": engram,
-}
+# op -> its reference function, from the one op table (runtime.kernels.ops); every
+# function named there is defined or imported above, so resolving it here is cheap.
+REFERENCE_OPS = {op.name: op.reference_fn() for op in KERNEL_OPS}

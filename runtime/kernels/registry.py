@@ -13,7 +13,6 @@ with ``on_unavailable="error"`` (raise instead of falling back) or the choice "r
 
 from __future__ import annotations
 
-import importlib
 import logging
 import warnings
 from collections.abc import Callable, Iterable
@@ -21,32 +20,18 @@ from collections.abc import Callable, Iterable
 import torch
 
 from runtime.kernels.backend import Backend
-from runtime.kernels.choice import OP_NAMES, fused_by_op
+from runtime.kernels.choice import fused_by_op
 from runtime.kernels.errors import KernelUnavailableError
+from runtime.kernels.ops import BY_NAME, OP_NAMES
 from runtime.kernels.reference import REFERENCE_OPS
 
 log = logging.getLogger(__name__)
 
 
-# op -> (module, class) of its fused callable; imported only when that op runs fused, so
-# a reference-only model never imports Triton.
-FUSED_IMPLS = {
-    "gate": ("runtime.kernels.gate", "FusedGate"),
-    "mhc": ("runtime.kernels.mhc", "FusedMhc"),
-    "indexer": ("runtime.kernels.indexer", "FusedIndexLogits"),
-    "topk": ("runtime.kernels.topk", "FusedTopk"),
-    "attention": ("runtime.kernels.attention", "FusedSparseAttention"),
-    "inv_rope": ("runtime.kernels.inv_rope", "FusedInverseRope"),
-    "compress": ("runtime.kernels.compress", "FusedPoolNorm"),
-    "rope_quant": ("runtime.kernels.rope_quant", "FusedRopeQuant"),
-    "engram": ("runtime.kernels.engram", "FusedEngram"),
-}
-
-
 def build_fused(name: str) -> Callable:
-    """A fresh fused callable of op ``name``."""
-    module, cls = FUSED_IMPLS[name]
-    return getattr(importlib.import_module(module), cls)()
+    """A fresh fused callable of op ``name`` (imported only when that op runs fused, so
+    a reference-only model never imports Triton)."""
+    return BY_NAME[name].build_fused()
 
 
 class KernelRegistry:

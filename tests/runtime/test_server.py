@@ -16,6 +16,7 @@ from runtime.engine.engine import Engine
 from runtime.engine.requests import GenerateRequest
 from runtime.model import SeqChunk, V41Model
 from runtime.options import RuntimeOptions
+from runtime.scheduling import EngineConfig
 from validate.engines.builtin_serve import BackgroundServer, ServeConfig
 from validate.engines.builtin_source import ModelSource, WeightsPool
 
@@ -30,7 +31,7 @@ def pool():
 
 @pytest.fixture(scope="module")
 def server(pool):
-    with BackgroundServer(ServeConfig(source=SOURCE, max_batch_requests=4), pool) as srv:
+    with BackgroundServer(ServeConfig(source=SOURCE, scheduling=EngineConfig(max_batch_requests=4)), pool) as srv:
         yield srv
 
 

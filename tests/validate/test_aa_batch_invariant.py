@@ -12,6 +12,7 @@ import pytest
 
 import tasks
 from runtime.options import RuntimeOptions
+from runtime.scheduling import EngineConfig
 from tasks.request import Generation
 from validate.engines.builtin import BuiltinEngine, BuiltinEngineConfig
 from validate.engines.builtin_source import ModelSource, WeightsPool
@@ -27,11 +28,13 @@ def test_aa_with_different_batching_has_zero_discordance():
     pool = WeightsPool()
     options = RuntimeOptions(swa="bounded", batch_invariant=True)
     alone = BuiltinEngine(BuiltinEngineConfig(source=ModelSource.micro(seed=0), options=options,
-                                              max_batch_requests=1, prefill_chunk_tokens=64,
+                                              scheduling=EngineConfig(max_batch_requests=1,
+                                                                      prefill_chunk_tokens=64),
                                               top_logprobs=3), pool)
     batched = BuiltinEngine(BuiltinEngineConfig(source=ModelSource.micro(seed=0),
-                                                options=options, max_batch_requests=8,
-                                                prefill_chunk_tokens=256, top_logprobs=3), pool)
+                                                options=options,
+                                                scheduling=EngineConfig(max_batch_requests=8),
+                                                top_logprobs=3), pool)
     texts, logprobs = [], []
     for engine in (alone, batched):
         results = engine.run(requests)

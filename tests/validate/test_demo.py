@@ -106,7 +106,7 @@ def test_demo_plan_runs_the_trained_testbed_on_its_tasks():
 
     plan = demo_plan(items=20)
     assert plan.variant_names == ("reference", "encoder_replay", "decoder_trim", "both_bounded")
-    options = {v.name: dict(v.options) for v in plan.variants}
+    options = {v.name: v.options.to_dict() for v in plan.variants}
     assert options["reference"]["swa"] == "exact" and options["reference"]["kernels"] == "reference"
     assert options["encoder_replay"]["encoder_replay"] and not options["encoder_replay"]["decoder_trim"]
     assert options["decoder_trim"]["decoder_trim"] and not options["decoder_trim"]["encoder_replay"]
@@ -122,7 +122,7 @@ def test_demo_plan_with_fused_ops_adds_one_variant_per_op_and_all_on():
     plan = demo_plan(items=8, fused_ops=("gate", "mhc"))
     assert plan.variant_names == ("reference", "encoder_replay", "decoder_trim", "fused_gate",
                                   "fused_mhc", "all_on")
-    assert plan.variant("all_on").options["kernels"] == "all"
+    assert plan.variant("all_on").options.kernels == "all"
 
 
 def test_fused_variants_are_not_offered_on_a_cpu():

@@ -12,6 +12,7 @@ from lm_eval.api.model import TemplateLM
 
 from runtime.model import SeqChunk, V41Model
 from runtime.options import RuntimeOptions
+from runtime.scheduling import EngineConfig
 from tasks.request import ChatMessage, GenerationParams, Request
 from validate.engines.base import EngineFailure, EngineResult
 from validate.engines.builtin import BuiltinEngine, BuiltinEngineConfig
@@ -161,8 +162,8 @@ def test_seeded_sampling_is_reproducible_and_independent_of_the_batch(exact):
 @pytest.mark.slow
 def test_warm_mode_hits_the_prefix_cache_and_exact_stays_exact(pool):
     prompt = "The quick brown fox jumps over the lazy dog. " * 2  # 90 tokens
-    cold = BuiltinEngine(BuiltinEngineConfig(source=SOURCE, prefix_block_tokens=16), pool)
-    warm = BuiltinEngine(BuiltinEngineConfig(source=SOURCE, prefix_block_tokens=16,
+    cold = BuiltinEngine(BuiltinEngineConfig(source=SOURCE, scheduling=EngineConfig(prefix_block_tokens=16)), pool)
+    warm = BuiltinEngine(BuiltinEngineConfig(source=SOURCE, scheduling=EngineConfig(prefix_block_tokens=16),
                                              warm=True), pool)
     a = cold.run([_gen("p", prompt, n=4)])[0]
     b = warm.run([_gen("p", prompt, n=4)])[0]
@@ -171,7 +172,7 @@ def test_warm_mode_hits_the_prefix_cache_and_exact_stays_exact(pool):
     assert b.engine["prefix_hit_tokens"] == ((n - 1) // 16) * 16 > 16
     assert b.engine["prefill_tokens_fed"] == n - b.engine["prefix_hit_tokens"]
     assert a.engine["output_token_ids"] == b.engine["output_token_ids"]
-    replay = BuiltinEngine(BuiltinEngineConfig(source=SOURCE, prefix_block_tokens=16, warm=True,
+    replay = BuiltinEngine(BuiltinEngineConfig(source=SOURCE, scheduling=EngineConfig(prefix_block_tokens=16), warm=True,
                                                options=RuntimeOptions(swa="bounded")), pool)
     c = replay.run([_gen("p", prompt, n=4)])[0]
     # bounded replay re-feeds the last W=16 cached tokens
@@ -179,8 +180,8 @@ def test_warm_mode_hits_the_prefix_cache_and_exact_stays_exact(pool):
 
 
 def test_warm_mode_keeps_room_for_every_primed_prompt(pool):
-    warm = BuiltinEngine(BuiltinEngineConfig(source=SOURCE, prefix_block_tokens=16,
-                                             prefix_cache_entries=1, warm=True), pool)
+    warm = BuiltinEngine(BuiltinEngineConfig(source=SOURCE, scheduling=EngineConfig(prefix_block_tokens=16, prefix_cache_entries=1),
+                                              warm=True), pool)
     prompts = ["Alpha beta gamma delta epsilon zeta eta theta.",
                "One two three four five six seven eight nine."]
     results = warm.run([_gen(f"w{k}", p, n=1) for k, p in enumerate(prompts)])

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.options import RuntimeOptions
+from runtime.scheduling import EngineConfig
 from tasks.request import Generation, Loglikelihoods, Request
 from validate.engines.base import (
     EngineFailure,
@@ -49,20 +50,17 @@ from validate.perturb import Perturbation, perturbation_from
 class BuiltinEngineConfig:
     """One builtin variant: which weights, which runtime options, how it is batched.
 
+    ``scheduling``: the runtime engine's settings (``runtime.scheduling.EngineConfig``:
+    batch bound, prefill chunk, prefix-cache blocks and size, base seed).
     ``top_logprobs``: the top-k alternatives of every generated token (None: none).
     ``warm``: run a priming pass so the measured pass hits the prefix cache.
-    ``prefix_cache_entries`` must hold every prompt's blocks for warm mode to hit.
     ``ignore_eos``: generate until a stop string or ``max_gen_toks`` (speed benchmarks,
     so every variant produces the same number of tokens).
     """
 
     source: ModelSource = field(default_factory=ModelSource)
     options: RuntimeOptions = field(default_factory=RuntimeOptions)
-    max_batch_requests: int = 8
-    prefill_chunk_tokens: int = 256
-    prefix_block_tokens: int = 64
-    prefix_cache_entries: int = 256
-    seed: int = 0
+    scheduling: EngineConfig = field(default_factory=EngineConfig)
     top_logprobs: int | None = None
     warm: bool = False
     variant: str = "builtin"
@@ -70,27 +68,16 @@ class BuiltinEngineConfig:
     ignore_eos: bool = False
 
     def __post_init__(self) -> None:
-        if self.max_batch_requests < 1:
-            raise EngineError(f"builtin engine: max_batch_requests must be >= 1, got "
-                              f"{self.max_batch_requests}")
         if self.top_logprobs is not None and self.top_logprobs < 0:
             raise EngineError(f"builtin engine: top_logprobs must be >= 0, got {self.top_logprobs}")
 
-    def runtime_engine_config(self):
-        from runtime.engine.engine import EngineConfig
-
-        return EngineConfig(prefill_chunk_tokens=self.prefill_chunk_tokens,
-                            max_batch_requests=self.max_batch_requests,
-                            prefix_block_tokens=self.prefix_block_tokens,
-                            prefix_cache_entries=self.prefix_cache_entries, seed=self.seed)
+    @property
+    def max_batch_requests(self) -> int:
+        return self.scheduling.max_batch_requests
 
     def describe(self) -> dict:
-        o = self.options
         return {"engine": "builtin", "variant": self.variant, "source": self.source.describe(),
-                "options": {"swa": o.swa, "encoder_replay": o.encoder_replay,
-                            "decoder_trim": o.decoder_trim, "cut": o.cut, "kernels": o.kernels,
-                            "batch_invariant": o.batch_invariant,
-                            "replay_tokens": o.replay_tokens},
+                "options": self.options.to_dict(),
                 "concurrency": self.max_batch_requests, "warm": self.warm,
                 **({"perturb": self.perturb.to_dict()} if self.perturb.active else {})}
 
@@ -124,7 +111,7 @@ class BuiltinEngine:
                                            self.config.options))
         self.tokenizer = self.config.source.tokenizer()
         self.runtime = ObservedEngine(self.model, self.tokenizer,
-                                      self.config.runtime_engine_config())
+                                      self.config.scheduling)
         self._lock = threading.Lock()  # the runtime engine runs one generate at a time
 
     @property
@@ -222,7 +209,7 @@ class BuiltinEngine:
         if primers:
             # Prefill stores a snapshot at every chunk end and at the last whole block:
             # keep room for all primed prompts, or LRU would evict the early ones.
-            chunk = self.config.prefill_chunk_tokens
+            chunk = self.config.scheduling.prefill_chunk_tokens
             needed = sum(len(r.prompt_ids) // chunk + 2 for r in primers)
             cache = self.runtime.prefix_cache
             if cache.enabled and cache.capacity < needed:
@@ -307,7 +294,7 @@ class BuiltinEngine:
 
         with self._lock:
             return teacher_forced_logits(self.model, prompts, forced, warm=self.config.warm,
-                                         block_tokens=self.config.prefix_block_tokens)
+                                         block_tokens=self.config.scheduling.prefix_block_tokens)
 
 
 class _Cancelled(Exception):
@@ -330,9 +317,10 @@ def engine_for_plan(settings: Mapping[str, Any], options: RuntimeOptions, *,
         seed=int(settings.get("seed", 0)), checkpoint=checkpoint,
         overrides=tuple(sorted(dict(settings.get("overrides", {})).items())),
         dtype=settings.get("dtype"), device=settings.get("device", "cpu"))
-    extra = {k: int(settings[k]) for k in ("prefill_chunk_tokens",) if k in settings}
+    scheduling = EngineConfig(
+        seed=seed, max_batch_requests=int(settings.get("max_batch_requests", concurrency)),
+        **{k: int(settings[k]) for k in ("prefill_chunk_tokens",) if k in settings})
     config = BuiltinEngineConfig(
-        source=source, options=options, seed=seed, warm=warm, variant=variant,
-        max_batch_requests=int(settings.get("max_batch_requests", concurrency)),
-        perturb=perturbation_from(perturb or {}), ignore_eos=ignore_eos, **extra)
+        source=source, options=options, scheduling=scheduling, warm=warm, variant=variant,
+        perturb=perturbation_from(perturb or {}), ignore_eos=ignore_eos)
     return BuiltinEngine(config, pool)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runtime.options import RuntimeOptions
+from runtime.scheduling import EngineConfig
 from validate.engines.builtin_source import ModelSource, WeightsPool
 from validate.engines.errors import EngineError
 from validate.engines.loopback import LOOPBACK, LoopbackServer, LoopbackServerError
@@ -25,19 +26,12 @@ class ServeConfig:
     host: str = LOOPBACK
     port: int = 8000
     model_name: str | None = None
-    max_batch_requests: int = 8
-    prefill_chunk_tokens: int = 256
-    prefix_block_tokens: int = 64
-    prefix_cache_entries: int = 256
-    seed: int = 0
+    scheduling: EngineConfig = field(default_factory=EngineConfig)
     perturb: Perturbation = field(default_factory=Perturbation)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port < 65536:
             raise EngineError(f"serve: port must be in [0, 65536), got {self.port}")
-        if self.max_batch_requests < 1:
-            raise EngineError(f"serve: max_batch_requests must be >= 1, got "
-                              f"{self.max_batch_requests}")
 
     @property
     def served_name(self) -> str:
@@ -53,7 +47,6 @@ class ServeConfig:
 
 def build_server(config: ServeConfig, pool: WeightsPool | None = None):
     """(FastAPI app, scheduler) serving ``config``."""
-    from runtime.engine.engine import EngineConfig
     from runtime.model import V41Model
     from runtime.server.app import create_app
     from runtime.server.observed import ObservedEngine
@@ -62,12 +55,8 @@ def build_server(config: ServeConfig, pool: WeightsPool | None = None):
     pool = pool if pool is not None else WeightsPool()
     weights = pool.weights(config.source)
     model = config.perturb.wrap(V41Model(config.perturb.apply_weights(weights), config.options))
-    engine = ObservedEngine(model, config.source.tokenizer(), EngineConfig(
-        prefill_chunk_tokens=config.prefill_chunk_tokens,
-        max_batch_requests=config.max_batch_requests,
-        prefix_block_tokens=config.prefix_block_tokens,
-        prefix_cache_entries=config.prefix_cache_entries, seed=config.seed))
-    scheduler = Scheduler(engine, config.max_batch_requests)
+    engine = ObservedEngine(model, config.source.tokenizer(), config.scheduling)
+    scheduler = Scheduler(engine, config.scheduling.max_batch_requests)
     return create_app(scheduler, engine.tokenizer, config.served_name), scheduler
 
 

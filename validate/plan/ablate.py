@@ -1,82 +1,69 @@
 """``--ablate``: one variant per optimization, plus all-on, against the all-reference
 exact baseline, so any quality delta can be pinned to one switch.
 
-Variants (builtin engine): ``reference`` (exact SWA, no replay, no trim, reference
-kernels; the baseline), ``encoder_replay`` (bounded replay on the encoder side only),
-``decoder_trim`` (decoder-side trim only), ``fused_<op>`` for each fused op the runtime's
-kernel registry offers (``kernels = "+<op>"``), and ``all_on`` (bounded both sides,
-every fused op). A fused variant whose kernel choice ``RuntimeOptions`` does not accept
-yet is left out and named in the plan's description. The plan's own variants are replaced; the cut point, batch invariance
-and replay window of its baseline are kept for every ablated variant.
+The matrix comes from the switches' own descriptions (``runtime.options.Ablation``):
+``reference`` sets every ablated switch to its ``off`` value (the baseline); each switch
+adds its ``alone`` variants, which differ from the reference in that switch only (plus
+what it ``implies``); ``all_on`` sets every ablated switch to its ``on`` value. Switches
+without an ablation (cut point, batch invariance, replay window) keep the plan
+baseline's value in every variant. For the builtin runtime's switches that gives
+``reference``, ``encoder_replay``, ``decoder_trim``, ``fused_<op>`` for each op of the
+kernel table (``runtime.kernels.ops``) and ``all_on``. The plan's own variants are
+replaced.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import replace
 
 from validate.errors import PlanError
 from validate.plan.schema import Plan, VariantSpec
 
-KEPT_OPTIONS = ("cut", "batch_invariant", "replay_tokens")
-NOT_OPS = ("reference", "none", "all")
-
 
 def fused_op_names() -> tuple[str, ...]:
-    """The fused ops the runtime can switch one at a time: from its kernel registry
-    (``runtime.kernels``) when there is one, else the non-reference choices of
-    ``RuntimeOptions.kernels``. Empty while only reference kernels exist."""
-    for module in ("runtime.kernels.choice", "runtime.kernels"):
-        try:  # the choice module has no heavy imports; the package imports torch
-            registry = importlib.import_module(module)
-        except ImportError:
-            continue
-        for attr in ("OP_NAMES", "op_names", "OPS"):
-            found = getattr(registry, attr, None)
-            if found is not None:
-                names = found() if callable(found) else found
-                return tuple(str(n) for n in names)
-    from runtime.options import KERNEL_CHOICES
+    """The fused ops the runtime can switch one at a time (its kernel table)."""
+    from runtime.kernels.ops import OP_NAMES
 
-    return tuple(k for k in KERNEL_CHOICES if k not in NOT_OPS and k[:1] not in "+-")
+    return OP_NAMES
 
 
 def ablation_variants(plan: Plan, ops: tuple[str, ...] | None = None) -> tuple[VariantSpec, ...]:
-    ops = fused_op_names() if ops is None else ops
-    base = plan.variant(plan.baseline)
-    kept = {k: v for k, v in base.options.items() if k in KEPT_OPTIONS}
-    reference = {**kept, "swa": "exact", "encoder_replay": False, "decoder_trim": False,
-                 "kernels": "reference"}
-    variants = [
-        VariantSpec("reference", options=reference),
-        VariantSpec("encoder_replay", options={**reference, "swa": "bounded",
-                                               "encoder_replay": True}),
-        VariantSpec("decoder_trim", options={**reference, "swa": "bounded",
-                                             "decoder_trim": True}),
-    ]
-    variants += [VariantSpec(f"fused_{op}", options={**reference, "kernels": f"+{op}"})
-                 for op in ops]
-    all_on = {**reference, "swa": "bounded", "encoder_replay": True, "decoder_trim": True}
-    if ops:
-        all_on["kernels"] = "all"
-    variants.append(VariantSpec("all_on", options=all_on))
-    return tuple(variants)
-
-
-def accepted_ops(ops: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(ops ``RuntimeOptions(kernels="+op")`` accepts, ``fused_<op>`` names of the rest):
-    the registry may know an op before RuntimeOptions does."""
+    """The ablation matrix of ``plan`` (see the module doc); ``ops``: the fused ops to
+    ablate (None: every op; ``()``: none, and ``all_on`` keeps the reference kernels)."""
     from runtime.errors import ConfigError
-    from runtime.options import RuntimeOptions
+    from runtime.options import switches
 
-    accepted, refused = [], []
-    for op in ops:
+    base_spec = plan.variant(plan.baseline)
+    base = base_spec.runtime_options()
+    options_type = type(base)
+    described = switches(options_type)
+    ablated = {n: sw.ablation for n, sw in described.items() if sw.ablation is not None}
+    kept = {n: getattr(base, n) for n in described if n not in ablated}
+    reference = {**kept, **{n: a.off for n, a in ablated.items()}}
+    matrix: list[tuple[str, dict]] = [("reference", reference)]
+    for name, a in ablated.items():
+        for variant, value in a.variants(name, ops):
+            matrix.append((variant, {**reference, **a.implies, name: value}))
+    all_on = {**reference, **{n: a.on for n, a in ablated.items()}}
+    for name, a in ablated.items():  # a switch with nothing to turn on stays off
+        if not a.variants(name, ops):
+            all_on[name] = reference[name] if name not in _implied(ablated, ops) else a.on
+    matrix.append(("all_on", all_on))
+    # as v41val 0.1 wrote them (its plan hash), so an ablation store it wrote resumes
+    kept_written = {k: v for k, v in (base_spec.written or {}).items() if k not in ablated}
+    out = []
+    for variant, options in matrix:
+        written = {**kept_written, **{n: options[n] for n in ablated}}
         try:
-            RuntimeOptions(kernels=f"+{op}")
-            accepted.append(op)
-        except (ConfigError, ValueError):
-            refused.append(f"fused_{op}")
-    return tuple(accepted), tuple(refused)
+            out.append(VariantSpec(variant, options=options_type(**options), written=written))
+        except ConfigError as exc:
+            raise PlanError(f"{plan.source}: --ablate variant {variant}: {exc}") from None
+    return tuple(out)
+
+
+def _implied(ablated: dict, ops: tuple[str, ...] | None) -> set[str]:
+    """Switches some other switch's variants imply (kept on in ``all_on``)."""
+    return {k for n, a in ablated.items() if a.variants(n, ops) for k in a.implies}
 
 
 def ablate(plan: Plan, ops: tuple[str, ...] | None = None) -> Plan:
@@ -85,18 +72,6 @@ def ablate(plan: Plan, ops: tuple[str, ...] | None = None) -> Plan:
     if plan.engine.kind != "builtin":
         raise PlanError(f"{plan.source}: engine.kind: --ablate needs the builtin engine "
                         f"(got {plan.engine.kind!r}); list vLLM flag sets as variants instead")
-    from runtime.errors import ConfigError
-    from runtime.options import RuntimeOptions
-
-    accepted, skipped = accepted_ops(fused_op_names() if ops is None else ops)
-    variants = ablation_variants(plan, accepted)
-    for v in variants:
-        try:
-            RuntimeOptions(**v.options)
-        except (ConfigError, ValueError) as exc:
-            raise PlanError(f"{plan.source}: --ablate variant {v.name}: {exc}") from None
-    note = (f" (skipped, RuntimeOptions.kernels refuses them: {', '.join(skipped)})"
-            if skipped else "")
-    return replace(plan, name=f"{plan.name}-ablation", variants=variants,
+    return replace(plan, name=f"{plan.name}-ablation", variants=ablation_variants(plan, ops),
                    baseline="reference",
-                   description=f"ablation of {plan.name}: one optimization per variant{note}")
+                   description=f"ablation of {plan.name}: one optimization per variant")

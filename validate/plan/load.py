@@ -61,10 +61,9 @@ ENGINE_KEYS: dict[str, dict[str, type]] = {
     "vllm": {"model": str, "common_args": list, "python": str, "launcher": str,
              "served_model_name": str, "startup_timeout_s": float, **CLIENT_KEYS},
 }
-BUILTIN_OPTION_KEYS = {"swa": str, "encoder_replay": bool, "decoder_trim": bool, "cut": str,
-                       "kernels": str, "batch_invariant": bool, "replay_tokens": int}
+# builtin variants: every RuntimeOptions switch (runtime.options.switches), plus perturb
 VARIANT_KEYS: dict[str, dict[str, type]] = {
-    "builtin": {**BUILTIN_OPTION_KEYS, "perturb": dict},
+    "builtin": {"perturb": dict},
     "openai": {"base_url": str, "model": str},
     "vllm": {"args": list, "env": dict},
 }
@@ -139,19 +138,28 @@ def _engine(w: _Where, doc: dict) -> EngineSpec:
     return EngineSpec(kind=kind, settings=settings)
 
 
-def _variant(w: _Where, name: str, table: Any, kind: str) -> VariantSpec:
+def variant_keys(kind: str, options_type: type) -> dict[str, type]:
+    """The keys a ``[variants.<name>]`` table of engine ``kind`` may hold, with types."""
+    if kind != "builtin":
+        return VARIANT_KEYS[kind]
+    from runtime.options import switches
+
+    return {**{n: sw.kind for n, sw in switches(options_type).items()}, **VARIANT_KEYS[kind]}
+
+
+def _variant(w: _Where, name: str, table: Any, kind: str, options_type: type) -> VariantSpec:
     field = f"variants.{name}"
     if not NAME.match(name):
         raise w.error(field, "variant names use letters, digits, '_', '.', '+', '-'")
-    table = _typed_table(w, w.table(table, field), VARIANT_KEYS[kind], field)
+    table = _typed_table(w, w.table(table, field), variant_keys(kind, options_type), field)
     if kind == "builtin":
         perturb = table.pop("perturb", {})
         for key, value in perturb.items():
             if not isinstance(value, (str, int, float, bool)):
                 raise w.error(f"{field}.perturb.{key}", f"expected a scalar, got {value!r}")
         _check_perturbation(w, perturb, field)
-        _check_runtime_options(w, table, field)
-        return VariantSpec(name=name, options=table, perturb=perturb)
+        options = _runtime_options(w, table, field, options_type)
+        return VariantSpec(name=name, options=options, written=table, perturb=perturb)
     if kind == "vllm":
         env = table.get("env", {})
         for key, value in env.items():
@@ -174,13 +182,12 @@ def _check_perturbation(w: _Where, perturb: dict, field: str) -> None:
         raise w.error(field, str(exc)) from None
 
 
-def _check_runtime_options(w: _Where, options: dict, field: str) -> None:
+def _runtime_options(w: _Where, options: dict, field: str, options_type: type):
     """Let ``RuntimeOptions`` judge the values; its message names the option."""
     from runtime.errors import ConfigError
-    from runtime.options import RuntimeOptions
 
     try:
-        RuntimeOptions(**options)
+        return options_type(**options)
     except ConfigError as exc:
         raise w.error(field, str(exc)) from None
 
@@ -228,9 +235,14 @@ def _policy(w: _Where, value: Any, base_dir: Path | None):
         raise PlanError(str(exc)) from None
 
 
-def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None) -> Plan:
-    """Validate a parsed TOML document into a ``Plan``."""
+def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None,
+               options_type: type | None = None) -> Plan:
+    """Validate a parsed TOML document into a ``Plan``. ``options_type``: the
+    ``RuntimeOptions`` class (or a subclass with more switches) builtin variants use."""
     import tasks
+
+    if options_type is None:
+        from runtime.options import RuntimeOptions as options_type
 
     w = _Where(source)
     w.unknown(doc, TOP_KEYS, "")
@@ -238,7 +250,8 @@ def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None) 
     variants_table = w.table(doc.get("variants", {}), "variants")
     if not variants_table:
         raise w.error("variants", "expected at least one [variants.<name>] table")
-    variants = tuple(_variant(w, n, t, engine.kind) for n, t in variants_table.items())
+    variants = tuple(_variant(w, n, t, engine.kind, options_type)
+                     for n, t in variants_table.items())
     tasks_list = w.typed(doc.get("tasks", []), list, "tasks")
     if not tasks_list:
         raise w.error("tasks", "expected at least one [[tasks]] entry")
@@ -285,6 +298,7 @@ def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None) 
     )
 
 
-def load_plan(path: str | Path) -> Plan:
+def load_plan(path: str | Path, options_type: type | None = None) -> Plan:
     """Read and validate a plan file (``PlanError``: exit 2 with one line)."""
-    return parse_plan(read_toml(path, PlanError, "plan file"), str(path), Path(path).parent)
+    return parse_plan(read_toml(path, PlanError, "plan file"), str(path), Path(path).parent,
+                      options_type)

@@ -26,6 +26,11 @@ OPERATIONAL_KEYS = frozenset({"timeout_s", "connect_timeout_s", "max_attempts", 
                               "backoff_max_s", "startup_timeout_s"})
 
 
+def _sha256(doc: dict) -> str:
+    canon = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     """The plan's ``[engine]`` table. ``settings`` holds the kind's own keys, checked
@@ -45,22 +50,37 @@ class EngineSpec:
 
 @dataclass(frozen=True)
 class VariantSpec:
-    """One variant. builtin: ``options`` are ``runtime.options.RuntimeOptions`` fields;
-    vllm: ``args`` (server flags) and ``env``; openai: ``endpoint`` (base_url/model
+    """One variant. builtin: ``options``, a ``runtime.options.RuntimeOptions`` (a mapping
+    of its fields is read into one), and ``written``, the options as the plan spelled
+    them; vllm: ``args`` (server flags) and ``env``; openai: ``endpoint`` (base_url/model
     overrides). ``perturb`` is reserved for planted degradations (builtin engine)."""
 
     name: str
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Any = None
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     endpoint: Mapping[str, str] = field(default_factory=dict)
     perturb: Mapping[str, Any] = field(default_factory=dict)
+    written: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.options, Mapping):
+            from runtime.options import RuntimeOptions
+
+            if self.written is None:
+                object.__setattr__(self, "written", dict(self.options))
+            object.__setattr__(self, "options", RuntimeOptions(**dict(self.options)))
+        elif self.written is None and self.options is not None:
+            object.__setattr__(self, "written", self.options.to_dict())
 
     def config(self) -> dict:
         """What identifies this variant's responses (stored with the run)."""
+        return self._config(dict(self.written or {}) or None)
+
+    def _config(self, options: dict | None) -> dict:
         out: dict[str, Any] = {}
-        if self.options:
-            out["options"] = dict(self.options)
+        if options:
+            out["options"] = options
         if self.args:
             out["args"] = list(self.args)
         if self.env:
@@ -73,9 +93,11 @@ class VariantSpec:
 
     def runtime_options(self):
         """The variant's ``RuntimeOptions`` (builtin engine)."""
-        from runtime.options import RuntimeOptions
+        if self.options is None:
+            from runtime.options import RuntimeOptions
 
-        return RuntimeOptions(**dict(self.options))
+            return RuntimeOptions()
+        return self.options
 
 
 @dataclass(frozen=True)
@@ -144,8 +166,7 @@ class Plan:
 
     @property
     def hash(self) -> str:
-        canon = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+        return _sha256(self.identity())
 
     def to_dict(self) -> dict:
         """The whole plan (stored with every run; ``analyze_run`` reads it back)."""

@@ -43,7 +43,8 @@ def sweep_variants(source: ModelSource, variants: dict[str, RuntimeOptions], req
         config = BuiltinEngineConfig(source=source, options=options, variant=name,
                                      ignore_eos=True)
         def factory(c, config=config):
-            return BuiltinEngine(replace(config, max_batch_requests=c), pool)
+            return BuiltinEngine(replace(config, scheduling=replace(config.scheduling,
+                                                                 max_batch_requests=c)), pool)
 
         failure = warm_up(factory, requests, levels)
         if failure is not None:
