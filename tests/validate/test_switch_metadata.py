@@ -42,6 +42,7 @@ def test_a_plan_accepts_it_and_stores_it_normalised():
     assert plan.variant("fast").options.fast_exp is True
     assert plan.variant("base").options.fast_exp is False
     assert plan.identity()["variants"]["fast"]["options"]["fast_exp"] is True
+    assert plan.to_dict()["variants"]["base"]["options"]["fast_exp"] is False
     with pytest.raises(PlanError, match=r"p.toml: variants.fast.fast_exp: expected true or false"):
         parse_plan(plan_doc(fast_exp="yes"), "p.toml", options_type=WithFastExp)
     with pytest.raises(PlanError, match=r"variants.fast.fast_exp: unknown key"):
@@ -56,6 +57,7 @@ def test_ablate_varies_it_alone_and_in_all_on():
                                 fast_exp=True)
     assert plan.variant("reference").options.fast_exp is False
     assert plan.variant("all_on").options.fast_exp is True
+    assert plan.identity()["variants"]["fast_exp"]["options"]["fast_exp"] is True
 
 
 def test_serve_takes_it_as_a_flag():

@@ -5,7 +5,11 @@ baseline, seeds, concurrency, warm mode and the gate policy. Its *hash* covers o
 what changes responses (engine identity, variants, tasks with their items and
 generation overrides, seed, warm mode, perturbations): renaming the plan, changing the
 concurrency or the gate margins keeps the hash, so a rerun resumes from the store and
-a re-gate never recomputes a response.
+a re-gate never recomputes a response. A builtin variant enters the hash as its
+normalised options (``RuntimeOptions.to_dict``), so ``{swa = "bounded"}`` and the same
+with ``encoder_replay``/``decoder_trim`` spelled out are one plan; ``legacy_hash`` is
+the hash v41val 0.1 gave (options as written), by which the runner finds and re-keys
+a store that version wrote.
 """
 
 from __future__ import annotations
@@ -74,7 +78,14 @@ class VariantSpec:
             object.__setattr__(self, "written", self.options.to_dict())
 
     def config(self) -> dict:
-        """What identifies this variant's responses (stored with the run)."""
+        """What identifies this variant's responses (stored with the run): builtin
+        options normalised (``RuntimeOptions.to_dict``), so equivalent wordings of one
+        configuration are one config and one plan hash."""
+        return self._config(None if self.options is None else self.options.to_dict())
+
+    def legacy_config(self) -> dict:
+        """``config`` as v41val 0.1 stored it (the options as written), to find the runs
+        of a store written before the options were normalised."""
         return self._config(dict(self.written or {}) or None)
 
     def _config(self, options: dict | None) -> dict:
@@ -154,11 +165,13 @@ class Plan:
     def variant_names(self) -> tuple[str, ...]:
         return tuple(v.name for v in self.variants)
 
-    def identity(self) -> dict:
-        """Everything that changes a response, canonical (the hash's input)."""
+    def identity(self, legacy: bool = False) -> dict:
+        """Everything that changes a response, canonical (the hash's input);
+        ``legacy``: with the variants' configs as v41val 0.1 hashed them."""
         return {
             "engine": self.engine.identity(),
-            "variants": {v.name: v.config() for v in self.variants},
+            "variants": {v.name: v.legacy_config() if legacy else v.config()
+                         for v in self.variants},
             "tasks": [t.to_dict() for t in self.tasks],
             "seed": self.seed,
             "warm": self.warm,
@@ -167,6 +180,12 @@ class Plan:
     @property
     def hash(self) -> str:
         return _sha256(self.identity())
+
+    @property
+    def legacy_hash(self) -> str:
+        """The hash v41val 0.1 gave this plan (raw options): a store it wrote keys its
+        responses by it, and ``validate.runner.run`` re-keys them to ``hash``."""
+        return _sha256(self.identity(legacy=True))
 
     def to_dict(self) -> dict:
         """The whole plan (stored with every run; ``analyze_run`` reads it back)."""

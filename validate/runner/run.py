@@ -131,12 +131,28 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
                            failed)
 
 
+def adopt_legacy(plan: Plan, store: ResultsStore) -> int:
+    """A store written by v41val 0.1 keys this plan's responses by ``plan.legacy_hash``
+    (the options as written, not normalised): re-key them (and the fidelity file) to
+    ``plan.hash`` so the rerun resumes instead of starting over. Returns runs moved."""
+    moved = store.rekey(plan.legacy_hash, plan.hash,
+                        {v.name: v.config() for v in plan.variants})
+    if moved:
+        from validate.analysis.fidelity_file import fidelity_path
+
+        old, new = fidelity_path(store.path, plan.legacy_hash), fidelity_path(store.path, plan.hash)
+        if old.is_file() and not new.exists():
+            old.replace(new)
+    return moved
+
+
 def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
              factory: EngineFactory | None = None,
              progress: ProgressFn | None = None) -> RunOutcome:
     """Run (or resume) ``plan`` into ``store``. The baseline runs first, so an
     interrupted ablation has its reference before any candidate."""
     workspace = workspace or store.path.parent
+    adopt_legacy(plan, store)
     loaded = load_tasks(plan)
     factory = factory or factory_for(plan, workspace)
     run = store.begin_run(plan.hash, plan_name=plan.name, seeds=(plan.seed,),

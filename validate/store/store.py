@@ -133,6 +133,34 @@ class ResultsStore:
 
         self._write(upsert)
 
+    def rekey(self, old_hash: str, new_hash: str, configs: Mapping[str, Mapping]) -> int:
+        """Move everything stored under plan ``old_hash`` to ``new_hash``, with the
+        variants' configs replaced by ``configs`` (name -> config); returns the number of
+        runs moved. Used once per plan to adopt a store written before plan hashes
+        covered normalised options (``Plan.legacy_hash``); does nothing when
+        ``new_hash`` already has runs or ``old_hash`` has none."""
+
+        def move(conn: sqlite3.Connection) -> int:
+            if old_hash == new_hash or conn.execute(
+                    "SELECT 1 FROM runs WHERE plan_hash = ?", (new_hash,)).fetchone():
+                return 0
+            moved = conn.execute("UPDATE runs SET plan_hash = ? WHERE plan_hash = ?",
+                                 (new_hash, old_hash)).rowcount
+            if not moved:
+                return 0
+            for table in ("requests", "speed_sweeps"):
+                conn.execute(f"UPDATE {table} SET plan_hash = ? WHERE plan_hash = ?",
+                             (new_hash, old_hash))
+            for name, config in configs.items():
+                conn.execute("UPDATE variants SET plan_hash = ?, config_json = ?"
+                             " WHERE plan_hash = ? AND name = ?",
+                             (new_hash, dumps(dict(config)), old_hash, name))
+            conn.execute("UPDATE variants SET plan_hash = ? WHERE plan_hash = ?",
+                         (new_hash, old_hash))
+            return moved
+
+        return self._write(move)
+
     def variants(self, plan_hash: str) -> list[VariantInfo]:
         return self._read(lambda conn: queries.variants(conn, plan_hash))
 
