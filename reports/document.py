@@ -19,7 +19,9 @@ from reports.headline import headline_document
 from validate.stats.jsonable import json_safe
 
 FORMAT = "v41val-report"
-SCHEMA_VERSION = 1
+# 2: "engine" (kind and the settings that change responses), "variants" (each
+# variant's normalised config) and the optional "execution" of ``v41val run --json``
+SCHEMA_VERSION = 2
 FAMILY = "run"  # the gate adjusts every gated (variant, task) of a run together
 
 
@@ -166,8 +168,18 @@ def _run(ident) -> dict:
     }
 
 
-def report_document(analysis, include_outcomes: bool = True) -> dict:
-    """The versioned report document of ``analysis`` (a ``RunAnalysis``).
+def _variants(analysis) -> list[dict]:
+    """What each variant is: its stored (normalised) config, baseline first."""
+    configs = analysis.variant_configs
+    return [{"variant": v, "is_baseline": v == analysis.identity.baseline,
+             "config": dict(configs.get(v, {}))} for v in analysis.variants]
+
+
+def report_document(analysis, include_outcomes: bool = True,
+                    execution: dict | None = None) -> dict:
+    """The versioned report document of ``analysis`` (a ``RunAnalysis``): what
+    ``v41val report --format json`` writes and, with ``execution`` (what this execution
+    stored and sent), what ``v41val run --json`` prints.
 
     ``include_outcomes`` keeps the paired per-row 0/1 outcomes (ids and scores only), so
     a reader can recompute every statistic, also for repeated runs where the 2x2 table
@@ -190,11 +202,17 @@ def report_document(analysis, include_outcomes: bool = True) -> dict:
         "format": FORMAT, "schema_version": SCHEMA_VERSION,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "generator": _generator(),
-        "run": _run(analysis.identity), "policy": _policy(analysis.policy),
+        "run": _run(analysis.identity),
+        "engine": {"kind": analysis.identity.engine,
+                   "identity": dict(analysis.identity.engine_identity)},
+        "variants": _variants(analysis),
+        "policy": _policy(analysis.policy),
         "decision": analysis.decision, "exit_code": analysis.exit_code,
         "variant_decisions": dict(analysis.variant_decisions),
         "floor_tasks": list(analysis.floor_tasks), "notes": list(analysis.notes),
         "tasks": tasks,
         "headline": headline_document(getattr(analysis, "headline", None), baseline),
     }
+    if execution is not None:
+        doc["execution"] = execution
     return json_safe(doc)

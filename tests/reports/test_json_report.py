@@ -20,7 +20,7 @@ def test_document_validates_against_the_schema(doc):
     parsed = json.loads(text)
     jsonschema.Draft202012Validator(load_schema()).validate(parsed)
     validate_document(parsed)
-    assert parsed["format"] == "v41val-report" and parsed["schema_version"] == 1
+    assert parsed["format"] == "v41val-report" and parsed["schema_version"] == 2
 
 
 def test_schema_is_itself_a_valid_draft_2020_12_schema():
@@ -32,7 +32,7 @@ def test_schema_is_itself_a_valid_draft_2020_12_schema():
     lambda d: d.__setitem__("decision", "MAYBE"),
     lambda d: d["tasks"][0]["comparisons"][0]["table"].__setitem__("b", -1),
     lambda d: d["tasks"][0]["comparisons"][0]["verdict"].__setitem__("correction", "sidak"),
-    lambda d: d.__setitem__("schema_version", 2),
+    lambda d: d.__setitem__("schema_version", 1),
 ])
 def test_schema_rejects_broken_documents(doc, mutate):
     bad = copy.deepcopy(doc)

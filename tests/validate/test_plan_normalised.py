@@ -66,6 +66,8 @@ def test_a_store_written_by_the_previous_version_opens_as_it_was(legacy_store):
         analysis = analyze_run(store, LEGACY_HASH)
     assert analysis.identity.plan_hash == LEGACY_HASH
     assert set(analysis.variants) == {"exact", "bounded"}
+    # the report says what each variant is in today's normalised form
+    assert analysis.variant_configs["bounded"]["options"]["decoder_trim"] is True
 
 
 def test_a_rerun_of_either_wording_resumes_a_legacy_store(legacy_store, tmp_path):

@@ -83,3 +83,23 @@ def test_the_lm_eval_model_takes_it_as_a_model_arg():
 
     lm = Model.create_from_arg_string("preset=micro,fast_exp=true,swa=bounded")
     assert lm.options == WithFastExp(swa="bounded", fast_exp=True)
+
+
+def test_the_report_shows_it_in_the_variant_config(tmp_path):
+    from reports.document import report_document
+    from reports.json_report import validate_document
+    from validate.analysis import analyze_run
+    from validate.runner import run_plan
+    from validate.store import ResultsStore
+
+    d = plan_doc()
+    d["fidelity_prompts"] = 0
+    d["tasks"] = [{"name": "gsm8k", "limit": 1, "max_gen_toks": 1}]
+    plan = parse_plan(d, "p.toml", options_type=WithFastExp)
+    with ResultsStore.open(tmp_path / "results.sqlite") as store:
+        run_plan(plan, store)
+        doc = report_document(analyze_run(store))
+    validate_document(doc)
+    configs = {v["variant"]: v["config"]["options"] for v in doc["variants"]}
+    assert configs["fast"]["fast_exp"] is True and configs["base"]["fast_exp"] is False
+    assert configs["fast"] == WithFastExp(fast_exp=True).to_dict()

@@ -40,6 +40,7 @@ from validate.gate.health import HealthThresholds, health_failures
 from validate.gate.policy import GatePolicy, parse_policy
 from validate.gate.run import GateInput
 from validate.health.facts import VariantHealth, pair_health, variant_health
+from validate.plan.schema import engine_identity, normalised_config
 from validate.stats.bootstrap import BootstrapSpec
 from validate.stats.compare import compare_tables
 from validate.stats.outcomes import ItemOutcomes
@@ -195,7 +196,8 @@ def _identity(sp: StoredPlan, warm: bool) -> RunIdentity:
         started_at=sp.runs[0].started_at, finished_at=latest.finished_at, status=latest.status,
         identity=dict(latest.identity), seeds=tuple(latest.seeds),
         engine=str((sp.doc.get("engine") or {}).get("kind", "unknown")),
-        baseline=sp.baseline, warm=warm)
+        baseline=sp.baseline, warm=warm,
+        engine_identity=engine_identity(sp.doc.get("engine") or {}))
 
 
 def analyze_run(store: ResultsStore, run: str | int | None = None, *,
@@ -251,6 +253,7 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                                          if c.variant == v) else UNGATED for v in candidates}
         decision = INVALID if INVALID in per_variant.values() else UNGATED
         policy_summary = None
+    kind = str((sp.doc.get("engine") or {}).get("kind", "unknown"))
     headline, headline_notes = headline_section(store, plan_hash, sp.doc, sp.baseline,
                                                 sp.variants, alpha, bootstrap)
     notes += headline_notes
@@ -262,7 +265,8 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                        comparisons=comparisons, decision=decision,
                        variant_decisions=per_variant, floor_tasks=tuple(floor),
                        notes=tuple(notes),
-                       variant_configs={v.name: dict(v.config) for v in store.variants(plan_hash)},
+                       variant_configs={v.name: normalised_config(v.config, kind)
+                                        for v in store.variants(plan_hash)},
                        headline=headline)
 
 

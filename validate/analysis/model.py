@@ -52,6 +52,8 @@ class RunIdentity(_ToDict):
     ``run_ids`` are all execution attempts of this plan in the store (a resumed plan has
     several; their responses are pooled); ``run_id`` is the latest. ``identity`` holds
     package versions and hardware of the latest attempt (``validate.identity``).
+    ``engine`` is the engine kind, ``engine_identity`` its plan settings that change
+    responses (preset or checkpoint, dtype, overrides, model, server flags, ...).
     """
 
     run_id: int
@@ -67,6 +69,7 @@ class RunIdentity(_ToDict):
     engine: str
     baseline: str
     warm: bool = False
+    engine_identity: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -223,8 +226,8 @@ class HeadlineSection(_ToDict):
 class RunAnalysis(_ToDict):
     """The whole analysed run. ``decision`` is over every (variant, task) in one family;
     ``variant_decisions`` says the same per optimization (an ablation reads these).
-    ``variant_configs`` is what each variant is (runtime options, server flags or
-    endpoint), as stored with the run. ``headline`` is None when the plan has no
+    ``variant_configs`` is what each variant is (runtime options, normalised; server
+    flags or endpoint), as stored with the run. ``headline`` is None when the plan has no
     ``[speed]`` table (no sweep was measured)."""
 
     identity: RunIdentity

@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from validate.cli import app
-from validate.cli.common import emit, stderr_console
+from validate.cli.common import emit, stderr_console, stdout_console
 
 
 class _Bars:
@@ -61,12 +61,17 @@ def run(
 ) -> int:
     """Run (or resume) a plan and gate it."""
     from validate.runner.execute import execute, prepare
-    from validate.stats.jsonable import json_safe
 
     loaded = prepare(plan, ablate=ablate)  # bad input fails here, before any output
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=stderr_console(), transient=True) as progress:
         execution = execute(loaded, workspace=workspace, progress=_Bars(progress))
-    emit(as_json, json_safe(execution.to_dict()), lambda console: _render(execution, console))
+    if as_json:  # the report document of `v41val report --format json`, plus "execution"
+        from reports.document import report_document
+
+        emit(True, report_document(execution.analysis, execution=execution.execution_dict()),
+             lambda console: None)
+    else:
+        _render(execution, stdout_console())
     return execution.analysis.exit_code

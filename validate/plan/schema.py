@@ -14,6 +14,7 @@ a store that version wrote.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Mapping
@@ -35,6 +36,26 @@ def _sha256(doc: dict) -> str:
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
+def normalised_config(config: Mapping[str, Any], engine_kind: str) -> dict:
+    """A stored variant config in today's form: a builtin variant's options normalised
+    (a store written by v41val 0.1 kept them as written); left as stored when they do
+    not parse (options of a ``RuntimeOptions`` subclass this process does not know)."""
+    out = dict(config)
+    if engine_kind != "builtin":
+        return out
+    from runtime.errors import ConfigError
+    from runtime.options import RuntimeOptions
+
+    with contextlib.suppress(ConfigError, TypeError):
+        out["options"] = RuntimeOptions(**dict(out.get("options") or {})).to_dict()
+    return out
+
+
+def engine_identity(engine: Mapping[str, Any]) -> dict:
+    """An engine table (``EngineSpec.to_dict``) without its operational settings."""
+    return {k: v for k, v in engine.items() if k not in OPERATIONAL_KEYS}
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     """The plan's ``[engine]`` table. ``settings`` holds the kind's own keys, checked
@@ -49,7 +70,7 @@ class EngineSpec:
 
     def identity(self) -> dict:
         """``to_dict`` without the operational settings (see OPERATIONAL_KEYS)."""
-        return {k: v for k, v in self.to_dict().items() if k not in OPERATIONAL_KEYS}
+        return engine_identity(self.to_dict())
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,14 @@ class Execution:
     analysis: RunAnalysis
     store_path: Path
 
-    def to_dict(self) -> dict:
+    def execution_dict(self) -> dict:
+        """What this execution did: the store, the run, and per variant what was
+        already stored, sent, stored and failed."""
         o = self.outcome
-        return self.analysis.to_dict() | {"execution": {
-            "store": str(self.store_path), "run_id": o.run.run_id, "plan_hash": o.plan_hash,
-            "scored": o.scored, "swept": list(o.swept),
-            "variants": [vars(v) for v in o.variants],
-        }}
+        return {"store": str(self.store_path), "run_id": o.run.run_id, "plan_hash": o.plan_hash,
+                "scored": o.scored, "swept": list(o.swept),
+                "variants": [vars(v) for v in o.variants]}
+
 
 
 def prepare(plan_path: str | Path, *, ablate: bool = False) -> Plan:
