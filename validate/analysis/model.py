@@ -14,17 +14,22 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
+# Run decisions: the gate's four plus UNGATED (no policy in the plan: exit 0 unless a
+# variant is unhealthy, which is INVALID with or without a policy); validate.decisions.
+from validate.decisions import (  # noqa: E402, F401  (re-exported)
+    DECISION_EXIT_CODES,
+    GO,
+    INCONCLUSIVE,
+    INVALID,
+    NO_GO,
+    UNGATED,
+)
 from validate.gate.health import HealthReport
 from validate.gate.verdict import TaskVerdict
 from validate.health.facts import VariantHealth  # noqa: F401  (re-exported for reports)
 from validate.stats.compare import MetricComparison
 from validate.stats.jsonable import json_safe
 from validate.stats.proportions import AccuracyEstimate
-
-# Run decisions: the gate's four plus UNGATED (no policy in the plan: exit 0 unless a
-# variant is unhealthy, which is INVALID with or without a policy).
-GO, NO_GO, INCONCLUSIVE, INVALID, UNGATED = "GO", "NO-GO", "INCONCLUSIVE", "INVALID", "UNGATED"
-DECISION_EXIT_CODES = {GO: 0, NO_GO: 1, INCONCLUSIVE: 3, INVALID: 4, UNGATED: 0}
 
 
 def _plain(value: Any) -> Any:

@@ -14,7 +14,7 @@ import traceback
 
 import typer
 
-from validate.cli.common import EXIT_USAGE, fail, is_user_error
+from validate.cli.common import EXIT_INTERNAL, EXIT_USAGE, fail, is_user_error
 
 app = typer.Typer(
     name="v41val",
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.stderr.write(
                 f"v41val: internal error: {type(exc).__name__}: {exc} (rerun with --debug)\n"
             )
-        raise SystemExit(70) from None
+        raise SystemExit(EXIT_INTERNAL) from None
     # standalone_mode=False returns a command's int return value instead of exiting.
     if isinstance(result, int) and result != 0:
         raise SystemExit(result)

@@ -22,11 +22,14 @@ from typing import Any
 
 from rich.console import Console
 
-EXIT_OK = 0
-EXIT_NO_GO = 1
-EXIT_USAGE = 2
-EXIT_INCONCLUSIVE = 3
-EXIT_INVALID = 4
+from validate.decisions import (  # noqa: F401  (the codes, defined once)
+    EXIT_INCONCLUSIVE,
+    EXIT_INTERNAL,
+    EXIT_INVALID,
+    EXIT_NO_GO,
+    EXIT_OK,
+    EXIT_USAGE,
+)
 
 OWN_PACKAGES = ("runtime", "tasks", "validate", "reports")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from validate.decisions import GO
 from validate.gate.evidence import evidence_for
 from validate.gate.health import health_failures
 from validate.gate.policy import GatePolicy
@@ -72,6 +73,6 @@ def evaluate_family(policy: GatePolicy, variants: tuple[str, ...],
         for v in variants
     }
     return FamilyVerdict(
-        decision=run_decision(tuple(ordered.values()), policy.mode) if ordered else "GO",
+        decision=run_decision(tuple(ordered.values()), policy.mode) if ordered else GO,
         verdicts=ordered, variant_decisions=per_variant, family_size=len(tested),
         policy=policy)

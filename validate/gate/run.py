@@ -18,22 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from validate.gate.evidence import evidence_for
-from validate.gate.health import HealthReport, health_failures
+from validate.decisions import DECISION_EXIT_CODES, FAIL, GO, INCONCLUSIVE, INVALID, NO_GO, PASSING
+from validate.gate.health import HealthReport
 from validate.gate.policy import GatePolicy
-from validate.gate.verdict import (
-    FAIL,
-    INCONCLUSIVE,
-    INVALID,
-    PASSING,
-    TaskVerdict,
-    decide_family,
-    invalid_verdict,
-)
+from validate.gate.verdict import TaskVerdict
 from validate.stats.outcomes import PairedOutcomes
-
-GO, NO_GO = "GO", "NO-GO"
-DECISION_EXIT_CODES = {GO: 0, NO_GO: 1, INCONCLUSIVE: 3, INVALID: 4}
 
 
 @dataclass(frozen=True)
@@ -88,21 +77,17 @@ def run_decision(verdicts: tuple[TaskVerdict, ...], mode: str) -> str:
     return GO
 
 
+CANDIDATE = "candidate"
+
+
 def evaluate_gate(policy: GatePolicy, inputs: Mapping[str, GateInput]) -> RunVerdict:
-    """Health first, then one corrected family of non-inferiority tests, then the run."""
-    tested, invalid = [], []
-    for tp in policy.tasks:
-        given = inputs.get(tp.task)
-        if given is None:
-            invalid.append(invalid_verdict(tp, policy, ["no outcomes for this task"]))
-            continue
-        reasons = list(health_failures(given.health, policy.health))
-        if not given.paired.is_binary:
-            reasons.append("outcomes are not 0/1; the accuracy gate needs 0/1 scores")
-        if reasons:
-            invalid.append(invalid_verdict(tp, policy, reasons, given.paired.metric))
-            continue
-        tested.append((tp, given.paired.metric, evidence_for(given.paired)))
-    decided = {v.task: v for v in decide_family(policy, tested) + invalid}
-    verdicts = tuple(decided[tp.task] for tp in policy.tasks)
-    return RunVerdict(decision=run_decision(verdicts, policy.mode), tasks=verdicts, policy=policy)
+    """Health first, then one corrected family of non-inferiority tests, then the run:
+    ``evaluate_family`` with one candidate."""
+    from validate.gate.family import evaluate_family
+
+    cells = {(CANDIDATE, task): given for task, given in inputs.items()}
+    missing = {(CANDIDATE, tp.task): ("no outcomes for this task",) for tp in policy.tasks
+               if tp.task not in inputs}
+    family = evaluate_family(policy, (CANDIDATE,), cells, extra_reasons=missing)
+    verdicts = tuple(family.verdicts[(CANDIDATE, tp.task)] for tp in policy.tasks)
+    return RunVerdict(decision=family.decision, tasks=verdicts, policy=policy)

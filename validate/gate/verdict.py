@@ -28,14 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from validate.decisions import FAIL, INCONCLUSIVE, INVALID, PASS, PASSING, WARN
 from validate.gate.evidence import ClusteredEvidence, ScoreEvidence
 from validate.gate.policy import GatePolicy, TaskPolicy
 from validate.stats._checks import points
 from validate.stats.multiplicity import adjust, effective_alpha
 from validate.stats.power import decisive_sample_size, noninferiority_mde
 
-PASS, WARN, FAIL, INCONCLUSIVE, INVALID = "PASS", "WARN", "FAIL", "INCONCLUSIVE", "INVALID"
-PASSING = (PASS, WARN)
+__all__ = ["FAIL", "INCONCLUSIVE", "INVALID", "PASS", "PASSING", "WARN", "TaskVerdict",
+           "decide_family", "invalid_verdict"]
 
 
 @dataclass(frozen=True)
