@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from validate.analysis.fidelity_file import stored_fidelity
 from validate.analysis.headline import headline_section
 from validate.analysis.model import (
     INVALID,
@@ -34,6 +33,7 @@ from validate.analysis.source import (
     stored_plan,
 )
 from validate.analysis.speed import prefix_hit_rate, speed_summary, speedups
+from validate.analysis.stored_fidelity import stored_fidelity
 from validate.errors import PairingError
 from validate.gate.family import evaluate_family
 from validate.gate.health import HealthThresholds, health_failures
@@ -209,11 +209,11 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
     ``policy`` overrides the policy stored with the plan; ``baseline`` the stored
     baseline; ``fidelity(variant, task)`` supplies fidelity summaries (computed by the
     engine-side fidelity metrics, which this module does not run); by default the
-    records the runner wrote beside the store (``fidelity_file``).
+    records the runner stored (``validate.analysis.stored_fidelity``).
     """
     bootstrap = bootstrap or BootstrapSpec(replicates=2000)
     plan_hash = resolve_plan_hash(store, run)
-    fidelity = fidelity or stored_fidelity(store.path, plan_hash)
+    fidelity = fidelity or stored_fidelity(store, plan_hash)
     sp = stored_plan(store, plan_hash, baseline)
     policy = policy or _policy_from(dict(sp.doc))
     power = policy.power if policy is not None else 0.8

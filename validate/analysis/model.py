@@ -11,7 +11,7 @@ Contract: /work/notes/analysis-contract.md (the reports helper codes against it)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Run decisions: the gate's four plus UNGATED (no policy in the plan: exit 0 unless a
@@ -24,30 +24,16 @@ from validate.decisions import (  # noqa: E402, F401  (re-exported)
     NO_GO,
     UNGATED,
 )
+from validate.fidelity.types import FidelitySummary  # noqa: F401  (re-exported)
 from validate.gate.health import HealthReport
 from validate.gate.verdict import TaskVerdict
 from validate.health.facts import VariantHealth  # noqa: F401  (re-exported for reports)
+from validate.speed.types import Percentiles, SpeedSummary, Speedup  # noqa: F401  (re-exported)
 from validate.stats.compare import MetricComparison
+from validate.stats.jsonable import ToDict as _ToDict
 from validate.stats.jsonable import json_safe
+from validate.stats.jsonable import plain as _plain
 from validate.stats.proportions import AccuracyEstimate
-
-
-def _plain(value: Any) -> Any:
-    """Dataclasses / mappings / tuples -> JSON-able values (NaN/inf become None)."""
-    if hasattr(value, "to_dict") and not isinstance(value, type):
-        return value.to_dict()
-    if is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(getattr(value, k)) for k in value.__dataclass_fields__}
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    return json_safe(value)
-
-
-class _ToDict:
-    def to_dict(self) -> dict:
-        return {k: _plain(getattr(self, k)) for k in self.__dataclass_fields__}  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -75,63 +61,6 @@ class RunIdentity(_ToDict):
     baseline: str
     warm: bool = False
     engine_identity: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Percentiles(_ToDict):
-    n: int
-    mean: float
-    p50: float
-    p90: float
-    p99: float
-
-
-@dataclass(frozen=True)
-class SpeedSummary(_ToDict):
-    """Latency and throughput of one (variant, task), with its operating point.
-
-    ``output_tokens_per_s`` is the aggregate rate over the wall window of the stored
-    requests (sum of output tokens / (last end - first start)); ``tokens_per_s_per_user``
-    is the median per-request decode rate 1 / TPOT. ``concurrency`` is the engine's
-    bound on requests in flight (the operating point stated beside every figure).
-    """
-
-    n_requests: int
-    ttft_s: Percentiles | None
-    tpot_s: Percentiles | None
-    e2e_s: Percentiles | None
-    output_tokens_per_s: float | None
-    tokens_per_s_per_user: float | None
-    concurrency: int | None
-    warm: bool = False
-
-
-@dataclass(frozen=True)
-class FidelitySummary(_ToDict):
-    """Teacher-forced closeness of a variant to the baseline on the same prompts."""
-
-    method: str  # "exact full-vocab" | "top-k approx k=<k>"
-    n_prompts: int
-    n_tokens: int
-    kl_mean: float | None
-    kl_se: float | None
-    kl_p99: float | None
-    top1_agreement: float | None
-    top1_agreement_se: float | None
-    first_divergence_mean: float | None = None
-    first_divergence_median: float | None = None
-    n_diverged: int = 0
-
-
-@dataclass(frozen=True)
-class Speedup(_ToDict):
-    """baseline / variant for latencies (> 1: the variant is faster) and variant /
-    baseline for throughput, with a paired bootstrap CI over items."""
-
-    metric: str  # "ttft" | "tpot" | "e2e" | "throughput"
-    ratio: float
-    ci: tuple[float, float] | None
-    n: int
 
 
 @dataclass(frozen=True)

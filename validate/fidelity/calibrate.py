@@ -20,12 +20,12 @@ from dataclasses import dataclass, replace
 
 from scipy import stats
 
-from validate.analysis.model import FidelitySummary
 from validate.engines.builtin import BuiltinEngine, BuiltinEngineConfig
 from validate.engines.builtin_source import WeightsPool
 from validate.fidelity.collect import exact_fidelity
 from validate.fidelity.errors import FidelityError
 from validate.fidelity.summary import EXACT, summarize
+from validate.fidelity.types import FidelitySummary
 from validate.perturb import Perturbation
 
 

@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tasks.request import Request
-from validate.analysis.model import FidelitySummary
 from validate.engines.builtin import engine_for_plan
 from validate.engines.builtin_source import WeightsPool
 from validate.fidelity.collect import exact_records, exact_targets
 from validate.fidelity.errors import FidelityError
 from validate.fidelity.summary import EXACT, summarize
+from validate.fidelity.types import FidelitySummary
 
 
 def builtin_plan_fidelity(settings: Mapping[str, Any], variants: Mapping[str, Any],

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from validate.analysis.model import FidelitySummary
 from validate.fidelity.errors import FidelityError
 from validate.fidelity.metrics import first_divergence
+from validate.fidelity.types import FidelitySummary
 from validate.stats.proportions import clustered_se
 
 EXACT = "exact full-vocab"

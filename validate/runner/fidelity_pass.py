@@ -5,8 +5,8 @@ After the responses are stored: the baseline decodes greedily the first
 the baseline and the variant score exactly those tokens after the same prompt through
 their real serving path, with full-vocabulary logits: per-token KL(base || variant),
 top-1 agreement, first divergence (``validate.fidelity``). Records are written per
-(variant, task) as soon as they exist, so a rerun computes only what is missing (or
-everything again when the fidelity settings changed).
+(variant, task) into the results store as soon as they exist, so a rerun computes only
+what is missing (or everything again when the fidelity settings changed).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tasks.task import Task
-from validate.analysis.fidelity_file import read_fidelity, write_fidelity
 from validate.plan.schema import Plan
 from validate.runner.engines import EngineFactory
 from validate.runner.requests import planned_requests
@@ -32,10 +31,8 @@ def fidelity_pass(plan: Plan, store: ResultsStore, factory: EngineFactory,
     from validate.fidelity.collect import exact_fidelity
 
     settings = {"prompts": plan.fidelity_prompts, "tokens": plan.fidelity_tokens}
-    doc = read_fidelity(store.path, plan.hash)
-    if doc.get("settings") != settings:
-        doc = {"settings": settings, "method": METHOD, "records": {}}
-    records = doc["records"]
+    doc = store.fidelity_document(plan.hash)
+    records = doc.get("records", {}) if doc.get("settings") == settings else {}
     requests = {}
     for spec in plan.tasks:
         rows = [p.request for p in planned_requests(plan, loaded, plan.baseline)
@@ -54,8 +51,8 @@ def fidelity_pass(plan: Plan, store: ResultsStore, factory: EngineFactory,
                         continue
                     found = exact_fidelity(base, engine, requests[task],
                                            max_new_tokens=plan.fidelity_tokens)
-                    records.setdefault(variant, {})[task] = [r.to_dict() for r in found]
-                    write_fidelity(store.path, plan.hash, doc)
+                    store.put_fidelity(plan.hash, variant, task, settings=settings,
+                                       method=METHOD, records=[r.to_dict() for r in found])
                     done += 1
                     if progress is not None:
                         progress(variant, task, done, len(todo))

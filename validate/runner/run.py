@@ -18,7 +18,7 @@ Order of work, and why:
 6. With a ``[speed]`` table, the variant's headline concurrency sweep (``speed_pass``),
    right after its quality pass and stored per variant; a rerun skips a stored sweep.
 7. Builtin engine: teacher-forced fidelity of each variant vs the baseline
-   (``fidelity_pass``), written beside the store.
+   (``fidelity_pass``), into the store.
 """
 
 from __future__ import annotations
@@ -133,17 +133,9 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
 
 def adopt_legacy(plan: Plan, store: ResultsStore) -> int:
     """A store written by v41val 0.1 keys this plan's responses by ``plan.legacy_hash``
-    (the options as written, not normalised): re-key them (and the fidelity file) to
+    (the options as written, not normalised): re-key them (fidelity included) to
     ``plan.hash`` so the rerun resumes instead of starting over. Returns runs moved."""
-    moved = store.rekey(plan.legacy_hash, plan.hash,
-                        {v.name: v.config() for v in plan.variants})
-    if moved:
-        from validate.analysis.fidelity_file import fidelity_path
-
-        old, new = fidelity_path(store.path, plan.legacy_hash), fidelity_path(store.path, plan.hash)
-        if old.is_file() and not new.exists():
-            old.replace(new)
-    return moved
+    return store.rekey(plan.legacy_hash, plan.hash, {v.name: v.config() for v in plan.variants})
 
 
 def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from validate.analysis.model import Speedup
 from validate.speed.metrics import latency_speedup, rate_speedup
 from validate.speed.sweep import SweepResult
+from validate.speed.types import Speedup
 from validate.stats.bootstrap import BootstrapSpec
 
 

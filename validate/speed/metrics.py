@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from validate.analysis.model import Percentiles, SpeedSummary, Speedup
 from validate.engines.base import EngineResult, Timings
 from validate.speed.errors import SpeedError
+from validate.speed.types import Percentiles, SpeedSummary, Speedup
 from validate.stats.bootstrap import BootstrapSpec
 from validate.stats.continuous import ratio_of_means
 from validate.stats.outcomes import PairedOutcomes

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tasks.request import Request
-from validate.analysis.model import SpeedSummary
 from validate.engines.base import Engine, EngineFailure, EngineResult, Timings, iterate_blocking
 from validate.speed.errors import SpeedError
 from validate.speed.metrics import speed_summary, user_rates
+from validate.speed.types import SpeedSummary
 
 DEFAULT_LEVELS = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_TARGET = 150.0

@@ -8,13 +8,16 @@ Responses are never updated in place; scores may be replaced (a rescore with a n
 extractor), so they live in their own table.
 
 Versions: 1 is the original layout; 2 adds ``speed_sweeps`` (the headline concurrency
-sweep of each variant). Opening a version-1 store upgrades it in place by running
-``MIGRATIONS[1]`` (it only adds a table, so nothing stored before changes meaning).
+sweep of each variant); 3 adds ``fidelity`` (teacher-forced fidelity records, until
+then a JSON file beside the store). Opening an older store upgrades it in place by
+running ``MIGRATIONS[v]`` for each version v it is behind (each only adds a table, so
+nothing stored before changes meaning); the store then imports the legacy fidelity
+files beside it (``validate.store.fidelity``).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x56343156  # "V41V": marks the SQLite file as a v41val results store
 APPLICATION_NAME = "v41val-results"
 
@@ -118,7 +121,23 @@ CREATE TABLE speed_sweeps (
 );
 """
 
-DDL = DDL + SPEED_SWEEPS_DDL
+# Teacher-forced fidelity of one (plan, variant, task) against the plan's baseline
+# (validate.runner.fidelity_pass): ``settings_json`` the prompts/tokens it ran with (a
+# rerun with other settings recomputes), ``records_json`` one record per prompt.
+FIDELITY_DDL = """
+CREATE TABLE fidelity (
+    plan_hash     TEXT NOT NULL,
+    variant       TEXT NOT NULL,
+    task          TEXT NOT NULL,
+    settings_json TEXT NOT NULL,
+    method        TEXT NOT NULL,
+    records_json  TEXT NOT NULL,
+    stored_at     REAL NOT NULL,
+    PRIMARY KEY (plan_hash, variant, task)
+);
+"""
+
+DDL = DDL + SPEED_SWEEPS_DDL + FIDELITY_DDL
 
 # version v -> the DDL that turns a version-v store into version v + 1
-MIGRATIONS = {1: SPEED_SWEEPS_DDL}
+MIGRATIONS = {1: SPEED_SWEEPS_DDL, 2: FIDELITY_DDL}

@@ -17,6 +17,7 @@ A rerun of the same plan hash calls ``pending`` again and gets only what is miss
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tasks.request import Generation
-from validate.store import queries, sweeps
+from validate.store import fidelity, queries, sweeps
 from validate.store.codec import (
     dumps,
     logprobs_to_json,
@@ -64,7 +65,15 @@ class ResultsStore:
     def open(cls, path: str | Path, options: StoreOptions | None = None) -> ResultsStore:
         options = options or StoreOptions()
         path = Path(path)
-        return cls(path, connect(path, options), options)
+        store = cls(path, connect(path, options), options)
+        store._import_legacy_fidelity()
+        return store
+
+    def _import_legacy_fidelity(self) -> None:
+        """Fidelity files a pre-3 store kept beside it go into the table (once per plan);
+        a store that cannot be written now still reads them (``fidelity_document``)."""
+        with contextlib.suppress(sqlite3.Error, StoreError):
+            self._write(lambda conn: fidelity.import_files(conn, self.path))
 
     def close(self) -> None:
         with self._lock:
@@ -148,7 +157,7 @@ class ResultsStore:
                                  (new_hash, old_hash)).rowcount
             if not moved:
                 return 0
-            for table in ("requests", "speed_sweeps"):
+            for table in ("requests", "speed_sweeps", "fidelity"):
                 conn.execute(f"UPDATE {table} SET plan_hash = ? WHERE plan_hash = ?",
                              (new_hash, old_hash))
             for name, config in configs.items():
@@ -317,6 +326,22 @@ class ResultsStore:
 
     def sweeps(self, plan_hash: str) -> list[StoredSweep]:
         return self._read(lambda conn: sweeps.all_of(conn, plan_hash))
+
+    # -- teacher-forced fidelity -------------------------------------------------------
+    def put_fidelity(self, plan_hash: str, variant: str, task: str, *, settings: Mapping,
+                     method: str, records) -> None:
+        """Store one (variant, task)'s fidelity records (rows of the plan computed with
+        other settings are dropped)."""
+        self._write(lambda conn: fidelity.put(conn, plan_hash, variant, task,
+                                              settings=settings, method=method,
+                                              records=records))
+
+    def fidelity_document(self, plan_hash: str) -> dict:
+        """``{"settings", "method", "records": {variant: {task: [...]}}}`` or ``{}``."""
+        doc = self._read(lambda conn: fidelity.document(conn, plan_hash))
+        if not doc:  # not imported (a read-only store): the legacy file itself
+            doc = self._read(lambda conn: fidelity.legacy_document(self.path, plan_hash))
+        return doc
 
     def integrity_ok(self) -> bool:
         return self._read(
