@@ -8,8 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from reports import fmt, plots
-from reports.history import History, Series
 from reports.page import badge, esc, figure, page, table
+from validate.analysis.history import History, Series
 
 HEADERS = ("run", "plan", "git", "n", "accuracy ± SE", "Δ vs trailing (p)", "TTFT p50",
            "TPOT p50", "tokens/s", "flags")

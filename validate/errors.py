@@ -26,5 +26,9 @@ class StatsInputError(ValidateInputError):
     """Arguments to a statistic are out of range (alpha outside (0, 1), empty data, ...)."""
 
 
+class HistoryInputError(ValidateInputError):
+    """A history option (window, alpha, --since, plan name) is out of range or unknown."""
+
+
 class PlanError(ValidateInputError):
     """A plan file is malformed; the message names the file and the field."""

@@ -10,9 +10,9 @@ import pytest
 from scipy import stats
 from store_fixture import PlanSpec, add_plan
 
-from reports.errors import ReportInputError
-from reports.history import HistoryOptions, build_history, parse_since
 from reports.history_render import render_history_html
+from validate.analysis.history import HistoryOptions, build_history, parse_since
+from validate.errors import HistoryInputError
 from validate.store import ResultsStore
 
 N = 120
@@ -97,9 +97,9 @@ def test_since_and_plan_filters(store):
     assert build_history(store, HistoryOptions(since=parse_since("2999-01-01"))).series == ()
     names = {s.plan_name for s in build_history(store).series}
     assert names == {"nightly", "weekly"}
-    with pytest.raises(ReportInputError, match="no runs of plan 'monthly'"):
+    with pytest.raises(HistoryInputError, match="no runs of plan 'monthly'"):
         build_history(store, HistoryOptions(plan="monthly"))
-    with pytest.raises(ReportInputError, match="--since"):
+    with pytest.raises(HistoryInputError, match="--since"):
         parse_since("last tuesday")
 
 
@@ -145,7 +145,7 @@ def test_history_page_loads_in_chromium(store, tmp_path):
 
 
 def test_ttft_mean_ci_is_the_normal_interval():
-    from reports.history import _mean_ci
+    from validate.analysis.history import _mean_ci
 
     values = [0.21, 0.35, 0.18, 0.4, 0.27, 0.33, 0.3]
     mean, (lo, hi) = _mean_ci(values + [None])

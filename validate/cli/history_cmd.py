@@ -31,7 +31,6 @@ def history(
 ) -> int:
     """Trends of accuracy and speed across stored runs, with regression flags."""
     from reports.api import HISTORY_FORMATS, check_format, open_store
-    from reports.history import HistoryOptions, build_history, parse_since
     from reports.history_render import (
         history_text,
         render_history_html,
@@ -39,6 +38,7 @@ def history(
     )
     from reports.json_report import render_json
     from reports.paths import write_text_safely
+    from validate.analysis.history import HistoryOptions, build_history, parse_since
 
     check_format(fmt, HISTORY_FORMATS)
     options = HistoryOptions(plan=plan, since=parse_since(since), window=window, alpha=alpha,

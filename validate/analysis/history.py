@@ -18,6 +18,9 @@ its own, not corrected across series: the flags are for a person to look at, not
 
 The speed check flags a point whose output throughput is below (1 - ``speed_drop``) x the
 trailing median, or whose median TTFT or TPOT is above (1 + ``speed_drop``) x theirs.
+
+This is statistics over the store, so it lives with the analysis; ``reports.history_render``
+only renders a ``History``.
 """
 
 from __future__ import annotations
@@ -29,8 +32,7 @@ from datetime import datetime, timezone
 import numpy as np
 from scipy import stats
 
-from reports.errors import ReportInputError
-from validate.errors import StatsInputError
+from validate.errors import HistoryInputError, StatsInputError
 from validate.stats import (
     BootstrapSpec,
     PairedOutcomes,
@@ -54,11 +56,11 @@ class HistoryOptions:
 
     def __post_init__(self) -> None:
         if self.window < 1:
-            raise ReportInputError(f"history window must be >= 1, got {self.window}")
+            raise HistoryInputError(f"history window must be >= 1, got {self.window}")
         if not 0.0 < self.alpha < 0.5:
-            raise ReportInputError(f"history alpha must be in (0, 0.5), got {self.alpha}")
+            raise HistoryInputError(f"history alpha must be in (0, 0.5), got {self.alpha}")
         if not 0.0 < self.speed_drop < 1.0:
-            raise ReportInputError(f"speed drop must be a fraction in (0, 1), got {self.speed_drop}")
+            raise HistoryInputError(f"speed drop must be a fraction in (0, 1), got {self.speed_drop}")
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,7 @@ def parse_since(text: str | None) -> float | None:
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        raise ReportInputError(f"--since: expected a date like 2026-11-01, got {text!r}") from None
+        raise HistoryInputError(f"--since: expected a date like 2026-11-01, got {text!r}") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return when.timestamp()
@@ -323,7 +325,7 @@ def build_history(store: ResultsStore, options: HistoryOptions | None = None) ->
         names = {runs[-1].plan_name for _, runs in plans}
         plans = [(h, runs) for h, runs in plans if runs[-1].plan_name == options.plan]
         if not plans:
-            raise ReportInputError(
+            raise HistoryInputError(
                 f"{store.path}: no runs of plan {options.plan!r} (plans: "
                 f"{', '.join(sorted(names)) or 'none'})")
     raw: dict[tuple[str, str, str], list[_Raw]] = {}
