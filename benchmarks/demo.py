@@ -34,7 +34,7 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BUDGET_S = 180.0
-CLI = "from validate.cli import main; main()"  # what the ``v41val`` console script runs
+CLI = "from v41val.cli import main; main()"  # what the ``v41val`` console script runs
 
 
 def _children_cpu_s() -> float:

@@ -1,7 +1,7 @@
 """Errors of the reports package that mean "the user's input is wrong".
 
 They derive from ValueError / LookupError so the CLI prints them as one line and exits 2
-(``validate.cli.common.is_user_error`` recognises classes defined in ``reports``).
+(``v41val.cli.common.is_user_error`` recognises classes defined in ``reports``).
 """
 
 

@@ -1,7 +1,7 @@
 """Errors of the tasks package that mean "the input is wrong", not "the code is wrong".
 
 The CLI turns any of these into ``v41val: error: <one line>`` and exit code 2 (see
-``validate.cli.common.is_user_error``): a missing or altered data file, an unknown task
+``v41val.cli.common.is_user_error``): a missing or altered data file, an unknown task
 or item name, or a response of the wrong shape handed to ``Task.score``.
 """
 

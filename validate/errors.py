@@ -2,7 +2,7 @@
 
 The CLI turns any error class defined in v41val's own packages (runtime, tasks,
 validate, reports) into a one-line message and exit code 2; see
-``validate.cli.common.is_user_error``.
+``v41val.cli.common.is_user_error``.
 """
 
 

@@ -1,7 +1,7 @@
 """Input errors of the engine and the test tokenizer.
 
 Both derive from ValueError so that the CLI reports them as one-line
-``v41val: error: ...`` messages with exit code 2 (see ``validate/cli/common.py``).
+``v41val: error: ...`` messages with exit code 2 (see ``v41val/cli/common.py``).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from reports.json_report import recompute_verdicts, render_json, validate_docume
 from reports.junit import render_junit
 from reports.markdown import render_markdown
 from reports.terminal import terminal_text
+from v41val.cli import main
 from validate.analysis.build import analyze_run
-from validate.cli import main
 from validate.stats import BootstrapSpec
 from validate.store import ResultsStore
 

@@ -155,7 +155,7 @@ def test_ttft_mean_ci_is_the_normal_interval():
 
 
 def test_history_cli_html_and_fail_on_flag(store, tmp_path, capsys):
-    from validate.cli import main
+    from v41val.cli import main
 
     args = ["history", "--store", str(store.path), "--plan", "nightly", "-f", "html",
             "-o", "trend/index.html", "--out-dir", str(tmp_path)]

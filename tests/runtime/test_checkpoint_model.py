@@ -54,7 +54,7 @@ def test_config_mismatch_names_the_tensor(tmp_path, small_config):
 
 @pytest.mark.slow
 def test_cli_init_checkpoint_writes_a_release_format_tiny_checkpoint(tmp_path):
-    from validate.cli import main
+    from v41val.cli import main
 
     main(["init-checkpoint", "--preset", "tiny", "--seed", "0", "--json", str(tmp_path / "ck")])
     assert read_config(tmp_path / "ck") == V41Config.preset("tiny")  # loading is tested above

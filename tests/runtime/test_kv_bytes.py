@@ -41,7 +41,7 @@ def test_changing_the_schedule_changes_the_figure():
 def test_cli_bench_kv_json(capsys):
     import json
 
-    from validate.cli import main
+    from v41val.cli import main
 
     main(["bench", "kv", "--json"])
     doc = json.loads(capsys.readouterr().out)
@@ -52,7 +52,7 @@ def test_cli_bench_kv_json(capsys):
 def test_cli_bench_kv_bad_preset_is_exit_2(capsys):
     import pytest
 
-    from validate.cli import main
+    from v41val.cli import main
 
     with pytest.raises(SystemExit) as info:
         main(["bench", "kv", "--preset", "huge"])

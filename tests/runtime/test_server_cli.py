@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-MAIN = "import sys; from validate.cli import main; sys.argv[0] = 'v41val'; main()"
+MAIN = "import sys; from v41val.cli import main; sys.argv[0] = 'v41val'; main()"
 
 
 def _free_port() -> int:
@@ -23,7 +23,7 @@ def _free_port() -> int:
 
 
 def test_bad_flags_exit_2_with_one_line(capsys):
-    from validate.cli import main
+    from v41val.cli import main
 
     with pytest.raises(SystemExit) as bad:
         main(["serve", "--preset", "micro", "--swa", "sideways", "--check"])
@@ -38,7 +38,7 @@ def test_bad_flags_exit_2_with_one_line(capsys):
 def test_check_prints_the_resolved_options_as_json(capsys):
     import json
 
-    from validate.cli import main
+    from v41val.cli import main
 
     main(["serve", "--preset", "micro", "--swa", "bounded", "--no-encoder-replay", "--check",
           "--json"])

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 import tasks
-from validate.cli import main
+from v41val.cli import main
 
 
 @dataclass(frozen=True)

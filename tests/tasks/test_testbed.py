@@ -294,7 +294,7 @@ def test_altered_file_is_one_line_error_naming_file_and_hashes(tmp_path):
 
 
 def test_cli_show_and_list(capsys):
-    from validate.cli import main
+    from v41val.cli import main
 
     def run(*args: str) -> dict:
         capsys.readouterr()

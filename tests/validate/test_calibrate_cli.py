@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from validate.cli import main
+from v41val.cli import main
 
 BASE = ["calibrate", "--quality", "--preset", "micro", "--task", "testbed_arith", "--limit", "4",
         "--max-new-tokens", "4", "--noise", "1", "--replay-short", "2", "--n", "2,4",

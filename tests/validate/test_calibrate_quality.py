@@ -132,7 +132,7 @@ def test_finite_pool_matches_fresh_items_for_small_n_and_the_verdict_at_full_n()
 
 @pytest.mark.parametrize("n,disc,delta", [(50, 0.10, -0.05), (200, 0.08, -0.03), (500, 0.03, 0.0)])
 def test_fresh_pass_probability_is_plans_power_and_the_cli_prints_it(n, disc, delta):
-    from validate.cli import main
+    from v41val.cli import main
 
     fresh = fresh_outcome_probabilities(n, disc, delta, MARGIN, ALPHA)
     plan = plan_prediction(n, disc, delta, MARGIN, ALPHA)

@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from validate.cli import main
-from validate.cli.common import is_user_error
+from v41val.cli import main
+from v41val.cli.common import is_user_error
 from validate.errors import ValidateInputError
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "from validate.cli import main; main()", *args],
+        [sys.executable, "-c", "from v41val.cli import main; main()", *args],
         capture_output=True, text=True, timeout=120,
     )
 
@@ -42,7 +42,7 @@ def test_user_error_classification():
 
 
 def test_main_maps_user_error_to_exit_2(monkeypatch, capsys):
-    from validate.cli import app
+    from v41val.cli import app
 
     @app.command("raise-input-error-for-test", hidden=True)
     def _boom() -> None:

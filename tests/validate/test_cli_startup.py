@@ -24,9 +24,9 @@ report, args = sys.argv[1], json.loads(sys.argv[2])
 code = None
 try:
     if args is None:
-        import validate.cli.commands
+        import v41val.cli.commands
     else:
-        from validate.cli import main
+        from v41val.cli import main
         main(args)
         code = 0
 except SystemExit as exc:

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from validate.cli import main
+from v41val.cli import main
 from validate.errors import PairingError
 from validate.stats import ItemOutcomes
 from validate.stats.compare import compare_tables

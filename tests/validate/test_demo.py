@@ -16,7 +16,7 @@ import pytest
 
 from validate.demo.plan import DEMO_TASKS
 
-CLI = "from validate.cli import main; main()"
+CLI = "from v41val.cli import main; main()"
 ITEMS = 6  # 2 per testbed task (the split of validate.demo.plan.ItemSplit)
 
 
@@ -83,7 +83,7 @@ def test_demo_finishes_with_a_report_that_matches_the_store(tmp_path):
 
 
 def test_demo_rejects_bad_items_with_exit_2(tmp_path, capsys):
-    from validate.cli import main
+    from v41val.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["demo", "--items", "5", "--workspace", str(tmp_path)])

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from validate.cli import main
+from v41val.cli import main
 
 TASK = "gsm8k_c"
 

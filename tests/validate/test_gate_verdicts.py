@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from validate.cli.common import EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_NO_GO, EXIT_OK
+from v41val.cli.common import EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_NO_GO, EXIT_OK
 from validate.gate import (
     DECISION_EXIT_CODES,
     GateInput,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from v41val.cli import main
 from validate.analysis import analyze_run
 from validate.analysis.compare_stored import compare_stored
-from validate.cli import main
 from validate.errors import SamplesFileError
 from validate.gate.from_lmeval import compare_lmeval
 from validate.lmeval_import import import_lmeval

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from validate.cli import main
+from v41val.cli import main
 from validate.errors import PairingError, SamplesFileError
 from validate.gate.from_lmeval import compare_lmeval
 from validate.lmeval_samples import read_run

@@ -149,7 +149,7 @@ def test_openai_and_vllm_sections_are_checked():
 
 
 def test_cli_reports_a_bad_plan_in_one_line(tmp_path, capsys):
-    from validate.cli import main
+    from v41val.cli import main
 
     path = tmp_path / "bad.toml"
     path.write_text(PLAN.replace('swa = "bounded"', 'swa = "bounded"\nkernals = "all"'))
@@ -264,7 +264,7 @@ def test_vllm_variants_become_one_server_each(tmp_path, repo_root):
 
 
 def test_cli_ablate_refuses_a_server_plan_in_one_line(repo_root, tmp_path, capsys):
-    from validate.cli import main
+    from v41val.cli import main
 
     path = repo_root / "validate" / "plan" / "examples" / "endpoints.toml"
     with pytest.raises(SystemExit) as info:

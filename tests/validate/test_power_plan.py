@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from validate.cli import main
+from v41val.cli import main
 from validate.stats import plan_noninferiority, task_size
 from validate.stats.power import (
     noninferiority_mde,

@@ -32,7 +32,7 @@ max_gen_toks = 1
 
 
 def _main(args, capsys) -> dict:
-    from validate.cli import main
+    from v41val.cli import main
 
     main(args)
     return json.loads(capsys.readouterr().out)

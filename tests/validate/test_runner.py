@@ -184,7 +184,7 @@ def test_empty_outputs_make_a_variant_invalid_not_failing(tmp_path, server):
 
 
 def test_run_cli_exit_code_is_the_decision(tmp_path, server, capsys):
-    from validate.cli import main
+    from v41val.cli import main
 
     policy = '[policy]\ntasks.gsm8k = { margin = 20.0, metric = "exact_match,strict-match" }\n'
     def run(variants: dict[str, str]) -> tuple[int, dict]:

@@ -79,6 +79,6 @@ def test_directory_is_refused(tmp_path):
 
 
 def test_store_error_is_a_user_error():
-    from validate.cli.common import is_user_error
+    from v41val.cli.common import is_user_error
 
     assert is_user_error(StoreError("x"))

@@ -61,7 +61,7 @@ def test_ablate_varies_it_alone_and_in_all_on():
 
 
 def test_serve_takes_it_as_a_flag():
-    from validate.cli.serve_cmd import serve_command
+    from v41val.cli.serve_cmd import serve_command
 
     app = typer.Typer()
     app.command("serve")(serve_command(WithFastExp))

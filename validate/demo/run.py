@@ -46,15 +46,13 @@ class DemoResult:
     wall_s: float
     settings: DemoSettings = field(default_factory=DemoSettings)
 
-    def to_dict(self) -> dict:
-        """The report JSON document of the run, plus what the demo chose and why."""
-        from reports.document import report_document
-
-        return report_document(self.execution.analysis) | {"demo": {
-            "items": self.settings.items, "device": self.settings.device,
-            "threads": self.settings.threads, "wall_s": self.wall_s,
-            "store": str(self.execution.store_path), "variants": list(self.plan.variant_names),
-            "fused": self.fused.to_dict(), "plan": self.plan.to_dict()}}
+    def demo_dict(self) -> dict:
+        """What the demo chose and why (the CLI adds it to the run's report document as
+        ``"demo"``; validate renders no reports)."""
+        return {"items": self.settings.items, "device": self.settings.device,
+                "threads": self.settings.threads, "wall_s": self.wall_s,
+                "store": str(self.execution.store_path), "variants": list(self.plan.variant_names),
+                "fused": self.fused.to_dict(), "plan": self.plan.to_dict()}
 
 
 def prepare_demo(settings: DemoSettings) -> tuple[Plan, FusedAvailability]:

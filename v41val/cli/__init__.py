@@ -14,7 +14,7 @@ import traceback
 
 import typer
 
-from validate.cli.common import EXIT_INTERNAL, EXIT_USAGE, fail, is_user_error
+from v41val.cli.common import EXIT_INTERNAL, EXIT_USAGE, fail, is_user_error
 
 app = typer.Typer(
     name="v41val",
@@ -35,7 +35,7 @@ def _root(
 
 def _register_commands() -> None:
     """Import each command module; each adds its commands to ``app``."""
-    from validate.cli import commands  # noqa: F401
+    from v41val.cli import commands  # noqa: F401
 
 
 def _cli_exception_types() -> tuple[tuple, tuple, tuple]:

@@ -10,8 +10,8 @@ from typing import Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from validate.cli import app
-from validate.cli.common import emit, stderr_console, stdout_console
+from v41val.cli import app
+from v41val.cli.common import emit, stderr_console, stdout_console
 
 
 class _Bars:

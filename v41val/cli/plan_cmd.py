@@ -14,8 +14,8 @@ from typing import Optional
 import typer
 from rich.text import Text
 
-from validate.cli import app
-from validate.cli.common import emit
+from v41val.cli import app
+from v41val.cli.common import emit
 from validate.errors import StatsInputError
 
 

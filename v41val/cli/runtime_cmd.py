@@ -10,8 +10,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from validate.cli import app
-from validate.cli.common import emit
+from v41val.cli import app
+from v41val.cli.common import emit
 
 bench_app = typer.Typer(help="Measurements of the runtime (cache bytes, ...).", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
-from validate.cli import app
-from validate.cli.common import emit
+from v41val.cli import app
+from v41val.cli.common import emit
 from validate.defaults import RUN_WORKSPACE, STORE_NAME
 from validate.errors import SamplesFileError
 

@@ -15,8 +15,8 @@ from typing import Optional
 import typer
 from rich.text import Text
 
-from validate.cli import app
-from validate.cli.common import emit
+from v41val.cli import app
+from v41val.cli.common import emit
 
 
 def render_comparison(result, as_json: bool) -> int:

@@ -9,8 +9,8 @@ from typing import Optional
 
 import typer
 
-from validate.cli import app
-from validate.cli.common import stderr_console, stdout_console
+from v41val.cli import app
+from v41val.cli.common import stderr_console, stdout_console
 
 
 @app.command("history")

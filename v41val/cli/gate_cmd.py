@@ -8,8 +8,8 @@ from typing import Optional
 
 import typer
 
-from validate.cli import app
-from validate.cli.compare_cmd import render_comparison
+from v41val.cli import app
+from v41val.cli.compare_cmd import render_comparison
 
 
 @app.command("gate")

@@ -17,8 +17,8 @@ from typing import Optional
 import typer
 
 from runtime.options import RuntimeOptions, switches
-from validate.cli import app
-from validate.cli.common import emit, fail
+from v41val.cli import app
+from v41val.cli.common import emit, fail
 
 
 def option_parameters(options_type: type = RuntimeOptions) -> list[inspect.Parameter]:

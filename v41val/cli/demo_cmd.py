@@ -11,8 +11,8 @@ import typer
 from rich.console import Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from validate.cli import app
-from validate.cli.common import emit, stderr_console
+from v41val.cli import app
+from v41val.cli.common import emit, stderr_console
 from validate.defaults import DEMO_ITEMS, DEMO_WORKSPACE
 
 
@@ -70,6 +70,8 @@ def demo(
                TimeElapsedColumn())
     with Progress(*columns, console=stderr_console(), transient=True) as progress:
         result = run_demo(settings, progress=_Bars(progress))
-    doc = result.to_dict()
+    from reports.document import report_document
+
+    doc = report_document(result.execution.analysis) | {"demo": result.demo_dict()}
     emit(as_json, doc, lambda console: _render(doc, console))
     return 0

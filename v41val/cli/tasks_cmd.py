@@ -13,8 +13,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from validate.cli import app
-from validate.cli.common import emit
+from v41val.cli import app
+from v41val.cli.common import emit
 
 tasks_app = typer.Typer(help="Evaluation tasks: list, show a prompt, self-check.",
                         no_args_is_help=True)

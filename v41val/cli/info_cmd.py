@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from validate.cli import app
-from validate.cli.common import emit
+from v41val.cli import app
+from v41val.cli.common import emit
 
 
 @app.command("version")

@@ -31,7 +31,7 @@ from validate.decisions import (  # noqa: F401  (the codes, defined once)
     EXIT_USAGE,
 )
 
-OWN_PACKAGES = ("runtime", "tasks", "validate", "reports")
+OWN_PACKAGES = ("runtime", "tasks", "validate", "reports", "training", "v41val")
 
 
 def stdout_console() -> Console:

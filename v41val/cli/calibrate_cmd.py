@@ -18,8 +18,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from validate.cli import app
-from validate.cli.common import emit, stderr_console
+from v41val.cli import app
+from v41val.cli.common import emit, stderr_console
 from validate.errors import ValidateInputError
 
 
@@ -166,10 +166,10 @@ def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, sho
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from v41val.cli.run_cmd import _Bars
     from validate.calibration import render as tables
     from validate.calibration.planted import planted_quality_levels
     from validate.calibration.quality import quality_calibration, quality_policy
-    from validate.cli.run_cmd import _Bars
     from validate.engines.builtin_source import ModelSource
     from validate.gate import load_policy
 
