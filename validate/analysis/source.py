@@ -88,7 +88,7 @@ def choose_metric(task: str, tables: list[OutcomeTable], wanted: str | None) -> 
     import tasks as registry
 
     if task in registry.names():
-        from validate.runner.scoring import primary_metric
+        from validate.scoring import primary_metric
 
         primary = primary_metric(registry.get(task))
         if primary in available or not available:

@@ -8,7 +8,7 @@
 from validate.runner.engines import EngineFactory, factory_for
 from validate.runner.requests import load_tasks, planned_requests
 from validate.runner.run import Progress, RunOutcome, VariantRunStats, run_plan
-from validate.runner.scoring import metric_key, primary_metric, score_pending
+from validate.scoring import metric_key, primary_metric, score_pending
 
 __all__ = ["EngineFactory", "Progress", "RunOutcome", "VariantRunStats", "factory_for",
            "load_tasks", "metric_key", "planned_requests", "primary_metric", "run_plan",

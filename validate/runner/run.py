@@ -33,8 +33,8 @@ from validate.runner.engines import EngineFactory, factory_for
 from validate.runner.fidelity_pass import fidelity_pass
 from validate.runner.identity import run_identity
 from validate.runner.requests import load_tasks, planned_requests, priming_request
-from validate.runner.scoring import score_pending
 from validate.runner.speed_pass import speed_pass
+from validate.scoring import score_pending
 from validate.store import PlannedRequest, ResponseRecord, ResultsStore, RunInfo
 
 

@@ -2,7 +2,8 @@
 
 Score keys are lm-eval's results keys (``exact_match,flexible-extract``, ``acc,none``),
 so a run of the store, an imported lm-eval run and a gate policy name a metric the same
-way.
+way. Below both the runner (which scores after storing) and the analysis (which reads
+scores by these keys).
 """
 
 from __future__ import annotations
