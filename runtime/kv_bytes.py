@@ -1,7 +1,7 @@
 """KV-cache bytes per token, derived from a config and the model's own cache formats.
 
 Why: the cost of V4.1's caches is what bounded replay trades against; the toolkit
-states it from the config instead of quoting numbers. At ``flash`` (spec §4):
+states it from the config instead of quoting numbers. At ``flash`` (docs/model.md §4):
 
 - every layer keeps a sliding window of FP8 entries: 512 x e4m3 + 16 x ue8m0 = 528 B;
 - every KV source keeps, per compressed entry, an NVFP4 main-KV record

@@ -1,8 +1,8 @@
 """The three scales of the toolkit as V41Config presets (``V41Config.preset(name)``).
 
 - flash: the released DeepSeek-V4.1-Flash dimensions (byte accounting, real checkpoints);
-- tiny:  spec section 7a, 12 layers for a 2-core CPU in float32, every structural feature kept;
-- mid:   spec section 7b, about 5B parameters in bf16 on one H200 (shows the trim speed-up).
+- tiny:  docs/model.md §7a, 12 layers for a 2-core CPU in float32, every structural feature kept;
+- mid:   docs/model.md §7b, about 5B parameters in bf16 on one H200 (shows the trim speed-up).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from runtime.config import V41Config, YarnScaling, engram_table_sizes
 
 
 def flash_config() -> V41Config:
-    """The released DeepSeek-V4.1-Flash dimensions (spec §1)."""
+    """The released DeepSeek-V4.1-Flash dimensions (docs/model.md §1)."""
     return V41Config()
 
 
 def tiny_config() -> V41Config:
-    """Spec §7a: 12 layers on a 2-core CPU in float32, every structural feature kept:
+    """docs/model.md §7a: 12 layers on a 2-core CPU in float32, every structural feature kept:
     ratio 0/2/1 layers, three KV sources, re-indexing layers (8, 10), Engram, mHC, MoE."""
     base = V41Config(
         vocab_size=512,
@@ -57,7 +57,7 @@ def tiny_config() -> V41Config:
 
 
 def mid_config() -> V41Config:
-    """Spec §7b: about 5B parameters in bf16 on one H200; trimming skips 11 of 24 layers."""
+    """docs/model.md §7b: about 5B parameters in bf16 on one H200; trimming skips 11 of 24 layers."""
     base = V41Config(
         hidden_size=2048,
         num_hidden_layers=24,

@@ -4,7 +4,7 @@ The data ships inside the package (``tasks/data``) so a fresh clone works with n
 network. Every read goes through ``read_verified``: the whole file is hashed before a
 single row is parsed, so an edited, truncated or swapped file can never produce a
 silently different benchmark. The hashes are the ones recorded in
-``shared/data/README.md`` (the GSM8K pair also matches the "official" hashes quoted in
+``tasks/data/README.md`` (the GSM8K pair also matches the "official" hashes quoted in
 sglang PR #39995; the GPQA zip matches the upstream authors' commit ``56686c06``).
 """
 

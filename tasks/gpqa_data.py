@@ -9,7 +9,7 @@ logs or test output; cite items by ``Record ID``.
 Choice order (deliberately NOT lm-eval's). lm-eval 0.4.13's GPQA ``process_docs``
 shuffles the four answers with the process-global ``random`` module. That order depends
 on the global seed, on task load order and, for in-memory data, changes on every access
-(prompt and scoring then disagree; spec/evaluation.md 2.5). Here each item's order is a
+(prompt and scoring then disagree; docs/evaluation.md §2.5). Here each item's order is a
 pure function of its ``Record ID`` and a fixed salt: the four source slots
 [Incorrect 1, Incorrect 2, Incorrect 3, Correct] (lm-eval's pre-shuffle order) are
 sorted by sha256(salt | record id | slot). No RNG, no ``hash()``, so the same item gets

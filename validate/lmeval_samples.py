@@ -1,7 +1,7 @@
 """Read lm-eval 0.4.13 ``--log_samples`` output into per-item outcome tables.
 
 lm-eval writes ``<output_path>/<model>/samples_<task>_<timestamp>.jsonl`` with one line
-per (document, filter) (evaluation.md 2.7): ``doc_id``, ``filter``, ``metrics`` (names),
+per (document, filter) (docs/evaluation.md §2.7): ``doc_id``, ``filter``, ``metrics`` (names),
 each metric's value under its own key, ``resps`` / ``filtered_resps`` and the
 ``doc_hash`` / ``prompt_hash`` / ``target_hash``. GSM8K therefore has two lines per
 document (strict-match and flexible-extract).

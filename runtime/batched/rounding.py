@@ -1,7 +1,7 @@
 """The model's own roundings (FP8 window KV, NVFP4 global entries, MXFP4 index keys and
 queries) with an optional straight-through gradient.
 
-The roundings are model semantics (DESIGN principle 4), so the batched forward keeps
+The roundings are model semantics (docs/design.md, principle 4), so the batched forward keeps
 them. A rounding has zero derivative almost everywhere, so for training the gradient is
 passed through unchanged (the straight-through estimator, as in QAT):
 

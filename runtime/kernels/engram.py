@@ -1,4 +1,4 @@
-"""Fused Engram ("the Engram gather" of the spec's kernel list; vLLM ``engram.py``).
+"""Fused Engram ("the Engram gather" of docs/model.md §5; vLLM ``engram.py``).
 
 Same signature and math as :func:`runtime.engram.engram`, in three steps:
 

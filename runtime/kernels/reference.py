@@ -1,5 +1,6 @@
-"""The reference twin of every registry op: plain PyTorch, the spec's math, built from
-the runtime's own functions (so "reference" kernels ARE the reference runtime).
+"""The reference twin of every registry op: plain PyTorch, the model's math
+(docs/model.md §5), built from the runtime's own functions (so "reference" kernels ARE
+the reference runtime). The op table (name, reference, fused) is ``runtime.kernels.ops``.
 
 Each function here fixes the op's signature; its fused twin takes the same arguments.
 """

@@ -9,7 +9,7 @@ block view and three more temporaries.
 
 The roundings are written as explicit arithmetic, not as casts to Triton's fp8 type:
 the interpreter's float32 -> float8e4nv cast is wrong whenever rounding carries into
-the exponent (/work/shared/spec/pitfalls.md), and an explicit rounding is the same code
+the exponent (docs/pitfalls.md), and an explicit rounding is the same code
 on the CPU and the GPU. All of it is exact float32 arithmetic on powers of two:
 
 - e4m3 (FP8 values, NVFP4 scales): saturate at 448, take the binary exponent e from the

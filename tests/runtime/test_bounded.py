@@ -1,6 +1,6 @@
-"""Bounded replay (encoder side) and decoder trim behave exactly as the spec says.
+"""Bounded replay (encoder side) and decoder trim behave exactly as docs/model.md §3 says.
 
-Uses the spec's 8-layer minimal variant with a test-only window of 16 (spec §7a), on the
+Uses the 8-layer minimal variant with a test-only window of 16 (docs/model.md §7a), on the
 batch-invariant path so "identical" can be asserted bit for bit.
 """
 

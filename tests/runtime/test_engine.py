@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def weights():
-    # The 8-layer variant of spec §7a with a 32-token window: every structural piece,
+    # The 8-layer variant of docs/model.md §7a with a 32-token window: every structural piece,
     # a third less work than tiny.
     cfg = V41Config.preset("tiny").replace(
         num_hidden_layers=8,

@@ -1,6 +1,6 @@
 """End to end: the fused engine vs the reference engine on the same weights.
 
-CPU (``tiny`` with the spec's test-only window 16, kernels through the Triton
+CPU (``tiny`` with the test-only window 16 of docs/model.md §7a, kernels through the Triton
 interpreter): one ragged batch of a fixed prompt set (lengths 9 / 23 / 40: inside the
 window, past it, past the indexer's top-k), then 3 teacher-forced batched decode steps
 (both engines are fed the reference's greedy token). The weights come from a fixed seed

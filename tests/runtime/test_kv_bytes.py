@@ -1,4 +1,4 @@
-"""KV bytes per token from the config (spec §4 figures at flash, hand arithmetic elsewhere)."""
+"""KV bytes per token from the config (docs/model.md §4 figures at flash, hand arithmetic elsewhere)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from tasks.gpqa_data import load_gpqa
 from tasks.gsm8k_data import load_gsm8k_test
 from tasks.selfcheck import run_self_check
 
-README_HASHES = {  # shared/data/README.md, restated independently of tasks.data_files
+README_HASHES = {  # tasks/data/README.md, restated independently of tasks.data_files
     "gsm8k/test.jsonl": "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14",
     "gsm8k/train.jsonl": "17f347dc51477c50d4efb83959dbb7c56297aba886e5544ee2aaed3024813465",
     "gpqa/dataset.zip": "461ae7329f15a3e35f8184d2dac24b990f34fdf12f366ca4062d8e6638cd08dc",

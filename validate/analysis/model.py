@@ -5,7 +5,7 @@ Everything here is a frozen dataclass with ``to_dict()`` (JSON-able). It is prod
 renderer: a report shows these numbers and nothing else, so the terminal, Markdown,
 HTML, JSON and JUnit outputs cannot disagree.
 
-Contract: /work/notes/analysis-contract.md (the reports helper codes against it).
+The renderers (``reports``) read these through the report document (``reports.document``).
 """
 
 from __future__ import annotations

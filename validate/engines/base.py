@@ -1,7 +1,7 @@
 """The engine protocol: turn ``tasks.request.Request``s into responses plus timings.
 
 An engine streams results back in completion order (not input order) so the caller can
-commit each one to the results store the moment it exists (DESIGN principle 6): a killed
+commit each one to the results store the moment it exists (docs/design.md, principle 6): a killed
 run loses only what was in flight. Failures of single requests come back as
 ``EngineFailure`` values instead of aborting the whole run, so one rejected item never
 costs the others; the caller records it and coverage reports it.

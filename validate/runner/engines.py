@@ -6,7 +6,7 @@ releases what the variant held (a vLLM server is stopped, its log kept).
 headline concurrency sweep: a fresh engine per level holding ``level`` requests in
 flight, on the same weights / endpoint / server for every level. The builtin
 factory shares one weights pool across variants, so every variant of a run reads the
-same weights (DESIGN principle 2). Tests pass their own factory.
+same weights (docs/design.md, principle 2). Tests pass their own factory.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Turn a plan into the requests it wants answered: variants x tasks x items x repeats.
 
 Every variant gets byte-identical requests for an (item, repeat) (pairs are the same
-prompt and the same parameters: DESIGN principle 1). Repeat r carries the seed
+prompt and the same parameters: docs/design.md, principle 1). Repeat r carries the seed
 ``plan.seed + r`` so sampled repeats differ from each other and reproduce across runs.
 """
 

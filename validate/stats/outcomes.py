@@ -1,6 +1,6 @@
 """Per-item outcome tables, the input every statistic in this package takes.
 
-The unit of comparison is the item (principle 1 of DESIGN.md): the same prompt under
+The unit of comparison is the item (principle 1 of docs/design.md): the same prompt under
 variant A and variant B. Any source can produce an ``ItemOutcomes`` table (lm-eval
 ``--log_samples`` files today via ``validate.lmeval_samples``, the results store later);
 ``pair_outcomes`` joins two of them by (item id, repeat) and refuses to pair an item

@@ -23,7 +23,7 @@ Two questions, two formulas:
    (tests/validate/test_calibration.py) holds simulated PASS rates to the exact one.
    The sample size uses the normal formula (closed form, monotone in n).
 
-2. Difference detection (evaluation.md 3.1 and 3.7, Miller): the smallest |delta|
+2. Difference detection (docs/evaluation.md §3.1 and §3.7, Miller): the smallest |delta|
    a two-sided test at alpha finds with the given power,
    MDE = (z_{1-alpha/2} + z_{power}) sqrt(D / n), using Var(d) ~ D near delta = 0.
    At n = 1,319, D = 2 %: 2.80 * sqrt(0.02 / 1319) = 1.09 points.
@@ -118,7 +118,7 @@ def noninferiority_mde(
 
 
 def difference_mde(n: int, discordance: float, alpha: float, power: float) -> float:
-    """Two-sided paired MDE, (z_{1-alpha/2} + z_power) sqrt(D / n) (evaluation.md 3.7)."""
+    """Two-sided paired MDE, (z_{1-alpha/2} + z_power) sqrt(D / n) (docs/evaluation.md §3.7)."""
     check_alpha(alpha)
     check_power(power)
     check_rate(discordance, "discordance")

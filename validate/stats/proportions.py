@@ -1,6 +1,6 @@
 """One variant's accuracy with its uncertainty: CLT SE, clustered SE, normal and Wilson CIs.
 
-Conventions (evaluation.md 3.1):
+Conventions (docs/evaluation.md §3.1):
 - CLT SE = sample SD (n-1) / sqrt(n); for 0/1 scores this is lm-eval's ``mean_stderr``.
 - With several rows per item (repeats), rows of one item are not independent; the
   clustered SE (by item) is the sandwich estimator

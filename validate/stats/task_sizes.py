@@ -5,7 +5,7 @@ loads and checksums the shipped data once, so the size is the real item count); 
 for names the tasks package does not know (an lm-eval task name such as
 ``gsm8k_local`` read from sample files), a fallback table keyed by task-name prefix
 (longest prefix wins: ``gsm8k_cot`` is 1,319, ``gpqa_diamond_cot_zeroshot`` 198).
-The fallback sizes are the test sets in evaluation.md section 1.
+The fallback sizes are the test sets in docs/evaluation.md §1.
 """
 
 from __future__ import annotations

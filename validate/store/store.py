@@ -177,7 +177,7 @@ class ResultsStore:
     def pending(self, run: RunInfo, planned: Iterable[PlannedRequest]) -> list[PlannedRequest]:
         """Register the plan's requests and return those without a stored response, in
         the order given. Refuses a request whose prompt differs from the stored one under
-        the same key (pairs must be the same prompt: DESIGN principle 1)."""
+        the same key (pairs must be the same prompt: docs/design.md, principle 1)."""
         planned = list(planned)
         self._write(lambda conn: self._register(conn, run.plan_hash, planned))
         answered = self._read(lambda conn: queries.answered_keys(conn, run.plan_hash))
@@ -276,7 +276,7 @@ class ResultsStore:
     def put_scores(self, plan_hash: str, key: ResponseKey, scores: Sequence[ScoreRecord],
                    scorer: str) -> None:
         """Store (or replace) the scores of a stored response, one row per filter.
-        A response must be stored before it is scored (DESIGN principle 6)."""
+        A response must be stored before it is scored (docs/design.md, principle 6)."""
         now = time.time()
 
         def insert(conn: sqlite3.Connection) -> None:
