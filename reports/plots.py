@@ -148,7 +148,8 @@ def latency_distributions(task: dict, samples: dict | None = None) -> Figure | N
         ax.set_ylabel("fraction of requests ≤ x")
         ax.set_title(f"{task['task']}: {title}" + ("" if have_samples else " p50 / p90 / p99"),
                      fontsize=8)
-        ax.legend(loc="lower right", frameon=False)
+        if ax.get_legend_handles_labels()[0]:  # nothing to label: no TTFT/TPOT measured
+            ax.legend(loc="lower right", frameon=False)
     return fig
 
 

@@ -132,6 +132,54 @@ def candidates(doc: dict) -> list[str]:
     return seen
 
 
+def _flat(config: dict) -> dict[str, str]:
+    """A variant config as ``key -> value`` text: options by name, the rest prefixed."""
+    out = {}
+    for section, value in config.items():
+        if section == "options" and isinstance(value, dict):
+            out.update({k: _word(v) for k, v in value.items()})
+        elif isinstance(value, dict):
+            out.update({f"{section}.{k}": _word(v) for k, v in value.items()})
+        elif isinstance(value, list):
+            out[section] = " ".join(map(str, value))
+        else:
+            out[section] = _word(value)
+    return out
+
+
+def _word(value) -> str:
+    if value is True or value is False:
+        return "on" if value else "off"
+    return fmt.DASH if value is None else str(value)
+
+
+def variant_lines(doc: dict) -> list[tuple[str, str]]:
+    """What each variant is: the baseline's whole config, each candidate's differences
+    from it (the report document's ``variants``)."""
+    variants = doc.get("variants") or []
+    base = next((v for v in variants if v["is_baseline"]), None)
+    base_flat = _flat(base["config"]) if base else {}
+    out = []
+    for v in variants:
+        flat = _flat(v["config"])
+        if v["is_baseline"]:
+            text = ", ".join(f"{k}={x}" for k, x in flat.items()) or "engine defaults"
+            out.append((f"variant {v['variant']}", f"baseline: {text}"))
+            continue
+        keys = list(dict.fromkeys([*base_flat, *flat]))
+        diff = [f"{k}={flat.get(k, fmt.DASH)}" for k in keys if flat.get(k) != base_flat.get(k)]
+        out.append((f"variant {v['variant']}", ", ".join(diff) or "same config as the baseline"))
+    return out
+
+
+def engine_line(doc: dict) -> str:
+    engine = doc.get("engine") or {}
+    settings = {k: v for k, v in (engine.get("identity") or {}).items() if k != "kind"}
+    text = " ".join(f"{k}={v}" for k, v in settings.items())
+    kind = engine.get("kind") or doc["run"].get("engine") or fmt.DASH
+    return f"{kind} {text}".strip()
+
+
 def identity_lines(doc: dict) -> list[tuple[str, str]]:
     r = doc["run"]
     ident = r.get("identity") or {}
@@ -153,7 +201,8 @@ def identity_lines(doc: dict) -> list[tuple[str, str]]:
         ("run", f"{r.get('run_id')}{resumed} started {when}, status "
                 f"{r.get('status', fmt.DASH)}, seeds {seeds}"),
         ("git", str(r.get("git") or fmt.DASH)),
-        ("engine", f"{r.get('engine') or fmt.DASH}; baseline {r['baseline']}"),
+        ("engine", f"{engine_line(doc)}; baseline {r['baseline']}"),
+        *variant_lines(doc),
         ("environment", hw or fmt.DASH),
         ("policy", policy),
     ]

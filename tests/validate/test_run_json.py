@@ -61,3 +61,19 @@ def test_run_json_is_the_report_document(tmp_path, capsys):
     assert variants["bounded"]["config"]["options"] == {
         "swa": "bounded", "encoder_replay": True, "decoder_trim": True, "cut": "after",
         "kernels": "reference", "batch_invariant": False, "replay_tokens": None}
+
+
+def test_every_report_says_what_each_variant_is(tmp_path, capsys):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    ws = tmp_path / "ws"
+    _main(["run", str(plan), "--workspace", str(ws), "--json"], capsys)
+    store = str(ws / "results.sqlite")
+    for fmt in ("md", "terminal", "html"):
+        from v41val.cli import main
+
+        main(["report", "latest", "--store", store, "--format", fmt])
+        text = capsys.readouterr().out
+        assert "variant bounded" in text, fmt
+        assert "swa=bounded, encoder_replay=on, decoder_trim=on" in text, fmt
+        assert "baseline: swa=exact" in text and "preset=micro" in text, fmt
