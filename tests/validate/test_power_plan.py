@@ -70,6 +70,24 @@ def test_sample_size_is_the_smallest_n_reaching_power(disc, margin, power):
     assert noninferiority_sample_size(disc, margin, 0.05, power, true_delta=-margin) is None
 
 
+def test_mde_of_a_candidate_that_is_never_worse_is_zero():
+    """b = 0 (every discordant item favours the candidate, D = delta): power reaches the
+    target already at a vanishing margin, so the smallest certifiable margin is 0 (this
+    used to be an internal error: no sign change for the root finder)."""
+    assert noninferiority_power(400, 0.0175, 1e-9, 0.05, 0.0175) >= 0.8
+    assert noninferiority_mde(400, 0.0175, 0.05, 0.8, true_delta=0.0175) == 0.0
+
+
+def test_plan_cli_with_a_candidate_that_is_never_worse(capsys):
+    from v41val.cli import main
+
+    main(["plan", "--margin", "2", "--discordance", "0.0175", "--delta", "1.75", "--n", "400",
+          "--json"])  # returns (exit 0) instead of an internal error
+    out = capsys.readouterr()
+    assert "internal error" not in out.err
+    assert json.loads(out.out)["mde_margin_at_full"] == 0.0
+
+
 def test_task_size_from_tasks_package_then_fallback_and_override():
     import tasks
 

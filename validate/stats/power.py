@@ -114,6 +114,8 @@ def noninferiority_mde(
     hi = 1.0 - 1e-9
     if gap(hi) < 0:
         return float("inf")
+    if gap(lo) >= 0:  # certified already at the smallest margin the true delta allows
+        return float(max(0.0, -true_delta))
     return float(optimize.brentq(gap, lo, hi, xtol=1e-10))
 
 
