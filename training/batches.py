@@ -127,9 +127,9 @@ class Prefetcher:
 
         while not self._stop.is_set():
             batch = self.sampler.next_batch()
-            if batch.tokens.device.type == "cpu":
-                batch = Batch(batch.tokens.pin_memory() if torch.cuda.is_available() else batch.tokens,
-                              batch.labels, batch.task, batch.real_tokens)
+            if torch.cuda.is_available():  # pinned: the copy to the GPU does not block
+                batch = Batch(batch.tokens.pin_memory(), batch.labels.pin_memory(),
+                              batch.task.pin_memory(), batch.real_tokens)
             item = (batch, self.sampler.state())
             while not self._stop.is_set():
                 try:

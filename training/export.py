@@ -22,7 +22,7 @@ from training.curve import plot_loss_curve, read_log
 from training.loop import LOG, new_weights
 from training.qat import snap_to_release
 from training.recipe import Recipe
-from training.state import PROGRESS, WEIGHTS
+from training.state import PROGRESS, read_weights
 
 MANIFEST = "testbed.json"
 
@@ -33,14 +33,11 @@ def sha256_of(path: Path) -> str:
 
 def export_testbed(run_dir: str | Path, recipe: Recipe, recipe_file: str | Path,
                    out_dir: str | Path) -> dict:
-    from safetensors.torch import load_file
-
     run, out = Path(run_dir), Path(out_dir)
     state = run / "state"
     progress = json.loads((state / PROGRESS).read_text())
     weights = new_weights(recipe, "cpu")
-    stored = load_file(str(state / WEIGHTS))
-    weights.load_state_dict(stored, strict=True)
+    read_weights(state, weights)
     snap_to_release(weights)
     out.mkdir(parents=True, exist_ok=True)
     summary = save_checkpoint(weights, out)

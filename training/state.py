@@ -33,10 +33,6 @@ class Progress:
     recipe_digest: str
 
 
-def _replace(tmp: Path, final: Path) -> None:
-    os.replace(tmp, final)
-
-
 def save_state(folder: Path, weights: torch.nn.Module, optimizer: torch.optim.Optimizer,
                progress: Progress) -> None:
     folder.mkdir(parents=True, exist_ok=True)
@@ -45,11 +41,22 @@ def save_state(folder: Path, weights: torch.nn.Module, optimizer: torch.optim.Op
     torch.save(optimizer.state_dict(), folder / (OPTIMIZER + ".tmp"))
     (folder / (PROGRESS + ".tmp")).write_text(json.dumps(progress.__dict__))
     for name in (WEIGHTS, OPTIMIZER, PROGRESS):
-        _replace(folder / (name + ".tmp"), folder / name)
+        os.replace(folder / (name + ".tmp"), folder / name)
 
 
 def has_state(folder: Path) -> bool:
     return all((folder / n).is_file() for n in (WEIGHTS, OPTIMIZER, PROGRESS))
+
+
+def read_weights(folder: Path, weights: torch.nn.Module) -> None:
+    """Copy the saved master weights of ``folder`` into ``weights`` (same names)."""
+    stored = load_file(str(folder / WEIGHTS))
+    params = dict(weights.named_parameters())
+    if set(stored) != set(params):
+        raise ConfigError(f"{folder / WEIGHTS}: tensor names differ from the recipe's model")
+    with torch.no_grad():
+        for name, param in params.items():
+            param.copy_(stored[name])
 
 
 def load_state(folder: Path, weights: torch.nn.Module, optimizer: torch.optim.Optimizer,
@@ -58,13 +65,7 @@ def load_state(folder: Path, weights: torch.nn.Module, optimizer: torch.optim.Op
     if progress.recipe_digest != recipe_digest:
         raise ConfigError(f"{folder / PROGRESS}: state of another recipe "
                           f"(digest {progress.recipe_digest[:12]}, this recipe {recipe_digest[:12]})")
-    stored = load_file(str(folder / WEIGHTS))
-    params = dict(weights.named_parameters())
-    if set(stored) != set(params):
-        raise ConfigError(f"{folder / WEIGHTS}: tensor names differ from the recipe's model")
-    with torch.no_grad():
-        for name, param in params.items():
-            param.copy_(stored[name])
-    device = next(iter(params.values())).device
+    read_weights(folder, weights)
+    device = next(weights.parameters()).device
     optimizer.load_state_dict(torch.load(folder / OPTIMIZER, map_location=device, weights_only=True))
     return progress

@@ -47,7 +47,7 @@ def _positive(values: list, flag: str) -> list:
 
 @app.command("calibrate")
 def calibrate(
-    preset: Optional[str] = typer.Option(None, "--preset",
+    preset: str = typer.Option("testbed", "--preset",
                                          help="testbed (the trained checkpoint, the default) | "
                                               "micro | tiny | mid | flash (random weights)"),
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights."),
@@ -132,7 +132,7 @@ def _fidelity(*, preset, seed, checkpoint, swa, task, limit, noise, drops, max_n
     from validate.fidelity.calibrate import calibrate as run_calibration
     from validate.fidelity.calibrate import planted_levels
 
-    source = ModelSource(preset=None if checkpoint else (preset or "testbed"), seed=seed,
+    source = ModelSource(preset=None if checkpoint else preset, seed=seed,
                          checkpoint=str(checkpoint) if checkpoint else None, device=device)
     the_task = tasks.get(task)
     requests = [the_task.render(item) for item in the_task.items()[:limit]]
@@ -174,8 +174,7 @@ def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, sho
     from validate.gate import load_policy
 
     engine = ({"checkpoint": str(checkpoint)} if checkpoint else
-              {"preset": preset or "testbed",
-               **({} if (preset or "testbed") == "testbed" else {"seed": seed})})
+              {"preset": preset, **({} if preset == "testbed" else {"seed": seed})})
     engine["device"] = device
     window = ModelSource(preset=engine.get("preset"), seed=seed,
                          checkpoint=engine.get("checkpoint"), device=device).config().sliding_window
