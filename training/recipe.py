@@ -106,10 +106,11 @@ def load_recipe(path: str | Path) -> Recipe:
     for key, value in doc.items():
         if key not in _TYPES:
             raise ConfigError(f"{path}: unknown recipe field {key!r}")
-        default = getattr(Recipe(task_weights={"x": 1.0}), key)
+        default = _TYPES[key].default
         if key == "task_weights":
-            if not isinstance(value, dict):
-                raise ConfigError(f"{path}: task_weights: expected a table")
+            if not isinstance(value, dict) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+                raise ConfigError(f"{path}: task_weights: expected a table of task = number")
             value = {str(k): float(v) for k, v in value.items()}
         elif key == "lengths":
             if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
