@@ -15,13 +15,16 @@ from validate.demo.plan import DEMO_MODEL
 
 
 def _model_line() -> str:
-    from runtime.testbed import testbed_manifest
+    from runtime.checkpoint import read_config
+    from runtime.testbed import testbed_dir, testbed_manifest
 
-    m = testbed_manifest()
+    m, c = testbed_manifest(), read_config(testbed_dir())
     trained = (f"{m['steps']} of {m['recipe_steps']} training steps"
                + ("" if m.get("complete") else ", training incomplete: see training/RUNS.md"))
-    return (f"model: the trained V4.1 '{DEMO_MODEL}' (runtime/testbed: 4 layers, ratios 0/2/1/1, "
-            f"KV sources, re-indexing, Engram, mHC, MoE, hidden 128, 32-token window; {trained}; "
+    ratios = "/".join(str(r) for r in c.compress_ratios)
+    return (f"model: the trained V4.1 '{DEMO_MODEL}' (runtime/testbed: {c.num_hidden_layers} "
+            f"layers, ratios {ratios}, KV sources, re-indexing, Engram, mHC, MoE, hidden "
+            f"{c.hidden_size}, {c.sliding_window}-token window; {trained}; "
             f"recipe {m['recipe_digest'][:12]}) -- shipped, no download")
 
 
