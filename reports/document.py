@@ -59,6 +59,7 @@ def _fidelity(f) -> dict | None:
         "top1_agreement": f.top1_agreement, "top1_se": f.top1_agreement_se,
         "first_divergence_mean": f.first_divergence_mean,
         "first_divergence_median": f.first_divergence_median, "n_diverged": f.n_diverged,
+        "n_nonfinite": f.n_nonfinite,
     }
 
 

@@ -30,7 +30,11 @@ def _p50(speed: dict | None, key: str) -> str:
 def _fidelity(f: dict | None) -> str:
     if not f:
         return fmt.DASH
-    return f"{fmt.kl(f.get('kl_mean'))} / {fmt.fraction(f.get('top1_agreement'))}"
+    if f.get("n_nonfinite"):
+        kl = f"non-finite at {f['n_nonfinite']}/{f.get('n_tokens')} tokens"
+    else:
+        kl = fmt.kl(f.get("kl_mean"))
+    return f"{kl} / {fmt.fraction(f.get('top1_agreement'))}"
 
 
 def _speedups(c: dict | None) -> str:

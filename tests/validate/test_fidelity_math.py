@@ -3,6 +3,7 @@ relative entropy, hand cases for ties and divergence, statsmodels' cluster-robus
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -131,3 +132,23 @@ def test_summary_of_nothing_and_mismatched_record():
     assert s.n_tokens == 0 and s.kl_mean is None
     with pytest.raises(FidelityError, match="2 KL values but 1 top-1"):
         PromptFidelity("x", (0.0, 1.0), (True,))
+
+
+def test_nonfinite_logits_are_counted_stored_as_null_and_undefine_the_kl_mean():
+    """A broken variant's NaN row (and a -inf where the baseline has mass) must neither
+    crash the store's strict JSON nor be averaged away."""
+    base = torch.tensor([[0.0, 1.0, 2.0], [0.0, 1.0, 2.0], [2.0, 0.0, 0.0]])
+    variant = torch.tensor([[0.0, 1.0, 2.0], [float("nan")] * 3, [float("-inf"), 0.0, 0.0]])
+    kl = kl_per_token(base, variant)
+    assert kl[0] == pytest.approx(0.0, abs=1e-12)
+    assert np.isnan(kl[1]) and kl[2] == math.inf
+    agree = top1_agreement(base, variant)
+    assert agree.tolist() == [True, False, False]  # a NaN row agrees with nothing
+    record = PromptFidelity("x", tuple(float(v) for v in kl), tuple(bool(a) for a in agree))
+    stored = json.loads(json.dumps(record.to_dict(), allow_nan=False))
+    assert stored["kl"][1:] == [None, None]
+    back = PromptFidelity.from_dict(stored)
+    s = summarize([back, PromptFidelity("y", (0.25,), (True,))], EXACT)
+    assert s.n_tokens == 4 and s.n_nonfinite == 2
+    assert s.kl_mean is None and s.kl_p99 is None and s.kl_se is None
+    assert s.top1_agreement == pytest.approx(2 / 4)

@@ -22,7 +22,6 @@ def stored_fidelity(store: ResultsStore, plan_hash: str):
             return None
         from validate.fidelity.summary import PromptFidelity, summarize
 
-        return summarize([PromptFidelity(r["item_id"], tuple(r["kl"]), tuple(r["top1"]))
-                          for r in rows], method)
+        return summarize([PromptFidelity.from_dict(r) for r in rows], method)
 
     return lookup

@@ -71,7 +71,8 @@ def fidelity_table(doc: dict) -> Table:
             if v["is_baseline"] or f is None:
                 continue
             table.add_row(task["task"], v["variant"], str(f["n_tokens"]),
-                          f"{_num(f['kl_mean'], '.2e')} ± {_num(f['kl_se'], '.1e')}",
+                          (f"non-finite at {f['n_nonfinite']}" if f.get("n_nonfinite") else
+                           f"{_num(f['kl_mean'], '.2e')} ± {_num(f['kl_se'], '.1e')}"),
                           _num(f["kl_p99"], ".2e"),
                           f"{_num(f['top1_agreement'], '.3f')} ± {_num(f['top1_se'], '.3f')}",
                           _num(f["first_divergence_median"], ".0f"),

@@ -23,3 +23,4 @@ class FidelitySummary(ToDict):
     first_divergence_mean: float | None = None
     first_divergence_median: float | None = None
     n_diverged: int = 0
+    n_nonfinite: int = 0  # positions whose KL is NaN/inf (kl_* are then None)
