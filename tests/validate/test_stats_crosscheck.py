@@ -64,6 +64,28 @@ def test_binomial_cis_match_statsmodels(trial):
     assert est.mean == pytest.approx(k / n)
 
 
+def test_shown_accuracy_interval_is_wilson_and_never_leaves_0_100():
+    """The interval reports show (``AccuracyEstimate.ci``): Wilson (statsmodels) for one
+    row per item, e.g. 1 of 100 right is [0.18, 5.45] % where the normal CI starts at
+    -0.95 %; with repeats the normal CI of the clustered SE, clipped to [0, 1]."""
+    values = np.r_[np.ones(1), np.zeros(99)]
+    est = estimate_accuracy(values, alpha=0.05)
+    assert est.ci_normal[0] < 0.0
+    assert est.ci == pytest.approx(proportion_confint(1, 100, alpha=0.05, method="wilson"),
+                                   abs=1e-12)
+    assert est.ci_method == "Wilson score interval"
+    repeated = np.r_[np.ones(2), np.zeros(58)]  # 30 items x 2 repeats, item 0 right twice
+    clusters = np.repeat(np.arange(30), 2)
+    rep = estimate_accuracy(repeated, clusters, alpha=0.05)
+    assert rep.ci_wilson is None and rep.ci_normal[0] < 0.0
+    z = stats.norm.ppf(0.975)
+    sd_items = np.std(np.r_[1.0, np.zeros(29)], ddof=1) / math.sqrt(30)  # CR1 = item means' SE
+    assert rep.ci == pytest.approx((0.0, 2 / 60 + z * sd_items), abs=1e-12)
+    assert rep.ci_method == "normal, clustered SE, clipped to [0, 1]"
+    graded = estimate_accuracy([0.2, 0.5, 0.9, 0.1], alpha=0.05)  # not 0/1: not clipped
+    assert graded.ci == graded.ci_normal and not graded.binary
+
+
 def test_clt_se_is_lm_evals_mean_stderr():
     # docs/evaluation.md §2.6: [1,1,1,0,0] gave 0.2449 = sqrt(0.3/5)
     est = estimate_accuracy([1, 1, 1, 0, 0])

@@ -5,7 +5,7 @@ Public API (every result is a frozen dataclass with ``report()``):
 - one variant: ``estimate_accuracy`` -> ``AccuracyEstimate``
 - two variants, 0/1 outcomes: ``compare_binary`` -> ``PairedComparison``
 - two variants, continuous: ``compare_continuous`` -> ``PairedMeanDifference``,
-  ``ratio_of_means`` -> ``RatioEstimate``
+  ``ratio_of_means``, ``ratio_of_medians`` -> ``RatioEstimate``
 - any outcome source, all (task, metric): ``compare_tables`` -> ``RunComparison``
 - families: ``adjust`` (holm / bonferroni / none)
 - planning: ``plan_noninferiority``, ``plan_from_aa`` -> ``PowerPlan``; ``task_size``
@@ -19,6 +19,7 @@ from validate.stats.continuous import (
     RatioEstimate,
     compare_continuous,
     ratio_of_means,
+    ratio_of_medians,
 )
 from validate.stats.multiplicity import CORRECTIONS, adjust, bonferroni, holm
 from validate.stats.outcomes import ItemOutcomes, PairedOutcomes, pair_outcomes
@@ -51,5 +52,6 @@ __all__ = [
     "plan_from_aa",
     "plan_noninferiority",
     "ratio_of_means",
+    "ratio_of_medians",
     "task_size",
 ]

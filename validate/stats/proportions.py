@@ -11,7 +11,11 @@ Conventions (docs/evaluation.md §3.1):
 - The normal CI is mean -/+ z_{1-alpha/2} * SE (clustered SE when there are repeats).
 - The Wilson CI is the score interval for a binomial proportion; it is only defined
   for 0/1 scores with one row per item (independent Bernoulli trials) and stays inside
-  [0, 1] at accuracies near 0 or 1, where the normal CI does not.
+  [0, 1] at accuracies near 0 or 1, where the normal CI does not (1 right of 100 gives
+  normal [-0.95, 2.95] %, Wilson [0.18, 5.45] %).
+- ``AccuracyEstimate.ci`` is the interval reports show: Wilson where it is defined;
+  else (repeats) the normal CI, clipped to [0, 1] for 0/1 scores so that no report
+  shows an accuracy below 0 % or above 100 % (``ci_method`` says which).
 """
 
 from __future__ import annotations
@@ -77,6 +81,23 @@ class AccuracyEstimate:
     ci_normal: tuple[float, float]
     ci_wilson: tuple[float, float] | None  # None unless 0/1 scores, one row per item
     alpha: float
+    binary: bool = False  # every score is 0 or 1 (an accuracy, bounded by [0, 1])
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """The two-sided interval to show (module doc): Wilson, else normal (clipped to
+        [0, 1] for 0/1 scores)."""
+        if self.ci_wilson is not None:
+            return self.ci_wilson
+        lo, hi = self.ci_normal
+        return (max(0.0, lo), min(1.0, hi)) if self.binary else (lo, hi)
+
+    @property
+    def ci_method(self) -> str:
+        if self.ci_wilson is not None:
+            return "Wilson score interval"
+        kind = "clustered SE" if self.se_clustered is not None else "CLT SE"
+        return f"normal, {kind}" + (", clipped to [0, 1]" if self.binary else "")
 
     @property
     def se(self) -> float:
@@ -136,5 +157,5 @@ def estimate_accuracy(
     return AccuracyEstimate(
         label=label, task=task, metric=metric, n_items=n_items, n_rows=int(values.size),
         mean=mean, se_clt=se_clt, se_clustered=se_cl, ci_normal=ci_normal,
-        ci_wilson=ci_wilson, alpha=alpha,
+        ci_wilson=ci_wilson, alpha=alpha, binary=binary,
     )
