@@ -4,6 +4,7 @@ chosen point and the headline ratios."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tasks.request import Generation, GenerationParams, Request
@@ -55,10 +56,16 @@ def test_paired_speedups_by_hand():
     assert up.ratio == pytest.approx(2.0) and up.n == 3  # the None pair is dropped
     assert up.ci == pytest.approx((2.0, 2.0))  # every resample has ratio exactly 2
     mixed = latency_speedup("e2e", [1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 2.0], bootstrap=BOOT)
-    assert mixed.ratio == pytest.approx(10 / 5)
-    assert mixed.ci[0] < 2.0 < mixed.ci[1]
-    rate = rate_speedup("tps", [100.0, 100.0, 200.0], [150.0, 150.0, 300.0], bootstrap=BOOT)
-    assert rate.ratio == pytest.approx(1.5)
+    assert mixed.ratio == pytest.approx(2.5 / 1.0)  # median 2.5 over median 1
+    assert mixed.ci[0] <= 2.5 <= mixed.ci[1] and mixed.ci[0] < mixed.ci[1]
+    # One slow baseline request: the ratio of means says 1.6x faster, the medians (the
+    # p50s a report prints beside the ratio) say 2x slower; the speed-up follows the p50s.
+    slow = latency_speedup("ttft", [1.0, 1.0, 1.0, 10.0], [2.0, 2.0, 2.0, 2.0], bootstrap=BOOT)
+    assert np.mean([1.0, 1.0, 1.0, 10.0]) / 2.0 == pytest.approx(1.625)
+    assert slow.ratio == pytest.approx(np.median([1.0, 1.0, 1.0, 10.0]) / 2.0) == 0.5
+    assert slow.statistic.startswith("ratio of medians")
+    rate = rate_speedup("tps", [100.0, 100.0, 200.0], [150.0, 120.0, 300.0], bootstrap=BOOT)
+    assert rate.ratio == pytest.approx(np.median([150.0, 120.0, 300.0]) / 100.0)
     assert latency_speedup("x", [1.0], [1.0]) is None
     with pytest.raises(SpeedError, match="2 baseline values but 1"):
         latency_speedup("x", [1.0, 2.0], [1.0])

@@ -1,11 +1,12 @@
 """A sweep stored as a JSON record comes back as the same SweepResult, and its headline
 equals a plain float64 recompute from the per-request timings (written independently
-of validate.speed: hand-rolled quantile, window throughput, ratio of means)."""
+of validate.speed: hand-rolled quantile, window throughput, ratio of medians)."""
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import pytest
 
@@ -93,12 +94,12 @@ def test_stored_record_round_trips_and_matches_a_hand_recompute(target, best):
         assert h.tokens_per_s_per_user_at_target == pytest.approx(ref["user_q"], rel=1e-12)
 
 
-def test_comparison_of_stored_sweeps_is_the_paired_ratio_of_means():
+def test_comparison_of_stored_sweeps_is_the_paired_ratio_of_medians():
     base = sweep_from_record(json.loads(json.dumps(sweep_to_record(make_sweep(BASE, 35, 0.1)))))
     fast = sweep_from_record(json.loads(json.dumps(sweep_to_record(make_sweep(FAST, 35, 0.1)))))
     c = compare_headlines(base, fast, variant_name="fast", baseline_name="base")
-    rate = sum(FAST[1][0]) / sum(BASE[1][0])
-    ttft = sum(BASE[1][1]) / sum(FAST[1][1])
+    rate = statistics.median(FAST[1][0]) / statistics.median(BASE[1][0])
+    ttft = statistics.median(BASE[1][1]) / statistics.median(FAST[1][1])
     assert c.single_stream_speedup.ratio == pytest.approx(rate, rel=1e-9)
     assert c.ttft_speedup.ratio == pytest.approx(ttft, rel=1e-9)
     for s in (c.single_stream_speedup, c.ttft_speedup):

@@ -2,7 +2,9 @@
 
 Every figure states its operating point: the engine's concurrency bound (from the
 stored engine metadata) and whether the run was warm. Speed-ups pair the same
-(item, repeat) under both variants and bootstrap whole items for the CI.
+(item, repeat) under both variants and bootstrap whole items for the CI; latency
+speed-ups are ratios of medians, the p50 figures the reports print beside them (the
+headline's single-stream ratios are the same statistic, ``validate.speed.headline``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from collections.abc import Sequence
 from validate.analysis.model import SpeedSummary, Speedup
 from validate.engines.base import Timings
 from validate.errors import StatsInputError
+from validate.speed.types import AGGREGATE
 from validate.stats.bootstrap import BootstrapSpec
-from validate.stats.continuous import ratio_of_means
+from validate.stats.continuous import ratio_of_medians
 from validate.stats.outcomes import PairedOutcomes
 from validate.store import TimingRow
 
@@ -71,7 +74,7 @@ def _paired(base: Sequence[TimingRow], cand: Sequence[TimingRow], attr: str):
 def speedups(base: Sequence[TimingRow], cand: Sequence[TimingRow],
              base_speed: SpeedSummary | None, cand_speed: SpeedSummary | None,
              bootstrap: BootstrapSpec, alpha: float) -> tuple[Speedup, ...]:
-    """baseline/variant mean latency (TTFT, TPOT, end-to-end) with paired bootstrap
+    """baseline/variant median latency (TTFT, TPOT, end-to-end) with paired bootstrap
     CIs, and variant/baseline aggregate throughput (no CI: one window per run)."""
     out = []
     for metric, attr in (("ttft", "ttft_s"), ("tpot", "tpot_s"), ("e2e", "e2e_s")):
@@ -80,7 +83,7 @@ def speedups(base: Sequence[TimingRow], cand: Sequence[TimingRow],
             continue
         paired = PairedOutcomes.from_arrays(a, b, clusters=ids, task="speed", metric=metric)
         try:
-            est = ratio_of_means(paired, alpha, bootstrap, invert=True)
+            est = ratio_of_medians(paired, alpha, bootstrap, invert=True)
         except StatsInputError:
             continue
         out.append(Speedup(metric=metric, ratio=est.ratio, ci=tuple(est.ci_bootstrap),
@@ -89,5 +92,5 @@ def speedups(base: Sequence[TimingRow], cand: Sequence[TimingRow],
             and cand_speed.output_tokens_per_s):
         out.append(Speedup(metric="throughput",
                            ratio=cand_speed.output_tokens_per_s / base_speed.output_tokens_per_s,
-                           ci=None, n=cand_speed.n_requests))
+                           ci=None, n=cand_speed.n_requests, statistic=AGGREGATE))
     return tuple(out)

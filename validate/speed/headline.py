@@ -5,8 +5,9 @@
 - Throughput at the target: the aggregate output tokens/s of the sweep's chosen point
   (every user still gets >= N tokens/s, see ``sweep``), with that point's concurrency.
 
-Ratios: single-stream rate and TTFT are paired by request (both sweeps served the
-same requests) with paired bootstrap CIs; the throughput ratio has no CI (one
+Ratios: single-stream rate and TTFT are ratios of medians (the figures the headline
+prints), paired by request (both sweeps served the same requests) with paired
+bootstrap CIs; the throughput ratio has no CI (one
 measurement window per variant) and says so (``ci`` None).
 """
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from validate.speed.metrics import latency_speedup, rate_speedup
 from validate.speed.sweep import SweepResult
-from validate.speed.types import Speedup
+from validate.speed.types import AGGREGATE, Speedup
 from validate.stats.bootstrap import BootstrapSpec
 
 
@@ -85,5 +86,6 @@ def compare_headlines(base: SweepResult, variant: SweepResult, *, variant_name: 
         throughput = Speedup(metric="throughput_at_target",
                              ratio=variant.chosen.summary.output_tokens_per_s
                              / base.chosen.summary.output_tokens_per_s,
-                             ci=None, n=variant.chosen.summary.n_requests)
+                             ci=None, n=variant.chosen.summary.n_requests,
+                             statistic=AGGREGATE)
     return HeadlineComparison(variant_name, baseline_name, rate, ttft, throughput)

@@ -19,7 +19,7 @@ from validate.engines.base import EngineResult, Timings
 from validate.speed.errors import SpeedError
 from validate.speed.types import Percentiles, SpeedSummary, Speedup
 from validate.stats.bootstrap import BootstrapSpec
-from validate.stats.continuous import ratio_of_means
+from validate.stats.continuous import ratio_of_medians
 from validate.stats.outcomes import PairedOutcomes
 
 
@@ -72,8 +72,8 @@ def speed_summary(timings: Sequence[Timings], concurrency: int | None,
 
 def latency_speedup(metric: str, base: Sequence[float | None], variant: Sequence[float | None],
                     alpha: float = 0.05, bootstrap: BootstrapSpec | None = None) -> Speedup | None:
-    """mean(base) / mean(variant) of a latency (> 1: the variant is faster), with a
-    paired bootstrap CI; ``base[i]`` and ``variant[i]`` are the same request. Pairs with
+    """median(base) / median(variant) of a latency (> 1: the variant is faster), with a
+    paired bootstrap CI (medians: the reports print p50 latencies beside it); ``base[i]`` and ``variant[i]`` are the same request. Pairs with
     a missing side are dropped; None when fewer than two pairs remain."""
     if len(base) != len(variant):
         raise SpeedError(f"speed-up {metric}: {len(base)} baseline values but "
@@ -84,14 +84,15 @@ def latency_speedup(metric: str, base: Sequence[float | None], variant: Sequence
     paired = PairedOutcomes.from_arrays([a for a, _ in pairs], [b for _, b in pairs],
                                         task="speed", metric=metric, label_a="baseline",
                                         label_b="variant")
-    est = ratio_of_means(paired, alpha, bootstrap or BootstrapSpec(replicates=2000), invert=True)
+    est = ratio_of_medians(paired, alpha, bootstrap or BootstrapSpec(replicates=2000),
+                           invert=True)
     return Speedup(metric=metric, ratio=est.ratio, ci=tuple(est.ci_bootstrap), n=paired.n_rows)
 
 
 def rate_speedup(metric: str, base: Sequence[float], variant: Sequence[float],
                  alpha: float = 0.05, bootstrap: BootstrapSpec | None = None) -> Speedup | None:
-    """mean(variant) / mean(base) of a rate (tokens/s; > 1: the variant is faster),
-    paired by request, with a paired bootstrap CI."""
+    """median(variant) / median(base) of a rate (tokens/s; > 1: the variant is faster),
+    paired by request, with a paired bootstrap CI (the headline shows median rates)."""
     if len(base) != len(variant):
         raise SpeedError(f"speed-up {metric}: {len(base)} baseline values but "
                          f"{len(variant)} variant values")
@@ -99,5 +100,5 @@ def rate_speedup(metric: str, base: Sequence[float], variant: Sequence[float],
         return None
     paired = PairedOutcomes.from_arrays(base, variant, task="speed", metric=metric,
                                         label_a="baseline", label_b="variant")
-    est = ratio_of_means(paired, alpha, bootstrap or BootstrapSpec(replicates=2000))
+    est = ratio_of_medians(paired, alpha, bootstrap or BootstrapSpec(replicates=2000))
     return Speedup(metric=metric, ratio=est.ratio, ci=tuple(est.ci_bootstrap), n=paired.n_rows)

@@ -37,12 +37,26 @@ class SpeedSummary(ToDict):
     warm: bool = False
 
 
+MEDIANS = "ratio of medians, paired item bootstrap CI"
+AGGREGATE = "ratio of aggregate output tok/s over each variant's window, no CI"
+SPEED_CI_CAVEAT = (
+    "Speed CIs cover request-to-request variation only: each variant was measured once, "
+    "in its own time window (not interleaved with the baseline), so drift of the host "
+    "between windows (other load, clocks, caches) is not in them and can be larger: "
+    "rerun, or read speed-ups near 1x as unresolved.")
+
+
 @dataclass(frozen=True)
 class Speedup(ToDict):
     """baseline / variant for latencies (> 1: the variant is faster) and variant /
-    baseline for throughput, with a paired bootstrap CI over items."""
+    baseline for throughput, with a paired bootstrap CI over items.
+
+    ``statistic`` names what the ratio is of: latencies and per-user rates are ratios
+    of medians, so they agree with the p50 figures printed beside them; the aggregate
+    throughput is one window per variant and has no CI."""
 
     metric: str  # "ttft" | "tpot" | "e2e" | "throughput"
     ratio: float
     ci: tuple[float, float] | None
     n: int
+    statistic: str = MEDIANS
