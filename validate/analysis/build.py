@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from validate.analysis.headline import headline_section
+from validate.analysis.headline import headline_section, ttft_disagreements
 from validate.analysis.model import (
     INVALID,
     UNGATED,
@@ -41,6 +41,7 @@ from validate.gate.policy import GatePolicy, parse_policy
 from validate.gate.run import GateInput
 from validate.health.facts import VariantHealth, pair_health, variant_health
 from validate.plan.schema import engine_identity, normalised_config
+from validate.speed.types import SPEED_CI_CAVEAT
 from validate.stats.bootstrap import BootstrapSpec
 from validate.stats.compare import compare_tables
 from validate.stats.outcomes import ItemOutcomes
@@ -256,7 +257,8 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
     kind = str((sp.doc.get("engine") or {}).get("kind", "unknown"))
     headline, headline_notes = headline_section(store, plan_hash, sp.doc, sp.baseline,
                                                 sp.variants, alpha, bootstrap)
-    notes += headline_notes
+    notes += headline_notes + ttft_disagreements(headline, rows)
+    measured = headline is not None or any(r["speedups"] for r in rows)
     if not warm and any(s.prefix_hit_rate == 0.0 for s in summaries):
         notes.append("cold run: some variants report no prefix-cache hits, so encoder-side "
                      "replay never engaged; set warm = true in the plan to exercise it")
@@ -267,7 +269,7 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                        notes=tuple(notes),
                        variant_configs={v.name: normalised_config(v.config, kind)
                                         for v in store.variants(plan_hash)},
-                       headline=headline)
+                       headline=headline, caveats=(SPEED_CI_CAVEAT,) if measured else ())
 
 
 def _task_budget(task: str) -> int | None:

@@ -54,3 +54,36 @@ def headline_section(store: ResultsStore, plan_hash: str, doc: Mapping, baseline
         headlines=tuple(headline(s, v) for v, s in swept.items()),
         comparisons=tuple(comparisons),
         points={v: s.points for v, s in swept.items()}), notes
+
+
+def _side(speedup) -> int:
+    """+1 when the CI is above 1 (faster), -1 below (slower), 0 when it covers 1."""
+    if speedup is None or speedup.ci is None:
+        return 0
+    lo, hi = speedup.ci
+    return 1 if lo > 1.0 else -1 if hi < 1.0 else 0
+
+
+def ttft_disagreements(section: HeadlineSection | None, rows) -> list[str]:
+    """Notes where the quality pass and the speed sweep disagree on a variant's TTFT.
+
+    Both are ratios of median TTFT with paired CIs, but of different workloads: the
+    quality pass serves the task prompts at the engine's concurrency (warm runs hit the
+    prefix cache), the sweep's single-stream point serves synthetic prompts one at a
+    time. When their CIs sit on opposite sides of 1 the report says so next to both,
+    instead of letting one table silently contradict the other."""
+    if section is None:
+        return []
+    sweep = {c.variant: c.ttft_speedup for c in section.comparisons}
+    notes = []
+    for row in rows:
+        quality = next((s for s in row["speedups"] if s.metric == "ttft"), None)
+        single = sweep.get(row["variant"])
+        if _side(quality) * _side(single) < 0:
+            notes.append(
+                f"{row['variant']}: TTFT speed-up {quality.ratio:.2f}x on the {row['task']} "
+                f"quality pass (task prompts at the run's concurrency) but {single.ratio:.2f}x "
+                f"in the speed sweep (synthetic prompts, one user): same statistic (ratio of "
+                f"median TTFT), different workloads; neither CI covers host drift between "
+                f"windows")
+    return notes

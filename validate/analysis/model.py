@@ -162,7 +162,8 @@ class RunAnalysis(_ToDict):
     ``variant_decisions`` says the same per optimization (an ablation reads these).
     ``variant_configs`` is what each variant is (runtime options, normalised; server
     flags or endpoint), as stored with the run. ``headline`` is None when the plan has no
-    ``[speed]`` table (no sweep was measured)."""
+    ``[speed]`` table (no sweep was measured). ``caveats`` say what the run's intervals
+    do not cover (the speed CIs' scope), printed by every report format."""
 
     identity: RunIdentity
     policy: PolicySummary | None
@@ -176,6 +177,7 @@ class RunAnalysis(_ToDict):
     notes: tuple[str, ...] = ()
     variant_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     headline: HeadlineSection | None = None
+    caveats: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
