@@ -21,7 +21,10 @@ from validate.stats.jsonable import json_safe
 FORMAT = "v41val-report"
 # 2: "engine" (kind and the settings that change responses), "variants" (each
 # variant's normalised config) and the optional "execution" of ``v41val run --json``
-SCHEMA_VERSION = 2
+# 3: a comparison's "interval" is what the gate decided on (its one-sided bounds at the
+# family-adjusted levels) and its normal CI moved to "ci_wald"; a variant's "ci" is the
+# Wilson interval ("ci_method"); "caveats"; speed-ups name their "statistic"
+SCHEMA_VERSION = 3
 FAMILY = "run"  # the gate adjusts every gated (variant, task) of a run together
 
 
@@ -71,7 +74,8 @@ def _variant(s) -> dict:
         "n_rows": acc.n_rows if acc is not None else 0,
         "accuracy": None if acc is None else acc.mean,
         "se": None if acc is None else acc.se,
-        "ci": None if acc is None else list(acc.ci_normal),
+        "ci": None if acc is None else list(acc.ci),
+        "ci_method": None if acc is None else acc.ci_method,
         "alpha": None if acc is None else acc.alpha,
         "health": s.health.to_dict(),
         "speed": _speed(s.speed), "fidelity": _fidelity(s.fidelity),
@@ -85,8 +89,9 @@ def _verdict(v) -> dict | None:
     return {
         "verdict": v.verdict, "margin": v.margin, "alpha": v.alpha,
         "correction": v.correction, "equivalence": v.equivalence, "tier": v.tier,
-        "family": FAMILY, "test": v.test, "lower_bound": v.lower_bound,
+        "family": FAMILY, "test": v.test, "delta": v.delta, "lower_bound": v.lower_bound,
         "upper_bound": v.upper_bound, "bound_alpha": v.bound_alpha,
+        "upper_bound_alpha": v.upper_bound_alpha,
         "p_noninferior": v.p_noninferior, "p_noninferior_adjusted": v.p_noninferior_adjusted,
         "p_fail": v.p_fail, "p_fail_adjusted": v.p_fail_adjusted, "p_worse": v.p_worse,
         "mde": v.mde, "n_to_decide": v.n_to_decide, "reasons": list(v.reasons),
@@ -97,14 +102,43 @@ def _speedups(row) -> dict:
     out = {}
     for sp in row.speedups:
         out[sp.metric] = {"ratio": sp.ratio, "ci": None if sp.ci is None else list(sp.ci),
-                          "n": sp.n}
+                          "n": sp.n, "statistic": sp.statistic}
     return out
+
+
+GATE_INTERVAL = ("gate: one-sided bounds of the gate's test at the family-adjusted levels "
+                 "(lower: the PASS claim, upper: the FAIL claim)")
+SCORE_INTERVAL = "Tango score interval, two-sided (not gated)"
+WALD_INTERVAL = "normal interval of the paired SE, two-sided (not gated)"
+
+
+def _interval(mc, v) -> dict | None:
+    """The interval every renderer shows beside delta: the one the gate decided on.
+
+    Why not the normal (Wald) CI: with no discordant item its SE is 0 and it collapses
+    to [0, 0], while the gate's score bounds stay as wide as n allows. Ungated binary
+    comparisons show the score interval (the same test, two-sided at ``ci_alpha``)."""
+    if mc is None:
+        return None
+    if v is not None and v.lower_bound is not None:
+        return {"low": v.lower_bound, "high": v.upper_bound, "low_alpha": v.bound_alpha,
+                "high_alpha": v.upper_bound_alpha, "kind": "gate", "method": GATE_INTERVAL,
+                "test": v.test}
+    p = mc.paired
+    ci_score = getattr(p, "ci_score", None)
+    if ci_score is not None:
+        return {"low": ci_score[0], "high": ci_score[1], "low_alpha": p.alpha / 2,
+                "high_alpha": p.alpha / 2, "kind": "score", "method": SCORE_INTERVAL,
+                "test": p.test}
+    lo, hi = p.ci_normal if hasattr(p, "table") else p.ci_t
+    return {"low": lo, "high": hi, "low_alpha": p.alpha / 2, "high_alpha": p.alpha / 2,
+            "kind": "wald", "method": WALD_INTERVAL, "test": p.test}
 
 
 def _statistics(mc, include_outcomes: bool) -> dict:
     """The paired numbers of one comparison; empty-ish when nothing could be paired."""
     if mc is None:
-        return {"n_items": 0, "n_rows": 0, "delta": None, "se": None, "ci": None,
+        return {"n_items": 0, "n_rows": 0, "delta": None, "se": None, "ci_wald": None,
                 "table": None, "outcomes": None}
     p = mc.paired
     binary = hasattr(p, "table")
@@ -112,7 +146,7 @@ def _statistics(mc, include_outcomes: bool) -> dict:
         "n_items": p.n_items, "n_rows": p.n_rows, "repeated": p.repeated,
         "accuracy_baseline": mc.accuracy_a.mean, "accuracy_candidate": mc.accuracy_b.mean,
         "delta": p.delta, "se": p.se_paired if binary else p.se,
-        "ci": list(p.ci_normal if binary else p.ci_t), "ci_alpha": p.alpha,
+        "ci_wald": list(p.ci_normal if binary else p.ci_t), "ci_alpha": p.alpha,
         "ci_score": None if not binary or p.ci_score is None else list(p.ci_score),
         "mcnemar_p": p.mcnemar_p if binary else None,
         "p_worse": p.p_worse if binary else None, "mde": p.mde, "coverage": mc.coverage,
@@ -134,6 +168,7 @@ def _comparison(row, baseline: str, include_outcomes: bool) -> dict:
     d = {"variant": row.variant, "baseline": baseline, "status": row.status}
     d |= _statistics(row.comparison, include_outcomes)
     d |= {
+        "interval": _interval(row.comparison, row.verdict),
         "verdict": _verdict(row.verdict),
         "health": _plain_health(row.health), "health_failures": list(row.health_failures),
         "speedups": _speedups(row),
@@ -211,6 +246,7 @@ def report_document(analysis, include_outcomes: bool = True,
         "decision": analysis.decision, "exit_code": analysis.exit_code,
         "variant_decisions": dict(analysis.variant_decisions),
         "floor_tasks": list(analysis.floor_tasks), "notes": list(analysis.notes),
+        "caveats": list(getattr(analysis, "caveats", ())),
         "tasks": tasks,
         "headline": headline_document(getattr(analysis, "headline", None), baseline),
     }

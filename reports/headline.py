@@ -14,8 +14,8 @@ from reports import fmt
 
 TITLE = "Headline operating points"
 NOT_MEASURED = f"{TITLE}: not measured (the plan has no [speed] table)"
-COLUMNS = ("variant", "1-user tok/s", "1-user TTFT p50", "tok/s at target", "concurrency",
-           "user tok/s at q", "1-user tok/s ratio [CI]", "TTFT speed-up [CI]",
+COLUMNS = ("variant", "1-user tok/s p50", "1-user TTFT p50", "tok/s at target", "concurrency",
+           "user tok/s at q", "1-user tok/s p50 ratio [CI]", "1-user TTFT p50 speed-up [CI]",
            "throughput ratio")
 POINT_COLUMNS = COLUMNS[:6]
 RATIO_COLUMNS = (COLUMNS[0], *COLUMNS[6:])
@@ -24,7 +24,8 @@ RATIO_COLUMNS = (COLUMNS[0], *COLUMNS[6:])
 def _speedup(s) -> dict | None:
     if s is None:
         return None
-    return {"ratio": s.ratio, "ci": None if s.ci is None else list(s.ci), "n": s.n}
+    return {"ratio": s.ratio, "ci": None if s.ci is None else list(s.ci), "n": s.n,
+            "statistic": getattr(s, "statistic", None)}
 
 
 def _point(p) -> dict:
@@ -81,15 +82,15 @@ def rows(headline: dict) -> list[dict]:
         reached = v["throughput_at_target"] is not None
         out.append({
             "variant": v["variant"],
-            "1-user tok/s": _rate(v["single_stream_tokens_per_s"]),
+            "1-user tok/s p50": _rate(v["single_stream_tokens_per_s"]),
             "1-user TTFT p50": fmt.seconds(v["single_stream_ttft_s"]),
             "tok/s at target": _rate(v["throughput_at_target"]) if reached else "none met",
             "concurrency": fmt.DASH if v["concurrency_at_target"] is None
             else str(v["concurrency_at_target"]),
             "user tok/s at q": _rate(v["tokens_per_s_per_user_at_target"]),
-            "1-user tok/s ratio [CI]": "baseline" if v["is_baseline"]
+            "1-user tok/s p50 ratio [CI]": "baseline" if v["is_baseline"]
             else fmt.ratio(c and c["single_stream_speedup"]),
-            "TTFT speed-up [CI]": "baseline" if v["is_baseline"]
+            "1-user TTFT p50 speed-up [CI]": "baseline" if v["is_baseline"]
             else fmt.ratio(c and c["ttft_speedup"]),
             "throughput ratio": "baseline" if v["is_baseline"]
             else fmt.ratio(c and c["throughput_ratio"]),
@@ -97,9 +98,11 @@ def rows(headline: dict) -> list[dict]:
     return out
 
 
-FOOTNOTE = ("1-user: concurrency 1 (median decode tok/s, median TTFT); tok/s at target: the "
-            "highest aggregate output tok/s of the sweep whose per-user rate at quantile q "
-            "still meets the target, at that concurrency ('none met': no level did). Ratios "
-            "> 1 are faster (TTFT: baseline / variant; rates: variant / baseline, ratio of "
-            "means); CIs are paired bootstrap over the same synthetic requests; the "
-            "throughput ratio is one measurement window per variant, so it has no CI.")
+FOOTNOTE = ("Speed sweep on synthetic prompts (not the quality pass). 1-user: concurrency 1 "
+            "(median decode tok/s, median TTFT); tok/s at target: the highest aggregate "
+            "output tok/s of the sweep whose per-user rate at quantile q still meets the "
+            "target, at that concurrency ('none met': no level did). Ratios > 1 are faster "
+            "and are ratios of the medians shown (TTFT: baseline / variant; rates: variant / "
+            "baseline), the same statistic as the quality-pass speed-ups; CIs are paired "
+            "bootstrap over the same synthetic requests; the throughput ratio is one "
+            "measurement window per variant, so it has no CI.")

@@ -5,7 +5,7 @@ per-item drill-down of the flips. Items are named by id only (never GPQA's text)
 
 from __future__ import annotations
 
-from reports import fmt, headline, plots, rows
+from reports import fmt, gate_table, headline, plots, rows
 from reports.page import badge, esc, figure, page, table
 
 
@@ -22,12 +22,16 @@ def _task_section(task: dict, samples: dict | None, fig_format: str | None) -> s
                    "read fidelity first.</p>")
     out.append('<div class="scroll">' + table(rows.COLUMNS, cells, word_columns=(verdict_col,))
                + "</div>")
+    legend = rows.interval_legend(task)
+    if legend:
+        out.append(f'<p class="note">{esc(legend)}</p>')
     figs = []
     fig = plots.accuracy_vs_speed(task) if fig_format else None
     if fig is not None:
         figs.append(figure(plots.figure_uri(fig, fig_format),
-                           "Accuracy (y, normal CI) against speed (x, speed-up CI); one point "
-                           "per variant.", f"accuracy vs speed, {task['task']}"))
+                           "Accuracy (y, Wilson 95% CI) against speed (x, " + plots.speed_axis_label(task)
+                           + "); one marker per variant, named in the legend.",
+                           f"accuracy vs speed, {task['task']}"))
     fig = plots.latency_distributions(task, (samples or {}).get(task["task"])) if fig_format else None
     if fig is not None:
         figs.append(figure(plots.figure_uri(fig, fig_format),
@@ -36,6 +40,22 @@ def _task_section(task: dict, samples: dict | None, fig_format: str | None) -> s
     out.append(f'<div class="plots">{"".join(figs)}</div>')
     out.append(_drilldown(task))
     return "\n".join(out)
+
+
+def _gate_section(doc: dict) -> str:
+    found = gate_table.gate_rows(doc)
+    if not found:
+        return ""
+    cols = gate_table.COLUMNS
+    verdict_col = cols.index("verdict")
+    cells = []
+    for r in found:
+        row = [esc(r[c]) for c in cols]
+        row[verdict_col] = badge(r["status"])
+        cells.append(row)
+    return (f"<h2>{esc(gate_table.title(doc))}</h2>"
+            f'<div class="scroll">{table(cols, cells, word_columns=(verdict_col,))}</div>'
+            f'<p class="note">{esc(gate_table.rule(doc))}</p>')
 
 
 def _headline_section(doc: dict) -> str:
@@ -59,8 +79,8 @@ def _verdict_details(c: dict) -> str:
         return f"<p>not gated{': ' + esc('; '.join(reasons)) if reasons else ''}</p>"
     bits = [f"margin {fmt.margin_points(v['margin'])} pts",
             f"alpha {v['alpha']} one-sided ({esc(v['correction'])})",
-            f"lower bound {fmt.pts(v.get('lower_bound'), signed=True)}",
-            f"upper bound {fmt.pts(v.get('upper_bound'), signed=True)}",
+            f"lower bound {gate_table.bound_text(v.get('lower_bound'), v.get('bound_alpha'))}",
+            f"upper bound {gate_table.bound_text(v.get('upper_bound'), v.get('upper_bound_alpha'))}",
             f"p(non-inferior) adj {fmt.pvalue(v.get('p_noninferior_adjusted'))}",
             f"p(fail) adj {fmt.pvalue(v.get('p_fail_adjusted'))}",
             f"MDE {fmt.pts(v.get('mde'))} pts"]
@@ -108,14 +128,17 @@ def render_html(doc: dict, latency_samples: dict | None = None,
     ]
     if changed:
         body.append(f"<h2>What changed</h2><ul>{changed}</ul>")
+    body.append(_gate_section(doc))
     fig = plots.forest(doc) if fig_format else None
     if fig is not None:
-        body.append(figure(plots.figure_uri(fig, fig_format),
-                           "Paired Δ (candidate − baseline) with its CI; dashed red marks −margin "
-                           "of the task's policy.", "forest plot of paired deltas"))
+        body.append(figure(plots.figure_uri(fig, fig_format), plots.FOREST_CAPTION,
+                           "forest plot of paired deltas"))
     body += [_task_section(t, latency_samples, fig_format) for t in doc["tasks"]]
+    if any(c.get("speedups") for t in doc["tasks"] for c in t["comparisons"]):
+        body.append(f'<p class="note">{esc(rows.SPEED_LEGEND)}</p>')
     body.append(_headline_section(doc))
     body += [f'<p class="note">note: {esc(n)}</p>' for n in doc.get("notes") or []]
+    body += [f'<p class="note">caveat: {esc(n)}</p>' for n in doc.get("caveats") or []]
     per_variant = doc.get("variant_decisions") or {}
     if per_variant:
         body.append("<p>Per optimization: " + ", ".join(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from reports import fmt, rows
+from reports import fmt, gate_table, rows
 
 
 def _outcome(c: dict, mode: str) -> tuple[str | None, str]:
@@ -25,12 +25,13 @@ def _outcome(c: dict, mode: str) -> tuple[str | None, str]:
     v = c.get("verdict")
     status = c["status"]
     tier = v["tier"] if v else "critical"
+    rested = f"; {gate_table.decided_on(c)}" if v and gate_table.decided_on(c) else ""
     if status == "FAIL":
         return ("failure" if tier == "critical" else "skipped"), (
-            f"FAIL: worse than the margin ({tier})")
+            f"FAIL: worse than the margin ({tier}){rested}")
     if status == "INCONCLUSIVE":
         n = v.get("n_to_decide") if v else None
-        msg = "INCONCLUSIVE: " + (f"about {n} items would decide" if n else "undecided")
+        msg = "INCONCLUSIVE: " + (f"about {n} items would decide" if n else "undecided") + rested
         return ("failure" if mode == "prove-safe" and tier == "critical" else "skipped"), msg
     if status == "INVALID":
         reasons = (v.get("reasons") if v else None) or c.get("health_failures") or []
@@ -38,8 +39,9 @@ def _outcome(c: dict, mode: str) -> tuple[str | None, str]:
     if status == "NOT-GATED":
         return "skipped", "NOT-GATED: no policy for this task"
     if status == "WARN":
-        return None, "WARN: inside the margin but significantly worse than the baseline"
-    return None, status
+        return None, ("WARN: inside the margin but significantly worse than the baseline"
+                      + rested)
+    return None, status + rested
 
 
 def render_junit(doc: dict) -> str:
@@ -66,6 +68,11 @@ def render_junit(doc: dict) -> str:
                 counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[kind]] += 1
             out = ET.SubElement(case, "system-out")
             out.text = f"{message}\n{detail}\nmcnemar p {fmt.pvalue(c.get('mcnemar_p'))}"
+            rested = gate_table.decided_on(c)
+            if rested:
+                out.text += f"\ngate: {rested}"
+            for caveat in doc.get("caveats") or []:
+                out.text += f"\ncaveat: {caveat}"
     for key, value in counts.items():
         suite.set(key, str(value))
     root = ET.Element("testsuites", name="v41val", **{k: str(v) for k, v in counts.items()})

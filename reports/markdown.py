@@ -1,9 +1,10 @@
-"""The Markdown report: the terminal report's tables and a "what changed" line per
-optimization, ready to paste into a pull request (GitHub-flavoured tables)."""
+"""The Markdown report: the terminal report's tables (the per-task tables, what the gate
+decided on, the headline) and a "what changed" line per optimization, ready to paste
+into a pull request (GitHub-flavoured tables)."""
 
 from __future__ import annotations
 
-from reports import headline, rows
+from reports import gate_table, headline, rows
 
 
 def _cell(text: str) -> str:
@@ -25,7 +26,23 @@ def task_table_md(task: dict) -> str:
         cells = [_cell(r[c]) for c in rows.COLUMNS]
         cells[rows.COLUMNS.index("verdict")] = _bold_verdict(r["status"])
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    legend = rows.interval_legend(task)
+    return "\n".join(lines + (["", f"_{legend}_"] if legend else []))
+
+
+def gate_table_md(doc: dict) -> str:
+    """The per-claim gate table and its rule; '' when the run is ungated."""
+    found = gate_table.gate_rows(doc)
+    if not found:
+        return ""
+    cols = gate_table.COLUMNS
+    lines = [f"### {gate_table.title(doc)}", "", "| " + " | ".join(cols) + " |",
+             "|" + "|".join("---" if c in ("claim", "verdict") else "---:" for c in cols) + "|"]
+    for r in found:
+        cells = [_cell(r[c]) for c in cols]
+        cells[cols.index("verdict")] = _bold_verdict(r["status"])
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines + ["", gate_table.rule(doc)])
 
 
 def headline_md(doc: dict) -> str:
@@ -47,14 +64,20 @@ def render_markdown(doc: dict) -> str:
     changed = [rows.what_changed(doc, v) for v in rows.candidates(doc)]
     if changed:
         out += ["**What changed** (Δ = candidate − baseline in accuracy points ± paired SE; "
-                "p = exact McNemar):", ""]
+                "p = exact McNemar; in brackets the gate bound the verdict rests on):", ""]
         out += [f"- {_cell(line)}" for line in changed]
         out.append("")
     out += [task_table_md(t) + "\n" for t in doc["tasks"]]
+    if any(c.get("speedups") for t in doc["tasks"] for c in t["comparisons"]):
+        out += [f"_{rows.SPEED_LEGEND}_", ""]
+    gate = gate_table_md(doc)
+    out += [gate + "\n"] if gate else []
     out += [headline_md(doc) + "\n"]
     out += ["<details><summary>Run identity</summary>", ""]
     out += [f"- **{k}**: {_cell(v)}" for k, v in rows.identity_lines(doc)]
     out += ["", "</details>"]
     for note in doc.get("notes") or []:
         out.append(f"\n> note: {_cell(note)}")
+    for caveat in doc.get("caveats") or []:
+        out.append(f"\n> caveat: {_cell(caveat)}")
     return "\n".join(out) + "\n"

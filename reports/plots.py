@@ -44,54 +44,98 @@ def _ok(x) -> bool:
     return x is not None and math.isfinite(x)
 
 
-def _speed_axis(task: dict) -> tuple[str, dict]:
-    """x value and x error per variant: the throughput speed-up vs the baseline with its
-    CI when measured (the baseline sits at 1.0), else the absolute output tokens/s."""
-    comps = {c["variant"]: c for c in task["comparisons"]}
-    ratios = {v: (c.get("speedups") or {}).get("throughput") for v, c in comps.items()}
-    if any(r and _ok(r.get("ratio")) for r in ratios.values()):
-        points = {}
-        for v in task["variants"]:
-            if v["is_baseline"]:
-                points[v["variant"]] = (1.0, (0.0, 0.0))
-                continue
-            r = ratios.get(v["variant"])
-            if r and _ok(r.get("ratio")):
-                lo, hi = r.get("ci") or (r["ratio"], r["ratio"])
-                points[v["variant"]] = (r["ratio"], (r["ratio"] - lo, hi - r["ratio"]))
-        return "throughput speed-up vs baseline (x, 95% CI)", points
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+FOREST_CAPTION = ("Paired Δ (candidate − baseline) with the interval the gate decided on: "
+                  "its one-sided lower and upper bounds, each at the claim's family-adjusted "
+                  "level (ungated rows: the two-sided score interval); dashed red marks "
+                  "−margin of the task's policy. The bar never collapses to a point when "
+                  "nothing flips, because the gate's bound does not.")
+
+
+def _ratio_points(task: dict, metric: str) -> dict:
+    """{variant: (ratio, (minus, plus))} of one speed-up, the baseline at 1.0; {} when
+    no candidate has it."""
+    points = {}
+    for c in task["comparisons"]:
+        r = (c.get("speedups") or {}).get(metric)
+        if r and _ok(r.get("ratio")) and r["ratio"] > 0:
+            lo, hi = r.get("ci") or (r["ratio"], r["ratio"])
+            lo, hi = (r["ratio"], r["ratio"]) if not (_ok(lo) and _ok(hi)) else (lo, hi)
+            points[c["variant"]] = (r["ratio"], (r["ratio"] - lo, hi - r["ratio"]))
+    if not points:
+        return {}
+    base = next((v["variant"] for v in task["variants"] if v["is_baseline"]), None)
+    return {base: (1.0, (0.0, 0.0)), **points} if base else points
+
+
+def _speed_axis(task: dict) -> tuple[str | None, dict]:
+    """The x axis (label, {variant: (x, (minus, plus))}), in order of preference:
+    - the throughput speed-up vs the baseline (the baseline at 1.0), when tokens were
+      generated;
+    - the absolute output tokens/s, when some variant generated tokens;
+    - for loglikelihood tasks (no generated tokens, so tokens/s is 0 for everyone) the
+      end-to-end latency speed-up (ratio of median request latency, paired CI), else
+      the median request latency;
+    - (None, {}) when nothing was timed: the plot then says speed n/a."""
+    ratio = _ratio_points(task, "throughput")
+    if ratio:
+        return "throughput speed-up vs baseline (aggregate tok/s ratio, no CI)", ratio
     points = {}
     for v in task["variants"]:
         s = v.get("speed") or {}
-        if _ok(s.get("output_tokens_per_s")):
+        if _ok(s.get("output_tokens_per_s")) and s["output_tokens_per_s"] > 0:
             points[v["variant"]] = (s["output_tokens_per_s"], (0.0, 0.0))
-    return "output tokens/s", points
+    if points:
+        return "output tokens/s (quality pass)", points
+    ratio = _ratio_points(task, "e2e")
+    if ratio:
+        return ("request latency speed-up vs baseline (no generated tokens: ratio of median "
+                "end-to-end latency, 95% CI)"), ratio
+    for v in task["variants"]:
+        e2e = (v.get("speed") or {}).get("e2e_s") or {}
+        if _ok(e2e.get("p50")):
+            points[v["variant"]] = (1000 * e2e["p50"], (0.0, 0.0))
+    if points:
+        return "median request latency, ms (no generated tokens)", points
+    return None, {}
+
+
+def speed_axis_label(task: dict) -> str:
+    label, _ = _speed_axis(task)
+    return label or "speed n/a: nothing timed"
 
 
 def accuracy_vs_speed(task: dict) -> Figure | None:
-    """One point per variant: accuracy (points, CI) against speed (CI when paired)."""
+    """One marker per variant: accuracy (points, the document's Wilson CI) against
+    speed (CI when paired). Variants are named in a legend outside the axes, never by
+    labels beside the markers, which overlapped whenever two variants were close."""
     label, xs = _speed_axis(task)
-    variants = [v for v in task["variants"] if v["variant"] in xs and _ok(v.get("accuracy"))]
+    variants = [v for v in task["variants"] if _ok(v.get("accuracy"))
+                and (label is None or v["variant"] in xs)]
     if not variants:
         return None
-    fig = new_figure(5.2, 3.4)
+    fig = new_figure(6.4, 3.4)
     ax = fig.axes[0]
     for i, v in enumerate(variants):
-        x, (xlo, xhi) = xs[v["variant"]]
+        x, (xlo, xhi) = xs[v["variant"]] if label is not None else (float(i), (0.0, 0.0))
         y = 100 * v["accuracy"]
         lo, hi = v["ci"] if v.get("ci") and _ok(v["ci"][0]) else (v["accuracy"],) * 2
         ax.errorbar([x], [y], xerr=[[xlo], [xhi]], yerr=[[y - 100 * lo], [100 * hi - y]],
-                    fmt="o", color=COLORS[i % len(COLORS)], capsize=3, label=v["variant"])
-        ax.annotate(v["variant"], (x, y), textcoords="offset points", xytext=(6, 6))
-    ax.set_xlabel(label)
+                    fmt=MARKERS[i % len(MARKERS)], color=COLORS[i % len(COLORS)], capsize=3,
+                    label=v["variant"])
+    if label is None:
+        ax.set_xticks([])
+    ax.set_xlabel(label or "speed n/a: no request was timed")
     ax.set_ylabel(f"accuracy, % ({task['metric']})")
     ax.set_title(f"{task['task']}: accuracy vs speed")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, borderaxespad=0.0)
     return fig
 
 
 def forest(doc: dict) -> Figure | None:
-    """Paired delta (candidate - baseline, points) with its CI per (task, variant), the
-    zero line and each row's non-inferiority margin (dashed red at -margin)."""
+    """Paired delta (candidate - baseline, points) with the document's ``interval`` (the
+    gate's bounds when gated) per (task, variant), the zero line and each row's
+    non-inferiority margin (dashed red at -margin)."""
     rows = [(t["task"], c) for t in doc["tasks"] for c in t["comparisons"]
             if _ok(c.get("delta"))]
     if not rows:
@@ -101,7 +145,9 @@ def forest(doc: dict) -> Figure | None:
     ys = np.arange(len(rows))[::-1]
     for y, (_task, c) in zip(ys, rows, strict=True):
         d = 100 * c["delta"]
-        lo, hi = (100 * c["ci"][0], 100 * c["ci"][1]) if c.get("ci") else (d, d)
+        i = c.get("interval") or {}
+        lo = 100 * i["low"] if _ok(i.get("low")) else d
+        hi = 100 * i["high"] if _ok(i.get("high")) else d
         color = {"FAIL": "#C44E52", "INCONCLUSIVE": "#8172B3", "WARN": "#CCB974"}.get(
             c["status"], "#4C72B0")
         ax.errorbar([d], [y], xerr=[[d - lo], [hi - d]], fmt="s", color=color, capsize=3)
@@ -111,7 +157,7 @@ def forest(doc: dict) -> Figure | None:
     ax.axvline(0.0, color="#444444", linewidth=0.8)
     ax.set_yticks(ys)
     ax.set_yticklabels([f"{task} · {c['variant']} ({c['status']})" for task, c in rows])
-    ax.set_xlabel("Δ accuracy vs baseline, points (CI); dashed red: -margin")
+    ax.set_xlabel("Δ accuracy vs baseline, points (gate bounds); dashed red: -margin")
     ax.set_title("paired deltas")
     return fig
 

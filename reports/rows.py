@@ -6,12 +6,23 @@ the nightly HTML showed)."""
 
 from __future__ import annotations
 
-from reports import fmt
+from reports import fmt, gate_table
 
-COLUMNS = ("variant", "accuracy ± SE", "n", "Δ vs baseline [CI]", "McNemar p", "verdict",
-           "fidelity KL / top-1", "TTFT p50", "TPOT p50", "speed-up TTFT / TPOT / thru")
+SPEEDUP_COLUMN = "p50 speed-up TTFT / TPOT, thru"
+COLUMNS = ("variant", "accuracy ± SE", "n", "Δ vs baseline [interval]", "McNemar p", "verdict",
+           "fidelity KL / top-1", "TTFT p50", "TPOT p50", SPEEDUP_COLUMN)
 QUALITY_COLUMNS = COLUMNS[:7]
-SPEED_COLUMNS = ("variant", "TTFT p50", "TPOT p50", "speed-up TTFT / TPOT / thru")
+SPEED_COLUMNS = ("variant", "TTFT p50", "TPOT p50", SPEEDUP_COLUMN)
+INTERVAL_KINDS = {
+    "gate": "the gate's one-sided bounds, each at its claim's family-adjusted α (see "
+            "'What the gate decided on')",
+    "score": "Tango score interval, two-sided 1 − ci_alpha (not gated)",
+    "wald": "normal/t interval of the paired SE, two-sided (not gated)",
+}
+SPEED_LEGEND = ("Quality-pass speed (the task prompts at the run's concurrency): TTFT and "
+                "TPOT p50 per variant; speed-ups are ratios of those medians (baseline / "
+                "variant, paired bootstrap CI in the JSON) and the throughput ratio is of "
+                "aggregate output tok/s (one window per variant). > 1 is faster.")
 
 
 def comparison_of(task: dict, variant: str) -> dict | None:
@@ -44,8 +55,18 @@ def _speedups(c: dict | None) -> str:
     parts = [s.get(k) for k in ("ttft", "tpot", "throughput")]
     if all(p is None for p in parts):
         return fmt.DASH
-    return " / ".join(fmt.DASH if p is None or p.get("ratio") is None else f"{p['ratio']:.2f}x"
-                      for p in parts)
+    text = [fmt.DASH if p is None or p.get("ratio") is None else f"{p['ratio']:.2f}x"
+            for p in parts]
+    return f"{text[0]} / {text[1]}, {text[2]}"
+
+
+def interval_legend(task: dict) -> str:
+    """What the Δ column's interval is on this task (gated rows and ungated ones differ)."""
+    kinds = list(dict.fromkeys((c.get("interval") or {}).get("kind") for c in task["comparisons"]
+                               if c.get("interval")))
+    if not kinds:
+        return ""
+    return "Δ interval: " + "; ".join(INTERVAL_KINDS.get(k, k) for k in kinds) + "."
 
 
 def ci_label(c: dict) -> str:
@@ -66,24 +87,28 @@ def task_rows(task: dict) -> list[dict]:
         if c is None or c.get("delta") is None:
             delta = fmt.DASH
         else:
-            delta = f"{fmt.pts(c['delta'], signed=True)} {fmt.interval_pts(c['ci'])}"
+            i = c.get("interval") or {}
+            delta = (f"{fmt.pts(c['delta'], signed=True)} "
+                     f"{fmt.interval_pts((i.get('low'), i.get('high')) if i else None)}")
         out.append({
             "variant": v["variant"], "accuracy ± SE": acc, "n": str(v["n_items"]),
-            "Δ vs baseline [CI]": delta,
+            "Δ vs baseline [interval]": delta,
             "McNemar p": fmt.pvalue(c.get("mcnemar_p")) if c else fmt.DASH,
             "verdict": status, "fidelity KL / top-1": _fidelity(v.get("fidelity")),
             "TTFT p50": _p50(v.get("speed"), "ttft_s"),
             "TPOT p50": _p50(v.get("speed"), "tpot_s"),
-            "speed-up TTFT / TPOT / thru": _speedups(c), "status": status,
+            SPEEDUP_COLUMN: _speedups(c), "status": status,
         })
     return out
 
 
 def what_changed(doc: dict, variant: str) -> str:
-    """'bounded: gsm8k -0.15 pp ± 0.31, p = 0.63, PASS at margin 1.0; TTFT -38 %'.
+    """'bounded: gsm8k -0.15 pp ± 0.31, p = 0.63, PASS at margin 1.0 (lower bound -0.97
+    (α 0.025) > -1.0); TTFT -38 %'.
 
     One line per optimization: per task its paired delta ± SE in points, McNemar p (or
-    the clustered test's one-sided p when repeated), the verdict and margin; then the
+    the clustered test's one-sided p when repeated), the verdict and margin with the
+    gate bound it rests on (and the n to decide when INCONCLUSIVE); then the
     latency change of the first task that measured it (the same engine serves every
     task, so TTFT is a property of the variant)."""
     parts, speed = [], None
@@ -99,8 +124,13 @@ def what_changed(doc: dict, variant: str) -> str:
             p = c.get("mcnemar_p")
             p_text = f"p = {fmt.pvalue(p)}" if p is not None else "p = " + fmt.DASH
             verdict = c["status"]
-            if c.get("verdict"):
-                verdict += f" at margin {fmt.margin_points(c['verdict']['margin'])}"
+            v = c.get("verdict")
+            if v:
+                verdict += f" at margin {fmt.margin_points(v['margin'])}"
+                rested = gate_table.decided_on(c)
+                verdict += f" ({rested})" if rested else ""
+                if v["verdict"] == "INCONCLUSIVE":
+                    verdict += f", n to decide {gate_table.n_to_decide_text(v)}"
             parts.append(f"{task['task']} {fmt.pts(c['delta'], signed=True)} pp ± "
                          f"{fmt.pts(c['se'])}, {p_text}, {verdict}"
                          + (f" ({reasons})" if reasons else ""))

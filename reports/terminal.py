@@ -1,5 +1,5 @@
-"""The terminal report (rich): run identity, one table of variants per task, the
-"what changed" lines and the decision.
+"""The terminal report (rich): run identity, one table of variants per task, the table
+of what the gate decided on, the "what changed" lines, the caveats and the decision.
 
 Colour is a second channel, never the only one: every verdict is printed as its word
 (PASS / WARN / FAIL / INCONCLUSIVE / INVALID), so the report reads the same in a CI log
@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from reports import headline, rows
+from reports import gate_table, headline, rows
 
 STYLES = {
     "PASS": "bold green", "WARN": "bold yellow", "FAIL": "bold red",
@@ -46,7 +46,8 @@ def task_table(task: dict, columns=rows.COLUMNS, title: str | None = None) -> Ta
     for name in columns:
         word = name in ("variant", "verdict")
         # verdict words and variant names are never cut: they are what the table says
-        table.add_column(name, justify="left" if word else "right", no_wrap=word,
+        # Text, not a str: rich would read "[interval]" in a header as markup and drop it
+        table.add_column(Text(name), justify="left" if word else "right", no_wrap=word,
                          min_width=12 if name == "verdict" else None)
     for r in rows.task_rows(task):
         cells = [verdict_text(r["status"]) if c == "verdict" else Text(r[c]) for c in columns]
@@ -64,7 +65,7 @@ def task_tables(task: dict, width: int) -> list[Table]:
 def _headline_table(h: dict, columns, title: str) -> Table:
     table = Table(title=title, title_justify="left", header_style="bold")
     for name in columns:
-        table.add_column(name, justify="left" if name == "variant" else "right",
+        table.add_column(Text(name), justify="left" if name == "variant" else "right",
                          no_wrap=name == "variant")
     for r in headline.rows(h):
         table.add_row(*[Text(r[c]) for c in columns])
@@ -85,10 +86,31 @@ def headline_renderables(doc: dict, width: int = WIDE) -> list:
     return [*tables, Text(headline.FOOTNOTE, style="dim")]
 
 
+def gate_renderables(doc: dict) -> list:
+    """The per-claim gate table with its decision rule, or nothing when ungated."""
+    found = gate_table.gate_rows(doc)
+    if not found:
+        return []
+    table = Table(title=gate_table.title(doc), title_justify="left", header_style="bold")
+    for name in gate_table.COLUMNS:
+        word = name in ("claim", "verdict")
+        table.add_column(Text(name), justify="left" if word else "right", no_wrap=word)
+    for r in found:
+        table.add_row(*[verdict_text(r["status"]) if c == "verdict" else Text(r[c])
+                        for c in gate_table.COLUMNS])
+    return [table, Text(gate_table.rule(doc), style="dim")]
+
+
 def renderables(doc: dict, width: int = WIDE) -> list:
     out: list = [Panel(_identity(doc), title="v41val run report", title_align="left")]
     for t in doc["tasks"]:
         out += task_tables(t, width)
+        legend = rows.interval_legend(t)
+        if legend:
+            out.append(Text(legend, style="dim"))
+    if any(c.get("speedups") for t in doc["tasks"] for c in t["comparisons"]):
+        out.append(Text(rows.SPEED_LEGEND, style="dim"))
+    out += gate_renderables(doc)
     out += headline_renderables(doc, width)
     changed = [rows.what_changed(doc, v) for v in rows.candidates(doc)]
     if changed:
@@ -96,6 +118,8 @@ def renderables(doc: dict, width: int = WIDE) -> list:
         out += [Text("  " + line) for line in changed]
     for note in doc.get("notes") or []:
         out.append(Text(f"note: {note}", style="italic"))
+    for caveat in doc.get("caveats") or []:
+        out.append(Text(f"caveat: {caveat}", style="italic"))
     decision = Text("decision: ", style="bold")
     decision.append(verdict_text(doc["decision"]))
     decision.append(f" (exit {doc['exit_code']})")

@@ -27,6 +27,7 @@ from validate.gate.health import HealthReport
 from validate.gate.policy import GatePolicy, TaskPolicy
 from validate.gate.run import run_decision
 from validate.gate.verdict import decide_family
+from validate.speed.types import SPEED_CI_CAVEAT
 from validate.stats import BootstrapSpec, ItemOutcomes, compare_tables
 
 BASELINE = "exact"
@@ -132,4 +133,5 @@ def make_analysis(tables=None, margins=None, correction: str = "holm") -> RunAna
                          metrics={t: METRIC[t] for t in margins}, family_size=len(verdicts))
     return RunAnalysis(identity=ident, policy=psum, tasks=tasks, variants=variants,
                        summaries=tuple(summaries), comparisons=tuple(rows), decision=decision,
-                       variant_decisions=per_variant, floor_tasks=(), notes=())
+                       variant_decisions=per_variant, floor_tasks=(), notes=(),
+                       caveats=(SPEED_CI_CAVEAT,))

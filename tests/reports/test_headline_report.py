@@ -23,6 +23,7 @@ from validate.analysis.model import HeadlineSection
 from validate.engines.base import Timings
 from validate.speed.headline import compare_headlines, headline
 from validate.speed.sweep import SweepResult, choose, measure_point
+from validate.speed.types import AGGREGATE, MEDIANS
 
 TARGET, QUANTILE = 35.0, 0.1
 
@@ -80,9 +81,11 @@ def test_document_carries_the_analysis_numbers(section, swept_doc):
     want = section.comparisons[0]
     assert c["single_stream_speedup"] == {"ratio": want.single_stream_speedup.ratio,
                                           "ci": list(want.single_stream_speedup.ci),
-                                          "n": want.single_stream_speedup.n}
+                                          "n": want.single_stream_speedup.n,
+                                          "statistic": MEDIANS}
     assert c["ttft_speedup"]["ratio"] == want.ttft_speedup.ratio
-    assert c["throughput_ratio"] == {"ratio": want.throughput_ratio.ratio, "ci": None, "n": 4}
+    assert c["throughput_ratio"] == {"ratio": want.throughput_ratio.ratio, "ci": None, "n": 4,
+                                     "statistic": AGGREGATE}
     # the sweep has a miss at concurrency 4, so the chosen point is not simply the last
     assert h["variants"][0]["concurrency_at_target"] == 2
 

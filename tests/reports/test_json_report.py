@@ -20,7 +20,7 @@ def test_document_validates_against_the_schema(doc):
     parsed = json.loads(text)
     jsonschema.Draft202012Validator(load_schema()).validate(parsed)
     validate_document(parsed)
-    assert parsed["format"] == "v41val-report" and parsed["schema_version"] == 2
+    assert parsed["format"] == "v41val-report" and parsed["schema_version"] == 3
 
 
 def test_schema_is_itself_a_valid_draft_2020_12_schema():
