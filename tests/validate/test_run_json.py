@@ -53,7 +53,7 @@ def test_run_json_is_the_report_document(tmp_path, capsys):
     for doc in (run_doc, report_doc):
         doc.pop("generated_at")
     assert run_doc == report_doc
-    assert report_doc["schema_version"] == 2
+    assert report_doc["schema_version"] == 3
     assert report_doc["engine"] == {"kind": "builtin", "identity": {
         "kind": "builtin", "preset": "micro", "dtype": "float32"}}
     variants = {v["variant"]: v for v in report_doc["variants"]}
