@@ -93,8 +93,11 @@ def gate_renderables(doc: dict) -> list:
         return []
     table = Table(title=gate_table.title(doc), title_justify="left", header_style="bold")
     for name in gate_table.COLUMNS:
-        word = name in ("claim", "verdict")
-        table.add_column(Text(name), justify="left" if word else "right", no_wrap=word)
+        # the verdict word is never cut; a narrow terminal wraps the rest, and folds
+        # rather than ellipsises a number (a cut bound would hide what was decided on)
+        table.add_column(Text(name), justify="left" if name in ("claim", "verdict") else "right",
+                         no_wrap=name == "verdict", overflow="fold",
+                         min_width=12 if name == "verdict" else None)
     for r in found:
         table.add_row(*[verdict_text(r["status"]) if c == "verdict" else Text(r[c])
                         for c in gate_table.COLUMNS])

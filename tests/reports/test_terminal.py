@@ -43,3 +43,15 @@ def test_colour_is_a_second_channel(doc):
 def test_svg_export(doc):
     svg = terminal_svg(doc)
     assert svg.lstrip().startswith("<svg") and "NO-GO" in svg
+
+
+def test_narrow_terminal_never_ellipsises_the_gate_table(doc):
+    """At 80 columns the gate table wraps; a bound cut to '-6.2…' would hide what the
+    verdict was decided on."""
+    text = terminal_text(doc, width=80)
+    section = text.split("What the gate decided on (", 1)[1].split("└", 1)[0]
+    assert "…" not in section
+    assert all(len(line) <= 80 for line in text.splitlines())
+    for t in doc["tasks"]:
+        for c in t["comparisons"]:
+            assert f"{100 * c['verdict']['lower_bound']:+.2f}" in section.replace("\n", " ")
