@@ -45,6 +45,11 @@ def test_ungated_run_renders_without_verdicts(tmp_path):
     validate_document(json.loads(out["json"]))
     assert recompute_verdicts(doc) == {}
     assert "NOT-GATED" in out["terminal"] and "NOT-GATED" in out["md"]
+    # no gate: the Δ column shows the two-sided Tango score interval, said so under it
+    (c,) = doc["tasks"][0]["comparisons"]
+    assert c["interval"]["kind"] == "score"
+    assert [c["interval"]["low"], c["interval"]["high"]] == c["ci_score"]
+    assert "Tango score interval" in out["md"] and "What the gate decided on" not in out["md"]
     case = ET.fromstring(out["junit"].split("?>", 1)[1]).find("./testsuite/testcase")
     assert case.find("skipped") is not None
 
