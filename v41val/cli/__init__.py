@@ -36,6 +36,9 @@ def _root(
 def _register_commands() -> None:
     """Import each command module; each adds its commands to ``app``."""
     from v41val.cli import commands  # noqa: F401
+    from v41val.cli.help_format import use_plain_help
+
+    use_plain_help(app)
 
 
 def _cli_exception_types() -> tuple[tuple, tuple, tuple]:
