@@ -179,7 +179,10 @@ def test_identical_outcomes_are_never_detected():
 def test_unhealthy_candidate_is_invalid_for_the_gate_but_not_for_the_test():
     a, b = pool_pair(200, b=30, c=2, seed=5)
     empty = np.zeros(200, bool)
-    empty[np.flatnonzero(b == 0)[:20]] = True  # empty outputs, scored wrong
+    # empty outputs, scored wrong: 20 % of the items, so every subsample of 100 shows a
+    # rise the health test calls significant at its alpha (0.001: >= 10 one-way items)
+    empty[np.flatnonzero(b == 0)[:40]] = True
+    assert empty.sum() == 40
     gate = pair_gate(a, b, empty_b=empty)
     rates, verdicts = detection_rates(gate, subsamples(200, 100, 40, seed=1), ALPHA)
     assert rates.gate_invalid == 1.0 and rates.gate_fail == 0.0
@@ -263,9 +266,12 @@ def test_cached_verdicts_equal_uncached_gate_calls():
     verdict: every draw equals a fresh ``evaluate_gate`` on freshly measured inputs."""
     from validate.gate import GateInput, HealthReport, evaluate_gate
 
-    a, b = pool_pair(150, b=12, c=3, seed=8)
+    a, b = pool_pair(150, b=12, c=3, seed=8, acc=0.5)
     empty = np.zeros(150, bool)
-    empty[np.flatnonzero(b == 0)[:4]] = True  # a few empty outputs: some subsets INVALID
+    # empty outputs on a quarter of the pool: a subset of 40 holds about 10 of them, the
+    # fewest the health test (alpha 0.001) calls significant, so some subsets are INVALID
+    empty[np.flatnonzero(b == 0)[:38]] = True
+    assert empty.sum() == 38
     gate = pair_gate(a, b, empty_b=empty)
     seen = set()
     for index in subsamples(150, 40, 60, seed=5):

@@ -74,7 +74,15 @@ def test_the_gate_names_every_broken_check(tables):
     base, cand = tables
     fb = variant_health(base, METRIC, True, MAX)
     fc = variant_health(cand, METRIC, True, MAX)
-    reasons = health_failures(pair_health(base, cand, METRIC, fb, fc), HealthThresholds())
+    report = pair_health(base, cand, METRIC, fb, fc)
+    # rows both answered (i0, i1, i2, i4), (flagged in base only, in cand only), by hand:
+    # invalid i0 i1 in cand only; empty i0; truncated i1 (i2 is truncated in both)
+    assert report.invalid_discordant == (0, 2)
+    assert report.empty_discordant == (0, 1) and report.truncated_discordant == (0, 1)
+    # at n = 5 two flipped items are no evidence: only the coverage check fails ...
+    assert health_failures(report, HealthThresholds()) == ("coverage 80.00 % < 100.00 %",)
+    # ... while alpha = 1 keeps the fixed thresholds alone, and every broken check fails
+    reasons = health_failures(report, HealthThresholds(alpha=1.0))
     text = " | ".join(reasons)
     for check in ("coverage 80.00 %", "invalid-answer rate 75.00 %", "empty-output rate 25.00 %",
                   "truncated at max_gen_toks 50.00 %"):

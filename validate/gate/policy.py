@@ -11,13 +11,14 @@ default margin):
     mode = "standard"       # "standard" | "prove-safe" (anything but PASS is NO-GO)
     equivalence = false     # TOST: also require delta < +margin
 
-    [health]                # optional; defaults shown
+    [health]                # optional; defaults shown (validate.gate.health says why)
     min_coverage = 1.0
-    max_invalid_rate_increase = 0.02
+    max_invalid_rate_increase = 0.02    # rate checks: the practical minimum rise ...
     max_empty_rate_increase = 0.01
+    max_truncated_rate_increase = 0.05
+    alpha = 0.001                       # ... and the false-alarm rate of each check's test
     max_length_ratio = 1.5
     min_length_ratio = 0.5
-    max_truncated_rate_increase = 0.05
 
     [tasks.gsm8k_local]     # key = the task name in the outcome files
     margin = 1.5            # accuracy points (1.5 = 0.015)
@@ -141,7 +142,8 @@ def _parse_health(table: dict, src: str) -> HealthThresholds:
     values = {}
     for key, value in table.items():
         high = 100.0 if key.endswith("length_ratio") else 1.0
-        values[key] = _number(value, f"{where}.{key}", 0.0, high, open_low=False)
+        # alpha = 0 would switch the rate checks off silently: (0, 1], 1 = fixed thresholds
+        values[key] = _number(value, f"{where}.{key}", 0.0, high, open_low=key == "alpha")
     limits = HealthThresholds(**values)
     if limits.min_length_ratio > limits.max_length_ratio:
         raise PolicyError(f"{where}: min_length_ratio exceeds max_length_ratio")

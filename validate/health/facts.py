@@ -8,6 +8,7 @@ measure; ``validate.gate.health`` judges against the policy's thresholds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from validate.gate.health import HealthReport
@@ -97,9 +98,34 @@ def paired_coverage(base: OutcomeTable, cand: OutcomeTable, metric: str) -> floa
     return len(scored(base) & scored(cand)) / len(planned) if planned else 0.0
 
 
+def discordant(base: OutcomeTable, cand: OutcomeTable,
+               flag: Callable[[ItemOutcome], bool | None]) -> tuple[int, int] | None:
+    """(rows flagged in the baseline only, rows flagged in the candidate only) over the
+    (item, repeat) rows both answered where ``flag`` applies (not None); the counts of the
+    gate's paired test of a rate check. None when no row applies."""
+    flags_a = {(r.item_id, r.repeat): flag(r) for r in base.rows if r.responded}
+    pairs = [(flags_a[(r.item_id, r.repeat)], flag(r)) for r in cand.rows
+             if r.responded and (r.item_id, r.repeat) in flags_a]
+    pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+    if not pairs:
+        return None
+    return sum(a and not b for a, b in pairs), sum(b and not a for a, b in pairs)
+
+
 def pair_health(base: OutcomeTable, cand: OutcomeTable, metric: str, base_facts: VariantHealth,
                 cand_facts: VariantHealth) -> HealthReport:
-    """The gate's HealthReport of candidate vs baseline on one task."""
+    """The gate's HealthReport of candidate vs baseline on one task, with the item-level
+    counts of each rate check that applies (generate tasks: empty and truncated too)."""
+    generate = base_facts.empty_rate is not None and cand_facts.empty_rate is not None
+    limit = base_facts.max_gen_toks
+    counts = {
+        "invalid_discordant": discordant(
+            base, cand, lambda r: r.invalid.get(metric)),
+        "empty_discordant": discordant(base, cand, lambda r: r.output_chars == 0)
+        if generate else None,
+        "truncated_discordant": discordant(base, cand, lambda r: is_truncated(r, limit))
+        if generate else None,
+    }
     ratio = None
     a, b = base_facts.mean_output_chars, cand_facts.mean_output_chars
     if a is not None and b is not None and a > 0:
@@ -111,4 +137,5 @@ def pair_health(base: OutcomeTable, cand: OutcomeTable, metric: str, base_facts:
         length_ratio=ratio,
         truncated_rate_a=base_facts.truncated_rate, truncated_rate_b=cand_facts.truncated_rate,
         source=f"results store, plan {base.plan_hash[:12]}: {cand.variant} vs {base.variant}",
+        **counts,
     )
