@@ -11,10 +11,12 @@ from reports.html import render_html
 from reports.json_report import render_json
 from reports.junit import render_junit
 from reports.markdown import render_markdown
+from reports.paths import write_text_safely
 from reports.terminal import terminal_text
 from validate.store import ResultsStore
 
 REPORT_FORMATS = ("terminal", "md", "html", "json", "junit")
+DEMO_REPORT_FILES = {"html": "report.html", "md": "report.md"}  # format -> name in the workspace
 HISTORY_FORMATS = ("terminal", "html", "json")
 
 
@@ -79,3 +81,34 @@ def build_report(store_path: str | Path, run: str, fmt: str,
             samples = latency_samples(store, analysis.identity.plan_hash, analysis.tasks,
                                       analysis.variants)
     return report_document(analysis), samples
+
+
+def write_reports(doc: dict, store_path: str | Path, directory: str | Path,
+                  files: dict[str, str] | None = None) -> dict[str, str]:
+    """Render ``doc`` once per format of ``files`` (format -> file name) into
+    ``directory`` (never outside it); the written paths by format. HTML gets the full
+    latency distributions from the store (stored timings, no recomputation)."""
+    files = DEMO_REPORT_FILES if files is None else files
+    samples = None
+    if "html" in files:
+        with open_store(store_path) as store:
+            samples = latency_samples(store, doc["run"]["plan_hash"],
+                                      [t["task"] for t in doc["tasks"]],
+                                      [v["variant"] for v in doc["variants"]])
+    return {fmt: str(write_text_safely(name, render_report(doc, fmt, samples), directory))
+            for fmt, name in files.items()}
+
+
+def demo_document(result) -> dict:
+    """The report document of a ``v41val demo`` run (``validate.demo.DemoResult``): the
+    run's document plus ``"demo"``: what the demo chose, one sentence per optimization
+    saying what the run shows, and the HTML and Markdown reports it wrote into its
+    workspace (which show those sentences too)."""
+    from validate.demo.conclusions import optimization_sentences
+
+    doc = report_document(result.execution.analysis)
+    doc["demo"] = result.demo_dict()
+    doc["demo"]["conclusions"] = optimization_sentences(doc)
+    doc["demo"]["reports"] = write_reports(doc, result.execution.store_path,
+                                           result.settings.workspace)
+    return doc

@@ -231,6 +231,7 @@ def report_document(analysis, include_outcomes: bool = True,
         metric = next((s.metric for s in summaries), rows[0].metric if rows else "")
         tasks.append({
             "task": task, "metric": metric, "floor": task in analysis.floor_tasks,
+            "chance": getattr(analysis, "chance", {}).get(task),
             "variants": [_variant(s) for s in summaries],
             "comparisons": [_comparison(r, baseline, include_outcomes) for r in rows],
         })

@@ -126,6 +126,9 @@ def render_html(doc: dict, latency_samples: dict | None = None,
         f"<h1>v41val report: {esc(r['plan_name'])} — decision {badge(doc['decision'])}</h1>",
         f'<table class="identity">{ident}</table>',
     ]
+    shows = "".join(f"<li>{esc(s)}</li>" for s in rows.conclusions(doc))
+    if shows:
+        body.append(f"<h2>What this run shows</h2><ul>{shows}</ul>")
     if changed:
         body.append(f"<h2>What changed</h2><ul>{changed}</ul>")
     body.append(_gate_section(doc))

@@ -61,6 +61,9 @@ def render_markdown(doc: dict) -> str:
     r = doc["run"]
     out = [f"## v41val: {r['plan_name']} — decision **{doc['decision']}** "
            f"(exit {doc['exit_code']})", ""]
+    shows = rows.conclusions(doc)
+    if shows:
+        out += ["**What this run shows:**", ""] + [f"- {_cell(s)}" for s in shows] + [""]
     changed = [rows.what_changed(doc, v) for v in rows.candidates(doc)]
     if changed:
         out += ["**What changed** (Δ = candidate − baseline in accuracy points ± paired SE; "

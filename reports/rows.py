@@ -156,6 +156,12 @@ def invalid_reasons(c: dict) -> str:
     return "; ".join(v.get("reasons") or c.get("health_failures") or [])
 
 
+def conclusions(doc: dict) -> list[str]:
+    """The one sentence per optimization that ``v41val demo`` adds to its document
+    (``validate.demo.conclusions``); empty for other runs."""
+    return list((doc.get("demo") or {}).get("conclusions") or [])
+
+
 def candidates(doc: dict) -> list[str]:
     """Non-baseline variants in the order they first appear."""
     seen: list[str] = []

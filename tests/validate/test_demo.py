@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +51,10 @@ def test_demo_finishes_with_a_report_that_matches_the_store(tmp_path):
     if "not available on this device" not in text:
         assert "fused_" in text  # a CUDA machine runs the fused variants
 
+    for fmt, name in (("html", "report.html"), ("md", "report.md")):
+        assert f"{fmt} report: {tmp_path / name}" in text.replace("\n", "")
+    assert "What this run shows:" in text
+
     store = tmp_path / "results.sqlite"
     with sqlite3.connect(store) as db:
         stored_before = db.execute("SELECT count(*) FROM responses").fetchone()[0]
@@ -80,6 +85,50 @@ def test_demo_finishes_with_a_report_that_matches_the_store(tmp_path):
             assert f["kl_mean"] >= 0 and math.isfinite(f["kl_mean"])
             assert 0.0 <= f["top1_agreement"] <= 1.0
         assert len(task["comparisons"]) == len(task["variants"]) - 1
+    _check_reports_and_sentences(doc, store)
+
+
+def _stored_flips(store, task: str, variant: str, metric: str) -> tuple[int, int]:
+    """(right to wrong, wrong to right) of ``variant`` vs the baseline, by plain SQL."""
+    def scores(v):
+        with sqlite3.connect(store) as db:
+            return dict(db.execute(
+                "SELECT r.item_id, s.score FROM requests r JOIN scores s USING (request_id) "
+                "WHERE r.task = ? AND r.variant = ? AND s.filter = ?", (task, v, metric)))
+    a, b = scores("reference"), scores(variant)
+    return (sum(a[i] == 1 and b[i] == 0 for i in a), sum(a[i] == 0 and b[i] == 1 for i in a))
+
+
+def _check_reports_and_sentences(doc: dict, store) -> None:
+    """The HTML and Markdown reports exist in the workspace with this run's numbers and
+    sentences; one sentence per optimization, as recomputed from the document, whose
+    flip counts equal the store's."""
+    import html
+
+    from validate.demo.conclusions import optimization_sentences
+
+    sentences = doc["demo"]["conclusions"]
+    assert sentences == optimization_sentences(doc)
+    candidates = [v for v in doc["demo"]["variants"] if v != "reference"]
+    assert [s.split(" ", 1)[0] for s in sentences] == candidates
+    paths = doc["demo"]["reports"]
+    assert set(paths) == {"html", "md"}
+    md = Path(paths["md"]).read_text(encoding="utf-8")
+    page = Path(paths["html"]).read_text(encoding="utf-8")
+    assert f"decision **{doc['decision']}**" in md
+    assert doc["run"]["plan_name"] in page and doc["decision"] in page
+    for sentence in sentences:
+        assert sentence in md and html.escape(sentence) in page
+    for variant, sentence in zip(candidates, sentences, strict=True):
+        counted = [(t["task"], t["metric"]) for t in doc["tasks"] if not t["floor"]]
+        if not counted:
+            assert "at the floor of every task" in sentence
+            continue
+        b = c = n = 0
+        for task, metric in counted:
+            flips = _stored_flips(store, task, variant, metric)
+            b, c, n = b + flips[0], c + flips[1], n + ITEMS // len(DEMO_TASKS)
+        assert f"{b + c} of {n} answers changed ({b} right to wrong, {c} wrong to right" in sentence
 
 
 def test_demo_rejects_bad_items_with_exit_2(tmp_path, capsys):

@@ -1,6 +1,8 @@
 """``v41val demo [--items N] [--workspace DIR] [--json]``: the embedded default plan on a
 trained V4.1 testbed and its shipped tasks, the ablation matrix, then the full report
-(led by the fidelity metrics where the model is at a task's floor)."""
+(led by the fidelity metrics where the model is at a task's floor), one sentence per
+optimization saying what the run shows, and the paths of the HTML and Markdown reports
+written into the workspace."""
 
 from __future__ import annotations
 
@@ -42,7 +44,12 @@ def _render(doc: dict, console) -> None:
     from validate.demo.lead import closing_line, lead_renderables
 
     console.print(Group(*lead_renderables(doc), *renderables(doc, console.width)))
+    console.print("What this run shows:", style="bold")
+    for sentence in doc["demo"]["conclusions"]:
+        console.print(f"  - {sentence}")
     console.print(closing_line(doc))
+    for fmt, path in doc["demo"]["reports"].items():
+        console.print(f"{fmt} report: {path}")
     store = doc["demo"]["store"]
     console.print(f"stored in {store}; again: v41val report {doc['run']['run_id']} "
                   f"--store {store}")
@@ -70,8 +77,8 @@ def demo(
                TimeElapsedColumn())
     with Progress(*columns, console=stderr_console(), transient=True) as progress:
         result = run_demo(settings, progress=_Bars(progress))
-    from reports.document import report_document
+    from reports.api import demo_document
 
-    doc = report_document(result.execution.analysis) | {"demo": result.demo_dict()}
+    doc = demo_document(result)
     emit(as_json, doc, lambda console: _render(doc, console))
     return 0

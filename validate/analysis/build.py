@@ -138,12 +138,12 @@ def _summaries(d: _TaskData, sp: StoredPlan, alpha: float,
     return out, notes
 
 
-def _floor_note(store: ResultsStore, sp: StoredPlan, d: _TaskData) -> str | None:
+def _floor_note(store: ResultsStore, sp: StoredPlan, d: _TaskData,
+                chance: float) -> str | None:
     """A note when the baseline is within FLOOR_POINTS of chance on this task."""
     base = d.outcomes[sp.baseline]
     if not base.n_rows:
         return None
-    chance = _chance(store, sp.plan_hash, d.tables[sp.baseline])
     mean = float(base.values.mean())
     if mean - chance >= FLOOR_POINTS:
         return None
@@ -221,7 +221,7 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
     thresholds = policy.health if policy is not None else HealthThresholds()
     warm = bool(sp.doc.get("warm", False))
 
-    summaries, rows, notes, floor = [], [], [], []
+    summaries, rows, notes, floor, chance = [], [], [], [], {}
     gate_inputs, metrics = {}, {}
     for task in sp.tasks:
         d = _load_task(store, sp, task, policy, warm)
@@ -229,7 +229,8 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
         found, missing_notes = _summaries(d, sp, alpha, fidelity)
         summaries += found
         notes += missing_notes
-        note = _floor_note(store, sp, d)
+        chance[task] = _chance(store, sp.plan_hash, d.tables[sp.baseline])
+        note = _floor_note(store, sp, d, chance[task])
         if note is not None:
             floor.append(task)
             notes.append(note)
@@ -266,6 +267,7 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                        variants=sp.variants, summaries=tuple(summaries),
                        comparisons=comparisons, decision=decision,
                        variant_decisions=per_variant, floor_tasks=tuple(floor),
+                       chance=chance,
                        notes=tuple(notes),
                        variant_configs={v.name: normalised_config(v.config, kind)
                                         for v in store.variants(plan_hash)},

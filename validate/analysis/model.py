@@ -175,6 +175,7 @@ class RunAnalysis(_ToDict):
     variant_decisions: Mapping[str, str] = field(default_factory=dict)
     floor_tasks: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    chance: Mapping[str, float] = field(default_factory=dict)  # task -> accuracy of guessing
     variant_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     headline: HeadlineSection | None = None
     caveats: tuple[str, ...] = ()

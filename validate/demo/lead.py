@@ -80,6 +80,17 @@ def fidelity_table(doc: dict) -> Table:
     return table
 
 
+def chance_relation(accuracy: float | None, chance: float | None) -> str:
+    """Where the baseline sits against chance (25 % for four-choice GPQA, 0 for free
+    answers): "at or below" only when it is."""
+    if accuracy is None or chance is None:
+        return "near chance"
+    if accuracy <= chance + 1e-12:
+        return f"at or below chance ({100 * chance:.0f} %)"
+    return (f"{100 * (accuracy - chance):.1f} points above chance ({100 * chance:.0f} %), "
+            f"too close to it")
+
+
 def floor_lines(doc: dict) -> list[str]:
     """One plain sentence per task where the baseline sits at the accuracy floor."""
     out = []
@@ -87,10 +98,11 @@ def floor_lines(doc: dict) -> list[str]:
         if not task.get("floor"):
             continue
         base = next((v for v in task["variants"] if v["is_baseline"]), None)
-        acc = "n/a" if base is None or base["accuracy"] is None else f"{100 * base['accuracy']:.1f} %"
+        mean = None if base is None else base["accuracy"]
+        acc = "n/a" if mean is None else f"{100 * mean:.1f} %"
         out.append(f"The model is at the floor of {task['task']}: the baseline scores {acc}, "
-                   f"at or below chance, so accuracy cannot show what an optimization "
-                   f"costs here. Read the fidelity metrics first.")
+                   f"{chance_relation(mean, task.get('chance'))}, so accuracy cannot show "
+                   f"what an optimization costs here. Read the fidelity metrics first.")
     return out
 
 
