@@ -175,7 +175,7 @@ def test_demo_plan_with_fused_ops_adds_one_variant_per_op_and_all_on():
 
 
 def test_fused_variants_are_not_offered_on_a_cpu():
-    from validate.demo.fused import fused_availability
+    from validate.plan.fused import fused_availability
 
     found = fused_availability("cpu")
     assert found.ops == ()

@@ -63,6 +63,11 @@ def run(
     from validate.runner.execute import execute, prepare
 
     loaded = prepare(plan, ablate=ablate)  # bad input fails here, before any output
+    if ablate:  # the variants, what is left out and the bill, before any work
+        from validate.runner.preview import ablation_preview
+
+        for line in ablation_preview(loaded).lines():
+            stderr_console().print(line, highlight=False)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=stderr_console(), transient=True) as progress:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from validate.defaults import DEMO_WORKSPACE
 from validate.demo.errors import DemoError
-from validate.demo.fused import FusedAvailability, fused_availability
 from validate.demo.plan import DEFAULT_ITEMS, demo_plan
+from validate.plan.fused import FusedAvailability, fused_availability
 from validate.plan.schema import Plan
 
 DEFAULT_WORKSPACE = DEMO_WORKSPACE

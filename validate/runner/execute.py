@@ -33,9 +33,17 @@ class Execution:
 
 
 def prepare(plan_path: str | Path, *, ablate: bool = False) -> Plan:
-    """Load (and with ``ablate`` expand) a plan; every input error surfaces here."""
+    """Load (and with ``ablate`` expand) a plan; every input error surfaces here. The
+    ablation keeps only the fused ops that run fused on the plan's device
+    (``validate.runner.preview.ablation_fused``, which also says why others are out)."""
     plan = load_plan(plan_path)
-    return ablate_plan(plan) if ablate else plan
+    if not ablate:
+        return plan
+    if plan.engine.kind != "builtin":
+        return ablate_plan(plan)  # refuses it in one line, before any device probing
+    from validate.runner.preview import ablation_fused
+
+    return ablate_plan(plan, ablation_fused(plan).ops)
 
 
 def execute(plan: Plan, *, workspace: str | Path | None = None,
