@@ -13,8 +13,8 @@ the breakage; top-1 agreement stays defined (a NaN row agrees with nothing).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
