@@ -89,6 +89,8 @@ def test_the_replay_cost_is_named_only_when_warm_bounded_and_slower():
     assert WARM_REPLAY_COST in sentence(True, "bounded", 0.5)
     for args in ((False, "bounded", 0.5), (True, "exact", 0.5), (True, "bounded", 1.5)):
         assert WARM_REPLAY_COST not in sentence(*args), args
+    assert "time to first token as the baseline's (1.03x)" in sentence(True, "exact", 1.03)
+    assert "time to first token 1.06x faster" in sentence(True, "exact", 1.06)
 
 
 def test_fail_and_floor_and_invalid_say_so():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import statistics
 
+SAME_SPEED = 0.05  # a TTFT ratio within 5 % of 1 is read as no change (not "1.00x faster")
 WARM_REPLAY_COST = ("in warm mode bounded replay recomputes the window that exact mode "
                     "reads from the prefix cache: the cost it pays to keep the prefix cache small")
 
@@ -118,7 +119,9 @@ def speed_phrase(doc: dict, variant: str) -> str:
     ratio = ttft_ratio(doc, variant)
     if ratio is None:
         return "no speed measured"
-    if ratio >= 1.0:
+    if abs(ratio - 1.0) < SAME_SPEED:
+        text = f"time to first token as the baseline's ({ratio:.2f}x)"
+    elif ratio >= 1.0:
         text = f"time to first token {ratio:.2f}x faster than the baseline"
     else:
         text = f"time to first token {1 / ratio:.2f}x slower than the baseline"
