@@ -120,7 +120,10 @@ def accuracy_vs_speed(task: dict) -> Figure | None:
         x, (xlo, xhi) = xs[v["variant"]] if label is not None else (float(i), (0.0, 0.0))
         y = 100 * v["accuracy"]
         lo, hi = v["ci"] if v.get("ci") and _ok(v["ci"][0]) else (v["accuracy"],) * 2
-        ax.errorbar([x], [y], xerr=[[xlo], [xhi]], yerr=[[y - 100 * lo], [100 * hi - y]],
+        # clipped at 0: a Wilson bound of 0.9999999999999999 at 100 % is -1e-14 below
+        # the mean in float, which matplotlib refuses (the demo at 100 % crashed here)
+        ax.errorbar([x], [y], xerr=[[max(0.0, xlo)], [max(0.0, xhi)]],
+                    yerr=[[max(0.0, y - 100 * lo)], [max(0.0, 100 * hi - y)]],
                     fmt=MARKERS[i % len(MARKERS)], color=COLORS[i % len(COLORS)], capsize=3,
                     label=v["variant"])
     if label is None:

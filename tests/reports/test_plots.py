@@ -74,6 +74,21 @@ def test_accuracy_bars_are_wilson_and_stay_inside_0_100(doc):
     assert ys.max() == pytest.approx(100 * low["ci"][1])
 
 
+def test_a_perfect_score_draws_its_wilson_bar(doc):
+    """At 30 of 30 the document's Wilson upper bound came out 0.9999999999999999 (one ulp
+    below the mean; statsmodels rounds to 1.0): the bar above is empty, not an error (the
+    demo crashed here)."""
+    task = copy.deepcopy(doc["tasks"][0])
+    top = task["variants"][1]
+    top["accuracy"] = 1.0
+    low, _ = proportion_confint(30, 30, alpha=0.05, method="wilson")
+    top["ci"] = [low, float(np.nextafter(1.0, 0.0))]
+    ax = plots.accuracy_vs_speed(task).axes[0]
+    segments = ax.containers[1].lines[2][-1].get_segments()
+    ys = np.array([seg[:, 1] for seg in segments]).ravel()
+    assert ys.min() == pytest.approx(100 * top["ci"][0]) and ys.max() == pytest.approx(100.0)
+
+
 def _loglikelihood(doc) -> dict:
     """No generated tokens: output tokens/s is 0 for everyone, no throughput ratio, but
     request latencies (e2e) were timed and paired."""
