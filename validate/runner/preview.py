@@ -9,8 +9,7 @@ The estimate counts the plan's tokens per phase (the quality pass's prompts unde
 engine's own tokenizer, the ``[speed]`` sweep, the teacher-forced fidelity prompts of
 each candidate) and multiplies them by a cost per token measured for that phase, for
 the (preset, device) pairs it was measured on; elsewhere it says there is none rather
-than guessing. It is rough: the costs come from one shared 2-core machine, and the
-fidelity pass, not the quality pass, dominates a CPU ablation of ``tiny-ab.toml``.
+than guessing. It is rough: the costs come from one shared 2-core machine with one torch thread.
 """
 
 from __future__ import annotations
@@ -34,11 +33,11 @@ class TokenCosts:
     source: str
 
 
-# benchmarks/results/ablate-estimate-cpu.md: the quality pass from the demo benchmark
-# (50.5 CPU s for 4 variants x 33,983 prompt tokens), the sweep and fidelity phases from
-# the stored timeline of tiny-ab.toml at 10 items per task on the shared 2-core machine.
-COSTS = {("testbed", "cpu"): TokenCosts(prompt=50.5 / (4 * 33_983), sweep=0.0015,
-                                        fidelity=172.0 / 12_062,
+# benchmarks/results/ablate-estimate-cpu.md, one torch thread: the quality pass from the
+# demo benchmark (52.8 CPU s for 4 variants x 33,983 prompt tokens), the sweep and
+# fidelity phases from the stored timeline of tiny-ab.toml at 10 items per task.
+COSTS = {("testbed", "cpu"): TokenCosts(prompt=52.8 / (4 * 33_983), sweep=0.0013,
+                                        fidelity=11.7 / 12_062,
                                         source="benchmarks/results/ablate-estimate-cpu.md")}
 
 
@@ -138,7 +137,9 @@ def ablation_preview(plan: Plan) -> AblationPreview:
                  f"{device}; measured: " + ", ".join(f"{p} on {d}" for p, d in COSTS))
         return AblationPreview(plan.variant_names, fused, prompt, None, basis, sweep, fidelity)
     seconds = n * (prompt * cost.prompt + sweep * cost.sweep) + (n - 1) * fidelity * cost.fidelity
-    basis = (f"{1e3 * cost.prompt:.2f} / {1e3 * cost.sweep:.1f} / {1e3 * cost.fidelity:.0f} "
-             f"ms per token of the quality pass / sweep / fidelity, from {cost.source}; "
-             f"a loaded machine takes longer")
+    basis = (f"{1e3 * cost.prompt:.2f} / {1e3 * cost.sweep:.1f} / {1e3 * cost.fidelity:.2f} "
+             f"ms per token of the quality pass / sweep / fidelity with one torch thread, "
+             f"from {cost.source}; a loaded machine takes longer, and torch's default "
+             f"threads on a shared 2-core machine were measured 5x slower "
+             f"(OMP_NUM_THREADS=1 avoids it)")
     return AblationPreview(plan.variant_names, fused, prompt, seconds, basis, sweep, fidelity)
