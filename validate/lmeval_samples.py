@@ -44,6 +44,8 @@ class FilterHealth:
     invalid_rate: float | None
     empty_rate: float | None
     mean_length: float | None
+    invalid_docs: frozenset[str] | None = None  # doc ids behind the rates, for the
+    empty_docs: frozenset[str] | None = None    # gate's paired test (validate.gate.health)
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,7 +173,22 @@ def _filter_health(lines: list[dict]) -> FilterHealth:
     invalid = sum(a == INVALID_ANSWER for a in answers) / n if generated else None
     empty = sum(not t.strip() for t in texts) / n if generated else None
     length = float(np.mean([len(t) for t in texts])) if generated else None
-    return FilterHealth(n_docs=n, invalid_rate=invalid, empty_rate=empty, mean_length=length)
+    ids = [str(line["doc_id"]) for line in lines]
+
+    def flagged(flags: list[bool]) -> frozenset[str] | None:
+        return frozenset(i for i, f in zip(ids, flags, strict=True) if f) if generated else None
+
+    return FilterHealth(n_docs=n, invalid_rate=invalid, empty_rate=empty, mean_length=length,
+                        invalid_docs=flagged([a == INVALID_ANSWER for a in answers]),
+                        empty_docs=flagged([not (r or "").strip() for r in responses]))
+
+
+def _discordant(a: frozenset[str] | None, b: frozenset[str] | None,
+                common: set[str]) -> tuple[int, int] | None:
+    """(flagged in A only, in B only) over the docs both runs answered."""
+    if a is None or b is None:
+        return None
+    return len((a - b) & common), len((b - a) & common)
 
 
 def read_run(path: str | Path, label: str | None = None, task: str | None = None) -> LmEvalRun:
@@ -200,6 +217,7 @@ def health_from_runs(
     filt = paired.metric.split(",", 1)[1] if "," in paired.metric else "none"
     ha = run_a.health.get((paired.task, filt))
     hb = run_b.health.get((paired.task, filt))
+    common = set(paired.item_ids)
     ratio = None
     if ha and hb and ha.mean_length and hb.mean_length is not None:
         ratio = hb.mean_length / ha.mean_length
@@ -211,6 +229,10 @@ def health_from_runs(
         empty_rate_b=hb.empty_rate if hb else None,
         length_ratio=ratio,
         source=f"lm-eval samples {run_a.path} vs {run_b.path}",
+        invalid_discordant=_discordant(ha.invalid_docs, hb.invalid_docs, common)
+        if ha and hb else None,
+        empty_discordant=_discordant(ha.empty_docs, hb.empty_docs, common)
+        if ha and hb else None,
     )
 
 

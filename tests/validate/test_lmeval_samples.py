@@ -174,6 +174,24 @@ def test_reader_health_facts(lmeval_runs):
     assert strict.empty_rate == 0.0 and strict.mean_length > 5
 
 
+def test_health_from_runs_counts_the_flagged_docs_for_the_paired_test(lmeval_runs):
+    """A never answers [invalid] under strict-match, B does on doc % 5 == 0 or % 3 == 0:
+    all of B's are discordant, and the health check's test sees them."""
+    from validate.gate.health import HealthThresholds, health_failures, rise_p
+    from validate.lmeval_samples import health_from_runs, select_table
+    from validate.stats.outcomes import pair_outcomes
+
+    run_a, run_b = read_run(lmeval_runs["A"]), read_run(lmeval_runs["B"])
+    metric = "exact_match,strict-match"
+    paired = pair_outcomes(select_table(run_a, TASK, metric), select_table(run_b, TASK, metric))
+    report = health_from_runs(run_a, run_b, paired)
+    flagged = sum(1 for d in range(LIMIT) if d % 5 == 0 or d % 3 == 0)
+    assert report.invalid_discordant == (0, flagged) and report.empty_discordant == (0, 0)
+    assert rise_p(report.invalid_discordant) == pytest.approx(0.5 ** flagged)
+    reasons = health_failures(report, HealthThresholds())
+    assert (0.5 ** flagged <= 0.001) == any("invalid-answer" in r for r in reasons)
+
+
 def test_compare_cli_json_and_prompt_mismatch(lmeval_runs, tmp_path, capsys):
     main(["compare", str(lmeval_runs["A"]), str(lmeval_runs["B"]), "--json",
           "--bootstrap", "1000"])

@@ -20,8 +20,8 @@ So a check false-alarms with probability at most ``alpha`` when the candidate's 
 equals the baseline's, whatever n and the rates are (the conditional test is exact,
 hence conservative; ``tests/validate/test_health_tests.py`` enumerates it), and a rise
 below the practical minimum never fails however large n is. ``alpha = 1`` gives the
-fixed thresholds alone. A report without item-level counts (rates only, e.g. lm-eval
-sample files without per-item flags) is judged by the fixed thresholds, as before.
+fixed thresholds alone. A report without item-level counts (rates only) is judged by
+the fixed thresholds, as before.
 Coverage and the length ratio stay fixed bounds: a missing item is not noise.
 
 This module only *judges* a ``HealthReport``; ``validate.health`` measures one from
