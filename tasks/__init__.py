@@ -6,6 +6,7 @@ Public API (kept small and stable; everything else is internal)::
     import tasks
     tasks.names() -> list[str]
     task = tasks.get("gsm8k")          # optional: data_dir=..., max_gen_toks=...
+    tasks.info("gsm8k")               # TaskInfo: task.describe() without loading data
     task.name, task.version, task.kind, task.max_gen_toks, task.primary
     task.is_chat, task.text_is_shareable (False for GPQA: keep its text in memory)
     task.item("gsm8k-test-0042")
@@ -18,10 +19,10 @@ Data ships in ``tasks/data`` and is sha256-checked on load; GPQA is read from it
 in memory only. Versions and changes: ``tasks/CHANGELOG.md``.
 """
 
-from tasks.registry import get, names
+from tasks.registry import get, info, names
 from tasks.request import ChatMessage, Generation, GenerationParams, Loglikelihoods, Request
 from tasks.score import Score
-from tasks.task import Task
+from tasks.task import Task, TaskInfo
 
 __all__ = [
     "ChatMessage",
@@ -31,6 +32,8 @@ __all__ = [
     "Request",
     "Score",
     "Task",
+    "TaskInfo",
     "get",
+    "info",
     "names",
 ]

@@ -4,7 +4,7 @@ A ``Task`` is one lm-eval-style task variant bound to its loaded items. Its publ
 surface is small on purpose (the rest of the project depends on it):
 
     task.name, task.version, task.kind, task.max_gen_toks, task.primary
-    task.is_chat, task.text_is_shareable, task.describe()
+    task.is_chat, task.text_is_shareable, task.describe(), task.info()
     task.items() -> tuple[Item, ...]       each item has a stable string ``id`` and ``target``
     task.item(item_id) -> Item
     task.render(item) -> Request
@@ -46,6 +46,35 @@ class GenerativeScoring:
     metric: ExactMatch
     primary: str
     reasoning_tolerant: bool = False
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What a task variant is, without its items: ``describe()`` as a value.
+
+    ``tasks.info(name)`` builds one without reading any data (the item count is the
+    constant the loader checks the shipped file against), so commands that only need
+    a task's kind, primary metric, budget or size (``tasks list``, ``report``,
+    ``plan``) neither decrypt GPQA nor import ``datasets``."""
+
+    name: str
+    version: str
+    kind: str
+    chat: bool
+    dataset: str
+    n_items: int
+    max_gen_toks: int | None
+    filters: tuple[str, ...]
+    primary: str
+    upstream: str
+    text_is_shareable: bool
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "version": self.version, "kind": self.kind,
+                "chat": self.chat, "dataset": self.dataset, "n_items": self.n_items,
+                "max_gen_toks": self.max_gen_toks, "filters": list(self.filters),
+                "primary": self.primary, "upstream": self.upstream,
+                "text_is_shareable": self.text_is_shareable}
 
 
 class Task(ABC):
@@ -108,20 +137,17 @@ class Task(ABC):
                                    "does not belong to this task")
         return item
 
+    def info(self, n_items: int | None = None) -> TaskInfo:
+        """This variant's ``TaskInfo``; ``n_items`` defaults to the items loaded."""
+        return TaskInfo(name=self.name, version=self.version, kind=self.kind,
+                        chat=self.is_chat, dataset=self.dataset,
+                        n_items=len(self._items) if n_items is None else n_items,
+                        max_gen_toks=self.max_gen_toks, filters=tuple(self.filter_names),
+                        primary=self.primary, upstream=self.upstream,
+                        text_is_shareable=self.text_is_shareable)
+
     def describe(self) -> dict:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "kind": self.kind,
-            "chat": self.is_chat,
-            "dataset": self.dataset,
-            "n_items": len(self._items),
-            "max_gen_toks": self.max_gen_toks,
-            "filters": list(self.filter_names),
-            "primary": self.primary,
-            "upstream": self.upstream,
-            "text_is_shareable": self.text_is_shareable,
-        }
+        return self.info().to_dict()
 
     def __repr__(self) -> str:
         return f"<Task {self.name} v{self.version} ({len(self._items)} items)>"

@@ -12,19 +12,19 @@ from collections.abc import Mapping
 
 from tasks.extraction import INVALID
 from tasks.score import Score
-from tasks.task import Task
+from tasks.task import Task, TaskInfo
 from validate.store import ResultsStore, ScoreRecord
 
 MC_METRICS = ("acc", "acc_norm")
 
 
-def metric_key(task: Task, name: str) -> str:
+def metric_key(task: Task | TaskInfo, name: str) -> str:
     """The results key of one score entry: a filter of a generated answer, or a
     multiple-choice metric (lm-eval's filter is then "none")."""
     return f"{name},none" if task.kind == "loglikelihood" else f"exact_match,{name}"
 
 
-def primary_metric(task: Task) -> str:
+def primary_metric(task: Task | TaskInfo) -> str:
     return metric_key(task, task.primary)
 
 

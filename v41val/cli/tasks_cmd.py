@@ -28,7 +28,7 @@ def list_tasks(as_json: bool = typer.Option(False, "--json", help="One JSON docu
     """Every task variant: version, items, kind, generation budget."""
     import tasks
 
-    rows = [tasks.get(name).describe() for name in tasks.names()]
+    rows = [tasks.info(name).to_dict() for name in tasks.names()]  # no data read
 
     def render(console) -> None:
         table = Table(title="v41val tasks", padding=(0, 1), collapse_padding=True)

@@ -279,4 +279,4 @@ def _task_budget(task: str) -> int | None:
 
     if task not in registry.names():
         return None
-    return registry.get(task).max_gen_toks
+    return registry.info(task).max_gen_toks

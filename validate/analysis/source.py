@@ -90,7 +90,7 @@ def choose_metric(task: str, tables: list[OutcomeTable], wanted: str | None) -> 
     if task in registry.names():
         from validate.scoring import primary_metric
 
-        primary = primary_metric(registry.get(task))
+        primary = primary_metric(registry.info(task))
         if primary in available or not available:
             return primary
     if len(available) == 1:

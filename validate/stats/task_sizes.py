@@ -1,7 +1,7 @@
 """Full sizes of the tasks, for planning when the caller gives no ``n``.
 
-Order of sources: an explicit ``n``; then the tasks package (``tasks.get(name)``, which
-loads and checksums the shipped data once, so the size is the real item count); then,
+Order of sources: an explicit ``n``; then the tasks package (``tasks.info(name)``: the
+item count its loader requires of the shipped file, read without loading it); then,
 for names the tasks package does not know (an lm-eval task name such as
 ``gsm8k_local`` read from sample files), a fallback table keyed by task-name prefix
 (longest prefix wins: ``gsm8k_cot`` is 1,319, ``gpqa_diamond_cot_zeroshot`` 198).
@@ -25,7 +25,7 @@ def _registered_size(task: str) -> int | None:
 
     if task not in tasks.names():
         return None
-    return len(tasks.get(task).items())
+    return tasks.info(task).n_items
 
 
 def task_size(task: str | None, n: int | None = None) -> int:
