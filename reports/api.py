@@ -7,7 +7,6 @@ from pathlib import Path
 
 from reports.document import report_document
 from reports.errors import ReportInputError
-from reports.html import render_html
 from reports.json_report import render_json
 from reports.junit import render_junit
 from reports.markdown import render_markdown
@@ -63,7 +62,9 @@ def render_report(doc: dict, fmt: str, samples: dict | None = None, width: int =
         return terminal_text(doc, width=width)
     if fmt == "md":
         return render_markdown(doc)
-    if fmt == "html":
+    if fmt == "html":  # matplotlib (0.2 s to import) for the plots: HTML only
+        from reports.html import render_html
+
         return render_html(doc, samples)
     if fmt == "json":
         return render_json(doc)

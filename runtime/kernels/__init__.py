@@ -20,6 +20,17 @@ bytes, and grow by concatenation), CUDA graphs.
 """
 
 from runtime.kernels.choice import OP_NAMES, fused_by_op, normalise_choice
-from runtime.kernels.registry import KernelRegistry
 
 __all__ = ["OP_NAMES", "KernelRegistry", "fused_by_op", "normalise_choice"]
+
+
+def __getattr__(name: str):
+    """``KernelRegistry`` on first use: it imports torch, and this package is also the
+    parent of the light ``choice`` and ``ops`` modules that ``RuntimeOptions`` reads
+    (importing ``runtime.kernels.choice`` runs this file first; ``v41val report``
+    normalises stored options and must not pay for torch)."""
+    if name == "KernelRegistry":
+        from runtime.kernels.registry import KernelRegistry
+
+        return KernelRegistry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,7 @@
 """``v41val`` starts fast: building the app, ``--help`` and usage errors load none of the
-heavy libraries (they cost seconds: scipy ~1.5 s, matplotlib ~0.7 s, torch more).
+heavy libraries (they cost seconds: scipy ~1.5 s, matplotlib ~0.7 s, torch more), and
+``tasks list`` and ``report`` load only what they need along the data flow: no torch,
+no ``datasets``, no GPQA decrypt (their times: ``benchmarks/cli_startup.py``).
 
 Each check runs in a fresh interpreter, because this test process has long imported
 them all; the child reports ``sys.modules`` in a file, apart from the CLI's own output.
@@ -31,8 +33,11 @@ try:
         code = 0
 except SystemExit as exc:
     code = exc.code
+gpqa = sys.modules.get("tasks.gpqa_data")
 with open(report, "w") as out:
-    json.dump({"code": code, "modules": sorted({m.split(".")[0] for m in sys.modules})}, out)
+    json.dump({"code": code, "modules": sorted({m.split(".")[0] for m in sys.modules}),
+               "full_modules": sorted(sys.modules),
+               "gpqa_loads": gpqa.load_gpqa.cache_info().misses if gpqa else 0}, out)
 """
 
 
@@ -111,3 +116,47 @@ def test_unknown_task_is_still_exit_2_one_line(tmp_path):
     assert lines[0].startswith("v41val: error: unknown task 'no_such_task'")
     assert all(name in lines[0] for name in tasks.names())  # it lists the real tasks
     assert proc.stdout == ""
+
+
+def test_tasks_list_reads_no_data_and_loads_no_torch_or_datasets(tmp_path):
+    report, proc = run_child(tmp_path, ["tasks", "list", "--json"])
+    assert report["code"] == 0, proc.stderr
+    rows = {r["name"]: r["n_items"] for r in json.loads(proc.stdout)["tasks"]}
+    assert rows["gpqa_diamond_zeroshot"] == 198 and rows["gsm8k"] == 1319
+    assert [m for m in ("torch", "datasets", "scipy", "matplotlib") if m in report["modules"]] == []
+    assert report["gpqa_loads"] == 0
+
+
+def _stored_gpqa_run(tmp_path: Path) -> Path:
+    """A small stored run on a registered GPQA task (the analysis asks the registry for
+    its primary metric and budget, which used to load and decrypt the data)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "v41val_startup_store_fixture",
+        Path(__file__).resolve().parent.parent / "reports" / "store_fixture.py")
+    fixture = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = fixture  # its dataclasses look their module up
+    spec.loader.exec_module(fixture)
+    from validate.store import ResultsStore
+
+    path = tmp_path / "results.sqlite"
+    base, cand = fixture.outcomes_with(40, 20, 3, 2)
+    with ResultsStore.open(path) as store:
+        fixture.add_plan(store, fixture.PlanSpec(
+            "feedc0de" * 8, {"base": base.tolist(), "cand": cand.tolist()},
+            task="gpqa_diamond_cot_zeroshot", policy={"tasks": {
+                "gpqa_diamond_cot_zeroshot": {"margin": 2.0}}}))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "md", "json", "junit", "html"])
+def test_report_loads_no_torch_or_datasets_and_decrypts_no_gpqa(tmp_path, fmt):
+    store = _stored_gpqa_run(tmp_path)
+    report, proc = run_child(tmp_path, ["report", "latest", "--store", str(store), "-f", fmt])
+    assert report["code"] == 0, proc.stderr
+    assert "gpqa_diamond_cot_zeroshot" in proc.stdout  # it really reported the run
+    assert [m for m in ("torch", "datasets", "lm_eval", "httpx") if m in report["modules"]] == []
+    assert "scipy.stats" not in report["full_modules"]  # validate.stats.distributions instead
+    assert ("matplotlib" in report["modules"]) == (fmt == "html")  # plots: HTML only
+    assert report["gpqa_loads"] == 0

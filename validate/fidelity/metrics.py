@@ -14,10 +14,14 @@ argmax differs, so it is the first position where top-1 agreement fails (or None
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 
 from validate.fidelity.errors import FidelityError
+
+if TYPE_CHECKING:  # torch only where logits exist: the analysis (and so ``report``) reads
+    import torch  # stored records through ``first_divergence`` and never loads it
 
 
 def _check(base: torch.Tensor, variant: torch.Tensor) -> None:
@@ -28,6 +32,8 @@ def _check(base: torch.Tensor, variant: torch.Tensor) -> None:
 
 def kl_per_token(base: torch.Tensor, variant: torch.Tensor) -> np.ndarray:
     """KL(P || Q) per row; ``base``/``variant``: logits [T, V] -> (T,) float64."""
+    import torch
+
     _check(base, variant)
     log_p = torch.log_softmax(base.double(), dim=-1)  # [T, V]
     log_q = torch.log_softmax(variant.double(), dim=-1)  # [T, V]
@@ -43,6 +49,8 @@ def top1_agreement(base: torch.Tensor, variant: torch.Tensor) -> np.ndarray:
 
 
 def _argmax(logits: torch.Tensor) -> torch.Tensor:
+    import torch
+
     best = logits.max(dim=-1, keepdim=True).values
     ids = torch.arange(logits.shape[-1]).expand_as(logits)
     return torch.where(logits == best, ids, logits.shape[-1]).min(dim=-1).values

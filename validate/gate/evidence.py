@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scipy import stats
-
+from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 from validate.stats.outcomes import PairedOutcomes
 from validate.stats.paired import discordance_table
 from validate.stats.proportions import clustered_se

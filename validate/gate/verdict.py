@@ -26,11 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from validate.decisions import FAIL, INCONCLUSIVE, INVALID, PASS, PASSING, WARN
 from validate.gate.evidence import ClusteredEvidence, ScoreEvidence
 from validate.gate.policy import GatePolicy, TaskPolicy
+from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 from validate.stats._checks import points
 from validate.stats.multiplicity import adjust, effective_alpha
 from validate.stats.power import decisive_sample_size, noninferiority_mde

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from validate.errors import StatsInputError
+from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 from validate.stats._checks import check_alpha
 from validate.stats.bootstrap import CHUNK, BootstrapSpec, percentile_interval, replicate_means
 from validate.stats.outcomes import PairedOutcomes

@@ -17,7 +17,8 @@ One-sided versions give the "B is worse" direction (large b) on its own.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+
+from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 
 
 def exact_mcnemar_p(b: int, c: int) -> float:

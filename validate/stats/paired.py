@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from validate.errors import StatsInputError
+from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 from validate.stats._checks import check_alpha, check_power, points
 from validate.stats.bootstrap import BootstrapSpec, paired_bootstrap_interval
 from validate.stats.mcnemar import exact_mcnemar_p, mid_p_mcnemar

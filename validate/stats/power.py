@@ -37,9 +37,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, stats
 
 from validate.errors import StatsInputError
+from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 from validate.stats._checks import check_alpha, check_power, check_rate
 from validate.stats.score_interval import constrained_pb
 
@@ -116,6 +116,8 @@ def noninferiority_mde(
         return float("inf")
     if gap(lo) >= 0:  # certified already at the smallest margin the true delta allows
         return float(max(0.0, -true_delta))
+    from scipy import optimize  # the root finder only: scipy.optimize is not light
+
     return float(optimize.brentq(gap, lo, hi, xtol=1e-10))
 
 
@@ -182,12 +184,11 @@ def noninferiority_power_exact(
     if discordance == 0.0:
         return float(score_z(0, 0, n, -margin) >= stats.norm.ppf(1.0 - alpha))
     z = stats.norm.ppf(1.0 - alpha)
-    m_dist = stats.binom(n, discordance)
-    lo, hi = (int(x) for x in m_dist.ppf([1e-12, 1.0 - 1e-12]))
+    lo, hi = (int(x) for x in stats.binom.ppf([1e-12, 1.0 - 1e-12], n, discordance))
     m = np.arange(max(lo - 1, 0), min(hi + 1, n) + 1)  # (M,)
     c = np.arange(0, int(m.max()) + 1)  # (C,)
     mm, cc = np.meshgrid(m, c, indexing="ij")  # (M, C)
     valid = cc <= mm
-    weight = m_dist.pmf(mm) * stats.binom.pmf(cc, mm, p_c / discordance)
+    weight = stats.binom.pmf(mm, n, discordance) * stats.binom.pmf(cc, mm, p_c / discordance)
     passes = score_z(mm - cc, cc, n, -margin) >= z
     return float(np.sum(np.where(valid & passes, weight, 0.0)))

@@ -24,9 +24,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from validate.errors import StatsInputError
+from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 from validate.stats._checks import check_alpha, points
 
 

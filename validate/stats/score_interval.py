@@ -37,7 +37,8 @@ simulation runs the exact code the gate runs.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+
+from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 
 
 def constrained_pb(b, c, n, theta0):
