@@ -3,8 +3,11 @@
 The runtime ``Engine.generate`` returns when every request is done; a server that
 streams (SSE) and a client that stores each response the moment it exists need to hear
 about tokens and completions earlier. ``ObservedEngine`` keeps the engine's scheduling
-and numbers untouched and only calls ``observer`` from the two places where a token is
-chosen and a request is finished.
+and numbers untouched and only calls ``observer`` from the places where a step starts,
+a token is chosen and a request is finished. ``on_step`` is optional: an observer that
+has it may raise there to abandon the batch between two model steps (a client that
+stopped listening; a prefill-only batch chooses no token, so ``on_token`` alone could
+not stop it).
 """
 
 from __future__ import annotations
@@ -55,6 +58,12 @@ class ObservedEngine(Engine):
             return self.generate(list(requests))
         finally:
             self._observer = NullObserver()
+
+    def _step(self, active, t0):  # noqa: D401 - engine hook
+        on_step = getattr(getattr(self, "_observer", None), "on_step", None)
+        if on_step is not None:
+            on_step()
+        super()._step(active, t0)
 
     def _choose(self, live, row, now_s):  # noqa: D401 - engine hook
         super()._choose(live, row, now_s)

@@ -26,7 +26,6 @@ class NoEngine:
     """A factory that fails the test if the runner asks for any response."""
 
     kind = "builtin"
-    primes_itself = True
 
     @contextlib.contextmanager
     def open(self, variant):

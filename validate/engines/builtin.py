@@ -11,8 +11,13 @@ the batch (a closed-loop client with ``max_batch_requests`` users sends its next
 request when a slot frees): TTFT is admission -> first token, the inter-token gaps are
 the runtime's, e2e is admission -> last token. ``engine["prefix_hit_tokens"]`` says how
 much of the prompt came from the prefix cache: encoder-side replay only engages on a
-hit, so ``warm=True`` runs a priming pass (every prompt's prefill, no output) first, and
-the measured pass then hits on every prompt longer than a cache block.
+hit, so in warm mode the runner calls ``prime`` first (every prompt's prefill, no
+output, in the caller's thread), and the measured pass then hits on every prompt longer
+than a cache block.
+
+Stopping: ``stream`` runs the runtime in a worker thread; when its consumer stops
+listening (Ctrl-C in the runner cancels it) the worker abandons the batch before the
+next model step, so a stop takes one step, not the rest of the batch.
 
 Variants built from one ``WeightsPool`` share one ``V41Weights``.
 """
@@ -53,7 +58,8 @@ class BuiltinEngineConfig:
     ``scheduling``: the runtime engine's settings (``runtime.scheduling.EngineConfig``:
     batch bound, prefill chunk, prefix-cache blocks and size, base seed).
     ``top_logprobs``: the top-k alternatives of every generated token (None: none).
-    ``warm``: run a priming pass so the measured pass hits the prefix cache.
+    ``warm``: the variant runs warm (the runner primes it with ``prime``; teacher-forced
+    fidelity then scores through a prefix hit).
     ``ignore_eos``: generate until a stop string or ``max_gen_toks`` (speed benchmarks,
     so every variant produces the same number of tokens).
     """
@@ -149,7 +155,10 @@ class BuiltinEngine:
                 await worker
 
     def run(self, requests: Sequence[Request]) -> list[EngineOutcome]:
-        """Blocking: all outcomes, in input order."""
+        """Blocking: all outcomes, in input order (warm: primed first, as the runner
+        primes before it streams)."""
+        if self.config.warm:
+            self.prime(requests)
         out: list[EngineOutcome | None] = [None] * len(requests)
 
         def deliver(item) -> None:
@@ -169,8 +178,6 @@ class BuiltinEngine:
             if not flat:
                 return
             with self._lock:
-                if self.config.warm:
-                    self._prime([r for r, _ in flat])
                 self._generate(pending, flat, deliver, stop)
         except BaseException as exc:  # handed to the consumer, which re-raises it
             deliver(exc)
@@ -197,15 +204,20 @@ class BuiltinEngine:
             pending[index] = _Pending(index, request, slots, pairs)
         return pending, flat, failures
 
-    def _prime(self, runtime_requests: list) -> None:
-        """Prefill every distinct prompt once (no output) so its blocks are cached."""
+    def prime(self, requests: Sequence[Request], on_primed=None) -> None:
+        """Prefill every distinct prompt of ``requests`` once (no output) so its blocks
+        are cached, in the caller's thread (Ctrl-C stops it between two torch ops).
+        ``on_primed(done)`` reports progress in units of ``requests`` (a request whose
+        prompt is primed, or that needs no priming, counts as done)."""
         from runtime.engine.requests import GenerateRequest
 
+        _, flat, _ = self._prepare(list(requests))
         seen, primers = set(), []
-        for r in runtime_requests:
+        for r, _ in flat:
             if r.prompt_logprobs is None and r.prompt_ids not in seen:
                 seen.add(r.prompt_ids)
                 primers.append(GenerateRequest(prompt_ids=r.prompt_ids, max_tokens=0))
+        total = len(requests)
         if primers:
             # Prefill stores a snapshot at every chunk end and at the last whole block:
             # keep room for all primed prompts, or LRU would evict the early ones.
@@ -214,7 +226,21 @@ class BuiltinEngine:
             cache = self.runtime.prefix_cache
             if cache.enabled and cache.capacity < needed:
                 cache.capacity = needed
-            self.runtime.generate(primers)
+            done = [0]
+
+            class Counter:
+                def on_token(self, index, token_id, safe_text, logprob):
+                    return None
+
+                def on_finish(self, index, result):
+                    done[0] += 1
+                    if on_primed is not None:
+                        on_primed(total * done[0] / len(primers))
+
+            with self._lock:
+                self.runtime.generate_observed(primers, Counter())
+        if on_primed is not None:
+            on_primed(total)
 
     def _generate(self, pending: dict[int, _Pending], flat: list[tuple], deliver,
                   stop: threading.Event) -> None:
@@ -222,6 +248,10 @@ class BuiltinEngine:
         engine = self
 
         class Observer:
+            def on_step(self):
+                if stop.is_set():
+                    raise _Cancelled()
+
             def on_token(self, index, token_id, safe_text, logprob):
                 if stop.is_set():
                     raise _Cancelled()

@@ -125,10 +125,9 @@ class VllmFactory:
 
 class BuiltinFactory:
     """The runtime in process (``validate.engines.builtin``); one weights pool per run.
-    The engine runs warm mode's priming itself (prefill only, no output tokens)."""
+    Its engines prime themselves (``BuiltinEngine.prime``: prefill only, no output)."""
 
     kind = "builtin"
-    primes_itself = True
 
     def __init__(self, plan: Plan) -> None:
         from validate.engines import builtin
