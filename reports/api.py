@@ -12,6 +12,7 @@ from reports.junit import render_junit
 from reports.markdown import render_markdown
 from reports.paths import write_text_safely
 from reports.terminal import terminal_text
+from validate.progress import QUIET, Progress
 from validate.store import ResultsStore
 
 REPORT_FORMATS = ("terminal", "md", "html", "json", "junit")
@@ -72,10 +73,12 @@ def render_report(doc: dict, fmt: str, samples: dict | None = None, width: int =
 
 
 def build_report(store_path: str | Path, run: str, fmt: str,
-                 policy_path: str | Path | None = None) -> tuple[dict, dict | None]:
-    """(report document, latency samples for HTML or None)."""
+                 policy_path: str | Path | None = None,
+                 progress: Progress = QUIET) -> tuple[dict, dict | None]:
+    """(report document, latency samples for HTML or None); ``progress`` shows the
+    analysis (its statistics and bootstraps are what takes time on a large run)."""
     check_format(fmt, REPORT_FORMATS)
-    with open_store(store_path) as store:
+    with open_store(store_path) as store, progress.bar("analysing the run", None):
         analysis = analyse(store, run, policy_path)
         samples = None
         if fmt == "html":

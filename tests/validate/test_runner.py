@@ -13,7 +13,8 @@ import pytest
 
 from validate.analysis import analyze_run
 from validate.plan import load_plan
-from validate.runner import Progress, run_plan
+from validate.progress import Event, Recorder
+from validate.runner import run_plan
 from validate.store import ResultsStore
 
 HERE = Path(__file__).parent
@@ -97,17 +98,15 @@ def test_resume_after_interruption_never_recomputes(tmp_path, server):
     plan = load_plan(write_plan(tmp_path, server, {"base": "acc60", "cand": "acc40"}, "base",
                                 concurrency=2))
     store = ResultsStore.open(tmp_path / "results.sqlite")
-    seen: list[str] = []
 
-    def interrupt(event: Progress) -> None:
-        if event.kind == "stored" and event.variant == "cand":
-            seen.append(event.item)
-            if len(seen) == 7:
+    class Interrupt(Recorder):
+        def seen(self, event: Event) -> None:
+            if event.kind == "move" and event.label == "cand: quality" and event.done == 7:
                 raise StopAfter  # as a kill would: mid-variant, requests still in flight
 
     factory = RecordingFactory(plan)
     with pytest.raises(StopAfter):
-        run_plan(plan, store, progress=interrupt, factory=factory)
+        run_plan(plan, store, progress=Interrupt(), factory=factory)
     delivered_not_stored = factory.delivered["cand"] - 7
     stored_first = {s.key.item_id for s in store.responses(plan.hash, "cand")}
     assert len(stored_first) == 7 and len(store.responses(plan.hash, "base")) == LIMIT

@@ -8,6 +8,7 @@ import pytest
 
 from validate.analysis import analyze_run
 from validate.plan import load_plan
+from validate.progress import Recorder
 from validate.runner import run_plan
 from validate.runner.engines import BuiltinFactory
 from validate.store import ResultsStore
@@ -56,11 +57,17 @@ def test_builtin_plan_runs_resumes_and_measures_fidelity(tmp_path):
     plan = load_plan(path)
     with ResultsStore.open(tmp_path / "results.sqlite") as store:
         factory = CountingFactory(plan)
-        events = []
-        first = run_plan(plan, store, factory=factory, progress=events.append)
-        fidelity = [(e.variant, e.item, e.done, e.total) for e in events if e.kind == "fidelity"]
-        assert fidelity == [("same", "gsm8k_cot_zeroshot", 1, 2),
-                            ("noisy", "gsm8k_cot_zeroshot", 2, 2)]
+        seen = Recorder()
+        first = run_plan(plan, store, factory=factory, progress=seen)
+        assert seen.labels() == ["exact: priming", "exact: quality", "same: priming",
+                                 "same: quality", "noisy: priming", "noisy: quality", "fidelity"]
+        fidelity = [(e.kind, e.done, e.total) for e in seen.events if e.label == "fidelity"]
+        assert fidelity[0] == ("open", 0.0, 2)  # shown before its first (variant, task)
+        assert fidelity[-1] == ("close", 2, 2)
+        # moved within each pair (targets, then each batch), never backwards
+        done = [d for _, d, _ in fidelity]
+        assert done == sorted(done) and 0 < done[1] < 1 and 1 in done
+        assert seen.final("exact: priming") == (1, 1) and seen.final("noisy: quality") == (1, 1)
         assert [v.stored for v in first.variants] == [1, 1, 1]
         assert len(factory._pool) == 1  # one set of weights for every variant
         responses = {(s.key.variant, s.key.item_id): s for s in store.responses(plan.hash)}

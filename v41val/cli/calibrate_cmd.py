@@ -12,6 +12,7 @@ Thin: parse, call the library, render."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -19,7 +20,8 @@ import typer
 from rich.table import Table
 
 from v41val.cli import app
-from v41val.cli.common import emit, stderr_console
+from v41val.cli.common import EXIT_INTERRUPTED, emit, notice
+from v41val.cli.progress import shown_progress
 from validate.errors import ValidateInputError
 
 
@@ -93,8 +95,10 @@ def calibrate(
                                             help="--quality: also write the tables as "
                                                  "Markdown to this file."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
-) -> None:
+) -> int:
     """Which planted degradations does this run size detect?"""
+    from validate.interrupt import stop_on_interrupt
+
     noise_levels = _numbers(noise, float, "--noise")
     drops = _numbers(drop_window, int, "--drop-window")
     if limit < 1:
@@ -108,23 +112,34 @@ def calibrate(
             raise ValidateInputError("--n: give at least one subset size")
         if draws < 1:
             raise ValidateInputError(f"--draws: expected >= 1, got {draws}")
-        _quality(preset=preset, seed=seed, checkpoint=checkpoint, device=device, task=task,
-                 limit=limit, noise=noise_levels, drops=drops, shorts=shorts, ns=ns, draws=draws,
-                 subsample_seed=subsample_seed, margin=margin, policy=policy, metric=metric,
-                 alpha=0.05 if alpha is None else alpha, workspace=workspace, concurrency=concurrency,
-                 max_new_tokens=max_new_tokens, markdown=markdown, as_json=as_json)
-        return
-    if replay_short:
-        raise ValidateInputError("--replay-short needs --quality")
-    _fidelity(preset=preset, seed=seed, checkpoint=checkpoint, swa=swa, task=task, limit=limit,
-              noise=noise_levels, drops=drops,
-              max_new_tokens=8 if max_new_tokens is None else max_new_tokens,
-              alpha=0.05 if alpha is None else alpha,
-              device=device, as_json=as_json)
+        work = partial(
+            _quality, preset=preset, seed=seed, checkpoint=checkpoint, device=device, task=task,
+            limit=limit, noise=noise_levels, drops=drops, shorts=shorts, ns=ns, draws=draws,
+            subsample_seed=subsample_seed, margin=margin, policy=policy, metric=metric,
+            alpha=0.05 if alpha is None else alpha, workspace=workspace, concurrency=concurrency,
+            max_new_tokens=max_new_tokens, markdown=markdown)
+    else:
+        if replay_short:
+            raise ValidateInputError("--replay-short needs --quality")
+        work = partial(
+            _fidelity, preset=preset, seed=seed, checkpoint=checkpoint, swa=swa, task=task, limit=limit,
+            noise=noise_levels, drops=drops,
+            max_new_tokens=8 if max_new_tokens is None else max_new_tokens,
+            alpha=0.05 if alpha is None else alpha, device=device)
+    try:
+        with stop_on_interrupt(notice), shown_progress(as_json) as progress:
+            result, render = work(progress=progress)
+    except KeyboardInterrupt:
+        notice("stopped" + (": responses so far are kept in --workspace; the same command "
+                            "again resumes" if quality and workspace else ""))
+        return EXIT_INTERRUPTED
+    emit(as_json, result.to_dict(), render)
+    return 0
 
 
 def _fidelity(*, preset, seed, checkpoint, swa, task, limit, noise, drops, max_new_tokens, alpha,
-              device, as_json) -> None:
+              device, progress):
+    """(result, render) of the fidelity calibration."""
     import tasks
     from runtime.options import RuntimeOptions
     from validate.engines.builtin import BuiltinEngineConfig
@@ -138,7 +153,7 @@ def _fidelity(*, preset, seed, checkpoint, swa, task, limit, noise, drops, max_n
     requests = [the_task.render(item) for item in the_task.items()[:limit]]
     config = BuiltinEngineConfig(source=source, options=RuntimeOptions(swa=swa))
     result = run_calibration(config, requests, planted_levels(noise, drops),
-                             alpha=alpha, max_new_tokens=max_new_tokens)
+                             alpha=alpha, max_new_tokens=max_new_tokens, progress=progress)
 
     def render(console) -> None:
         table = Table(title=f"calibration: {task}, n={result.n_prompts} prompts, "
@@ -155,18 +170,16 @@ def _fidelity(*, preset, seed, checkpoint, swa, task, limit, noise, drops, max_n
         console.print("A/A control clean" if result.control_clean else
                       "[red]A/A control NOT clean: the measurement itself diverges[/red]")
 
-    emit(as_json, result.to_dict(), render)
+    return result, render
 
 
 def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, shorts, ns, draws,
              subsample_seed, margin, policy, metric, alpha, workspace, concurrency,
-             max_new_tokens, markdown, as_json) -> None:
+             max_new_tokens, markdown, progress):
+    """(result, render) of the quality calibration."""
     import tempfile
     from dataclasses import replace
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from v41val.cli.run_cmd import _Bars
     from validate.calibration import render as tables
     from validate.calibration.planted import planted_quality_levels
     from validate.calibration.quality import quality_calibration, quality_policy
@@ -183,18 +196,12 @@ def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, sho
     gate_policy = quality_policy(task, policy=load_policy(policy) if policy else None,
                                  margin_points=2.0 if margin is None else margin, alpha=alpha,
                                  metric=metric)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    console = stderr_console()
-    with tempfile.TemporaryDirectory(prefix="v41val-calibrate-") as scratch, \
-            Progress(*columns, console=console, transient=True) as progress:
-        run_progress, row_progress = ((_Bars(progress), _RowBar(progress)) if console.is_terminal
-                                      else (_Lines(console), _Lines(console).row))
+    with tempfile.TemporaryDirectory(prefix="v41val-calibrate-") as scratch:
         result = quality_calibration(
             engine, levels, task, limit, gate_policy, ns,
             workspace=Path(workspace) if workspace else Path(scratch), draws=draws,
             seed=subsample_seed, max_gen_toks=max_new_tokens, concurrency=concurrency,
-            run_progress=run_progress, row_progress=row_progress)
+            progress=progress)
     if workspace is None:  # the scratch store is gone: do not point at it
         result = replace(result, store=None)
     if markdown is not None:
@@ -214,40 +221,4 @@ def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, sho
         for note in tables.notes(result):
             console.print(f"note: {note}", soft_wrap=True)
 
-    emit(as_json, result.to_dict(), render)
-
-
-class _RowBar:
-    """A progress bar over the compared pairs while their subsets are gated."""
-
-    def __init__(self, progress) -> None:
-        self.progress = progress
-        self.bar = None
-
-    def __call__(self, done: int, total: int, label: str) -> None:
-        if self.bar is None:
-            self.bar = self.progress.add_task("gating subsets", total=total)
-        self.progress.update(self.bar, completed=done, description=f"gating: {label}")
-
-
-class _Lines:
-    """Progress as plain stderr lines when stderr is not a terminal (logs of long runs):
-    each variant's start, every tenth of its requests, its end; each gated pair."""
-
-    def __init__(self, console) -> None:
-        self.console = console
-        self.step: dict[str, int] = {}
-
-    def __call__(self, event) -> None:
-        say = self.console.print
-        if event.kind == "start":
-            self.step[event.variant] = max(1, event.total // 10)
-            say(f"calibrate: {event.variant}: {event.total} requests to run")
-        elif event.kind in ("stored", "failed") and event.done % self.step.get(event.variant, 1) == 0:
-            say(f"calibrate: {event.variant}: {event.done}/{event.total}")
-        elif event.kind == "done":
-            say(f"calibrate: {event.variant}: done ({event.done} this run)")
-
-    def row(self, done: int, total: int, label: str) -> None:
-        self.console.print("calibrate: gating done" if done == total else
-                           f"calibrate: gating pair {done + 1}/{total}: {label}")
+    return result, render

@@ -5,6 +5,9 @@
 - Exit 0 on success, 2 on bad usage or input with a one-line message on stderr
   (``v41val: error: ...``); a traceback only with ``v41val --debug ...``. Gate
   commands add 1 (NO-GO), 3 (INCONCLUSIVE) and 4 (INVALID).
+- Ctrl-C: the first stops the work within an engine step and exits 130 with one line
+  on stderr (a run's store marks it interrupted; rerunning resumes it); a second exits
+  at once (``validate.interrupt``).
 
 Errors count as "bad input" when their class is defined inside one of v41val's own
 packages and derives from ValueError/LookupError/OSError: every package declares
@@ -25,6 +28,7 @@ from rich.console import Console
 from validate.decisions import (  # noqa: F401  (the codes, defined once)
     EXIT_INCONCLUSIVE,
     EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_NO_GO,
     EXIT_OK,
@@ -51,6 +55,12 @@ def is_user_error(exc: BaseException) -> bool:
 
 def one_line(message: str) -> str:
     return " ".join(str(message).split())
+
+
+def notice(message: str) -> None:
+    """One ``v41val: <message>`` line on stderr, flushed (Ctrl-C notices)."""
+    sys.stderr.write(f"v41val: {one_line(message)}\n")
+    sys.stderr.flush()
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> None:

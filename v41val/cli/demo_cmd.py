@@ -11,32 +11,11 @@ from typing import Optional
 
 import typer
 from rich.console import Group
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from v41val.cli import app
-from v41val.cli.common import emit, stderr_console
+from v41val.cli.common import EXIT_INTERRUPTED, emit, notice
+from v41val.cli.progress import shown_progress
 from validate.defaults import DEMO_ITEMS, DEMO_WORKSPACE
-
-
-class _Bars:
-    """One progress bar per variant and one for fidelity, on stderr."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.bars: dict[str, int] = {}
-
-    def _bar(self, name: str, total: int) -> int:
-        if name not in self.bars:
-            self.bars[name] = self.progress.add_task(name, total=total)
-        return self.bars[name]
-
-    def __call__(self, event) -> None:
-        if event.kind == "start":
-            self._bar(event.variant, event.total)
-        elif event.kind in ("stored", "failed"):
-            self.progress.update(self._bar(event.variant, event.total), completed=event.done)
-        elif event.kind == "fidelity":
-            self.progress.update(self._bar("fidelity", event.total), completed=event.done)
 
 
 def _render(doc: dict, console) -> None:
@@ -72,11 +51,16 @@ def demo(
 
     settings = DemoSettings(items=items, workspace=workspace, device=device,
                             threads=None if threads == 0 else threads)
+    from validate.interrupt import stop_on_interrupt
+
     prepare_demo(settings)  # bad input fails here, before any output
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=stderr_console(), transient=True) as progress:
-        result = run_demo(settings, progress=_Bars(progress))
+    try:
+        with stop_on_interrupt(notice), shown_progress(as_json) as progress:
+            result = run_demo(settings, progress=progress)
+    except KeyboardInterrupt:
+        notice(f"stopped: the demo run is marked interrupted in {workspace}; the same "
+               "command again resumes it")
+        return EXIT_INTERRUPTED
     from reports.api import demo_document
 
     doc = demo_document(result)

@@ -13,6 +13,7 @@ import typer
 
 from v41val.cli import app
 from v41val.cli.common import stderr_console, stdout_console
+from v41val.cli.progress import shown_progress
 
 
 @app.command("report")
@@ -37,7 +38,8 @@ def report(
 
     if output is not None:
         safe_output_path(output, out_dir)  # refuse an escaping path before any work
-    doc, samples = build_report(store, run, fmt, policy)
+    with shown_progress(fmt == "json") as progress:
+        doc, samples = build_report(store, run, fmt, policy, progress)
     if output is not None:
         path = write_text_safely(output, render_report(doc, fmt, samples), out_dir)
         stderr_console().print(f"wrote {path} ({doc['decision']})")

@@ -1,6 +1,7 @@
 """``v41val run PLAN [--ablate] [--workspace DIR] [--json]``: run (or resume) a plan,
 analyse it, and exit with the gate decision: 0 GO (or no policy), 1 NO-GO,
-3 INCONCLUSIVE, 4 INVALID (a broken variant), 2 bad input."""
+3 INCONCLUSIVE, 4 INVALID (a broken variant), 2 bad input, 130 stopped by Ctrl-C
+(the run is marked interrupted; the same command resumes it)."""
 
 from __future__ import annotations
 
@@ -8,28 +9,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from v41val.cli import app
-from v41val.cli.common import emit, stderr_console, stdout_console
-
-
-class _Bars:
-    """One progress bar per variant, on stderr (stdout stays one JSON document)."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.bars: dict[str, int] = {}
-
-    def __call__(self, event) -> None:
-        if event.kind == "start":
-            self.bars[event.variant] = self.progress.add_task(event.variant, total=event.total)
-        elif event.kind in ("stored", "failed"):
-            self.progress.update(self.bars[event.variant], completed=event.done)
-        elif event.kind == "fidelity":
-            if "fidelity" not in self.bars:
-                self.bars["fidelity"] = self.progress.add_task("fidelity", total=event.total)
-            self.progress.update(self.bars["fidelity"], completed=event.done)
+from v41val.cli.common import EXIT_INTERRUPTED, emit, notice, stderr_console, stdout_console
+from v41val.cli.progress import shown_progress
 
 
 def _render(execution, console) -> None:
@@ -60,6 +43,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> int:
     """Run (or resume) a plan and gate it."""
+    from validate.interrupt import stop_on_interrupt
     from validate.runner.execute import execute, prepare
 
     loaded = prepare(plan, ablate=ablate)  # bad input fails here, before any output
@@ -68,10 +52,13 @@ def run(
 
         for line in ablation_preview(loaded).lines():
             stderr_console().print(line, highlight=False)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=stderr_console(), transient=True) as progress:
-        execution = execute(loaded, workspace=workspace, progress=_Bars(progress))
+    try:
+        with stop_on_interrupt(notice), shown_progress(as_json) as progress:
+            execution = execute(loaded, workspace=workspace, progress=progress)
+    except KeyboardInterrupt:
+        notice("stopped: the run is marked interrupted in its store; the same command "
+               "again resumes it")
+        return EXIT_INTERRUPTED
     if as_json:  # the report document of `v41val report --format json`, plus "execution"
         from reports.document import report_document
 

@@ -10,13 +10,14 @@ task's own generation parameters), one row per item, the fidelity pass off.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from validate.calibration.planted import EXACT, PlantedLevels
 from validate.defaults import STORE_NAME
+from validate.progress import QUIET, Progress
 from validate.store import OutcomeTable
 
 
@@ -72,9 +73,9 @@ class QualityPool:
 
 
 def run_pool(document: Mapping[str, Any], workspace: Path, metric: str | None = None,
-             progress: Callable | None = None) -> QualityPool:
+             progress: Progress = QUIET) -> QualityPool:
     """Run (or resume) the calibration plan in ``workspace`` and read back its tables.
-    ``progress`` gets the runner's ``Progress`` events."""
+    ``progress`` shows the runner's phases (priming, quality, per variant)."""
     import tasks as registry
     from validate.analysis.source import choose_metric
     from validate.analysis.speed import prefix_hit_rate
@@ -84,7 +85,7 @@ def run_pool(document: Mapping[str, Any], workspace: Path, metric: str | None = 
 
     plan = parse_plan(dict(document), source="<calibrate --quality>")
     spec = plan.tasks[0]
-    budget = registry.get(spec.name, max_gen_toks=spec.max_gen_toks).max_gen_toks
+    budget = registry.info(spec.name, max_gen_toks=spec.max_gen_toks).max_gen_toks
     workspace.mkdir(parents=True, exist_ok=True)
     with ResultsStore.open(workspace / STORE_NAME) as store:
         run_plan(plan, store, workspace=workspace, progress=progress)

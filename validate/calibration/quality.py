@@ -22,7 +22,7 @@ prediction carries the pool's uncertainty about the true delta.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from validate.calibration.predict import (
 )
 from validate.errors import ValidateInputError
 from validate.gate import GatePolicy, TaskVerdict, parse_policy
+from validate.progress import QUIET, Progress
 from validate.stats.jsonable import json_safe
 from validate.stats.proportions import clt_se
 
@@ -163,13 +164,11 @@ def quality_policy(task: str, *, policy: GatePolicy | None = None, margin_points
                         source="<calibrate --margin/--alpha>")
 
 
-RowProgress = Callable[[int, int, str], None]
-
-
 def analyse_pool(pool: QualityPool, levels: PlantedLevels, policy: GatePolicy,
                  ns: Sequence[int], *, draws: int = 400, seed: int = 0,
-                 progress: RowProgress | None = None) -> QualityCalibration:
-    """Gate subsets of the pool for every row and n (see the module doc)."""
+                 progress: Progress = QUIET) -> QualityCalibration:
+    """Gate subsets of the pool for every row and n (see the module doc); one bar
+    over the rows x subset sizes gated."""
     if draws < 1:
         raise ValidateInputError(f"--draws: expected >= 1, got {draws}")
     if not ns:
@@ -190,36 +189,34 @@ def analyse_pool(pool: QualityPool, levels: PlantedLevels, policy: GatePolicy,
                                  f"{n_pool} items run")
     index_sets = {n: subsamples(n_pool, n, draws, seed) for n in kept}
     rows = []
-    for i, row in enumerate(levels.rows):
-        if progress is not None:
-            progress(i, len(levels.rows), f"{row.label}: {row.pair}")
-        gate = PairGate(pool.variants[row.reference].table, pool.variants[row.candidate].table,
-                        metric, policy, pool.max_gen_toks)
-        verdict = full_verdict(gate)
-        paired, _ = gate.full()
-        b = int(np.sum((paired.a == 1.0) & (paired.b != 1.0)))
-        c = int(np.sum((paired.a != 1.0) & (paired.b == 1.0)))
-        n_scored = paired.n_rows
-        delta, disc = (c - b) / n_scored, (b + c) / n_scored
-        cells = []
-        for n in sizes:
-            inside = n in index_sets
-            observed = detection_rates(gate, index_sets[n], policy.alpha)[0] if inside else None
-            cells.append(QualityCell(
-                n=n, observed=observed,
-                pool=pool_outcome_probabilities(n, n_scored, b, c, tp.margin, policy.alpha,
-                                                policy.equivalence) if inside else None,
-                fresh=fresh_outcome_probabilities(n, disc, delta, tp.margin, policy.alpha,
-                                                  policy.equivalence),
-                plan=plan_prediction(n, disc, delta, tp.margin, policy.alpha)))
-        rows.append(QualityRow(
-            row=row, n_pool=n_scored, accuracy_reference=float(paired.a.mean()),
-            accuracy_candidate=float(paired.b.mean()), b=b, c=c,
-            se=clt_se(paired.b - paired.a), verdict=verdict,
-            health_failures=tuple(verdict.reasons) if verdict.verdict == "INVALID" else (),
-            cells=tuple(cells)))
-    if progress is not None:
-        progress(len(levels.rows), len(levels.rows), "done")
+    with progress.bar("gating subsets", len(levels.rows) * len(sizes)) as bar:
+        for row in levels.rows:
+            gate = PairGate(pool.variants[row.reference].table, pool.variants[row.candidate].table,
+                            metric, policy, pool.max_gen_toks)
+            verdict = full_verdict(gate)
+            paired, _ = gate.full()
+            b = int(np.sum((paired.a == 1.0) & (paired.b != 1.0)))
+            c = int(np.sum((paired.a != 1.0) & (paired.b == 1.0)))
+            n_scored = paired.n_rows
+            delta, disc = (c - b) / n_scored, (b + c) / n_scored
+            cells = []
+            for n in sizes:
+                inside = n in index_sets
+                observed = detection_rates(gate, index_sets[n], policy.alpha)[0] if inside else None
+                cells.append(QualityCell(
+                    n=n, observed=observed,
+                    pool=pool_outcome_probabilities(n, n_scored, b, c, tp.margin, policy.alpha,
+                                                    policy.equivalence) if inside else None,
+                    fresh=fresh_outcome_probabilities(n, disc, delta, tp.margin, policy.alpha,
+                                                      policy.equivalence),
+                    plan=plan_prediction(n, disc, delta, tp.margin, policy.alpha)))
+                bar.advance()
+            rows.append(QualityRow(
+                row=row, n_pool=n_scored, accuracy_reference=float(paired.a.mean()),
+                accuracy_candidate=float(paired.b.mean()), b=b, c=c,
+                se=clt_se(paired.b - paired.a), verdict=verdict,
+                health_failures=tuple(verdict.reasons) if verdict.verdict == "INVALID" else (),
+                cells=tuple(cells)))
     variants = {}
     for v in levels.variants:
         found = pool.variants.get(v.name)
@@ -240,10 +237,10 @@ def quality_calibration(engine: Mapping[str, Any], levels: PlantedLevels, task: 
                         limit: int | None, policy: GatePolicy, ns: Sequence[int], *,
                         workspace: Path, draws: int = 400, seed: int = 0,
                         max_gen_toks: int | None = None, concurrency: int = 8,
-                        plan_seed: int = 1234, run_progress: Callable | None = None,
-                        row_progress: RowProgress | None = None) -> QualityCalibration:
+                        plan_seed: int = 1234,
+                        progress: Progress = QUIET) -> QualityCalibration:
     """Run the planted variants (resumable in ``workspace``), then analyse the pool."""
     document = calibration_plan_document(engine, levels, task, limit, max_gen_toks=max_gen_toks,
                                          seed=plan_seed, concurrency=concurrency)
-    pool = run_pool(document, workspace, policy.task(task).metric, run_progress)
-    return analyse_pool(pool, levels, policy, ns, draws=draws, seed=seed, progress=row_progress)
+    pool = run_pool(document, workspace, policy.task(task).metric, progress)
+    return analyse_pool(pool, levels, policy, ns, draws=draws, seed=seed, progress=progress)

@@ -16,6 +16,7 @@ from validate.demo.errors import DemoError
 from validate.demo.plan import DEFAULT_ITEMS, demo_plan
 from validate.plan.fused import FusedAvailability, fused_availability
 from validate.plan.schema import Plan
+from validate.progress import QUIET, Progress
 
 DEFAULT_WORKSPACE = DEMO_WORKSPACE
 
@@ -61,7 +62,7 @@ def prepare_demo(settings: DemoSettings) -> tuple[Plan, FusedAvailability]:
     return demo_plan(settings.items, settings.device, fused.ops), fused
 
 
-def run_demo(settings: DemoSettings, progress=None) -> DemoResult:
+def run_demo(settings: DemoSettings, progress: Progress = QUIET) -> DemoResult:
     """Run (or resume) the demo plan in ``settings.workspace`` and analyse it."""
     import torch
 

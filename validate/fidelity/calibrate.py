@@ -27,6 +27,7 @@ from validate.fidelity.errors import FidelityError
 from validate.fidelity.summary import EXACT, summarize
 from validate.fidelity.types import FidelitySummary
 from validate.perturb import Perturbation
+from validate.progress import QUIET, Progress
 
 
 @dataclass(frozen=True)
@@ -83,19 +84,23 @@ def detect(summary: FidelitySummary, alpha: float) -> tuple[float | None, float 
 
 def calibrate(config: BuiltinEngineConfig, requests, levels: Sequence[tuple[str, Perturbation]],
               *, alpha: float = 0.05, max_new_tokens: int | None = 16,
-              pool: WeightsPool | None = None) -> Calibration:
-    """Measure every planted level against ``config`` (unperturbed) on ``requests``."""
+              pool: WeightsPool | None = None, progress: Progress = QUIET) -> Calibration:
+    """Measure every planted level against ``config`` (unperturbed) on ``requests``;
+    one bar over the levels, moved after each batch of prompts."""
     if not 0 < alpha < 1:
         raise FidelityError(f"calibrate: alpha must be in (0, 1), got {alpha}")
     if not requests:
         raise FidelityError("calibrate: no requests")
-    pool = pool if pool is not None else WeightsPool()
-    base = BuiltinEngine(replace(config, perturb=Perturbation(), variant="baseline"), pool)
     out = []
-    for label, perturbation in levels:
-        variant = BuiltinEngine(replace(config, perturb=perturbation, variant=label), pool)
-        summary = summarize(exact_fidelity(base, variant, requests,
-                                           max_new_tokens=max_new_tokens), EXACT)
-        z, p, hit = detect(summary, alpha)
-        out.append(CalibrationLevel(label, perturbation, summary, z, p, hit))
+    with progress.bar("calibrate: planted levels", len(levels)) as bar:
+        pool = pool if pool is not None else WeightsPool()
+        base = BuiltinEngine(replace(config, perturb=Perturbation(), variant="baseline"), pool)
+        for done, (label, perturbation) in enumerate(levels):
+            variant = BuiltinEngine(replace(config, perturb=perturbation, variant=label), pool)
+            found = exact_fidelity(base, variant, requests, max_new_tokens=max_new_tokens,
+                                   progress=lambda f, d=done: bar.update(d + f))
+            summary = summarize(found, EXACT)
+            z, p, hit = detect(summary, alpha)
+            out.append(CalibrationLevel(label, perturbation, summary, z, p, hit))
+            bar.update(done + 1)
     return Calibration(alpha, len(requests), tuple(out))

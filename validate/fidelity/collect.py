@@ -15,7 +15,7 @@ as lm-eval does), one record per choice (``item_id#choiceK``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from tasks.request import Request
@@ -66,24 +66,37 @@ def exact_targets(base, requests: Sequence[Request], *,
     return Targets(tuple(labels), tuple(prompts), tuple(forced))
 
 
-def exact_records(base, variant, targets: Targets, *, batch: int = 8) -> list[PromptFidelity]:
-    """Per-label KL and top-1 agreement of ``variant`` against ``base`` on ``targets``."""
+def exact_records(base, variant, targets: Targets, *, batch: int = 8,
+                  on_batch: Callable[[int, int], None] | None = None) -> list[PromptFidelity]:
+    """Per-label KL and top-1 agreement of ``variant`` against ``base`` on ``targets``;
+    ``on_batch(done, total)`` after each batch of ``batch`` prompts."""
     records = []
-    for start in range(0, len(targets.prompts), batch):
+    n_batches = -(-len(targets.prompts) // batch)
+    for k, start in enumerate(range(0, len(targets.prompts), batch)):
         sl = slice(start, start + batch)
         b_rows = base.teacher_forced(targets.prompts[sl], targets.forced[sl])
         v_rows = variant.teacher_forced(targets.prompts[sl], targets.forced[sl])
         for label, b, v in zip(targets.labels[sl], b_rows, v_rows, strict=True):
             records.append(PromptFidelity(label, tuple(float(x) for x in kl_per_token(b, v)),
                                           tuple(bool(x) for x in top1_agreement(b, v))))
+        if on_batch is not None:
+            on_batch(k + 1, n_batches)
     return records
 
 
 def exact_fidelity(base, variant, requests: Sequence[Request], *,
-                   max_new_tokens: int | None = None, batch: int = 8) -> list[PromptFidelity]:
-    """Records for ``requests`` from two ``BuiltinEngine``s sharing a tokenizer."""
+                   max_new_tokens: int | None = None, batch: int = 8,
+                   progress: Callable[[float], None] | None = None) -> list[PromptFidelity]:
+    """Records for ``requests`` from two ``BuiltinEngine``s sharing a tokenizer.
+    ``progress(fraction)``: the baseline's targets count as one batch, then each
+    teacher-forced batch one more."""
     targets = exact_targets(base, requests, max_new_tokens=max_new_tokens)
-    return exact_records(base, variant, targets, batch=batch)
+    n_batches = -(-len(targets.prompts) // batch)
+    if progress is not None:
+        progress(1 / (1 + n_batches))
+    on_batch = None if progress is None else (
+        lambda done, total: progress((1 + done) / (1 + total)))
+    return exact_records(base, variant, targets, batch=batch, on_batch=on_batch)
 
 
 async def topk_fidelity(base, variant, requests: Sequence[Request], *, top_k: int = 5,

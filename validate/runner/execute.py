@@ -10,7 +10,8 @@ from validate.analysis.model import RunAnalysis
 from validate.defaults import RUN_WORKSPACE, STORE_NAME
 from validate.plan import Plan, load_plan
 from validate.plan import ablate as ablate_plan
-from validate.runner.run import ProgressFn, RunOutcome, run_plan
+from validate.progress import QUIET, Progress
+from validate.runner.run import RunOutcome, run_plan
 from validate.store import ResultsStore
 
 DEFAULT_WORKSPACE = RUN_WORKSPACE
@@ -47,12 +48,13 @@ def prepare(plan_path: str | Path, *, ablate: bool = False) -> Plan:
 
 
 def execute(plan: Plan, *, workspace: str | Path | None = None,
-            progress: ProgressFn | None = None) -> Execution:
+            progress: Progress = QUIET) -> Execution:
     """Run (or resume) ``plan`` in ``workspace``'s store, then analyse it."""
     workspace = Path(workspace) if workspace is not None else DEFAULT_WORKSPACE
     workspace.mkdir(parents=True, exist_ok=True)
     store_path = workspace / STORE_NAME
     with ResultsStore.open(store_path) as store:
         outcome = run_plan(plan, store, workspace=workspace, progress=progress)
-        analysis = analyze_run(store, plan.hash)
+        with progress.bar("analysis", None):
+            analysis = analyze_run(store, plan.hash)
     return Execution(outcome, analysis, store_path)

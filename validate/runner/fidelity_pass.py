@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from tasks.task import Task
 from validate.plan.schema import Plan
+from validate.progress import QUIET, Progress
 from validate.runner.engines import EngineFactory
 from validate.runner.requests import planned_requests
 from validate.store import ResultsStore
@@ -23,9 +24,10 @@ METHOD = "exact full-vocab"
 
 
 def fidelity_pass(plan: Plan, store: ResultsStore, factory: EngineFactory,
-                  loaded: Mapping[str, Task], progress=None) -> int:
+                  loaded: Mapping[str, Task], progress: Progress = QUIET) -> int:
     """Compute the missing fidelity records; returns how many (variant, task) it did.
-    ``progress(variant, task, done, total)`` is called after each."""
+    One "fidelity" bar over the (variant, task) pairs, shown before the first engine
+    is built and moved within a pair after each batch of prompts."""
     if factory.kind != "builtin" or plan.fidelity_prompts == 0 or len(plan.variants) < 2:
         return 0
     from validate.fidelity.collect import exact_fidelity
@@ -43,17 +45,18 @@ def fidelity_pass(plan: Plan, store: ResultsStore, factory: EngineFactory,
     if not todo:
         return 0
     done = 0
-    with factory.open(plan.variant(plan.baseline)) as base:
+    with progress.bar("fidelity", len(todo)) as bar, \
+            factory.open(plan.variant(plan.baseline)) as base:
         for variant in dict.fromkeys(v for v, _ in todo):
             with factory.open(plan.variant(variant)) as engine:
                 for v, task in todo:
                     if v != variant:
                         continue
                     found = exact_fidelity(base, engine, requests[task],
-                                           max_new_tokens=plan.fidelity_tokens)
+                                           max_new_tokens=plan.fidelity_tokens,
+                                           progress=lambda f, d=done: bar.update(d + f))
                     store.put_fidelity(plan.hash, variant, task, settings=settings,
                                        method=METHOD, records=[r.to_dict() for r in found])
                     done += 1
-                    if progress is not None:
-                        progress(variant, task, done, len(todo))
+                    bar.update(done)
     return len(todo)

@@ -10,7 +10,8 @@ Order of work, and why:
    flight).
 3. In warm mode a priming pass sends the pending prompts first (one output token, not
    stored) so the measured requests hit the prefix cache and encoder-side replay
-   actually engages.
+   actually engages. An engine with its own ``prime`` (builtin: prefill only) primes
+   in this thread, so Ctrl-C stops it at once.
 4. Each response is committed the moment it arrives, *before* any scoring; a request
    that fails for good is recorded as a failure (coverage reports it; a rerun retries
    it).
@@ -19,16 +20,22 @@ Order of work, and why:
    right after its quality pass and stored per variant; a rerun skips a stored sweep.
 7. Builtin engine: teacher-forced fidelity of each variant vs the baseline
    (``fidelity_pass``), into the store.
+
+Every phase moves a bar of the ``progress`` it is given (``validate.progress``):
+"<variant>: priming", "<variant>: quality", "<variant>: speed sweep", "fidelity".
+Ctrl-C (KeyboardInterrupt) in any phase stops the engine at its next step, marks the
+run "interrupted" and re-raises; a rerun resumes (``validate.interrupt`` turns a
+second Ctrl-C into an immediate exit).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from validate.engines.base import EngineFailure, EngineResult, iterate_blocking
 from validate.plan.schema import Plan
+from validate.progress import QUIET, Bar, Progress
 from validate.runner.engines import EngineFactory, factory_for
 from validate.runner.fidelity_pass import fidelity_pass
 from validate.runner.identity import run_identity
@@ -36,24 +43,6 @@ from validate.runner.requests import load_tasks, planned_requests, priming_reque
 from validate.runner.speed_pass import speed_pass
 from validate.scoring import score_pending
 from validate.store import PlannedRequest, ResponseRecord, ResultsStore, RunInfo
-
-
-@dataclass(frozen=True)
-class Progress:
-    """One progress event: ``kind`` is "start" (a variant begins, ``total`` pending),
-    "prime" (warm pass done), "stored", "failed", "done", "speed" (the variant's
-    headline sweep finished), or "fidelity" (one (variant, task) of the fidelity pass
-    finished; ``item`` is the task)."""
-
-    kind: str
-    variant: str
-    done: int
-    total: int
-    item: str = ""
-    error: str = ""
-
-
-ProgressFn = Callable[[Progress], None]
 
 
 @dataclass(frozen=True)
@@ -91,42 +80,39 @@ def _record(result: EngineResult) -> ResponseRecord:
                           attempts=result.attempts, engine=dict(result.engine))
 
 
-def _prime(engine, todo: list[PlannedRequest]) -> None:
-    """Warm pass: every pending prompt once, answers discarded."""
+def _prime(engine, todo: list[PlannedRequest], bar: Bar) -> None:
+    """Warm pass: every pending prompt once, answers discarded. An engine with its own
+    ``prime(requests, on_primed)`` does it its way (builtin: prefill only, in this
+    thread); others get the one-token copies through their normal stream."""
+    prime = getattr(engine, "prime", None)
+    if prime is not None:
+        prime([p.request for p in todo], on_primed=bar.update)
+        return
     for _ in iterate_blocking(engine, [priming_request(p.request) for p in todo]):
-        pass
+        bar.advance()
 
 
 def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineFactory,
                  planned: list[PlannedRequest], variant: str,
-                 progress: ProgressFn | None) -> VariantRunStats:
+                 progress: Progress) -> VariantRunStats:
     todo = store.pending(run, planned)
     stored = failed = 0
-    if progress:
-        progress(Progress("start", variant, 0, len(todo)))
     if todo:
         with factory.open(plan.variant(variant)) as engine:
-            if plan.warm and not getattr(factory, "primes_itself", False):
-                _prime(engine, todo)
-                if progress:
-                    progress(Progress("prime", variant, 0, len(todo)))
-            for outcome in iterate_blocking(engine, [p.request for p in todo]):
-                p = todo[outcome.index]
-                label = f"{p.request.task}/{p.request.item_id}#{p.repeat}"
-                if isinstance(outcome, EngineFailure):
-                    error = one_line(f"{type(outcome.error).__name__}: {outcome.error}")
-                    store.put_failure(run, p, error, outcome.attempts)
-                    failed += 1
-                    if progress:
-                        progress(Progress("failed", variant, stored + failed, len(todo), label,
-                                          error))
-                    continue
-                store.put_response(run, p, _record(outcome))
-                stored += 1
-                if progress:
-                    progress(Progress("stored", variant, stored + failed, len(todo), label))
-    if progress:
-        progress(Progress("done", variant, stored + failed, len(todo)))
+            if plan.warm:
+                with progress.bar(f"{variant}: priming", len(todo)) as bar:
+                    _prime(engine, todo, bar)
+            with progress.bar(f"{variant}: quality", len(todo)) as bar:
+                for outcome in iterate_blocking(engine, [p.request for p in todo]):
+                    p = todo[outcome.index]
+                    if isinstance(outcome, EngineFailure):
+                        error = one_line(f"{type(outcome.error).__name__}: {outcome.error}")
+                        store.put_failure(run, p, error, outcome.attempts)
+                        failed += 1
+                    else:
+                        store.put_response(run, p, _record(outcome))
+                        stored += 1
+                    bar.advance()
     return VariantRunStats(variant, len(planned), len(planned) - len(todo), len(todo), stored,
                            failed)
 
@@ -140,7 +126,7 @@ def adopt_legacy(plan: Plan, store: ResultsStore) -> int:
 
 def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
              factory: EngineFactory | None = None,
-             progress: ProgressFn | None = None) -> RunOutcome:
+             progress: Progress = QUIET) -> RunOutcome:
     """Run (or resume) ``plan`` into ``store``. The baseline runs first, so an
     interrupted ablation has its reference before any candidate."""
     workspace = workspace or store.path.parent
@@ -159,12 +145,9 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
             planned = planned_requests(plan, loaded, name)
             stats.append(_run_variant(store, run, plan, factory, planned, name, progress))
             scored += score_pending(store, plan.hash, loaded)
-            if speed_pass(plan, store, run, factory, name):
+            if speed_pass(plan, store, run, factory, name, progress):
                 swept.append(name)
-                if progress:
-                    progress(Progress("speed", name, 1, 1))
-        fidelity_pass(plan, store, factory, loaded, None if progress is None else (
-            lambda v, t, done, total: progress(Progress("fidelity", v, done, total, t))))
+        fidelity_pass(plan, store, factory, loaded, progress)
         status = "complete" if not any(s.failed for s in stats) else "incomplete"
     except KeyboardInterrupt:
         status = "interrupted"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from validate.errors import PlanError
 from validate.plan.schema import Plan
+from validate.progress import QUIET, Progress
 from validate.runner.engines import EngineFactory
 from validate.store import ResultsStore, RunInfo
 
@@ -30,9 +31,10 @@ def sweep_settings(plan: Plan) -> dict:
 
 
 def speed_pass(plan: Plan, store: ResultsStore, run: RunInfo, factory: EngineFactory,
-               variant: str) -> bool:
+               variant: str, progress: Progress = QUIET) -> bool:
     """Sweep ``variant`` unless the plan has no [speed] table or its sweep with these
-    settings is stored; returns whether it swept."""
+    settings is stored; returns whether it swept. One bar over the sweep's measured
+    requests (every level serves all of them)."""
     if plan.speed is None:
         return False
     settings = sweep_settings(plan)
@@ -50,7 +52,8 @@ def speed_pass(plan: Plan, store: ResultsStore, run: RunInfo, factory: EngineFac
     spec = plan.speed
     requests = synthetic_requests(spec.requests_per_level, spec.prompt_tokens, spec.max_tokens,
                                   seed=plan.seed)
-    with factory.sweep(plan.variant(variant), spec) as engine_at:
+    with factory.sweep(plan.variant(variant), spec) as engine_at, \
+            progress.bar(f"{variant}: speed sweep", len(spec.sweep_levels) * len(requests)) as bar:
         # untimed, every level: a request the engine refuses (a prompt longer than the
         # model's positions, a server that rejects ignore_eos) stops here, in one line
         failure = warm_up(engine_at, requests, spec.sweep_levels)
@@ -59,7 +62,8 @@ def speed_pass(plan: Plan, store: ResultsStore, run: RunInfo, factory: EngineFac
                             f"{variant!r} failed: {' '.join(str(failure.error).split())}")
         result = concurrency_sweep(engine_at, requests, levels=spec.sweep_levels,
                                    target_tokens_per_s_per_user=spec.target_tokens_per_s,
-                                   user_quantile=spec.user_quantile, stop_after_miss=False)
+                                   user_quantile=spec.user_quantile, stop_after_miss=False,
+                                   on_request=bar.advance)
     comparison = None
     if variant != plan.baseline:
         base = store.sweep(plan.hash, plan.baseline)

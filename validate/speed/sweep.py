@@ -115,10 +115,13 @@ def _check(levels: Sequence[int], target: float, user_quantile: float) -> None:
         raise SpeedError(f"speed sweep: user_quantile must be in [0, 1], got {user_quantile}")
 
 
-async def _run_level(engine: Engine, requests: Sequence[Request]):
+async def _run_level(engine: Engine, requests: Sequence[Request],
+                     on_request: Callable[[], None] | None = None):
     indexed, failed = [], 0
     try:
         async for outcome in engine.stream(requests):
+            if on_request is not None:
+                on_request()
             if isinstance(outcome, EngineResult):
                 indexed.append((outcome.index, outcome.timings))
             else:
@@ -132,14 +135,16 @@ def concurrency_sweep(factory: Callable[[int], Engine], requests: Sequence[Reque
                       levels: Sequence[int] = DEFAULT_LEVELS,
                       target_tokens_per_s_per_user: float = DEFAULT_TARGET,
                       user_quantile: float = DEFAULT_USER_QUANTILE,
-                      stop_after_miss: bool = True, warm: bool = False) -> SweepResult:
-    """Serve ``requests`` at each level with ``factory(level)``; see the module doc."""
+                      stop_after_miss: bool = True, warm: bool = False,
+                      on_request: Callable[[], None] | None = None) -> SweepResult:
+    """Serve ``requests`` at each level with ``factory(level)``; see the module doc.
+    ``on_request()`` after each request served (progress)."""
     _check(levels, target_tokens_per_s_per_user, user_quantile)
     if not requests:
         raise SpeedError("speed sweep: no requests")
     points = []
     for level in levels:
-        indexed, failed = asyncio.run(_run_level(factory(level), requests))
+        indexed, failed = asyncio.run(_run_level(factory(level), requests, on_request))
         point = measure_point(level, indexed, failed, target_tokens_per_s_per_user,
                               user_quantile, warm)
         points.append(point)
