@@ -59,8 +59,9 @@ def test_builtin_plan_runs_resumes_and_measures_fidelity(tmp_path):
         factory = CountingFactory(plan)
         seen = Recorder()
         first = run_plan(plan, store, factory=factory, progress=seen)
-        assert seen.labels() == ["exact: priming", "exact: quality", "same: priming",
-                                 "same: quality", "noisy: priming", "noisy: quality", "fidelity"]
+        assert seen.labels() == [f"{v}: {phase}" for v in ("exact", "same", "noisy")
+                                 for phase in ("starting the engine", "priming", "quality")
+                                 ] + ["fidelity"]
         fidelity = [(e.kind, e.done, e.total) for e in seen.events if e.label == "fidelity"]
         assert fidelity[0] == ("open", 0.0, 2)  # shown before its first (variant, task)
         assert fidelity[-1] == ("close", 2, 2)

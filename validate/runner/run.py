@@ -22,7 +22,8 @@ Order of work, and why:
    (``fidelity_pass``), into the store.
 
 Every phase moves a bar of the ``progress`` it is given (``validate.progress``):
-"<variant>: priming", "<variant>: quality", "<variant>: speed sweep", "fidelity".
+"<variant>: starting the engine", "<variant>: priming", "<variant>: quality",
+"<variant>: speed sweep", "fidelity".
 Ctrl-C (KeyboardInterrupt) in any phase stops the engine at its next step, marks the
 run "interrupted" and re-raises; a rerun resumes (``validate.interrupt`` turns a
 second Ctrl-C into an immediate exit).
@@ -30,6 +31,7 @@ second Ctrl-C into an immediate exit).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,7 +100,10 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
     todo = store.pending(run, planned)
     stored = failed = 0
     if todo:
-        with factory.open(plan.variant(variant)) as engine:
+        with contextlib.ExitStack() as held:
+            # building the engine (weights, a vLLM server's start) can take minutes too
+            with progress.bar(f"{variant}: starting the engine", None):
+                engine = held.enter_context(factory.open(plan.variant(variant)))
             if plan.warm:
                 with progress.bar(f"{variant}: priming", len(todo)) as bar:
                     _prime(engine, todo, bar)
