@@ -114,7 +114,8 @@ def versions(tree: Path) -> dict:
     return {"python": platform.python_version(),
             **{name: version(name) for name in ("numpy", "scipy", "rich", "typer", "torch",
                                                 "matplotlib")},
-            "tree": str(tree), "git": git or "(not a git checkout)"}
+            "tree": "this checkout" if tree == REPO else str(tree),
+            "git": git or "(not a git checkout)"}
 
 
 def hardware() -> dict:
@@ -138,7 +139,8 @@ def markdown(result: dict) -> str:
              "",
              f"Versions: Python {v['python']}, numpy {v['numpy']}, scipy {v['scipy']}, "
              f"rich {v['rich']}, typer {v['typer']}, torch {v['torch']}, matplotlib "
-             f"{v['matplotlib']}; tree `{v['tree']}` at {v['git']}", "",
+             f"{v['matplotlib']}; tree `{v['tree']}` at {v['git']}"
+             + (f" ({result['describe']})" if result.get("describe") else ""), "",
              f"{result['rounds']} interleaved rounds, medians; CPU = the child's user + "
              f"system seconds (goal: under {GOAL_CPU_S:g} s for `tasks list` and `report`). "
              f"The report is of a stored two-variant run on `{TASK}`, {result['items']} "
@@ -150,7 +152,7 @@ def markdown(result: dict) -> str:
                      f"{min(row['cpu_s']):.2f}-{max(row['cpu_s']):.2f} | "
                      f"{row['wall_median_s']:.2f} |")
     lines += ["", f"Load average (1/5/15 min) before: {result['load_before']}, after: "
-              f"{result['load_after']}.", ""]
+              f"{result['load_after']}; run {result['date']}.", ""]
     return "\n".join(lines)
 
 
@@ -161,6 +163,8 @@ def main() -> None:
                         help="checkout to time (default: this one)")
     parser.add_argument("--label", default="cpu", help="results file: cli-startup-LABEL")
     parser.add_argument("--items", type=int, default=198)
+    parser.add_argument("--describe", default="",
+                        help="what --tree is (e.g. 'main at 421f154, git archive'), for the note")
     args = parser.parse_args()
     tree = args.tree.resolve()
     with tempfile.TemporaryDirectory(prefix="v41val-startup-bench-") as scratch:
@@ -184,7 +188,8 @@ def main() -> None:
     result = {"label": args.label, "command": command, "rounds": args.rounds,
               "items": args.items, "hardware": hardware(), "versions": versions(tree),
               "load_before": load_before, "load_after": load_after,
-              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commands": rows}
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "describe": args.describe, "commands": rows}
     print(f"{'command':<28} {'CPU med (s)':>12} {'wall med (s)':>13}")
     for name, row in rows.items():
         print(f"v41val {name:<21} {row['cpu_median_s']:>12.2f} {row['wall_median_s']:>13.2f}")
