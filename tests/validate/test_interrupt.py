@@ -222,3 +222,16 @@ def test_a_second_ctrl_c_exits_at_once_without_an_abort(tmp_path):
     code = child.finish(STOP_BOUND_S)
     assert code == EXIT_INTERRUPTED, child.err[-2000:]  # 130, not SIGABRT's 134
     assert "terminate called" not in child.err
+
+
+def test_ctrl_c_stops_calibrate_within_seconds(tmp_path):
+    """``calibrate`` (fidelity mode: four planted levels on a micro model) shows its bar
+    from the start and stops mid-way on Ctrl-C."""
+    child = Child(["calibrate", "--preset", "micro", "--task", "testbed_arith", "--limit", "24",
+                   "--max-new-tokens", "32"])
+    child.wait_for_text("calibrate: planted levels", READY_BOUND_S)
+    code, took = child.interrupt()
+    assert code == EXIT_INTERRUPTED and took < QUICK_STOP_S, (took, child.err[-2000:])
+    levels = [int(n) for n in re.findall(r"planted levels\D*?(\d+)/4", child.err)]
+    assert levels and max(levels) < 4
+    assert FIRST in child.err and "terminate called" not in child.err and child.out == ""

@@ -48,11 +48,10 @@ def demo(
 ) -> int:
     """The trained V4.1 testbed, its shipped tasks, the ablation matrix, the full report (< 3 min on CPU)."""
     from validate.demo import DemoSettings, prepare_demo, run_demo
+    from validate.interrupt import stop_on_interrupt
 
     settings = DemoSettings(items=items, workspace=workspace, device=device,
                             threads=None if threads == 0 else threads)
-    from validate.interrupt import stop_on_interrupt
-
     prepare_demo(settings)  # bad input fails here, before any output
     try:
         with stop_on_interrupt(notice), shown_progress(as_json) as progress:
