@@ -47,10 +47,27 @@ TESTBED_ARITH = DataFile(
 TESTBED_LOOKUP_ARITH = DataFile(
     "testbed/lookup_arith.jsonl", "a175336fd791f6fe379d1c012e07cabe993db07a8458f4dc885b19ada1888506"
 )
+# The boundary probes (``tasks/testbed/probe_spec.py``), one file per class.
+PROBE_SHA256 = {
+    "suffix_wm1": "6886a2316304609e4350b967f28d18f9cf5ae2a6a0aa6b4c54d56d172d28db21",
+    "suffix_w": "9eeb8ba476418992a7bae6345e95ac236f920edfa9c379a1f7612063b944b873",
+    "suffix_wp1": "133353442bc0b0c99446b0be5092a8cff79c1c700eef4145febc9a79f579b8d4",
+    "ratio_even": "eebc424db17c9bf073e7282aee5b4d4b5dba4bf4cd4f926f25dfc2872f454efd",
+    "ratio_odd": "257f3512b38f0457ebbbcb918fc3bc70dc9d5bc3aba4047411548cac56bd8302",
+    "replay_m1": "575b84ec1224d9f9375d17746058ea88143b2aa0831271a0dfeb7d5def3c5e54",
+    "replay_0": "edbd7dca3f1a775ed27ee68b616d089c43016250e72b100c6267fa708f82b6fa",
+    "replay_p1": "21ff08bb7e081ca23cece9ee26256200318e589787a671eac676b1109a08e0b3",
+    "chunk": "9c4dc16dffd2295e7484b3aa206e371621069d3a233cbdf2b33ec0dca1fc6497",
+    "hit_aligned": "5c2bd6cef4fe454a9f7b36afd560814d54a705b9f05a5902b9dd10c0da2638d3",
+    "hit_unaligned": "b247f130414ba9d1b4462f46a2159326e73568901e67a90ab3ed201be4f4aec3",
+}
+PROBE_FILES = {f"testbed_probe_{name}": DataFile(f"testbed/probes/{name}.jsonl", digest)
+               for name, digest in PROBE_SHA256.items()}
 TESTBED_FILES = {
     "testbed_lookup": TESTBED_LOOKUP,
     "testbed_arith": TESTBED_ARITH,
     "testbed_lookup_arith": TESTBED_LOOKUP_ARITH,
+    **PROBE_FILES,
 }
 ALL_FILES = (GSM8K_TEST, GSM8K_TRAIN, GPQA_ZIP, *TESTBED_FILES.values())
 

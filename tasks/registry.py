@@ -13,17 +13,19 @@ from tasks.gpqa_data import GPQA_SUBSET_SIZES, load_gpqa
 from tasks.gsm8k import GSM8K_VARIANTS, Gsm8kTask, Gsm8kVariant
 from tasks.gsm8k_data import GSM8K_TEST_SIZE, load_gsm8k_test, load_gsm8k_train
 from tasks.task import Task, TaskInfo
+from tasks.testbed.catalog import ALL_SPECS as SPECS
 from tasks.testbed.data import load_testbed
-from tasks.testbed.spec import SPECS
-from tasks.testbed.task import TESTBED_VARIANTS, TestbedTask, TestbedVariant
+from tasks.testbed.task import PROBE_VARIANTS, TESTBED_VARIANTS, TestbedTask, TestbedVariant
 
 _VARIANTS: dict[str, Gsm8kVariant | GpqaVariant | TestbedVariant] = {
-    v.name: v for v in (*GSM8K_VARIANTS, *GPQA_VARIANTS, *TESTBED_VARIANTS)
+    v.name: v for v in (*GSM8K_VARIANTS, *GPQA_VARIANTS, *TESTBED_VARIANTS,
+                      *PROBE_VARIANTS)
 }
 
 
 def names() -> list[str]:
-    """Every task name in a fixed order: GSM8K family, GPQA family, testbed tasks."""
+    """Every task name in a fixed order: GSM8K family, GPQA family, testbed tasks,
+    boundary probes."""
     return list(_VARIANTS)
 
 

@@ -17,7 +17,7 @@ from tasks.gpqa_data import GPQA_SUBSET_SIZES
 from tasks.gsm8k_data import GSM8K_TEST_SIZE
 from tasks.oracles import gold_response, wrong_response
 from tasks.registry import get, names
-from tasks.testbed.spec import SPECS as TESTBED_SPECS
+from tasks.testbed.catalog import ALL_SPECS as TESTBED_SPECS
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tasks.data_files import TESTBED_FILES, read_verified, resolve_data_dir
 from tasks.errors import TaskDataError
-from tasks.testbed.spec import SPECS
+from tasks.testbed.catalog import ALL_SPECS as SPECS
 from tasks.testbed.testset import item_id
 
 

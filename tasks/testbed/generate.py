@@ -13,21 +13,23 @@ import hashlib
 from pathlib import Path, PurePosixPath
 
 from tasks.data_files import TESTBED_FILES
-from tasks.testbed.spec import TESTBED_TASKS
+from tasks.testbed.catalog import ALL_TASKS
 from tasks.testbed.testset import jsonl_bytes
 
 
 def file_name(task_name: str) -> str:
-    """The file's name inside the testbed data folder (e.g. ``lookup.jsonl``)."""
-    return PurePosixPath(TESTBED_FILES[task_name].relpath).name
+    """The file's path inside the testbed data folder (e.g. ``lookup.jsonl``,
+    ``probes/chunk.jsonl``)."""
+    return str(PurePosixPath(TESTBED_FILES[task_name].relpath).relative_to("testbed"))
 
 
 def write_all(out: Path) -> dict[str, str]:
     """Write every test set into ``out``; the sha256 of each file, by file name."""
     out.mkdir(parents=True, exist_ok=True)
     hashes = {}
-    for name in TESTBED_TASKS:
+    for name in ALL_TASKS:
         payload = jsonl_bytes(name)
+        (out / file_name(name)).parent.mkdir(parents=True, exist_ok=True)
         (out / file_name(name)).write_bytes(payload)
         hashes[file_name(name)] = hashlib.sha256(payload).hexdigest()
     return hashes

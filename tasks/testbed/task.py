@@ -18,9 +18,11 @@ from tasks.gsm8k import FLEXIBLE_EXTRACT, GSM8K_EXACT_MATCH, HASH_STRICT
 from tasks.request import Generation, GenerationParams, Loglikelihoods, Request
 from tasks.score import Score
 from tasks.task import GenerativeScoring, Task, score_generation
+from tasks.testbed.catalog import ALL_SPECS as SPECS
 from tasks.testbed.data import TestbedItem
 from tasks.testbed.exemplars import query
-from tasks.testbed.spec import SPECS, TESTBED_TASKS
+from tasks.testbed.probe_spec import PROBE_TASKS
+from tasks.testbed.spec import TESTBED_TASKS
 
 TESTBED_STOPS = ("\n", "</s>", "<|im_end|>")
 TESTBED_MAX_GEN_TOKS = 64
@@ -31,7 +33,7 @@ TESTBED_SCORING = GenerativeScoring((HASH_STRICT, FLEXIBLE_EXTRACT), GSM8K_EXACT
 @dataclass(frozen=True)
 class TestbedVariant:
     """One testbed task: its generation parameters and scoring (the items and prompt
-    prefix come from ``tasks.testbed.spec.SPECS[name]``)."""
+    prefix come from ``tasks.testbed.catalog.ALL_SPECS[name]``)."""
 
     name: str
     version: str
@@ -48,6 +50,13 @@ TESTBED_VARIANTS = tuple(
                             "exact_match of lm-eval 0.4.13 gsm8k",
                    gen=GenerationParams(max_gen_toks=TESTBED_MAX_GEN_TOKS, until=TESTBED_STOPS))
     for name in TESTBED_TASKS
+)
+PROBE_VARIANTS = tuple(
+    TestbedVariant(name=name, version="1.0",
+                   upstream="synthetic boundary probe (v41val testbed_lookup format); answer "
+                            "format, filters and exact_match of lm-eval 0.4.13 gsm8k",
+                   gen=GenerationParams(max_gen_toks=TESTBED_MAX_GEN_TOKS, until=TESTBED_STOPS))
+    for name in PROBE_TASKS
 )
 
 

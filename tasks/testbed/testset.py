@@ -13,8 +13,9 @@ import json
 import random
 from functools import cache
 
+from tasks.testbed.catalog import ALL_SPECS as SPECS
 from tasks.testbed.problem import Problem
-from tasks.testbed.spec import SPECS, TestbedSpec
+from tasks.testbed.spec import TestbedSpec
 
 
 def item_id(task_name: str, index: int) -> str:
