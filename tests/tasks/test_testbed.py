@@ -30,6 +30,7 @@ from tasks.task import score_generation
 from tasks.testbed import TESTBED_TASKS, training_example
 from tasks.testbed.data import load_testbed
 from tasks.testbed.generate import write_all
+from tasks.testbed.probe_spec import PROBE_TASKS
 from tasks.testbed.spec import SPECS
 from tasks.testbed.testset import item_rng, jsonl_bytes
 
@@ -124,7 +125,8 @@ def test_shipped_files_are_the_generators_output(tmp_path):
 
 def test_names_sizes_ids_and_request_shape():
     assert TESTBED_TASKS == ("testbed_lookup", "testbed_arith", "testbed_lookup_arith")
-    assert tasks.names()[-3:] == list(TESTBED_TASKS)
+    # the training tasks, then the evaluation-only boundary probes (tests/tasks/test_probes.py)
+    assert tasks.names()[-3 - len(PROBE_TASKS):] == [*TESTBED_TASKS, *PROBE_TASKS]
     for name in TESTBED_TASKS:
         task = tasks.get(name)
         assert len(task.items()) == SIZES[name]
