@@ -18,6 +18,9 @@ EXPECTED_NAMES = {
     *(f"gpqa_{s}_{v}" for s in ("diamond", "main", "extended")
       for v in ("zeroshot", "cot_zeroshot", "generative_n_shot", "chat_cot_zeroshot")),
     "testbed_lookup", "testbed_arith", "testbed_lookup_arith",
+    *(f"testbed_probe_{c}" for c in (
+        "suffix_wm1", "suffix_w", "suffix_wp1", "ratio_even", "ratio_odd", "replay_m1",
+        "replay_0", "replay_p1", "chunk", "hit_aligned", "hit_unaligned")),
 }
 
 
