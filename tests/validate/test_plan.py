@@ -236,14 +236,28 @@ def test_ablation_needs_the_builtin_engine():
         ablate(parse_plan(d, "a.toml"))
 
 
-@pytest.mark.parametrize("name", ["tiny-ab.toml", "testbed-gate.toml", "flash-vllm.toml",
-                                  "endpoints.toml"])
+@pytest.mark.parametrize("name", ["tiny-ab.toml", "testbed-gate.toml", "testbed-probes.toml",
+                                  "flash-vllm.toml", "endpoints.toml"])
 def test_shipped_example_plans_are_valid(name, repo_root):
     plan = load_plan(repo_root / "validate" / "plan" / "examples" / name)
     assert plan.baseline in plan.variant_names and plan.policy is not None
     if plan.engine.kind == "vllm":
         assert plan.variant("exact").args == ("--no-swa-bounded-replay",)
         assert plan.policy.source.endswith("gate.toml")
+
+
+def test_probe_plan_runs_each_half_of_bounded_replay_alone_and_both(repo_root):
+    from tasks.testbed.probe_spec import PROBE_TASKS
+
+    plan = load_plan(repo_root / "validate" / "plan" / "examples" / "testbed-probes.toml")
+    assert plan.warm and plan.baseline == "exact"
+    assert plan.variant_names == ("exact", "encoder_replay", "decoder_trim", "bounded")
+    options = {name: plan.variant(name).options for name in plan.variant_names}
+    assert [(o.swa, o.encoder_replay, o.decoder_trim) for o in options.values()] == [
+        ("exact", False, False), ("bounded", True, False), ("bounded", False, True),
+        ("bounded", True, True)]
+    assert all(o.replay_tokens is None for o in options.values())  # W itself, no planted bug
+    assert tuple(t.name for t in plan.tasks) == PROBE_TASKS
 
 
 def test_vllm_variants_become_one_server_each(tmp_path, repo_root):
