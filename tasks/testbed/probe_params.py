@@ -20,8 +20,9 @@ class ProbeParams:
     ``anchor``: ``far`` (the anchor at least ``min_back`` tokens before the prompt's
     end, anywhere among the records, so the answer comes through the compressed path
     as in ``testbed_lookup``), ``replay_start`` (the anchor at H - W + ``offset``,
-    H the warm prefix hit), ``chunk`` (the queried record's line contains both sides
-    of the prefill chunk boundary, ``offset`` tokens of it before the boundary)."""
+    H the warm prefix hit), ``chunk`` (the queried record's line starts before the
+    prefill chunk boundary and ends after it: 1 .. len - 1 of its tokens before it, drawn
+    per item, so the boundary may fall just before its newline; ``offset`` unused)."""
 
     lengths: tuple[int, ...]
     anchor: str = "far"

@@ -51,8 +51,7 @@ def rendered() -> dict[str, list[tuple[str, list[int], str]]]:
         rows = []
         for item in task.items():
             prompt = task.render(item).prompt
-            key = re.fullmatch(r"What is ([A-Z][0-9][A-Z])\?\nAnswer:",
-                               prompt.rsplit("\n", 2)[-2] + "\n" + prompt.rsplit("\n", 1)[-1]).group(1)
+            key = re.search(r"\nWhat is ([A-Z][0-9][A-Z])\?\nAnswer:\Z", prompt).group(1)
             rows.append((prompt, TOKENIZER.encode(prompt), key))
         out[name] = rows
     return out
