@@ -126,18 +126,8 @@ def ratio_of_means(
     check_alpha(alpha)
     bootstrap = bootstrap or BootstrapSpec()
     reps = replicate_means([paired.a, paired.b], paired.clusters, bootstrap)
-    mean_a, mean_b = float(paired.a.mean()), float(paired.b.mean())
-    num, den = (reps[:, 0], reps[:, 1]) if invert else (reps[:, 1], reps[:, 0])
-    point_num, point_den = (mean_a, mean_b) if invert else (mean_b, mean_a)
-    if point_den == 0.0 or np.any(den == 0.0):
-        raise StatsInputError(f"{paired.task}/{paired.metric}: ratio with a zero mean")
-    labels = (paired.label_a, paired.label_b) if invert else (paired.label_b, paired.label_a)
-    return RatioEstimate(
-        task=paired.task, metric=paired.metric, n_items=paired.n_items,
-        numerator=labels[0], denominator=labels[1], ratio=point_num / point_den,
-        ci_bootstrap=percentile_interval(num / den, alpha), alpha=alpha, bootstrap=bootstrap,
-    )
-
+    return _ratio(paired, alpha, bootstrap, invert, reps,
+                  (float(paired.a.mean()), float(paired.b.mean())), "mean")
 
 
 def _replicate_medians(columns: list[np.ndarray], clusters, spec: BootstrapSpec) -> np.ndarray:
@@ -173,15 +163,22 @@ def ratio_of_medians(
     check_alpha(alpha)
     bootstrap = bootstrap or BootstrapSpec()
     reps = _replicate_medians([paired.a, paired.b], paired.clusters, bootstrap)
-    med_a, med_b = float(np.median(paired.a)), float(np.median(paired.b))
+    return _ratio(paired, alpha, bootstrap, invert, reps,
+                  (float(np.median(paired.a)), float(np.median(paired.b))), "median")
+
+
+def _ratio(paired: PairedOutcomes, alpha: float, bootstrap: BootstrapSpec, invert: bool,
+           reps: np.ndarray, points: tuple[float, float], statistic: str) -> RatioEstimate:
+    """B/A of a statistic (A/B with ``invert``) from its point values (A, B) and its
+    bootstrap replicates (replicates, 2): the percentile CI of the replicate ratios."""
     num, den = (reps[:, 0], reps[:, 1]) if invert else (reps[:, 1], reps[:, 0])
-    point_num, point_den = (med_a, med_b) if invert else (med_b, med_a)
+    point_num, point_den = (points[0], points[1]) if invert else (points[1], points[0])
     if point_den == 0.0 or np.any(den == 0.0):
-        raise StatsInputError(f"{paired.task}/{paired.metric}: ratio with a zero median")
+        raise StatsInputError(f"{paired.task}/{paired.metric}: ratio with a zero {statistic}")
     labels = (paired.label_a, paired.label_b) if invert else (paired.label_b, paired.label_a)
     return RatioEstimate(
         task=paired.task, metric=paired.metric, n_items=paired.n_items,
         numerator=labels[0], denominator=labels[1], ratio=point_num / point_den,
         ci_bootstrap=percentile_interval(num / den, alpha), alpha=alpha, bootstrap=bootstrap,
-        statistic="median",
+        statistic=statistic,
     )
