@@ -87,22 +87,23 @@ def _binom_pmf(k, n, p):
 def _binom_cdf(k, n, p):
     if not _BOOST:
         return _scipy_binom().cdf(k, n, p)
-    k = np.floor(np.asarray(k, dtype=np.float64))
-    n, p, ok = _binom_args(n, p)
-    inside = ok & (k >= 0) & (k < n)
-    values = _ufuncs._binom_cdf(np.where(inside, k, 0), np.where(ok, n, 1), np.where(ok, p, 0))
-    values = np.where(inside, values, np.where(k >= n, 1.0, 0.0))
-    return _out(np.where(ok & ~np.isnan(k), values, np.nan))
+    return _binom_tail(_ufuncs._binom_cdf, k, n, p, at_or_above_n=1.0, below_zero=0.0)
 
 
 def _binom_sf(k, n, p):
     if not _BOOST:
         return _scipy_binom().sf(k, n, p)
+    return _binom_tail(_ufuncs._binom_sf, k, n, p, at_or_above_n=0.0, below_zero=1.0)
+
+
+def _binom_tail(ufunc, k, n, p, *, at_or_above_n: float, below_zero: float):
+    """The cdf or sf ufunc on floor(k) inside [0, n), the tail's limits outside it (as
+    scipy.stats.binom sets them), NaN for a NaN k or invalid (n, p)."""
     k = np.floor(np.asarray(k, dtype=np.float64))
     n, p, ok = _binom_args(n, p)
     inside = ok & (k >= 0) & (k < n)
-    values = _ufuncs._binom_sf(np.where(inside, k, 0), np.where(ok, n, 1), np.where(ok, p, 0))
-    values = np.where(inside, values, np.where(k >= n, 0.0, 1.0))
+    values = ufunc(np.where(inside, k, 0), np.where(ok, n, 1), np.where(ok, p, 0))
+    values = np.where(inside, values, np.where(k >= n, at_or_above_n, below_zero))
     return _out(np.where(ok & ~np.isnan(k), values, np.nan))
 
 
