@@ -44,20 +44,18 @@ class TestbedVariant:
     __test__ = False  # not a pytest class, despite the name
 
 
-TESTBED_VARIANTS = tuple(
-    TestbedVariant(name=name, version="1.0",
-                   upstream="synthetic (v41val testbed); answer format, filters and "
-                            "exact_match of lm-eval 0.4.13 gsm8k",
-                   gen=GenerationParams(max_gen_toks=TESTBED_MAX_GEN_TOKS, until=TESTBED_STOPS))
-    for name in TESTBED_TASKS
-)
-PROBE_VARIANTS = tuple(
-    TestbedVariant(name=name, version="1.0",
-                   upstream="synthetic boundary probe (v41val testbed_lookup format); answer "
-                            "format, filters and exact_match of lm-eval 0.4.13 gsm8k",
-                   gen=GenerationParams(max_gen_toks=TESTBED_MAX_GEN_TOKS, until=TESTBED_STOPS))
-    for name in PROBE_TASKS
-)
+def _variants(names, upstream: str) -> tuple[TestbedVariant, ...]:
+    return tuple(TestbedVariant(name=name, version="1.0", upstream=upstream,
+                                gen=GenerationParams(max_gen_toks=TESTBED_MAX_GEN_TOKS,
+                                                     until=TESTBED_STOPS))
+                 for name in names)
+
+
+TESTBED_VARIANTS = _variants(TESTBED_TASKS, "synthetic (v41val testbed); answer format, filters "
+                                            "and exact_match of lm-eval 0.4.13 gsm8k")
+PROBE_VARIANTS = _variants(PROBE_TASKS, "synthetic boundary probe (v41val testbed_lookup format); "
+                                        "answer format, filters and exact_match of lm-eval "
+                                        "0.4.13 gsm8k")
 
 
 class TestbedTask(Task):
