@@ -80,6 +80,29 @@ def replicate_means(
     return out
 
 
+def replicate_medians(columns: list[np.ndarray], clusters, spec: BootstrapSpec) -> np.ndarray:
+    """Bootstrap replicates of each column's median, resampling whole clusters (items)
+    with the same draw for every column: (replicates, len(columns))."""
+    _, codes = np.unique(np.asarray(clusters), return_inverse=True)
+    codes = codes.reshape(-1)
+    groups = int(codes.max()) + 1
+    data = np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)  # (rows, k)
+    rng = np.random.default_rng(spec.seed)
+    out = np.empty((spec.replicates, data.shape[1]), dtype=np.float64)
+    if groups == data.shape[0]:  # one row per item: draw rows directly, in chunks
+        rows = data[np.argsort(codes)]
+        for start in range(0, spec.replicates, CHUNK):
+            stop = min(start + CHUNK, spec.replicates)
+            draw = rng.integers(0, groups, size=(stop - start, groups))
+            out[start:stop] = np.median(rows[draw], axis=1)
+        return out
+    members = [np.flatnonzero(codes == g) for g in range(groups)]
+    for r in range(spec.replicates):
+        picked = np.concatenate([members[g] for g in rng.integers(0, groups, size=groups)])
+        out[r] = np.median(data[picked], axis=0)
+    return out
+
+
 def percentile_interval(replicates: np.ndarray, alpha: float) -> tuple[float, float]:
     """Two-sided percentile interval at level 1 - alpha."""
     check_alpha(alpha)

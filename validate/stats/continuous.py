@@ -23,7 +23,12 @@ import numpy as np
 from validate.errors import StatsInputError
 from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 from validate.stats._checks import check_alpha
-from validate.stats.bootstrap import CHUNK, BootstrapSpec, percentile_interval, replicate_means
+from validate.stats.bootstrap import (
+    BootstrapSpec,
+    percentile_interval,
+    replicate_means,
+    replicate_medians,
+)
 from validate.stats.outcomes import PairedOutcomes
 from validate.stats.proportions import clt_se, clustered_se
 
@@ -130,29 +135,6 @@ def ratio_of_means(
                   (float(paired.a.mean()), float(paired.b.mean())), "mean")
 
 
-def _replicate_medians(columns: list[np.ndarray], clusters, spec: BootstrapSpec) -> np.ndarray:
-    """Bootstrap replicates of each column's median, resampling whole clusters (items)
-    with the same draw for every column: (replicates, len(columns))."""
-    _, codes = np.unique(np.asarray(clusters), return_inverse=True)
-    codes = codes.reshape(-1)
-    groups = int(codes.max()) + 1
-    data = np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)  # (rows, k)
-    rng = np.random.default_rng(spec.seed)
-    out = np.empty((spec.replicates, data.shape[1]), dtype=np.float64)
-    if groups == data.shape[0]:  # one row per item: draw rows directly, in chunks
-        rows = data[np.argsort(codes)]
-        for start in range(0, spec.replicates, CHUNK):
-            stop = min(start + CHUNK, spec.replicates)
-            draw = rng.integers(0, groups, size=(stop - start, groups))
-            out[start:stop] = np.median(rows[draw], axis=1)
-        return out
-    members = [np.flatnonzero(codes == g) for g in range(groups)]
-    for r in range(spec.replicates):
-        picked = np.concatenate([members[g] for g in rng.integers(0, groups, size=groups)])
-        out[r] = np.median(data[picked], axis=0)
-    return out
-
-
 def ratio_of_medians(
     paired: PairedOutcomes,
     alpha: float = 0.05,
@@ -162,7 +144,7 @@ def ratio_of_medians(
     """median(B)/median(A), or median(A)/median(B) with ``invert`` (a latency speed-up)."""
     check_alpha(alpha)
     bootstrap = bootstrap or BootstrapSpec()
-    reps = _replicate_medians([paired.a, paired.b], paired.clusters, bootstrap)
+    reps = replicate_medians([paired.a, paired.b], paired.clusters, bootstrap)
     return _ratio(paired, alpha, bootstrap, invert, reps,
                   (float(np.median(paired.a)), float(np.median(paired.b))), "median")
 
