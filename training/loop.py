@@ -139,6 +139,11 @@ class Trainer:
     def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
         dense = self._dense_loss is not None and self.step < self.recipe.dense_index_steps
         fn = self._dense_loss if dense else self._loss
+        if self.recipe.compile and self.recipe.compile_dynamic:
+            for t in (batch.tokens, batch.labels):
+                torch._dynamo.mark_dynamic(t, 0)
+                torch._dynamo.mark_dynamic(t, 1)
+            torch._dynamo.mark_dynamic(batch.task, 0)
         loss, ce, idx, load, per_task = fn(self.params, batch.tokens, batch.labels, batch.task)
         return loss, {"ce": ce, "indexer_loss": idx, "load": load, "per_task": per_task}
 
