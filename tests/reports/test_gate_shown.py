@@ -42,8 +42,9 @@ from validate.store import ResultsStore
 NUM = r"[+-]?\d+\.\d+"
 
 
-def tango_z(b: int, c: int, n: int, theta: float) -> float:
-    """Score statistic of H0 p_c - p_b = theta, the nuisance p_b fitted numerically."""
+def tango_z(b: int, c: int, n: int, theta: float, shift: float = 0.0) -> float:
+    """Score statistic of H0 p_c - p_b = theta, the nuisance p_b fitted numerically;
+    ``shift`` is added to c - b (the FAIL claim's continuity correction is +0.5)."""
     lo, hi = max(0.0, -theta), (1.0 - theta) / 2.0
 
     def nll(q):
@@ -53,7 +54,7 @@ def tango_z(b: int, c: int, n: int, theta: float) -> float:
     q = optimize.minimize_scalar(nll, bounds=(lo, hi), method="bounded",
                                  options={"xatol": 1e-13}).x
     var = n * (2.0 * q + theta * (1.0 - theta))
-    return (c - b - n * theta) / math.sqrt(var)
+    return (c - b - n * theta + shift) / math.sqrt(var)
 
 
 def tango_lower(b, c, n, alpha):
@@ -62,10 +63,12 @@ def tango_lower(b, c, n, alpha):
     return optimize.brentq(lambda t: tango_z(b, c, n, t) - z, -1 + 1e-9, est - 1e-9, xtol=1e-12)
 
 
-def tango_upper(b, c, n, alpha):
+def tango_upper(b, c, n, alpha, shift=0.5):
+    """The FAIL claim's upper bound: the continuity-corrected statistic inverted."""
     z = stats.norm.ppf(1 - alpha)
     est = (c - b) / n
-    return optimize.brentq(lambda t: tango_z(b, c, n, t) + z, est + 1e-9, 1 - 1e-9, xtol=1e-12)
+    return optimize.brentq(lambda t: tango_z(b, c, n, t, shift) + z, est + 1e-9, 1 - 1e-9,
+                           xtol=1e-12)
 
 
 def verdict_from_shown(lower: float, upper: float, neg_margin: float, p_worse: float,
@@ -106,7 +109,7 @@ def test_json_interval_is_the_gates_bounds_at_the_holm_levels(shown):
         n, _, b, cc = tables[(task, c["variant"])]
         z = tango_z(b, cc, n, -c["verdict"]["margin"])
         p_pass.append(stats.norm.sf(z))
-        p_fail.append(stats.norm.cdf(z))
+        p_fail.append(stats.norm.cdf(tango_z(b, cc, n, -c["verdict"]["margin"], 0.5)))
     adj_pass = multipletests(p_pass, alpha=alpha, method="holm")[1]
     adj_fail = multipletests(p_fail, alpha=alpha, method="holm")[1]
     for i, (task, c) in enumerate(claims):

@@ -2,9 +2,9 @@
 
 The gate (``validate.gate.verdict``) runs Tango's score test: with z = z_{1-alpha},
 PASS when Z(-M) >= z (the PASS p-value is below alpha), FAIL when it does not pass and
-Z(-M) <= -z, and the WARN test "significantly worse" is Z(0) <= -z; with
-``equivalence`` (TOST) PASS also needs Z(+M) <= -z and FAIL is declared when
-2 min(Phi(Z(-M)), 1 - Phi(Z(+M))) <= alpha. Every one of these depends on the table
+the continuity-corrected Z_fail(-M) <= -z (``fail_p_less``), and the WARN test
+"significantly worse" is Z(0) <= -z; with ``equivalence`` (TOST) PASS also needs
+Z(+M) <= -z and FAIL is declared when 2 min(Phi(Z_fail(-M)), 1 - Phi(Z_fail(+M))) <= alpha. Every one of these depends on the table
 only through (b, c, n), so its probability is a sum over (b, c) tables:
 
 - ``fresh_outcome_probabilities``: n *fresh* items, each discordant with probability
@@ -32,7 +32,7 @@ import numpy as np
 from scipy import special, stats
 
 from validate.errors import StatsInputError
-from validate.stats.score_interval import score_z
+from validate.stats.score_interval import fail_p_greater, fail_p_less, score_z
 
 
 @dataclass(frozen=True)
@@ -51,13 +51,11 @@ def _regions(b: np.ndarray, c: np.ndarray, n: int, margin: float, alpha: float,
              equivalence: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean (pass, fail, worse) per (b, c) table, as the gate decides them."""
     z = stats.norm.ppf(1.0 - alpha)
-    z_low = score_z(b, c, n, -margin)
-    passed = z_low >= z
-    p_fail = stats.norm.cdf(z_low)
+    passed = score_z(b, c, n, -margin) >= z
+    p_fail = fail_p_less(b, c, n, -margin)
     if equivalence:
-        z_high = score_z(b, c, n, margin)
-        passed = passed & (z_high <= -z)
-        p_fail = np.minimum(1.0, 2.0 * np.minimum(p_fail, stats.norm.sf(z_high)))
+        passed = passed & (score_z(b, c, n, margin) <= -z)
+        p_fail = np.minimum(1.0, 2.0 * np.minimum(p_fail, fail_p_greater(b, c, n, margin)))
     fail = ~passed & (p_fail <= alpha)
     worse = score_z(b, c, n, 0.0) <= -z
     return passed, fail, worse
@@ -89,9 +87,11 @@ def fresh_outcome_probabilities(n: int, discordance: float, true_delta: float, m
     if discordance <= 0.0:
         b = c = np.zeros(1)
         return _summed(np.ones(1), _regions(b, c, n, margin, alpha, equivalence))
-    m = np.arange(0, n + 1)
-    c_ = np.arange(0, n + 1)
-    mm, cc = np.meshgrid(m, c_, indexing="ij")  # (n+1, n+1)
+    # m outside its 1e-13 quantiles carries under 1e-12 of the mass: leave it out
+    lo, hi = (int(x) for x in stats.binom.ppf([1e-13, 1.0 - 1e-13], n, discordance))
+    m = np.arange(max(lo - 1, 0), min(hi + 1, n) + 1)
+    c_ = np.arange(0, int(m.max()) + 1)
+    mm, cc = np.meshgrid(m, c_, indexing="ij")  # (M, C)
     share = min(max(p_c / discordance, 0.0), 1.0)
     weight = stats.binom.pmf(mm, n, discordance) * stats.binom.pmf(cc, mm, share)
     weight = np.where(cc <= mm, weight, 0.0)

@@ -7,7 +7,9 @@ For each (task, metric) with margin M (a fraction), delta = acc(B) - acc(A):
   (H0 delta >= 0 rejected at the unadjusted alpha): inside the margin, but not free.
   A flag on PASS; it passes.
 - FAIL: H0 delta >= -M rejected at the corrected level, i.e. the upper bound is below
-  -M: worse than the margin, and the data show it.
+  -M: worse than the margin, and the data show it. The score test runs this claim
+  with a continuity correction (its size at the boundary was up to 0.09 without;
+  ``validate.stats.score_interval``), and the upper bound shown is that test's.
 - INCONCLUSIVE: neither; the report gives the n that would decide at the observed
   delta and discordance with the policy's power.
 - INVALID: health checks failed (or no outcomes); no statistics are trusted.
@@ -107,12 +109,14 @@ def invalid_verdict(tp: TaskPolicy, policy: GatePolicy, reasons, metric: str = "
 
 
 def _claim_pvalues(ev, margin: float, equivalence: bool) -> tuple[float, float]:
-    """(p for PASS, p for FAIL) of one task."""
+    """(p for PASS, p for FAIL) of one task; the FAIL claim's test is the evidence's
+    ``fail_*`` one (continuity-corrected for the score test, so that FAIL at the
+    boundary holds its size like PASS does: ``validate.stats.score_interval``)."""
     p_ni = ev.p_greater(-margin)
-    p_fail = ev.p_less(-margin)
+    p_fail = ev.fail_p_less(-margin)
     if equivalence:
         p_ni = max(p_ni, ev.p_less(margin))
-        p_fail = min(1.0, 2.0 * min(p_fail, ev.p_greater(margin)))
+        p_fail = min(1.0, 2.0 * min(p_fail, ev.fail_p_greater(margin)))
     return p_ni, p_fail
 
 
@@ -152,7 +156,7 @@ def decide_family(
     for i, (tp, metric, ev) in enumerate(tested):
         upper_alpha = float(alpha_pass[i] if policy.equivalence else alpha_fail[i])
         lower = ev.lower(float(alpha_pass[i]))
-        upper = ev.upper(upper_alpha)
+        upper = ev.upper(upper_alpha) if policy.equivalence else ev.fail_upper(upper_alpha)
         p_worse = ev.p_less(0.0)
         n_decide = None
         if p_pass_adj[i] <= alpha:

@@ -30,6 +30,21 @@ Why this test for the gate (and not exact McNemar or the Wald interval):
 - it inverts to a confidence interval (the set of theta0 not rejected), so "lower bound
   above -margin" and "score p-value below alpha" are the same decision.
 
+The FAIL claim (H0: theta >= theta0 rejected, the candidate shown worse than the
+margin) uses the same statistic with a continuity correction of half a step of c - b
+in its favour, ``Z_fail(theta0) = Z`` with c - b + 1/2 in the numerator (``fail_z``;
+for the FAIL-above side of TOST, c - b - 1/2). Why: at few discordant items the
+distribution of c - b is skewed (b, the baseline-only items, is nearly Poisson), so
+the score test's lower tail is heavy. Uncorrected, FAIL at the boundary (true theta =
+-margin) had size up to 0.090 at alpha = 0.05 (n = 448, margin 0.5 pt, 1 %
+discordance), above 0.06 in 69 of 385 settings of n 50-3,000, margin 0.5-10 pt,
+discordance from the margin to 50 %; corrected, at most 0.054 at n >= 100 (0.061 at
+n = 50 with a 10-point margin), by exact enumeration (tests/validate/test_boundary_size.py).
+The PASS claim keeps the uncorrected statistic: its upper tail is the light one (at
+most 0.056 over the same grid when the candidate is ever better, 0.061 when it is
+never better, D = margin), and the same correction would cost it 3 points of power on
+average and up to 16 at small discordance.
+
 Everything here is vectorised over numpy arrays of counts, so the calibration
 simulation runs the exact code the gate runs.
 """
@@ -58,15 +73,19 @@ def constrained_pb(b, c, n, theta0):
     return (np.sqrt(disc) - qb) / (2.0 * qa)
 
 
-def score_z(b, c, n, theta0):
-    """Tango's Z(theta0); 0 where the null variance vanishes (no information)."""
+FAIL_CONTINUITY = 0.5  # half a step of c - b, in the FAIL claim's disfavour (module doc)
+
+
+def score_z(b, c, n, theta0, shift=0.0):
+    """Tango's Z(theta0); 0 where the null variance vanishes (no information).
+    ``shift`` is added to c - b (a continuity correction; 0 for the plain test)."""
     b = np.asarray(b, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     theta0 = np.asarray(theta0, dtype=np.float64)
     q = constrained_pb(b, c, n, theta0)
     var = n * (2.0 * q + theta0 * (1.0 - theta0))
-    num = c - b - n * theta0
+    num = c - b - n * theta0 + shift
     safe = np.where(var > 0, var, 1.0)
     return np.where(var > 0, num / np.sqrt(safe), 0.0)
 
@@ -79,6 +98,16 @@ def p_greater(b, c, n, theta0):
 def p_less(b, c, n, theta0):
     """One-sided p-value of H0: theta >= theta0 against theta < theta0 (lower tail)."""
     return stats.norm.cdf(score_z(b, c, n, theta0))
+
+
+def fail_p_less(b, c, n, theta0):
+    """FAIL p-value of H0: theta >= theta0, continuity-corrected (module doc)."""
+    return stats.norm.cdf(score_z(b, c, n, theta0, FAIL_CONTINUITY))
+
+
+def fail_p_greater(b, c, n, theta0):
+    """FAIL p-value of H0: theta <= theta0 (TOST's FAIL above +margin), corrected."""
+    return stats.norm.sf(score_z(b, c, n, theta0, -FAIL_CONTINUITY))
 
 
 def _bisect(fun, lo, hi, iterations: int = 52):
@@ -106,13 +135,20 @@ def score_lower(b, c, n, alpha):
     return _bisect(lambda t: score_z(b, c, n, t) - z, start, estimate)
 
 
-def score_upper(b, c, n, alpha):
-    """One-sided upper score bound at level 1 - alpha: Z(upper) = -z_{1-alpha}."""
+def score_upper(b, c, n, alpha, shift=0.0):
+    """One-sided upper score bound at level 1 - alpha: Z(upper) = -z_{1-alpha}.
+    With ``shift = FAIL_CONTINUITY`` it is the FAIL claim's bound (``fail_upper``)."""
     b, c, n = (np.asarray(x, dtype=np.float64) for x in (b, c, n))
     z = stats.norm.ppf(1.0 - np.asarray(alpha, dtype=np.float64))
     estimate = (c - b) / n
     stop = np.full_like(estimate, 1.0 - 1e-12)
-    return _bisect(lambda t: score_z(b, c, n, t) + z, estimate, stop)
+    return _bisect(lambda t: score_z(b, c, n, t, shift) + z, estimate, stop)
+
+
+def fail_upper(b, c, n, alpha):
+    """Upper bound that agrees with ``fail_p_less``: below theta0 exactly when the
+    corrected FAIL p-value at theta0 is below alpha."""
+    return score_upper(b, c, n, alpha, FAIL_CONTINUITY)
 
 
 def score_bounds(b, c, n, alpha):
