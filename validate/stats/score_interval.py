@@ -32,18 +32,17 @@ Why this test for the gate (and not exact McNemar or the Wald interval):
 
 The FAIL claim (H0: theta >= theta0 rejected, the candidate shown worse than the
 margin) uses the same statistic with a continuity correction of half a step of c - b
-in its favour, ``Z_fail(theta0) = Z`` with c - b + 1/2 in the numerator (``fail_z``;
-for the FAIL-above side of TOST, c - b - 1/2). Why: at few discordant items the
+against the claim: c - b + 1/2 in the numerator of Z (``fail_p_less``; for
+TOST's FAIL above +margin, c - b - 1/2, ``fail_p_greater``). At few discordant items the
 distribution of c - b is skewed (b, the baseline-only items, is nearly Poisson), so
 the score test's lower tail is heavy. Uncorrected, FAIL at the boundary (true theta =
 -margin) had size up to 0.090 at alpha = 0.05 (n = 448, margin 0.5 pt, 1 %
-discordance), above 0.06 in 69 of 385 settings of n 50-3,000, margin 0.5-10 pt,
-discordance from the margin to 50 %; corrected, at most 0.054 at n >= 100 (0.061 at
-n = 50 with a 10-point margin), by exact enumeration (tests/validate/test_boundary_size.py).
-The PASS claim keeps the uncorrected statistic: its upper tail is the light one (at
-most 0.056 over the same grid when the candidate is ever better, 0.061 when it is
-never better, D = margin), and the same correction would cost it 3 points of power on
-average and up to 16 at small discordance.
+discordance), above 0.06 in 40 of the 144 settings of tests/validate/test_boundary_size.py
+(n 100-1,319, margin 0.5-5 pt, discordance 1.05 x margin to 20 %); corrected, at most
+0.052 there, by exact enumeration. The PASS claim keeps the uncorrected statistic: its
+upper tail is the light one (at most 0.056 on that grid; 0.061 in the corner where the
+candidate is never better, D = margin exactly), and the same correction would cost it
+about 3 points of power on average and up to 16 at small discordance.
 
 Everything here is vectorised over numpy arrays of counts, so the calibration
 simulation runs the exact code the gate runs.
