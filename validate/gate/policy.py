@@ -34,6 +34,7 @@ from typing import Any
 
 from validate.errors import PolicyError
 from validate.gate.health import HealthThresholds
+from validate.stats._checks import gate_alpha_problem
 from validate.stats.multiplicity import CORRECTIONS
 from validate.tomlfile import read_toml
 
@@ -66,8 +67,9 @@ class GatePolicy:
 
     def __post_init__(self) -> None:
         where = self.source
-        if not 0.0 < self.alpha < 0.5:
-            raise PolicyError(f"{where}: gate.alpha: expected a number in (0, 0.5), got {self.alpha}")
+        problem = gate_alpha_problem(self.alpha)
+        if problem:
+            raise PolicyError(f"{where}: gate.alpha: {problem}")
         if not 0.0 < self.power < 1.0:
             raise PolicyError(f"{where}: gate.power: expected a number in (0, 1), got {self.power}")
         if self.correction not in CORRECTIONS:
@@ -96,6 +98,17 @@ def _number(value: Any, where: str, low: float, high: float, open_low: bool = Tr
     if not (ok_low and value <= high):
         bracket = "(" if open_low else "["
         raise PolicyError(f"{where}: expected a number in {bracket}{low}, {high}], got {value}")
+    return float(value)
+
+
+def _alpha(value: Any, where: str) -> float:
+    """The gate's alpha: a number (here) in GATE_ALPHA_RANGE (``gate_alpha_problem``,
+    the wording ``v41val plan --alpha`` gives too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PolicyError(f"{where}: expected a number, got {value!r}")
+    problem = gate_alpha_problem(float(value))
+    if problem:
+        raise PolicyError(f"{where}: {problem}")
     return float(value)
 
 
@@ -162,7 +175,7 @@ def parse_policy(doc: dict, source: str = "<inline>") -> GatePolicy:
     tasks = tuple(_parse_task(name, t, source) for name, t in tasks_table.items())
     return GatePolicy(
         tasks=tasks,
-        alpha=_number(gate.get("alpha", 0.05), f"{source}: gate.alpha", 0.0, 0.5),
+        alpha=_alpha(gate.get("alpha", 0.05), f"{source}: gate.alpha"),
         power=_number(gate.get("power", 0.8), f"{source}: gate.power", 0.0, 0.999),
         correction=_choice(gate.get("correction", "holm"), f"{source}: gate.correction", CORRECTIONS),
         mode=_choice(gate.get("mode", "standard"), f"{source}: gate.mode", MODES),

@@ -25,18 +25,22 @@ CORRECTIONS: tuple[str, ...] = ("holm", "bonferroni", "none")
 
 
 def bonferroni(pvalues) -> np.ndarray:
-    p = np.asarray(pvalues, dtype=np.float64)
-    return np.minimum(1.0, p * p.size)
+    """min(1, m p) over the last axis (each row of a 2-D array is one family)."""
+    p = np.atleast_1d(np.asarray(pvalues, dtype=np.float64))
+    return np.minimum(1.0, p * p.shape[-1])
 
 
 def holm(pvalues) -> np.ndarray:
-    p = np.asarray(pvalues, dtype=np.float64)
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])  # (m - j + 1) p_(j), j from 1
-    adjusted_sorted = np.maximum.accumulate(scaled)
-    out = np.empty(m, dtype=np.float64)
-    out[order] = adjusted_sorted
+    """Holm's step-down over the last axis (each row of a 2-D array is one family, so
+    a power simulation adjusts all its draws at once)."""
+    p = np.atleast_1d(np.asarray(pvalues, dtype=np.float64))
+    m = p.shape[-1]
+    order = np.argsort(p, axis=-1, kind="stable")
+    ordered = np.take_along_axis(p, order, axis=-1)
+    scaled = np.minimum(1.0, (m - np.arange(m)) * ordered)  # (m - j + 1) p_(j), j from 1
+    adjusted_sorted = np.maximum.accumulate(scaled, axis=-1)
+    out = np.empty_like(p)
+    np.put_along_axis(out, order, adjusted_sorted, axis=-1)
     return out
 
 

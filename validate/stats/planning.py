@@ -4,22 +4,45 @@ Inputs are the gate's own parameters (margin, alpha, power) plus the per-item
 discordance rate D between the two variants, either assumed (``--discordance``) or
 measured on an A/A run (two runs of the *same* configuration: batching makes greedy
 decoding nondeterministic, so D is never 0 on real engines and is the noise floor an
-A/B discordance has to be compared with). Formulas: ``validate.stats.power``.
+A/B discordance has to be compared with). An observed D is floored at one discordant
+item of the pilot (1 / n), as the gate floors it for its MDE: a pilot with no
+disagreement shows that D is small, not that it is 0 (a one-item pilot gave power 1.0).
+
+The family: the gate corrects all (optimization x task) claims of one decision together
+(Holm by default), so a plan for one claim of a family of m sizes n at the per-claim
+level alpha / m (``sizing_alpha``: Bonferroni's, which Holm's power is at least) and
+prints the claim's power under the family's correction at the full size
+(``validate.stats.family_power``). Repeats: a task run with ``repeats = r`` is gated
+by the clustered path, so its plan uses the design effect 1 + (r - 1) rho
+(``validate.stats.power_repeats``). Formulas: ``validate.stats.power``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from validate.errors import StatsInputError
 from validate.stats._checks import check_alpha, check_power, check_rate, points
+from validate.stats.family_power import ClaimModel, FamilyPower, family_power, sizing_alpha
+from validate.stats.multiplicity import adjust
 from validate.stats.outcomes import PairedOutcomes
 from validate.stats.paired import discordance_table
 from validate.stats.power import (
+    clustered_difference_mde,
     difference_mde,
     noninferiority_mde,
     noninferiority_power,
     noninferiority_power_exact,
     noninferiority_sample_size,
+)
+from validate.stats.power_repeats import (
+    check_repeats,
+    clustered_mde,
+    clustered_power,
+    clustered_sample_size,
+    clustered_se_model,
+    within_item_correlation,
 )
 
 
@@ -32,15 +55,26 @@ class PowerPlan:
     alpha: float
     power: float
     true_delta: float
-    n_needed: int | None
-    power_at_full: float  # exact, by enumeration of the paired table
-    power_at_full_normal: float  # the normal-approximation formula
-    mde_margin_at_full: float
+    n_needed: int | None  # at sized_alpha
+    power_at_full: float  # alone at alpha: exact by enumeration (normal with repeats)
+    power_at_full_normal: float  # the normal-approximation formula, alone at alpha
+    mde_margin_at_full: float  # at sized_alpha
     mde_difference_at_full: float
     discordance_source: str  # "assumed" or "A/A run: <labels>, n=<items>"
+    family_size: int = 1
+    correction: str = "none"
+    sized_alpha: float = 0.0  # the per-claim level n_needed and the MDE are sized at
+    power_at_full_family: float = 0.0  # this claim's PASS rate under the correction
+    family_draws: int = 0  # Monte Carlo draws behind it (0: exact)
+    repeats: int = 1
+    rho: float = 0.0
 
     @property
     def test(self) -> str:
+        if self.repeats > 1:
+            return (f"one-sided non-inferiority, Wald z with the SE clustered by item "
+                    f"({self.repeats} repeats, within-item correlation {self.rho:.3g}; "
+                    "normal-approximation power)")
         return (
             "one-sided non-inferiority, Tango score test on paired 0/1 outcomes "
             "(normal-approximation power)"
@@ -55,23 +89,166 @@ class PowerPlan:
         out.update(test=self.test, fits=self.fits)
         return out
 
+    def _family_line(self) -> str:
+        if self.family_size == 1:
+            return "  family: this claim alone (no correction)"
+        how = (f"Monte Carlo, {self.family_draws} draws, claims independent"
+               if self.family_draws else "exact")
+        sized = ("alpha (no correction)" if self.correction == "none" else
+                 f"alpha/{self.family_size} = {self.sized_alpha:.4g} (Bonferroni; "
+                 f"{self.correction} passes at least as often)")
+        return (f"  family: {self.family_size} claims, {self.correction}; sized at {sized}; "
+                f"power at n={self.n_full} under {self.correction} "
+                f"{self.power_at_full_family:.3f} ({how})")
+
     def report(self) -> str:
         need = "never (true delta at or below -margin)" if self.n_needed is None else (
             f"{self.n_needed} items" + ("" if self.fits else f" (> the {self.n_full} available)")
         )
+        alone = (f"exact ({self.power_at_full_normal:.3f} normal approx.)"
+                 if self.repeats == 1 else "normal approx.")
+        rows = f" x {self.repeats} repeats" if self.repeats > 1 else ""
         return "\n".join(
             [
                 f"plan {self.task}: margin {points(self.margin)} pts, alpha={self.alpha} "
                 f"(one-sided), power {self.power}, discordance {points(self.discordance)} % "
                 f"({self.discordance_source}), assumed true delta {points(self.true_delta)} pts",
-                f"  n needed: {need}",
-                f"  at the full size n={self.n_full}: power {self.power_at_full:.3f} exact "
-                f"({self.power_at_full_normal:.3f} normal approx.); "
-                f"smallest certifiable margin (MDE) {points(self.mde_margin_at_full)} pts; "
-                f"two-sided difference MDE {points(self.mde_difference_at_full)} pts",
+                self._family_line(),
+                f"  n needed: {need}{rows} at alpha {self.sized_alpha:.4g}",
+                f"  at the full size n={self.n_full}{rows}: power alone at alpha "
+                f"{self.power_at_full:.3f} {alone}; "
+                f"smallest certifiable margin (MDE) {points(self.mde_margin_at_full)} "
+                f"pts at alpha {self.sized_alpha:.4g}; two-sided difference MDE "
+                f"{points(self.mde_difference_at_full)} pts",
                 f"  test: {self.test}",
             ]
         )
+
+
+@dataclass(frozen=True)
+class FamilyPlan:
+    """Plans of every task of a policy, each one claim per optimization in one family."""
+
+    plans: tuple[PowerPlan, ...]
+    variants: int
+    all_pass: float  # P(every claim of the family PASSes), claims independent
+    mc_se: float
+
+    def to_dict(self) -> dict:
+        return {"variants": self.variants, "family_size": self.plans[0].family_size,
+                "correction": self.plans[0].correction, "all_pass": self.all_pass,
+                "mc_se": self.mc_se, "plans": [p.to_dict() for p in self.plans]}
+
+    def report(self) -> str:
+        head = (f"family: {self.variants} optimization(s) x {len(self.plans)} task(s) = "
+                f"{self.plans[0].family_size} claims, {self.plans[0].correction}; "
+                f"P(every claim PASSes at the full sizes) {self.all_pass:.3f} "
+                f"(Monte Carlo SE {self.mc_se:.3f}, claims independent)")
+        return "\n".join([head] + [p.report() for p in self.plans])
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """One task of a plan: its name, full size, margin (a fraction) and repeats."""
+
+    task: str
+    n_full: int
+    margin: float
+    repeats: int = 1
+
+
+def _check(discordance: float, alpha: float, power: float, family_size: int,
+           correction: str, repeats: int, rho: float) -> None:
+    check_alpha(alpha)
+    check_power(power)
+    check_rate(discordance, "discordance")
+    check_repeats(repeats, rho)
+    adjust([0.5], correction)  # an unknown correction is an error naming the choices
+    if family_size < 1:
+        raise StatsInputError(
+            f"--claims: expected a whole number >= 1, got {family_size}")
+
+
+def _one(spec: ClaimSpec, discordance: float, alpha: float, power: float,
+         true_delta: float, source: str, family_size: int, correction: str,
+         rho: float, family: FamilyPower, index: int) -> PowerPlan:
+    level = sizing_alpha(alpha, family_size, correction)
+    n, margin, repeats = spec.n_full, spec.margin, spec.repeats
+    rho = rho if repeats > 1 else 0.0
+    if repeats > 1:
+        alone = clustered_power(n, repeats, rho, discordance, margin, alpha, true_delta)
+        alone_normal = alone
+        needed = clustered_sample_size(repeats, rho, discordance, margin, level, power,
+                                       true_delta)
+        mde = clustered_mde(n, repeats, rho, discordance, level, power, true_delta)
+        difference = clustered_difference_mde(
+            clustered_se_model(n, repeats, rho, discordance), alpha, power)
+    else:
+        alone = noninferiority_power_exact(n, discordance, margin, alpha, true_delta)
+        alone_normal = noninferiority_power(n, discordance, margin, alpha, true_delta)
+        needed = noninferiority_sample_size(discordance, margin, level, power, true_delta)
+        mde = noninferiority_mde(n, discordance, level, power, true_delta)
+        difference = difference_mde(n, discordance, alpha, power)
+    return PowerPlan(
+        task=spec.task, n_full=n, margin=margin, discordance=discordance, alpha=alpha,
+        power=power, true_delta=true_delta, n_needed=needed, power_at_full=alone,
+        power_at_full_normal=alone_normal, mde_margin_at_full=mde,
+        mde_difference_at_full=difference,
+        discordance_source=source, family_size=family_size, correction=correction,
+        sized_alpha=level, power_at_full_family=family.per_claim[index],
+        family_draws=family.draws, repeats=repeats, rho=rho,
+    )
+
+
+def _family(specs: Sequence[ClaimSpec], variants: int, discordance: float, alpha: float,
+            true_delta: float, correction: str, rho: float) -> FamilyPower:
+    """The family's per-claim power: exact where no other claim matters (one claim,
+    no correction, Bonferroni), else Monte Carlo over every claim."""
+    size = variants * len(specs)
+    if size == 1 or correction in ("none", "bonferroni"):
+        level = sizing_alpha(alpha, size, correction)
+        rates = []
+        for spec in specs:
+            model = ClaimModel(spec.n_full, spec.margin, discordance, true_delta,
+                               spec.repeats, rho)
+            rates.append(_power_at(model, level))
+        return FamilyPower(tuple(rates), float("nan"), correction, 0)
+    claims = [ClaimModel(s.n_full, s.margin, discordance, true_delta, s.repeats, rho)
+              for _ in range(variants) for s in specs]
+    mc = family_power(claims, correction, alpha)
+    per_task = [sum(mc.per_claim[v * len(specs) + i] for v in range(variants)) / variants
+                for i in range(len(specs))]
+    return FamilyPower(tuple(per_task), mc.all_pass, correction, mc.draws)
+
+
+def _power_at(model: ClaimModel, level: float) -> float:
+    if model.repeats > 1:
+        return clustered_power(model.n, model.repeats, model.rho, model.discordance,
+                               model.margin, level, model.true_delta)
+    return noninferiority_power_exact(model.n, model.discordance, model.margin, level,
+                                      model.true_delta)
+
+
+def plan_family(specs: Sequence[ClaimSpec], discordance: float, alpha: float = 0.05,
+                power: float = 0.8, true_delta: float = 0.0, variants: int = 1,
+                correction: str = "holm", rho: float = 0.0,
+                discordance_source: str = "assumed") -> FamilyPlan:
+    """Plans for ``variants`` optimizations x ``specs`` tasks gated as one family."""
+    size = variants * len(specs)
+    for spec in specs:
+        _check(discordance, alpha, power, size, correction, spec.repeats, rho)
+    family = _family(specs, variants, discordance, alpha, true_delta, correction, rho)
+    plans = tuple(_one(s, discordance, alpha, power, true_delta, discordance_source, size,
+                       correction, rho, family, i) for i, s in enumerate(specs))
+    all_pass = family.all_pass
+    if family.draws == 0:  # exact rates, independent claims
+        all_pass = 1.0
+        for rate in family.per_claim:
+            all_pass *= rate**variants
+    rates = [p.power_at_full_family for p in plans] + [all_pass]
+    mc_se = 0.0 if family.draws == 0 else max(
+        (r * (1 - r) / family.draws) ** 0.5 for r in rates)
+    return FamilyPlan(plans, variants, all_pass, mc_se)
 
 
 def plan_noninferiority(
@@ -83,21 +260,18 @@ def plan_noninferiority(
     power: float = 0.8,
     true_delta: float = 0.0,
     discordance_source: str = "assumed",
+    family_size: int = 1,
+    correction: str = "holm",
+    repeats: int = 1,
+    rho: float = 0.0,
 ) -> PowerPlan:
-    """All rates and the margin as fractions (1 point = 0.01)."""
-    check_alpha(alpha)
-    check_power(power)
-    check_rate(discordance, "discordance")
-    return PowerPlan(
-        task=task, n_full=n_full, margin=margin, discordance=discordance, alpha=alpha,
-        power=power, true_delta=true_delta,
-        n_needed=noninferiority_sample_size(discordance, margin, alpha, power, true_delta),
-        power_at_full=noninferiority_power_exact(n_full, discordance, margin, alpha, true_delta),
-        power_at_full_normal=noninferiority_power(n_full, discordance, margin, alpha, true_delta),
-        mde_margin_at_full=noninferiority_mde(n_full, discordance, alpha, power, true_delta),
-        mde_difference_at_full=difference_mde(n_full, discordance, alpha, power),
-        discordance_source=discordance_source,
-    )
+    """One claim of a family of ``family_size`` alike claims (1: alone). All rates and
+    the margin as fractions (1 point = 0.01)."""
+    _check(discordance, alpha, power, family_size, correction, repeats, rho)
+    specs = [ClaimSpec(task, n_full, margin, repeats)]
+    family = _family(specs, family_size, discordance, alpha, true_delta, correction, rho)
+    return _one(specs[0], discordance, alpha, power, true_delta, discordance_source,
+                family_size, correction if family_size > 1 else "none", rho, family, 0)
 
 
 def observed_discordance(paired: PairedOutcomes) -> float:
@@ -108,11 +282,23 @@ def observed_discordance(paired: PairedOutcomes) -> float:
 
 def plan_from_aa(
     paired: PairedOutcomes, n_full: int, margin: float, alpha: float = 0.05,
-    power: float = 0.8,
+    power: float = 0.8, family_size: int = 1, correction: str = "holm",
+    repeats: int | None = None, rho: float | None = None,
 ) -> PowerPlan:
-    """Plan with the discordance of an observed A/A run (true delta 0)."""
+    """Plan with the discordance of an observed A/A run (true delta 0), floored at one
+    discordant row of the pilot (module doc). A pilot with repeats also gives rho and,
+    unless given, the repeats."""
     rate = observed_discordance(paired)
+    floor = 1.0 / paired.n_rows
     source = f"A/A run {paired.label_a} vs {paired.label_b}, n={paired.n_items}"
+    if rate < floor:
+        source += f", no disagreement: floored at one item of {paired.n_rows}"
+    if paired.has_repeats:
+        rho = within_item_correlation(paired) if rho is None else rho
+        repeats = round(paired.n_rows / paired.n_items) if repeats is None else repeats
+        source += f", within-item correlation {rho:.3g}"
     return plan_noninferiority(
-        paired.task, n_full, margin, rate, alpha, power, 0.0, discordance_source=source
+        paired.task, n_full, margin, max(rate, floor), alpha, power, 0.0,
+        discordance_source=source, family_size=family_size, correction=correction,
+        repeats=repeats or 1, rho=rho or 0.0,
     )

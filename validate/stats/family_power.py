@@ -1,0 +1,99 @@
+"""Power of one claim inside the gate's family: Holm (or Bonferroni) over every
+(optimization x task) claim.
+
+The gate corrects all claims of one decision together (``validate.gate.verdict``), so
+a claim that would PASS alone at alpha may not PASS in a family: 3 optimizations x 2
+tasks at true delta 0 gave a per-claim PASS rate of 0.29 under Holm where the
+single-claim power is 0.54 (issue 13). Bonferroni tests each of m claims at alpha / m,
+so its power is the single-claim power at that level, exactly. Holm is uniformly more
+powerful than Bonferroni and depends on the other claims' p-values, so its per-claim
+power is computed by Monte Carlo: each claim's PASS p-value is drawn from its exact
+distribution (the (b, c) tables of ``validate.stats.power.paired_table_distribution``
+with the gate's score test; with repeats, the clustered Wald z of
+``validate.stats.power_repeats``), the draws of all claims are adjusted together with
+the gate's own ``adjust``, and a claim passes when its adjusted p is at most alpha.
+
+Assumption, stated in every plan: the claims are independent. Claims on different
+tasks are; claims of several optimizations on one task share the baseline's outcomes,
+which makes them slightly dependent when the optimizations change the same items (the
+simulation through ``evaluate_family`` in tests/validate/test_plan_family.py uses a
+shared baseline and independent changes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
+from validate.stats.multiplicity import adjust
+from validate.stats.power import paired_table_distribution
+from validate.stats.power_repeats import clustered_se_model
+from validate.stats.score_interval import p_greater
+
+DRAWS = 20_000  # Monte Carlo SE of a per-claim rate at most 0.0035
+
+
+@dataclass(frozen=True)
+class ClaimModel:
+    """One claim as the plan assumes it: n items, margin, per-row discordance and true
+    delta (fractions), and the repeats with their within-item correlation."""
+
+    n: int
+    margin: float
+    discordance: float
+    true_delta: float = 0.0
+    repeats: int = 1
+    rho: float = 0.0
+
+    def draw_pvalues(self, rng: np.random.Generator, draws: int) -> np.ndarray:
+        """``draws`` PASS p-values from this claim's distribution under the model."""
+        if self.repeats > 1:
+            se = clustered_se_model(self.n, self.repeats, self.rho, self.discordance,
+                                    self.true_delta)
+            if se == 0.0:
+                return np.zeros(draws) if self.true_delta + self.margin > 0 else np.ones(draws)
+            z = rng.standard_normal(draws) + (self.true_delta + self.margin) / se
+            return stats.norm.sf(z)
+        b, c, weight = paired_table_distribution(self.n, self.discordance, self.true_delta)
+        pick = rng.choice(b.size, size=draws, p=weight / weight.sum())
+        return p_greater(b[pick], c[pick], self.n, -self.margin)
+
+
+@dataclass(frozen=True)
+class FamilyPower:
+    """Per-claim PASS rates under the correction, and P(every claim PASSes)."""
+
+    per_claim: tuple[float, ...]
+    all_pass: float
+    correction: str
+    draws: int
+
+    @property
+    def mc_se(self) -> float:
+        """Largest Monte Carlo SE of the rates (0 when computed exactly)."""
+        if self.draws == 0:
+            return 0.0
+        rates = np.asarray(self.per_claim + (self.all_pass,))
+        return float(np.max(np.sqrt(rates * (1.0 - rates) / self.draws)))
+
+
+def family_power(claims: Sequence[ClaimModel], correction: str, alpha: float,
+                 draws: int = DRAWS, seed: int = 0) -> FamilyPower:
+    """Monte Carlo power of each claim in the family (module doc); seeded, so a plan
+    prints the same figures every time."""
+    rng = np.random.default_rng(seed)
+    pvalues = np.stack([claim.draw_pvalues(rng, draws) for claim in claims], axis=-1)
+    passed = adjust(pvalues, correction) <= alpha  # (draws, claims)
+    return FamilyPower(per_claim=tuple(float(x) for x in passed.mean(axis=0)),
+                       all_pass=float(passed.all(axis=-1).mean()), correction=correction,
+                       draws=draws)
+
+
+def sizing_alpha(alpha: float, family_size: int, correction: str) -> float:
+    """The per-claim level a plan sizes n at: alpha / m under Bonferroni and Holm (Holm
+    rejects everything Bonferroni does, so n sized this way gives Holm at least the
+    wanted power), alpha with no correction."""
+    return alpha if correction == "none" else alpha / family_size
