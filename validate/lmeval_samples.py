@@ -8,7 +8,11 @@ document (strict-match and flexible-extract).
 
 Each (task, metric, filter) becomes one ``ItemOutcomes`` keyed ``"<metric>,<filter>"``,
 the same key lm-eval's results JSON uses (``exact_match,flexible-extract``), so the
-accuracies here can be checked against lm-eval's own. Item ids are doc ids; each row
+accuracies here can be checked against lm-eval's own. A metric whose value is not a number on
+any document (a corpus-level metric's per-document tuple) is not an item outcome and is
+left out; one that is a number on some documents and not on others is an error naming
+the file, line and field (those documents would otherwise vanish from both runs with
+coverage still 100 %). Item ids are doc ids; each row
 carries its ``prompt_hash`` so ``pair_outcomes`` can refuse to pair different prompts.
 
 Besides outcomes, the reader records simple per-(task, filter) health facts: the
@@ -133,24 +137,47 @@ def _metric_value(line: dict, metric: str, path: Path) -> float | None:
         return float(value)
     if value is None:
         raise SamplesFileError(f"{path}: doc {line['doc_id']}: metric {metric!r} has no value")
-    return None  # non-numeric metric (e.g. a corpus-level tuple): not an item outcome
+    return None  # non-numeric (a corpus-level tuple): not an item outcome, unless the
+    # metric is a number on other documents (``_refuse_partly_numeric``)
+
+
+def _refuse_partly_numeric(path: Path, rows: dict, non_numeric: dict) -> None:
+    """A metric that is a number for some documents and not for others is a damaged
+    file, not a corpus-level metric: dropping those documents silently would shrink the
+    table on both runs alike and leave coverage at 100 %. Name the first such line."""
+    for key, (index, line, metric) in non_numeric.items():
+        if key in rows:
+            raise SamplesFileError(
+                f"{path}:{_line_number(path, index)}: doc {line['doc_id']}: field {metric!r} "
+                f"is {line[metric]!r} ({type(line[metric]).__name__}); expected a number, "
+                f"as for the other {len(rows[key]['ids'])} documents of {key}")
+
+
+def _line_number(path: Path, index: int) -> int:
+    """1-based line of the ``index``-th JSON line (blank lines are skipped when read)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    filled = [number for number, raw in enumerate(lines, start=1) if raw.strip()]
+    return filled[index]
 
 
 def read_samples_file(path: Path, task: str, label: str) -> tuple[dict, dict]:
     """(outcomes by (task, key), health by (task, filter)) of one samples file."""
     rows: dict[str, dict[str, list]] = {}
     by_filter: dict[str, list[dict]] = {}
-    for line in _read_lines(path):
+    non_numeric: dict[str, tuple[int, dict, str]] = {}  # key -> first (index, line, metric)
+    for index, line in enumerate(_read_lines(path)):
         filt = str(line.get("filter", "none"))
         by_filter.setdefault(filt, []).append(line)
         for metric in line["metrics"]:
             value = _metric_value(line, metric, path)
             if value is None:
+                non_numeric.setdefault(f"{metric},{filt}", (index, line, metric))
                 continue
             table = rows.setdefault(f"{metric},{filt}", {"ids": [], "values": [], "hashes": []})
             table["ids"].append(str(line["doc_id"]))
             table["values"].append(value)
             table["hashes"].append(line.get("prompt_hash"))
+    _refuse_partly_numeric(path, rows, non_numeric)
     outcomes = {}
     for key, table in rows.items():
         if len(set(table["ids"])) != len(table["ids"]):
