@@ -17,17 +17,10 @@ from dataclasses import dataclass, field
 
 from validate.errors import StatsInputError
 from validate.gate.policy import load_policy
+from validate.stats import planning
 from validate.stats._checks import gate_alpha_problem
 from validate.stats.multiplicity import CORRECTIONS
 from validate.stats.outcomes import PairedOutcomes
-from validate.stats.planning import (
-    ClaimSpec,
-    FamilyPlan,
-    PowerPlan,
-    plan_family,
-    plan_from_aa,
-    plan_noninferiority,
-)
 from validate.stats.task_sizes import task_size
 
 MAX_MARGIN_POINTS = 50.0  # the policy's bound on tasks.<name>.margin
@@ -121,7 +114,8 @@ def _repeats_of(req: PlanRequest, task: str) -> int:
     return req.repeats.get(task, req.repeats.get("*", 1))
 
 
-def make_plan(req: PlanRequest, aa: PairedOutcomes | None = None) -> PowerPlan | FamilyPlan:
+def make_plan(req: PlanRequest, aa: PairedOutcomes | None = None
+              ) -> planning.PowerPlan | planning.FamilyPlan:
     """The plan ``req`` asks for; ``aa``: a paired A/A pilot (``--from-aa``)."""
     check_request(req)
     delta = req.delta_points / 100.0
@@ -132,9 +126,9 @@ def make_plan(req: PlanRequest, aa: PairedOutcomes | None = None) -> PowerPlan |
             raise StatsInputError("--from-aa: not with --policy; pass --discordance")
         if req.discordance is None:
             raise StatsInputError("plan --policy needs --discordance")
-        specs = [ClaimSpec(tp.task, task_size(tp.task, req.n), tp.margin,
-                           _repeats_of(req, tp.task)) for tp in policy.tasks]
-        return plan_family(
+        specs = [planning.ClaimSpec(tp.task, task_size(tp.task, req.n), tp.margin,
+                                    _repeats_of(req, tp.task)) for tp in policy.tasks]
+        return planning.plan_family(
             specs, req.discordance, req.alpha or policy.alpha, req.power or policy.power,
             delta, variants=req.variants, correction=req.correction or policy.correction,
             rho=rho, discordance_source="assumed")
@@ -144,13 +138,13 @@ def make_plan(req: PlanRequest, aa: PairedOutcomes | None = None) -> PowerPlan |
     margin = req.margin_points / 100.0
     if aa is not None:
         explicit = _repeats_of(req, req.task or aa.task) if req.repeats else None
-        return plan_from_aa(aa, task_size(req.task or aa.task, req.n), margin, alpha, power,
-                            family, correction, explicit, req.rho)
+        return planning.plan_from_aa(aa, task_size(req.task or aa.task, req.n), margin, alpha,
+                                     power, family, correction, explicit, req.rho)
     if req.discordance is None:
         raise StatsInputError("plan needs --discordance or --from-aa A B")
     if req.task is None and req.n is None:
         raise StatsInputError("plan needs --task or --n")
-    return plan_noninferiority(
+    return planning.plan_noninferiority(
         req.task or "task", task_size(req.task, req.n), margin, req.discordance, alpha, power,
         delta, family_size=family, correction=correction,
         repeats=_repeats_of(req, req.task or "task"), rho=rho)

@@ -8,7 +8,8 @@ Public API (every result is a frozen dataclass with ``report()``):
   ``ratio_of_means``, ``ratio_of_medians`` -> ``RatioEstimate``
 - any outcome source, all (task, metric): ``compare_tables`` -> ``RunComparison``
 - families: ``adjust`` (holm / bonferroni / none)
-- planning: ``plan_noninferiority``, ``plan_from_aa`` -> ``PowerPlan``; ``task_size``
+- planning: ``plan_noninferiority``, ``plan_from_aa`` -> ``PowerPlan``; ``plan_family``
+  (every task of a gate family, ``ClaimSpec``) -> ``FamilyPlan``; ``task_size``
 - the gate's test: ``score_interval`` (Tango's score test for paired proportions)
 """
 
@@ -24,7 +25,14 @@ from validate.stats.continuous import (
 from validate.stats.multiplicity import CORRECTIONS, adjust, bonferroni, holm
 from validate.stats.outcomes import ItemOutcomes, PairedOutcomes, pair_outcomes
 from validate.stats.paired import DiscordanceTable, PairedComparison, compare_binary
-from validate.stats.planning import PowerPlan, plan_from_aa, plan_noninferiority
+from validate.stats.planning import (
+    ClaimSpec,
+    FamilyPlan,
+    PowerPlan,
+    plan_family,
+    plan_from_aa,
+    plan_noninferiority,
+)
 from validate.stats.proportions import AccuracyEstimate, estimate_accuracy
 from validate.stats.task_sizes import task_size
 
@@ -32,7 +40,9 @@ __all__ = [
     "CORRECTIONS",
     "AccuracyEstimate",
     "BootstrapSpec",
+    "ClaimSpec",
     "DiscordanceTable",
+    "FamilyPlan",
     "ItemOutcomes",
     "MetricComparison",
     "PairedComparison",
@@ -49,6 +59,7 @@ __all__ = [
     "estimate_accuracy",
     "holm",
     "pair_outcomes",
+    "plan_family",
     "plan_from_aa",
     "plan_noninferiority",
     "ratio_of_means",
