@@ -118,3 +118,90 @@ def test_evaluate_gate_fails_exactly_on_the_enumerated_region():
             assert (v.upper_bound < -margin) == (v.verdict == "FAIL"), (b, c)
             changed += tango_z(b, c, n, -margin, 0.0) <= -z and v.verdict != "FAIL"
     assert changed == 3  # (b, c) = (5, 0), (8, 1), (10, 2)
+
+
+# --- repeats: the clustered path, by simulation -------------------------------------
+
+REPEATED = [(items, disc, rho, margin) for items in (198, 448) for disc in (0.05, 0.10)
+            for rho in (0.3, 0.8) for margin in (0.02, 0.04)]
+
+
+def repeated_d(rng, runs, items, reps, disc, rho, delta):
+    """(runs, items, reps) per-row differences with within-item correlation rho (each
+    row copies its item's draw with probability sqrt(rho), else draws afresh)."""
+    p_b, p_c = (disc - delta) / 2, (disc + delta) / 2
+
+    def draw(shape):
+        u = rng.random(shape, dtype=np.float32)
+        return (u >= 1 - p_c).astype(np.int8) - (u < p_b).astype(np.int8)
+
+    star, fresh = draw((runs, items, 1)), draw((runs, items, reps))
+    copy = rng.random((runs, items, reps), dtype=np.float32) < math.sqrt(rho)
+    return np.where(copy, star, fresh).astype(np.float64)
+
+
+def clustered_z(d, theta, shift):
+    """The gate's clustered statistic, written out: Tango's z on the row counts over
+    sqrt(design effect), design effect = (CR1 clustered SE, floored at 1 / rows, over
+    the independent-rows SE)^2 (1 where the rows do not vary)."""
+    from validate.stats.score_interval import score_z
+
+    runs, items, reps = d.shape
+    rows = items * reps
+    flat = d.reshape(runs, rows)
+    b, c = (flat == -1).sum(axis=1), (flat == 1).sum(axis=1)
+    resid = d - flat.mean(axis=1)[:, None, None]
+    se_cl = np.sqrt(items / (items - 1) * (resid.sum(axis=2) ** 2).sum(axis=1)) / rows
+    se_rows = flat.std(axis=1, ddof=1) / math.sqrt(rows)
+    deff = np.where(se_rows > 0, np.maximum(se_cl, 1 / rows) ** 2
+                    / np.where(se_rows > 0, se_rows, 1) ** 2, 1.0)
+    return score_z(b, c, rows, theta, shift) / np.sqrt(deff)
+
+
+def clustered_sizes(settings, runs, seed):
+    """(PASS, FAIL) rates at true delta = -margin per setting, 4 repeats per item."""
+    z = stats.norm.ppf(1 - ALPHA)
+    rng = np.random.default_rng(seed)
+    sizes = {}
+    for items, disc, rho, margin in settings:
+        d = np.concatenate([repeated_d(rng, 2000, items, 4, disc, rho, -margin)
+                            for _ in range(runs // 2000)])
+        passed = clustered_z(d, -margin, 0.0) >= z
+        failed = ~passed & (clustered_z(d, -margin, 0.5) <= -z)
+        sizes[(items, disc, rho, margin)] = (float(passed.mean()), float(failed.mean()))
+    print("clustered (PASS, FAIL) sizes at the boundary:", sizes)
+    return sizes
+
+
+def test_clustered_sizes_at_the_boundary_fast():
+    """GPQA diamond x 4 repeats, the strongly correlated settings (where the old Wald z
+    PASSed 0.077), 4,000 runs each (Monte Carlo SE about 0.0035)."""
+    settings = [s for s in REPEATED if s[0] == 198 and s[2] == 0.8]
+    sizes = clustered_sizes(settings, 4000, 2027)
+    assert max(max(v) for v in sizes.values()) <= ALPHA + 0.01
+
+
+@pytest.mark.slow
+def test_clustered_sizes_at_the_boundary_by_simulation():
+    """198 and 448 items x 4 repeats, discordance 5 and 10 %, within-item correlation
+    0.3 and 0.8, margins 2 and 4 points: PASS and FAIL each at most alpha + 0.01
+    (8,000 runs per setting: Monte Carlo SE about 0.0025)."""
+    sizes = clustered_sizes(REPEATED, 8000, 2026)
+    assert max(p for p, _ in sizes.values()) <= ALPHA + 0.01
+    assert max(f for _, f in sizes.values()) <= ALPHA + 0.01
+
+
+def test_clustered_statistic_is_the_gates():
+    """The written-out statistic above is what ``evaluate_gate`` decides on."""
+    rng = np.random.default_rng(3)
+    policy = parse_policy({"gate": {"alpha": ALPHA}, "tasks": {"t": {"margin": 3.0}}})
+    d = repeated_d(rng, 20, 198, 4, 0.08, 0.6, -0.03)
+    z_pass, z_fail = clustered_z(d, -0.03, 0.0), clustered_z(d, -0.03, 0.5)
+    for k in range(d.shape[0]):
+        rows = d[k].ravel()
+        a = np.where(rows == -1, 1.0, np.where(rows == 1, 0.0, 1.0))
+        paired = PairedOutcomes.from_arrays(a, a + rows, clusters=np.repeat(np.arange(198), 4),
+                                            task="t", metric="m")
+        v = evaluate_gate(policy, {"t": GateInput(paired, HealthReport())}).tasks[0]
+        assert v.p_noninferior == pytest.approx(stats.norm.sf(z_pass[k]), rel=1e-9, abs=1e-15)
+        assert v.p_fail == pytest.approx(stats.norm.cdf(z_fail[k]), rel=1e-9, abs=1e-15)

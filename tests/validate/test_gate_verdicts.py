@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 from statsmodels.stats.multitest import multipletests
 
 from v41val.cli.common import EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_NO_GO, EXIT_OK
@@ -158,7 +158,17 @@ def test_repeated_rows_use_the_clustered_test():
     d = b - a
     sums = np.bincount(clusters, weights=d - d.mean())
     se = math.sqrt(items / (items - 1) * np.sum(sums**2) / d.size**2)
-    assert v.p_noninferior == pytest.approx(stats.norm.sf((d.mean() + 0.03) / se), rel=1e-9)
+    deff = (se / (np.std(d, ddof=1) / math.sqrt(d.size))) ** 2  # clustered / independent
+    # Tango's score statistic on the row counts, nuisance fitted by scipy, / sqrt(deff)
+    nb, nc, rows, theta = int(np.sum(d == -1)), int(np.sum(d == 1)), d.size, -0.03
+    q = optimize.minimize_scalar(
+        lambda q: -(nb * math.log(q) + nc * math.log(q + theta)
+                    + (rows - nb - nc) * math.log(1 - 2 * q - theta)),
+        bounds=(-theta + 1e-12, (1 - theta) / 2 - 1e-12), method="bounded",
+        options={"xatol": 1e-14}).x
+    z = (nc - nb - rows * theta) / math.sqrt(rows * (2 * q + theta * (1 - theta)) * deff)
+    assert v.p_noninferior == pytest.approx(stats.norm.sf(z), rel=1e-6)
+    assert v.lower_bound < d.mean() < v.upper_bound
 
 
 def test_decision_exit_codes_match_the_cli_constants():

@@ -8,8 +8,7 @@ delta = acc(B) - acc(A), B the candidate. For a null value theta0 the gate needs
   p_greater(theta0) < alpha);
 - ``fail_p_less`` / ``fail_p_greater`` / ``fail_upper``: the same for the FAIL claim,
   which the score test runs with a continuity correction (its lower tail is heavy at
-  few discordant items: ``validate.stats.score_interval``); the clustered Wald z is
-  continuous and uses one test for both claims.
+  few discordant items: ``validate.stats.score_interval``).
 
 Which test:
 - one 0/1 row per item (greedy runs, the usual case): Tango's score test
@@ -17,23 +16,31 @@ Which test:
   discordant pairs (A/A size ~0.001 at n = 198, D = 1 %), mid-p still undershoots
   (~0.006); the score test held its size at 0.026-0.056 in A/A and 0.039-0.050 at the
   non-inferiority boundary across the calibration grid (tests/validate/test_calibration.py). It is McNemar's z at theta0 = 0.
-- several rows per item (repeats / sampling): a Wald z with the item-clustered SE of
-  the per-row differences, because rows of one item are not independent and the
-  2x2-table tests assume they are. Its SE is floored at the SE one discordant row
-  would give (1 / rows, ``se_floor``), the least the data can resolve, as the
-  unrepeated path floors the discordance: identical repeated runs (SE 0) otherwise
-  gave z = -inf and "significantly worse" with p = 0, where the score test gives 0.5.
+- several rows per item (repeats / sampling): the same score test on the row counts,
+  its variance multiplied by the design effect observed in the data (the clustered
+  SE of the mean row difference over the SE the rows would have if independent,
+  squared: a Rao-Scott adjustment), because rows of one item are not independent and
+  the plain 2x2-table tests assume they are. z = Z(theta0) / sqrt(deff), so bounds
+  are the score bounds at the level whose z is z_{1-alpha} sqrt(deff). It replaced a
+  Wald z with the clustered SE, which borrowed the observed discordance as the score
+  test avoids: at the boundary that Wald PASSed 0.077 of simulated runs (198 items x
+  4 repeats, discordance 6 %, within-item correlation 0.8, margin 4 points; this test
+  0.051). The clustered SE is floored at one discordant row's (1 / rows, ``se_floor``),
+  the least the data can resolve: identical repeated runs (SE 0) then get a design
+  effect of 1 and p(worse) = 0.5, where the Wald z had been -inf (a WARN).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 from validate.stats.outcomes import PairedOutcomes
 from validate.stats.paired import discordance_table
-from validate.stats.proportions import clustered_se
+from validate.stats.proportions import clt_se, clustered_se
 from validate.stats.score_interval import (
+    FAIL_CONTINUITY,
     fail_p_greater,
     fail_p_less,
     fail_upper,
@@ -41,6 +48,7 @@ from validate.stats.score_interval import (
     p_less,
     score_lower,
     score_upper,
+    score_z,
 )
 
 
@@ -90,19 +98,41 @@ class ScoreEvidence:
 
 @dataclass(frozen=True)
 class ClusteredEvidence:
-    """Mean per-row difference with its item-clustered SE (repeated rows); ``se`` is
-    the floored SE the tests use, ``se_raw`` the estimate (module doc)."""
+    """Row counts of a repeated comparison, tested with the score test scaled by the
+    observed design effect (module doc). ``se`` is the floored clustered SE of the mean
+    row difference (reports, n to decide), ``se_raw`` the estimate."""
 
-    delta: float
-    se: float
-    discordance: float
+    b: int  # rows: A right, B wrong
+    c: int  # rows: A wrong, B right
+    n_rows: int
     n_items: int
+    design_effect: float
+    se: float
     se_raw: float | None = None
 
-    name = "Wald z, SE clustered by item (repeated rows)"
+    name = ("Tango score test on the rows, variance times the design effect of the SE "
+            "clustered by item (repeated rows)")
 
-    def _z(self, theta0: float) -> float:
-        return (self.delta - theta0) / self.se
+    @property
+    def delta(self) -> float:
+        return (self.c - self.b) / self.n_rows
+
+    @property
+    def discordance(self) -> float:
+        return (self.b + self.c) / self.n_rows
+
+    @property
+    def n_effective(self) -> float:
+        """The unrepeated items this comparison is worth: rows / design effect."""
+        return self.n_rows / self.design_effect
+
+    def _z(self, theta0: float, shift: float = 0.0) -> float:
+        z = score_z(self.b, self.c, self.n_rows, theta0, shift)
+        return float(z) / math.sqrt(self.design_effect)
+
+    def _level(self, alpha: float) -> float:
+        """The plain score test's level whose critical z is z_{1-alpha} sqrt(deff)."""
+        return float(stats.norm.sf(stats.norm.ppf(1.0 - alpha) * math.sqrt(self.design_effect)))
 
     def p_greater(self, theta0: float) -> float:
         return float(stats.norm.sf(self._z(theta0)))
@@ -111,14 +141,19 @@ class ClusteredEvidence:
         return float(stats.norm.cdf(self._z(theta0)))
 
     def lower(self, alpha: float) -> float:
-        return self.delta - stats.norm.ppf(1.0 - alpha) * self.se
+        return float(score_lower(self.b, self.c, self.n_rows, self._level(alpha)))
 
     def upper(self, alpha: float) -> float:
-        return self.delta + stats.norm.ppf(1.0 - alpha) * self.se
+        return float(score_upper(self.b, self.c, self.n_rows, self._level(alpha)))
 
-    fail_p_less = p_less
-    fail_p_greater = p_greater
-    fail_upper = upper
+    def fail_p_less(self, theta0: float) -> float:
+        return float(stats.norm.cdf(self._z(theta0, FAIL_CONTINUITY)))
+
+    def fail_p_greater(self, theta0: float) -> float:
+        return float(stats.norm.sf(self._z(theta0, -FAIL_CONTINUITY)))
+
+    def fail_upper(self, alpha: float) -> float:
+        return float(fail_upper(self.b, self.c, self.n_rows, self._level(alpha)))
 
 
 def se_floor(n_rows: int) -> float:
@@ -133,11 +168,11 @@ def evidence_for(paired: PairedOutcomes) -> ScoreEvidence | ClusteredEvidence:
     if not paired.has_repeats:
         return ScoreEvidence(b=table.a_only, c=table.b_only, n=paired.n_rows)
     d = paired.b - paired.a  # (rows,)
-    se = clustered_se(d, paired.clusters)
+    raw = clustered_se(d, paired.clusters)
+    se = max(raw, se_floor(paired.n_rows))
+    independent = clt_se(d)
     return ClusteredEvidence(
-        delta=float(d.mean()),
-        se=max(se, se_floor(paired.n_rows)),
-        discordance=table.discordant / table.n,
-        n_items=paired.n_items,
-        se_raw=se,
+        b=table.a_only, c=table.b_only, n_rows=paired.n_rows, n_items=paired.n_items,
+        design_effect=(se / independent) ** 2 if independent > 0 else 1.0,
+        se=se, se_raw=raw,
     )

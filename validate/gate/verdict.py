@@ -32,7 +32,6 @@ import numpy as np
 from validate.decisions import FAIL, INCONCLUSIVE, INVALID, PASS, PASSING, WARN
 from validate.gate.evidence import ClusteredEvidence, ScoreEvidence
 from validate.gate.policy import GatePolicy, TaskPolicy
-from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 from validate.stats._checks import points
 from validate.stats.multiplicity import adjust, effective_alpha
 from validate.stats.power import decisive_sample_size, noninferiority_mde
@@ -121,21 +120,21 @@ def _claim_pvalues(ev, margin: float, equivalence: bool) -> tuple[float, float]:
 
 
 def _n_to_decide(ev, margin: float, alpha: float, power: float) -> int | None:
-    if isinstance(ev, ScoreEvidence):
-        return decisive_sample_size(ev.discordance, margin, alpha, power, ev.delta)
-    distance = abs(ev.delta + margin)
-    if distance < 1e-12 or not np.isfinite(ev.se):
-        return None
-    factor = stats.norm.ppf(1.0 - alpha) + stats.norm.ppf(power)
-    return int(np.ceil(ev.n_items * (factor * ev.se / distance) ** 2))
+    """Items for a verdict at the observed delta and discordance; with repeats, the
+    rows the score test needs times the design effect, per item's rows."""
+    rows = decisive_sample_size(ev.discordance, margin, alpha, power, ev.delta)
+    if rows is None or isinstance(ev, ScoreEvidence):
+        return rows
+    return int(np.ceil(rows * ev.design_effect * ev.n_items / ev.n_rows))
 
 
 def _mde(ev, alpha: float, power: float) -> float:
-    """Smallest margin this n certifies with ``power`` when the truth is delta = 0."""
+    """Smallest margin this n certifies with ``power`` when the truth is delta = 0
+    (repeats: at the effective n, rows / design effect)."""
     if isinstance(ev, ScoreEvidence):
         return noninferiority_mde(ev.n, max(ev.discordance, 1.0 / ev.n), alpha, power)
-    factor = stats.norm.ppf(1.0 - alpha) + stats.norm.ppf(power)
-    return float(factor * ev.se)
+    return noninferiority_mde(ev.n_effective, max(ev.discordance, 1.0 / ev.n_rows), alpha,
+                              power)
 
 
 def decide_family(

@@ -9,7 +9,7 @@ so its power is the single-claim power at that level, exactly. Holm is uniformly
 powerful than Bonferroni and depends on the other claims' p-values, so its per-claim
 power is computed by Monte Carlo: each claim's PASS p-value is drawn from its exact
 distribution (the (b, c) tables of ``validate.stats.power.paired_table_distribution``
-with the gate's score test; with repeats, the clustered Wald z of
+with the gate's score test; with repeats, at the effective n of
 ``validate.stats.power_repeats``), the draws of all claims are adjusted together with
 the gate's own ``adjust``, and a claim passes when its adjusted p is at most alpha.
 
@@ -27,10 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from validate.stats import distributions as stats  # scipy.stats' values, not its import cost
 from validate.stats.multiplicity import adjust
 from validate.stats.power import paired_table_distribution
-from validate.stats.power_repeats import clustered_se_model
+from validate.stats.power_repeats import effective_items
 from validate.stats.score_interval import p_greater
 
 DRAWS = 20_000  # Monte Carlo SE of a per-claim rate at most 0.0035
@@ -50,16 +49,10 @@ class ClaimModel:
 
     def draw_pvalues(self, rng: np.random.Generator, draws: int) -> np.ndarray:
         """``draws`` PASS p-values from this claim's distribution under the model."""
-        if self.repeats > 1:
-            se = clustered_se_model(self.n, self.repeats, self.rho, self.discordance,
-                                    self.true_delta)
-            if se == 0.0:
-                return np.zeros(draws) if self.true_delta + self.margin > 0 else np.ones(draws)
-            z = rng.standard_normal(draws) + (self.true_delta + self.margin) / se
-            return stats.norm.sf(z)
-        b, c, weight = paired_table_distribution(self.n, self.discordance, self.true_delta)
+        n = self.n if self.repeats == 1 else effective_items(self.n, self.repeats, self.rho)
+        b, c, weight = paired_table_distribution(n, self.discordance, self.true_delta)
         pick = rng.choice(b.size, size=draws, p=weight / weight.sum())
-        return p_greater(b[pick], c[pick], self.n, -self.margin)
+        return p_greater(b[pick], c[pick], n, -self.margin)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ from validate.stats.multiplicity import adjust
 from validate.stats.outcomes import PairedOutcomes
 from validate.stats.paired import discordance_table
 from validate.stats.power import (
-    clustered_difference_mde,
     difference_mde,
     noninferiority_mde,
     noninferiority_power,
@@ -40,8 +39,9 @@ from validate.stats.power_repeats import (
     check_repeats,
     clustered_mde,
     clustered_power,
+    clustered_power_normal,
     clustered_sample_size,
-    clustered_se_model,
+    effective_n,
     within_item_correlation,
 )
 
@@ -56,7 +56,7 @@ class PowerPlan:
     power: float
     true_delta: float
     n_needed: int | None  # at sized_alpha
-    power_at_full: float  # alone at alpha: exact by enumeration (normal with repeats)
+    power_at_full: float  # alone at alpha: exact by enumeration (repeats: at the effective n)
     power_at_full_normal: float  # the normal-approximation formula, alone at alpha
     mde_margin_at_full: float  # at sized_alpha
     mde_difference_at_full: float
@@ -72,9 +72,9 @@ class PowerPlan:
     @property
     def test(self) -> str:
         if self.repeats > 1:
-            return (f"one-sided non-inferiority, Wald z with the SE clustered by item "
-                    f"({self.repeats} repeats, within-item correlation {self.rho:.3g}; "
-                    "normal-approximation power)")
+            return (f"one-sided non-inferiority, Tango score test on the rows with the "
+                    f"variance times the design effect ({self.repeats} repeats, within-item "
+                    f"correlation {self.rho:.3g}; normal-approximation power)")
         return (
             "one-sided non-inferiority, Tango score test on paired 0/1 outcomes "
             "(normal-approximation power)"
@@ -105,8 +105,8 @@ class PowerPlan:
         need = "never (true delta at or below -margin)" if self.n_needed is None else (
             f"{self.n_needed} items" + ("" if self.fits else f" (> the {self.n_full} available)")
         )
-        alone = (f"exact ({self.power_at_full_normal:.3f} normal approx.)"
-                 if self.repeats == 1 else "normal approx.")
+        alone = (f"exact{'' if self.repeats == 1 else ' at the effective n'} "
+                 f"({self.power_at_full_normal:.3f} normal approx.)")
         rows = f" x {self.repeats} repeats" if self.repeats > 1 else ""
         return "\n".join(
             [
@@ -177,12 +177,12 @@ def _one(spec: ClaimSpec, discordance: float, alpha: float, power: float,
     rho = rho if repeats > 1 else 0.0
     if repeats > 1:
         alone = clustered_power(n, repeats, rho, discordance, margin, alpha, true_delta)
-        alone_normal = alone
+        alone_normal = clustered_power_normal(n, repeats, rho, discordance, margin, alpha,
+                                              true_delta)
         needed = clustered_sample_size(repeats, rho, discordance, margin, level, power,
                                        true_delta)
         mde = clustered_mde(n, repeats, rho, discordance, level, power, true_delta)
-        difference = clustered_difference_mde(
-            clustered_se_model(n, repeats, rho, discordance), alpha, power)
+        difference = difference_mde(effective_n(n, repeats, rho), discordance, alpha, power)
     else:
         alone = noninferiority_power_exact(n, discordance, margin, alpha, true_delta)
         alone_normal = noninferiority_power(n, discordance, margin, alpha, true_delta)

@@ -56,7 +56,9 @@ def _cells(discordance: float, true_delta: float) -> tuple[float, float]:
     return p_b, p_c
 
 
-def _sigmas(discordance: float, margin: float, true_delta: float) -> tuple[float, float]:
+def score_sigmas(discordance: float, margin: float, true_delta: float) -> tuple[float, float]:
+    """(sigma0, sigma1) of the module doc: the score test's per-item SD under the null
+    value -margin, and the true per-item SD of B - A."""
     p_b, p_c = _cells(discordance, true_delta)
     q0 = float(constrained_pb(p_b, p_c, 1.0, -margin))
     sigma0 = math.sqrt(max(2.0 * q0 - margin * (1.0 + margin), 0.0))
@@ -76,7 +78,7 @@ def noninferiority_power(
 ) -> float:
     """Probability the gate PASSes (lower bound above -margin) at this n."""
     _check(discordance, margin, alpha)
-    sigma0, sigma1 = _sigmas(discordance, margin, true_delta)
+    sigma0, sigma1 = score_sigmas(discordance, margin, true_delta)
     z = stats.norm.ppf(1.0 - alpha)
     shift = (true_delta + margin) * math.sqrt(n) - z * sigma0
     if sigma1 == 0.0:
@@ -93,7 +95,7 @@ def noninferiority_sample_size(
     check_power(power)
     if true_delta + margin <= 0:
         return None
-    sigma0, sigma1 = _sigmas(discordance, margin, true_delta)
+    sigma0, sigma1 = score_sigmas(discordance, margin, true_delta)
     z_a = stats.norm.ppf(1.0 - alpha)
     z_b = stats.norm.ppf(power)
     return max(1, math.ceil(((z_a * sigma0 + z_b * sigma1) / (true_delta + margin)) ** 2))
@@ -158,7 +160,7 @@ def decisive_sample_size(
         return None
     discordance = max(discordance, abs(true_delta))
     try:
-        sigma0, sigma1 = _sigmas(discordance, margin, true_delta)
+        sigma0, sigma1 = score_sigmas(discordance, margin, true_delta)
     except StatsInputError:
         return None
     z_a = stats.norm.ppf(1.0 - alpha)
