@@ -41,11 +41,7 @@ from validate.stats.paired import discordance_table
 from validate.stats.proportions import clt_se, clustered_se
 from validate.stats.score_interval import (
     FAIL_CONTINUITY,
-    fail_p_greater,
-    fail_p_less,
     fail_upper,
-    p_greater,
-    p_less,
     score_lower,
     score_upper,
     score_z,
@@ -54,11 +50,13 @@ from validate.stats.score_interval import (
 
 @dataclass(frozen=True)
 class ScoreEvidence:
-    """Counts of a paired 0/1 comparison with one row per item."""
+    """Counts of a paired 0/1 comparison (b, c, n rows), tested with Tango's score
+    test; ``design_effect`` scales its variance (1: one row per item)."""
 
     b: int  # A right, B wrong
     c: int  # A wrong, B right
     n: int
+    design_effect: float = 1.0
 
     name = "Tango score test (paired proportions, one row per item)"
 
@@ -74,64 +72,19 @@ class ScoreEvidence:
     def n_items(self) -> int:
         return self.n
 
-    def p_greater(self, theta0: float) -> float:
-        return float(p_greater(self.b, self.c, self.n, theta0))
-
-    def p_less(self, theta0: float) -> float:
-        return float(p_less(self.b, self.c, self.n, theta0))
-
-    def lower(self, alpha: float) -> float:
-        return float(score_lower(self.b, self.c, self.n, alpha))
-
-    def upper(self, alpha: float) -> float:
-        return float(score_upper(self.b, self.c, self.n, alpha))
-
-    def fail_p_less(self, theta0: float) -> float:
-        return float(fail_p_less(self.b, self.c, self.n, theta0))
-
-    def fail_p_greater(self, theta0: float) -> float:
-        return float(fail_p_greater(self.b, self.c, self.n, theta0))
-
-    def fail_upper(self, alpha: float) -> float:
-        return float(fail_upper(self.b, self.c, self.n, alpha))
-
-
-@dataclass(frozen=True)
-class ClusteredEvidence:
-    """Row counts of a repeated comparison, tested with the score test scaled by the
-    observed design effect (module doc). ``se`` is the floored clustered SE of the mean
-    row difference (reports, n to decide), ``se_raw`` the estimate."""
-
-    b: int  # rows: A right, B wrong
-    c: int  # rows: A wrong, B right
-    n_rows: int
-    n_items: int
-    design_effect: float
-    se: float
-    se_raw: float | None = None
-
-    name = ("Tango score test on the rows, variance times the design effect of the SE "
-            "clustered by item (repeated rows)")
-
-    @property
-    def delta(self) -> float:
-        return (self.c - self.b) / self.n_rows
-
-    @property
-    def discordance(self) -> float:
-        return (self.b + self.c) / self.n_rows
-
     @property
     def n_effective(self) -> float:
         """The unrepeated items this comparison is worth: rows / design effect."""
-        return self.n_rows / self.design_effect
+        return self.n / self.design_effect
 
     def _z(self, theta0: float, shift: float = 0.0) -> float:
-        z = score_z(self.b, self.c, self.n_rows, theta0, shift)
-        return float(z) / math.sqrt(self.design_effect)
+        z = float(score_z(self.b, self.c, self.n, theta0, shift))
+        return z if self.design_effect == 1.0 else z / math.sqrt(self.design_effect)
 
     def _level(self, alpha: float) -> float:
         """The plain score test's level whose critical z is z_{1-alpha} sqrt(deff)."""
+        if self.design_effect == 1.0:
+            return alpha
         return float(stats.norm.sf(stats.norm.ppf(1.0 - alpha) * math.sqrt(self.design_effect)))
 
     def p_greater(self, theta0: float) -> float:
@@ -141,10 +94,10 @@ class ClusteredEvidence:
         return float(stats.norm.cdf(self._z(theta0)))
 
     def lower(self, alpha: float) -> float:
-        return float(score_lower(self.b, self.c, self.n_rows, self._level(alpha)))
+        return float(score_lower(self.b, self.c, self.n, self._level(alpha)))
 
     def upper(self, alpha: float) -> float:
-        return float(score_upper(self.b, self.c, self.n_rows, self._level(alpha)))
+        return float(score_upper(self.b, self.c, self.n, self._level(alpha)))
 
     def fail_p_less(self, theta0: float) -> float:
         return float(stats.norm.cdf(self._z(theta0, FAIL_CONTINUITY)))
@@ -153,7 +106,29 @@ class ClusteredEvidence:
         return float(stats.norm.sf(self._z(theta0, -FAIL_CONTINUITY)))
 
     def fail_upper(self, alpha: float) -> float:
-        return float(fail_upper(self.b, self.c, self.n_rows, self._level(alpha)))
+        return float(fail_upper(self.b, self.c, self.n, self._level(alpha)))
+
+
+@dataclass(frozen=True)
+class ClusteredEvidence(ScoreEvidence):
+    """A repeated comparison: row counts, the observed design effect and the items
+    (module doc). ``se`` is the floored clustered SE of the mean row difference
+    (reports), ``se_raw`` the estimate."""
+
+    items: int = 0
+    se: float = float("nan")
+    se_raw: float | None = None
+
+    name = ("Tango score test on the rows, variance times the design effect of the SE "
+            "clustered by item (repeated rows)")
+
+    @property
+    def n_items(self) -> int:
+        return self.items
+
+    @property
+    def n_rows(self) -> int:
+        return self.n
 
 
 def se_floor(n_rows: int) -> float:
@@ -172,7 +147,7 @@ def evidence_for(paired: PairedOutcomes) -> ScoreEvidence | ClusteredEvidence:
     se = max(raw, se_floor(paired.n_rows))
     independent = clt_se(d)
     return ClusteredEvidence(
-        b=table.a_only, c=table.b_only, n_rows=paired.n_rows, n_items=paired.n_items,
+        b=table.a_only, c=table.b_only, n=paired.n_rows,
         design_effect=(se / independent) ** 2 if independent > 0 else 1.0,
-        se=se, se_raw=raw,
+        items=paired.n_items, se=se, se_raw=raw,
     )

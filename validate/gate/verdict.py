@@ -123,18 +123,15 @@ def _n_to_decide(ev, margin: float, alpha: float, power: float) -> int | None:
     """Items for a verdict at the observed delta and discordance; with repeats, the
     rows the score test needs times the design effect, per item's rows."""
     rows = decisive_sample_size(ev.discordance, margin, alpha, power, ev.delta)
-    if rows is None or isinstance(ev, ScoreEvidence):
+    if rows is None or not isinstance(ev, ClusteredEvidence):
         return rows
     return int(np.ceil(rows * ev.design_effect * ev.n_items / ev.n_rows))
 
 
 def _mde(ev, alpha: float, power: float) -> float:
     """Smallest margin this n certifies with ``power`` when the truth is delta = 0
-    (repeats: at the effective n, rows / design effect)."""
-    if isinstance(ev, ScoreEvidence):
-        return noninferiority_mde(ev.n, max(ev.discordance, 1.0 / ev.n), alpha, power)
-    return noninferiority_mde(ev.n_effective, max(ev.discordance, 1.0 / ev.n_rows), alpha,
-                              power)
+    (at the effective n: rows / design effect; the discordance floored at one row)."""
+    return noninferiority_mde(ev.n_effective, max(ev.discordance, 1.0 / ev.n), alpha, power)
 
 
 def decide_family(
