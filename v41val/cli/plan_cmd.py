@@ -5,7 +5,7 @@ of items answered differently by the two variants). The task's full size comes f
 ``--n`` or the fallback table in ``validate.stats.task_sizes``. ``--from-aa A B``
 measures the discordance on two lm-eval sample files of the *same* configuration.
 ``--policy`` (or ``--claims``/``--correction``) sizes for the gate's family; the checks
-and the assembly are ``validate.gate.sizing``.
+and the assembly are ``validate.sizing_request`` and ``validate.gate.sizing``.
 """
 
 from __future__ import annotations
@@ -58,17 +58,19 @@ def plan(
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> None:
     """Print the n a gate needs and the MDE at the task's full size."""
-    from validate.gate.sizing import PlanRequest, check_request, make_plan, parse_repeats
-    from validate.lmeval_samples import read_run, select_table
-    from validate.stats import pair_outcomes
-    from validate.stats.jsonable import json_safe
+    from validate.sizing_request import PlanRequest, check_request, parse_repeats
 
     request = PlanRequest(
         margin_points=margin, discordance=discordance, alpha=alpha, power=power,
         delta_points=delta, n=n, task=task, claims=claims, correction=correction,
         repeats=parse_repeats(repeats), rho=rho,
         policy=None if policy is None else str(policy), variants=variants)
-    check_request(request)  # before any file is read
+    check_request(request)  # before any file is read or statistics load
+    from validate.gate.sizing import make_plan
+    from validate.lmeval_samples import read_run, select_table
+    from validate.stats import pair_outcomes
+    from validate.stats.jsonable import json_safe
+
     paired = None
     if from_aa is not None:
         table_a = select_table(read_run(from_aa[0], "A/A run 1"), task, metric)

@@ -34,8 +34,7 @@ from typing import Any
 
 from validate.errors import PolicyError
 from validate.gate.health import HealthThresholds
-from validate.stats._checks import gate_alpha_problem
-from validate.stats.multiplicity import CORRECTIONS
+from validate.gate_limits import CORRECTIONS, MAX_MARGIN_POINTS, gate_alpha_problem
 from validate.tomlfile import read_toml
 
 MODES = ("standard", "prove-safe")
@@ -140,7 +139,7 @@ def _parse_task(name: str, table: Any, src: str) -> TaskPolicy:
     _no_unknown(table, {"margin", "tier", "metric"}, where)
     if "margin" not in table:
         raise PolicyError(f"{where}.margin: missing (the non-inferiority margin in points)")
-    margin = _number(table["margin"], f"{where}.margin", 0.0, 50.0) / 100.0
+    margin = _number(table["margin"], f"{where}.margin", 0.0, MAX_MARGIN_POINTS) / 100.0
     tier = _choice(table.get("tier", "critical"), f"{where}.tier", TIERS)
     metric = table.get("metric")
     if metric is not None and (not isinstance(metric, str) or not metric):

@@ -12,17 +12,6 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
     return alpha
 
 
-GATE_ALPHA_RANGE = "(0, 0.5)"  # one-sided: 0.5 or more would PASS a coin flip
-
-
-def gate_alpha_problem(alpha: float) -> str | None:
-    """Why ``alpha`` cannot be the gate's one-sided level, or None: one wording for the
-    policy's ``gate.alpha`` and ``v41val plan --alpha`` (callers prefix the field)."""
-    if not 0.0 < alpha < 0.5:
-        return f"expected a number in {GATE_ALPHA_RANGE} (the one-sided level), got {alpha}"
-    return None
-
-
 def check_power(power: float) -> float:
     power = float(power)
     if not 0.0 < power < 1.0:

@@ -19,9 +19,9 @@ from typing import Literal
 import numpy as np
 
 from validate.errors import StatsInputError
+from validate.gate_limits import CORRECTIONS  # noqa: F401  (re-exported: defined once, light)
 
 Correction = Literal["holm", "bonferroni", "none"]
-CORRECTIONS: tuple[str, ...] = ("holm", "bonferroni", "none")
 
 
 def bonferroni(pvalues) -> np.ndarray:
