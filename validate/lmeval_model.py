@@ -11,13 +11,29 @@ command does not know ``v41val`` until this module is imported. Two ways:
   CLI), or the console script ``v41val-lm-eval`` when the package declares it;
 - from Python: ``import validate.lmeval_model`` before ``lm_eval.simple_evaluate``.
 
-Model args: ``preset`` (micro | tiny | mid | flash) and ``seed``, or ``checkpoint``;
+Model args: ``preset`` (micro | tiny | mid | flash | testbed) and ``seed``, or ``checkpoint``;
+``pretrained`` as Hugging Face models spell it (a checkpoint folder, or a preset name; it
+also names lm-eval's output folder, which otherwise gets a random name);
 every ``RuntimeOptions`` switch by its field name (``swa``, ``encoder_replay``,
 ``decoder_trim``, ``cut``, ``kernels``, ``batch_invariant``, ``replay_tokens``, read by
 ``RuntimeOptions.from_text``; lm-eval splits model_args on commas, so write several
 kernel entries with ``|``: ``kernels=+gate|-mhc``); ``device``, ``dtype``;
-``batch_size`` (requests decoded together). A subclass sets ``options_type`` to a
-``RuntimeOptions`` subclass to take its switches too.
+``batch_size`` (requests decoded together); ``threads`` (torch CPU threads: lm-eval runs
+the model in its main thread, where torch's default of one thread per core
+oversubscribes a shared machine); ``warmup`` (true: prefill every prompt once before
+the scored pass, so the prefix cache holds the shared few-shot prefixes and bounded
+replay engages, as on a warm server; it costs a second prefill). A subclass sets
+``options_type`` to a ``RuntimeOptions`` subclass to take its switches too.
+
+Engagement: lm-eval sends each prompt once, so without ``warmup`` only prompts that
+share a prefix with an earlier one in the same batch can hit the prefix cache. After
+each request type the model says on stderr how many prompts hit the cache (and so were
+replayed, when encoder replay is on), and says plainly when a bounded-replay
+configuration never engaged.
+
+Offline: ``main`` adds lm-eval's own GSM8K tasks pointed at the shipped data
+(``validate.lmeval_tasks``) as an ``--include_path`` unless one is given; from Python,
+``simple_evaluate(..., task_manager=offline_task_manager(dir))``.
 
 Scoring matches the builtin engine exactly: lm-eval's ``TemplateLM`` splits each
 (context, continuation) as it does for every causal model, and the continuation's
@@ -66,8 +82,21 @@ class V41ValLM(TemplateLM):
     def __init__(self, preset: str | None = None, seed: int = 0, checkpoint: str | None = None,
                  device: str | None = None, dtype: str | None = None,
                  batch_size: int | str | None = 8, max_batch_size: int | None = None,
-                 pool: WeightsPool | None = None, **settings: Any) -> None:
+                 pool: WeightsPool | None = None, pretrained: str | None = None,
+                 threads: int | None = None, warmup: bool | str = False,
+                 **settings: Any) -> None:
         super().__init__()
+        if pretrained is not None:
+            if preset is not None or checkpoint is not None:
+                raise ValidateInputError("v41val model_args: give pretrained, or preset/checkpoint, not both")
+            from pathlib import Path
+
+            if Path(str(pretrained)).is_dir():
+                checkpoint = str(pretrained)
+            else:
+                preset = str(pretrained)
+        self.warmup = _flag("warmup", warmup)
+        _set_threads(threads)
         known = switches(self.options_type)
         unknown = sorted(set(settings) - set(known))
         if unknown:
@@ -126,6 +155,17 @@ class V41ValLM(TemplateLM):
     def chat_template(self, chat_template: bool | str = False) -> str:
         return "v41val: '<Role>: <content>\\n\\n' per message, then 'Assistant:'"
 
+    # ------------------------------------------------------------------ engagement
+    def _generate(self, requests: list[GenerateRequest], kind: str) -> list:
+        """Run ``requests`` (after a prefill-only pass over the same prompts when
+        ``warmup``), then say on stderr how many prompts hit the prefix cache."""
+        if self.warmup:
+            self.runtime.generate([GenerateRequest(prompt_ids=r.prompt_ids, max_tokens=0)
+                                   for r in requests])
+        results = self.runtime.generate(requests)
+        sys.stderr.write(engagement_line(kind, results, self.options, self.warmup) + "\n")
+        return results
+
     # ------------------------------------------------------------------ scoring
     def _score(self, token_lists: list[list[int]], n_context: list[int]
                ) -> list[tuple[float, bool]]:
@@ -133,7 +173,7 @@ class V41ValLM(TemplateLM):
         requests = [GenerateRequest(prompt_ids=tuple(ids), max_tokens=0, prompt_logprobs=1)
                     for ids in token_lists]
         out = []
-        for result, n_ctx in zip(self.runtime.generate(requests), n_context, strict=True):
+        for result, n_ctx in zip(self._generate(requests, "loglikelihood"), n_context, strict=True):
             entries = result.prompt_logprobs[n_ctx:]
             out.append((float(sum(float(e.logprob) for e in entries)),
                         all(e.is_greedy for e in entries)))
@@ -176,19 +216,106 @@ class V41ValLM(TemplateLM):
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         prepared = [self._generate_request(req.args[0], req.args[1]) for req in requests]
-        texts = [r.text or "" for r in self.runtime.generate(prepared)]
+        texts = [r.text or "" for r in self._generate(prepared, "generate_until")]
         for req, text in zip(requests, texts, strict=True):
             self.cache_hook.add_partial("generate_until", req.args, text)
         return texts
 
 
+def _flag(name: str, value: bool | str) -> bool:
+    """A boolean model arg: lm-eval passes ``true``/``false`` as bools, or as strings."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValidateInputError(f"v41val model_args: {name}: expected true or false, got {value!r}")
+
+
+def _set_threads(threads: int | str | None) -> None:
+    if threads is None:
+        return
+    try:
+        count = int(threads)
+    except (TypeError, ValueError):
+        count = 0
+    if count < 1:
+        raise ValidateInputError(f"v41val model_args: threads: expected an integer >= 1, got {threads!r}")
+    import torch
+
+    torch.set_num_threads(count)
+
+
+def engagement_line(kind: str, results: list, options: RuntimeOptions, warmup: bool) -> str:
+    """One line: prompts, how many hit the prefix cache and with how many tokens, and
+    whether the configuration's bounded replay engaged (it needs a hit)."""
+    hits = [r.timings.prefix_hit_tokens for r in results]
+    engaged = sum(1 for h in hits if h > 0)
+    line = (f"v41val: {kind}: {len(results)} prompts, {engaged} hit the prefix cache "
+            f"({sum(hits)} tokens)")
+    if getattr(options, "encoder_replay", False):
+        if engaged:
+            line += f"; encoder replay engaged on {engaged}"
+        else:
+            line += ("; encoder replay requested but never engaged (no prefix-cache hit"
+                     + ("" if warmup else "; lm-eval sends each prompt once: model_args "
+                        "warmup=true primes the cache") + ")")
+    return line
+
+
+def _with_offline_tasks(argv: list[str], tasks_dir: str) -> list[str]:
+    """``argv`` plus ``--include_path tasks_dir`` for ``run`` (or the legacy form without
+    a subcommand), unless the user gave an include path or asked for something else."""
+    if any(a == "--include_path" or a.startswith("--include_path=") for a in argv):
+        return argv
+    if argv and argv[0] in ("ls", "validate"):
+        return argv
+    return [*argv, "--include_path", tasks_dir]
+
+
+def _named_output(argv: list[str]) -> list[str]:
+    """Give lm-eval's output folder a name: lm-eval names it after the model_args
+    ``pretrained=``/``model=``/``path=`` value, else a random id; a ``preset=`` or
+    ``checkpoint=`` argument is repeated as ``pretrained=`` for that."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        key, sep, value = arg.partition("=")
+        if key == "--model_args" and sep:
+            out[i] = f"--model_args={_add_pretrained(value)}"
+        elif arg == "--model_args" and i + 1 < len(out):
+            out[i + 1] = _add_pretrained(out[i + 1])
+    return out
+
+
+def _add_pretrained(model_args: str) -> str:
+    pairs = [p.partition("=") for p in model_args.split(",") if p]
+    keys = {k for k, _, _ in pairs}
+    if keys & {"pretrained", "model", "path"}:
+        return model_args
+    for k, _, v in pairs:
+        if k in ("checkpoint", "preset"):
+            # lm-eval reads the first "pretrained=" in the string: put it first
+            rest = [f"{key}={val}" for key, _, val in pairs if key != k]
+            return ",".join([f"pretrained={v}", *rest])
+    return model_args
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``lm_eval``'s command line with the ``v41val`` model registered."""
+    """``lm_eval``'s command line with the ``v41val`` model registered, lm-eval's GSM8K
+    tasks reading the shipped data, and a named output folder."""
+    import tempfile
+
     from lm_eval.__main__ import cli_evaluate
 
-    if argv is not None:
-        sys.argv = [sys.argv[0], *argv]
-    cli_evaluate()
+    from validate.lmeval_tasks import write_offline_tasks
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    with tempfile.TemporaryDirectory(prefix="v41val-lmeval-tasks-") as tmp:
+        write_offline_tasks(tmp)
+        sys.argv = [sys.argv[0], *_named_output(_with_offline_tasks(args, tmp))]
+        cli_evaluate()
 
 
 if __name__ == "__main__":
