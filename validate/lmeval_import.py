@@ -75,6 +75,16 @@ def _request(task: str, line: dict, where: str) -> Request:
                            f"loglikelihood request")
 
 
+def _lm_eval_bool(value) -> bool:
+    """lm-eval's sample logs write loglikelihood's is-greedy flag as the string 'True' or
+    'False' (it stringifies the response tuples); ``bool('False')`` would be True."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise TypeError(value)
+
+
 def _response(request: Request, line: dict, where: str) -> Generation | Loglikelihoods:
     resps = line.get("resps")
     try:
@@ -84,7 +94,7 @@ def _response(request: Request, line: dict, where: str) -> Generation | Loglikel
                 raise TypeError(text)
             return Generation(text=text)
         values = tuple(float(r[0][0]) for r in resps)
-        greedy = tuple(bool(r[0][1]) for r in resps)
+        greedy = tuple(_lm_eval_bool(r[0][1]) for r in resps)
         return Loglikelihoods(values=values, is_greedy=greedy)
     except (TypeError, IndexError, ValueError):
         raise SamplesFileError(f"{where}: doc {line['doc_id']}: cannot read 'resps'") from None
