@@ -19,6 +19,7 @@ from functools import partial
 import torch
 
 from runtime.config import V41Config
+from runtime.counters import ModelCounters
 from runtime.engram import EngramHasher
 from runtime.errors import ConfigError, StateError
 from runtime.layer import StepContext, run_layer, select_rows
@@ -56,6 +57,7 @@ class V41Model:
         self.rope = RopePair(c)
         self.hasher = EngramHasher(c) if c.engram_layer_ids else None
         self.cut_layer = self._cut_layer() if self.options.decoder_trim else None
+        self.counters = ModelCounters()
         from runtime.kernels.registry import KernelRegistry  # Triton loads only for fused ops
 
         self.ops = KernelRegistry(self.options.kernels, device=self.device)
@@ -95,6 +97,9 @@ class V41Model:
         if not replay and not prefix.swa_complete:
             return state
         state.restore(prefix, replay_tokens=self.replay if replay else 0)
+        self.counters.prefix_hits += 1
+        self.counters.hit_tokens += state.hit_tokens
+        self.counters.replayed_tokens += state.replayed_tokens
         return state
 
     # ------------------------------------------------------------------ forward
@@ -123,6 +128,7 @@ class V41Model:
         for layer in range(c.num_hidden_layers):
             trim_at = None
             if layer == self.cut_layer and any(s.trim for s in rows.segments):
+                self._count_trim(rows)
                 trim = partial(trimmed, window=self.replay, padded_rows=num.padded_rows)
                 if self.options.cut == "after":
                     rows, index = trim(rows)
@@ -144,6 +150,17 @@ class V41Model:
             outputs.append(ChunkOutput(logits))
             seg.state.num_computed = seg.chunk_end
         return outputs
+
+    def _count_trim(self, rows: RowSet) -> None:
+        """Record, per request and in total, the chunks whose trimmed layers drop rows
+        (a chunk of at most W rows is marked for trimming but loses none)."""
+        for seg in rows.segments:
+            dropped = seg.n - self.replay if seg.trim else 0
+            if dropped > 0:
+                seg.state.trimmed_chunks += 1
+                seg.state.trimmed_rows += dropped
+                self.counters.trimmed_chunks += 1
+                self.counters.trimmed_rows += dropped
 
     def _prepare(self, chunk: SeqChunk, row0: int) -> Segment:
         st, c = chunk.state, self.config

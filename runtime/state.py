@@ -73,6 +73,10 @@ class SequenceState:
         self.window_floor = 0
         self.write_floor = 0
         self.hit_tokens = 0  # tokens taken from a prefix snapshot (0: cold)
+        # What the model did to this request (the engagement ledger reads these):
+        self.replayed_tokens = 0  # cached tokens fed again by bounded replay
+        self.trimmed_chunks = 0  # prefill chunks whose decoder rows were trimmed
+        self.trimmed_rows = 0  # prefill rows the trimmed layers did not run on
 
     # ------------------------------------------------------------------ storage
     def ensure_capacity(self, n_positions: int) -> None:
@@ -131,6 +135,7 @@ class SequenceState:
         self.comp_buffer = dict(snap.comp_buffer)
         self.hit_tokens = n
         if replay_tokens:
+            self.replayed_tokens = replay_tokens
             self.num_computed = n - replay_tokens
             self.window_floor = n - replay_tokens
             self.write_floor = n

@@ -19,6 +19,7 @@ _WHERE = {
     "TokenizerError": "runtime.engine.errors",
     "GenerateRequest": "runtime.engine.requests",
     "GenerateResult": "runtime.engine.requests",
+    "RequestEngagement": "runtime.engine.requests",
     "RequestTimings": "runtime.engine.requests",
     "TokenLogprob": "runtime.engine.requests",
 }

@@ -22,7 +22,13 @@ import torch
 from runtime.engine import sampling
 from runtime.engine.errors import EngineError
 from runtime.engine.prefix_cache import PrefixCache
-from runtime.engine.requests import GenerateRequest, GenerateResult, RequestTimings, TokenLogprob
+from runtime.engine.requests import (
+    GenerateRequest,
+    GenerateResult,
+    RequestEngagement,
+    RequestTimings,
+    TokenLogprob,
+)
 from runtime.engine.stops import StopMatcher
 from runtime.scheduling import EngineConfig
 
@@ -230,6 +236,14 @@ class Engine:
         first = live.token_times[0] if live.token_times else None
         gaps = tuple(b - a for a, b in zip(live.token_times[:-1], live.token_times[1:], strict=True))
         req = live.request
+        st = live.state
+        engagement = RequestEngagement(
+            prompt_tokens=len(live.prompt), hit_tokens=live.hit_tokens,
+            replayed_tokens=int(getattr(st, "replayed_tokens", 0)),
+            trimmed_chunks=int(getattr(st, "trimmed_chunks", 0)),
+            trimmed_rows=int(getattr(st, "trimmed_rows", 0)),
+            trim_layer=getattr(self.model, "cut_layer", None)
+            if getattr(st, "trimmed_chunks", 0) else None)
         live.state = None  # release the caches
         return GenerateResult(
             request_id=live.request_id,
@@ -251,6 +265,7 @@ class Engine:
                 prefix_hit_tokens=live.hit_tokens,
                 prefill_tokens_fed=live.fed_prompt_tokens,
             ),
+            engagement=engagement,
         )
 
     def _device(self) -> torch.device:

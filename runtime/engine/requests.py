@@ -110,6 +110,25 @@ class RequestTimings:
 
 
 @dataclass(frozen=True)
+class RequestEngagement:
+    """What the model did to one request's prompt (the engagement ledger's source).
+
+    ``hit_tokens``: prompt tokens taken from a prefix-cache snapshot (0: cold, or a hit
+    the SWA mode ignored); ``replayed_tokens``: of those, the ones bounded replay fed
+    again; ``trimmed_chunks`` / ``trimmed_rows``: prefill chunks whose layers from
+    ``trim_layer`` on ran on fewer rows, and how many rows they dropped (``trim_layer``
+    is None when nothing was trimmed).
+    """
+
+    prompt_tokens: int
+    hit_tokens: int
+    replayed_tokens: int
+    trimmed_chunks: int
+    trimmed_rows: int
+    trim_layer: int | None
+
+
+@dataclass(frozen=True)
 class GenerateResult:
     request_id: str
     prompt_ids: tuple[int, ...]
@@ -122,3 +141,4 @@ class GenerateResult:
     logits: torch.Tensor | None  # [n_generated, vocab] float32
     prompt_logits: torch.Tensor | None  # [n_prompt, vocab] float32 (row i predicts i+1)
     timings: RequestTimings
+    engagement: RequestEngagement | None = None

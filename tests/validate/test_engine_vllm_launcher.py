@@ -40,6 +40,7 @@ FAKE_API_SERVER = textwrap.dedent("""
     parser.add_argument("--enforce-eager", action="store_true")
     parser.add_argument("--no-swa-bounded-replay", action="store_true")
     parser.add_argument("--swa-bounded-replay", action="store_true")
+    parser.add_argument("--enable-prompt-tokens-details", action="store_true")
     args = parser.parse_args()  # an unknown flag exits 2 with "error: unrecognized ..."
     keys = ("HF_HUB_OFFLINE", "VLLM_NO_USAGE_STATS", "DO_NOT_TRACK", "VLLM_HOST_IP",
             "TORCHDYNAMO_DISABLE", "EXTRA_SETTING")
@@ -123,10 +124,11 @@ def test_module_and_cli_command_lines_put_variant_flags_last():
     assert config.argv("module", "/venv/bin/python", None, 8123) == (
         "/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model",
         "/models/tiny", "--host", "127.0.0.1", "--port", "8123", "--served-model-name",
-        "tiny", "--max-model-len", "512", "--no-swa-bounded-replay")
+        "tiny", "--enable-prompt-tokens-details", "--max-model-len", "512",
+        "--no-swa-bounded-replay")
     assert _config().argv("cli", "/venv/bin/python", "/venv/bin/vllm", 8123) == (
         "/venv/bin/vllm", "serve", "/models/tiny", "--host", "127.0.0.1", "--port", "8123",
-        "--max-model-len", "512", "--no-swa-bounded-replay")
+        "--enable-prompt-tokens-details", "--max-model-len", "512", "--no-swa-bounded-replay")
     assert config.request_model_name == "tiny" and _config().request_model_name == "/models/tiny"
 
 
@@ -207,8 +209,8 @@ def test_server_gets_loopback_port_flags_and_environment_then_stops(tmp_path, mo
         assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
     assert seen["module"] == "vllm.entrypoints.openai.api_server"
     assert seen["argv"] == ["--model", "/models/tiny", "--host", "127.0.0.1", "--port",
-                            str(server.port), "--max-model-len", "512",
-                            "--no-swa-bounded-replay"]
+                            str(server.port), "--enable-prompt-tokens-details",
+                            "--max-model-len", "512", "--no-swa-bounded-replay"]
     assert seen["env"] == {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
                            "DO_NOT_TRACK": "1", "VLLM_HOST_IP": "127.0.0.1",
                            "TORCHDYNAMO_DISABLE": None, "EXTRA_SETTING": "7"}

@@ -30,6 +30,7 @@ API_SERVER = textwrap.dedent("""
         parser.add_argument(flag)
     parser.add_argument("--port", type=int)
     parser.add_argument("--no-swa-bounded-replay", action="store_true")
+    parser.add_argument("--enable-prompt-tokens-details", action="store_true")
     args = parser.parse_args()
     print("argv", json.dumps(sys.argv[1:]), flush=True)
     spec = importlib.util.spec_from_file_location("srv", os.environ["RUNNER_SERVER"])

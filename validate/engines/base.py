@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from tasks.request import Generation, Loglikelihoods, Request
+from validate.engines.engagement import Engagement
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class EngineResult:
     token_logprobs: tuple[TokenLogprob, ...] | None = None
     raw: Mapping | None = None
     engine: Mapping = field(default_factory=dict)
+    engagement: Engagement | None = None  # what the optimization did (None: unknown)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from validate.engines.builtin_requests import (
     generate_request,
 )
 from validate.engines.builtin_source import ModelSource, WeightsPool
+from validate.engines.engagement import from_runtime
 from validate.engines.errors import EngineError
 from validate.perturb import Perturbation, perturbation_from
 
@@ -123,6 +124,13 @@ class BuiltinEngine:
     @property
     def max_positions(self) -> int:
         return self.model.config.max_position_embeddings
+
+    counters_source = "runtime"
+
+    def read_counters(self) -> dict[str, float]:
+        """The model's own totals (``runtime.counters``): read before and after the
+        quality pass, their difference is what the runtime did in it."""
+        return {k: float(v) for k, v in self.model.counters.snapshot().items()}
 
     async def aclose(self) -> None:
         """Nothing to release; the weights stay in the pool for other variants."""
@@ -270,6 +278,8 @@ class BuiltinEngine:
     # ------------------------------------------------------------------ results
     def _outcome(self, owner: _Pending, started_epoch: float) -> EngineResult:
         results = [owner.results[s] for s in owner.parts]
+        ledger = (from_runtime([r.engagement for r in results], self.model.ops.describe())
+                  if all(r.engagement is not None for r in results) else None)
         meta = {**self.config.describe(),
                 "prompt_tokens": [r.timings.prompt_tokens for r in results],
                 "prefix_hit_tokens": sum(r.timings.prefix_hit_tokens for r in results),
@@ -284,7 +294,8 @@ class BuiltinEngine:
                               n_prompt_tokens=sum(r.timings.prompt_tokens for r in results),
                               n_output_tokens=0)
             meta["continuation_tokens"] = [len(p.continuation) for p in owner.pairs]
-            return EngineResult(owner.index, owner.request, response, timings, engine=meta)
+            return EngineResult(owner.index, owner.request, response, timings, engine=meta,
+                                engagement=ledger)
         r = results[0]
         t = r.timings
         response = Generation(r.text or "", "stop" if r.finish_reason == "stop" else "length",
@@ -303,7 +314,7 @@ class BuiltinEngine:
         if r.logprobs is not None:
             logprobs = tuple(self._token_logprob(lp) for lp in r.logprobs)
         return EngineResult(owner.index, owner.request, response, timings,
-                            token_logprobs=logprobs, engine=meta)
+                            token_logprobs=logprobs, engine=meta, engagement=ledger)
 
     def _token_logprob(self, lp) -> TokenLogprob:
         text = self.tokenizer.decode([lp.token_id])
@@ -337,7 +348,8 @@ def engine_for_plan(settings: Mapping[str, Any], options: RuntimeOptions, *,
                     variant: str = "builtin", warm: bool = False,
                     ignore_eos: bool = False) -> BuiltinEngine:
     """A builtin engine from a plan's ``[engine]`` settings (preset | checkpoint,
-    device, dtype, seed, overrides, max_batch_requests, prefill_chunk_tokens) and one
+    device, dtype, seed, overrides, max_batch_requests, prefill_chunk_tokens,
+    prefix_cache_entries (0: no prefix cache), prefix_block_tokens) and one
     variant's options. ``concurrency`` is the batch bound unless the settings give
     ``max_batch_requests``; ``seed`` is the base seed of sampled requests;
     ``ignore_eos`` for speed sweeps (every variant produces the same token count)."""
@@ -349,7 +361,8 @@ def engine_for_plan(settings: Mapping[str, Any], options: RuntimeOptions, *,
         dtype=settings.get("dtype"), device=settings.get("device", "cpu"))
     scheduling = EngineConfig(
         seed=seed, max_batch_requests=int(settings.get("max_batch_requests", concurrency)),
-        **{k: int(settings[k]) for k in ("prefill_chunk_tokens",) if k in settings})
+        **{k: int(settings[k]) for k in ("prefill_chunk_tokens", "prefix_cache_entries",
+                                         "prefix_block_tokens") if k in settings})
     config = BuiltinEngineConfig(
         source=source, options=options, scheduling=scheduling, warm=warm, variant=variant,
         perturb=perturbation_from(perturb or {}), ignore_eos=ignore_eos)

@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
+import httpx
+
 from tasks.request import Generation, Loglikelihoods, Request
 from validate.engines.base import (
     EngineFailure,
@@ -21,6 +23,7 @@ from validate.engines.base import (
     TokenLogprob,
     request_label,
 )
+from validate.engines.engagement import from_usage
 from validate.engines.errors import EngineError, EngineUnavailable, EngineUnsupported
 from validate.engines.openai_config import OpenAIEngineConfig
 from validate.engines.openai_http import HttpCaller, client_for
@@ -58,6 +61,23 @@ class OpenAIEngine:
 
     async def aclose(self) -> None:
         """Nothing to release: every ``stream``/``complete`` call owns its client."""
+
+    counters_source = "metrics"
+
+    def read_counters(self) -> dict[str, float] | None:
+        """The server's prefix-cache counters from ``metrics_url`` (None: no URL, or the
+        server did not answer: unknown, not zero)."""
+        from validate.engines.prometheus import prefix_cache_counters
+
+        url = self.config.metrics_url
+        if url is None:
+            return None
+        try:
+            reply = httpx.get(url, timeout=self.config.connect_timeout_s)
+            reply.raise_for_status()
+        except httpx.HTTPError:
+            return None
+        return prefix_cache_counters(reply.text)
 
     async def complete(self, request: Request) -> EngineResult:
         """Answer one request (raises the engine errors instead of yielding failures)."""
@@ -156,7 +176,8 @@ class OpenAIEngine:
         meta = {**self.metadata(path), "server_model": server_model,
                 "n_output_tokens_from": source}
         return EngineResult(index, request, Generation(text, finish, n_output), timings,
-                            result.attempts, logprobs, raw, meta)
+                            result.attempts, logprobs, raw, meta,
+                            engagement=from_usage([usage], self.config.reports_cached_tokens))
 
     async def _loglikelihood(self, caller: HttpCaller, index: int,
                              request: Request) -> EngineResult:
@@ -185,9 +206,11 @@ class OpenAIEngine:
                 "continuation_tokens": [s.n_tokens for s in scores],
                 "boundary_straddles": [k for k, s in enumerate(scores) if s.straddles_boundary]}
         raw = {"choices": [dict(r.reply) for r in results]}
+        usages = [r.reply.get("usage") for r in results]
         return EngineResult(index, request,
                             Loglikelihoods(tuple(s.logprob for s in scores), greedy), timings,
-                            max(r.attempts for r in results), None, raw, meta)
+                            max(r.attempts for r in results), None, raw, meta,
+                            engagement=from_usage(usages, self.config.reports_cached_tokens))
 
 
 def _output_token_count(usage, logprobs, n_pieces: int, text: str) -> tuple[int | None, str]:

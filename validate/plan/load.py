@@ -53,10 +53,11 @@ TOP_KEYS = {"name", "description", "baseline", "seed", "concurrency", "warm", "e
             "variants", "tasks", "policy", "fidelity_prompts", "fidelity_tokens", "speed"}
 CLIENT_KEYS = {"stream": bool, "timeout_s": float, "connect_timeout_s": float,
                "max_attempts": int, "backoff_base_s": float, "backoff_max_s": float,
-               "top_logprobs": int}
+               "top_logprobs": int, "reports_cached_tokens": bool, "metrics_url": str}
 ENGINE_KEYS: dict[str, dict[str, type]] = {
     "builtin": {"preset": str, "checkpoint": str, "device": str, "dtype": str, "seed": int,
-                "overrides": dict, "max_batch_requests": int, "prefill_chunk_tokens": int},
+                "overrides": dict, "max_batch_requests": int, "prefill_chunk_tokens": int,
+                "prefix_cache_entries": int, "prefix_block_tokens": int},
     "openai": {"base_url": str, "model": str, **CLIENT_KEYS},
     "vllm": {"model": str, "common_args": list, "python": str, "launcher": str,
              "served_model_name": str, "startup_timeout_s": float, **CLIENT_KEYS},

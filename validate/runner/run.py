@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from validate.engines.base import EngineFailure, EngineResult, iterate_blocking
+from validate.engines.engagement import ServerCounters
 from validate.plan.schema import Plan
 from validate.progress import QUIET, Bar, Progress
 from validate.runner.engines import EngineFactory, factory_for
@@ -79,7 +80,8 @@ def one_line(text: str) -> str:
 def _record(result: EngineResult) -> ResponseRecord:
     return ResponseRecord(response=result.response, timings=result.timings,
                           token_logprobs=result.token_logprobs, raw=result.raw,
-                          attempts=result.attempts, engine=dict(result.engine))
+                          attempts=result.attempts, engine=dict(result.engine),
+                          engagement=result.engagement)
 
 
 def _prime(engine, todo: list[PlannedRequest], bar: Bar) -> None:
@@ -92,6 +94,16 @@ def _prime(engine, todo: list[PlannedRequest], bar: Bar) -> None:
         return
     for _ in iterate_blocking(engine, [priming_request(p.request) for p in todo]):
         bar.advance()
+
+
+def _store_counters(store: ResultsStore, run: RunInfo, variant: str, engine,
+                    before: dict | None, after: dict | None) -> None:
+    """The engine's counters around the quality pass (an unanswered read is stored as
+    an empty map: unknown) and the server log's bounded-replay lines."""
+    lines = getattr(engine, "replay_log_lines", None)
+    store.put_counters(run, variant, ServerCounters(
+        source=getattr(engine, "counters_source", "engine"), before=before or {},
+        after=after or {}, log_lines=tuple(lines() if lines is not None else ())))
 
 
 def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineFactory,
@@ -107,6 +119,8 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
             if plan.warm:
                 with progress.bar(f"{variant}: priming", len(todo)) as bar:
                     _prime(engine, todo, bar)
+            read = getattr(engine, "read_counters", None)
+            before = read() if read is not None else None
             with progress.bar(f"{variant}: quality", len(todo)) as bar:
                 for outcome in iterate_blocking(engine, [p.request for p in todo]):
                     p = todo[outcome.index]
@@ -118,6 +132,8 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
                         store.put_response(run, p, _record(outcome))
                         stored += 1
                     bar.advance()
+            if read is not None:
+                _store_counters(store, run, variant, engine, before, read())
     return VariantRunStats(variant, len(planned), len(planned) - len(todo), len(todo), stored,
                            failed)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from tasks.request import Generation, Loglikelihoods, Request
 from validate.engines.base import Timings, TokenLogprob
+from validate.engines.engagement import Engagement
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class ResponseRecord:
     raw: Mapping | None = None
     attempts: int = 1
     engine: Mapping = field(default_factory=dict)
+    engagement: Engagement | None = None  # the ledger row (None: the engine told nothing)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ extractor), so they live in their own table.
 
 Versions: 1 is the original layout; 2 adds ``speed_sweeps`` (the headline concurrency
 sweep of each variant); 3 adds ``fidelity`` (teacher-forced fidelity records, until
-then a JSON file beside the store). Opening an older store upgrades it in place by
+then a JSON file beside the store); 4 adds the engagement ledger (``engagement``: what
+each response's optimization did, NULL = unknown; ``engagement_counters``: counters read
+before and after each variant's quality pass). Opening an older store upgrades it in place by
 running ``MIGRATIONS[v]`` for each version v it is behind (each only adds a table, so
 nothing stored before changes meaning); the store then imports the legacy fidelity
 files beside it (``validate.store.fidelity``).
@@ -17,7 +19,7 @@ files beside it (``validate.store.fidelity``).
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x56343156  # "V41V": marks the SQLite file as a v41val results store
 APPLICATION_NAME = "v41val-results"
 
@@ -137,7 +139,39 @@ CREATE TABLE fidelity (
 );
 """
 
-DDL = DDL + SPEED_SWEEPS_DDL + FIDELITY_DDL
+# The engagement ledger (validate.engines.engagement). One row per response whose engine
+# could tell anything; a response without a row (an older store, an engine that reports
+# nothing) is unknown, and so is every NULL column: never read NULL as 0.
+# ``engagement_counters``: one row per (plan, variant, run) quality pass: the engine's
+# counters before and after it (the runtime's totals, or a server's /metrics) and the
+# server log's bounded-replay lines.
+ENGAGEMENT_DDL = """
+CREATE TABLE engagement (
+    request_id      INTEGER PRIMARY KEY REFERENCES responses (request_id),
+    source          TEXT NOT NULL,   -- runtime | usage
+    prompt_tokens   INTEGER,
+    hit_tokens      INTEGER,         -- prefix-cache hit tokens
+    replayed_tokens INTEGER,         -- cached tokens bounded replay fed again
+    trimmed         INTEGER,         -- 1: some prefill chunk was decoder-trimmed
+    trim_layer      INTEGER,         -- the first trimmed layer
+    trimmed_rows    INTEGER,
+    kernels_json    TEXT             -- op -> implementation that ran
+);
+
+CREATE TABLE engagement_counters (
+    plan_hash      TEXT NOT NULL,
+    variant        TEXT NOT NULL,
+    run_id         INTEGER NOT NULL REFERENCES runs (run_id),
+    source         TEXT NOT NULL,    -- runtime | metrics
+    before_json    TEXT NOT NULL,
+    after_json     TEXT NOT NULL,
+    log_lines_json TEXT NOT NULL,
+    stored_at      REAL NOT NULL,
+    PRIMARY KEY (plan_hash, variant, run_id)
+);
+"""
+
+DDL = DDL + SPEED_SWEEPS_DDL + FIDELITY_DDL + ENGAGEMENT_DDL
 
 # version v -> the DDL that turns a version-v store into version v + 1
-MIGRATIONS = {1: SPEED_SWEEPS_DDL, 2: FIDELITY_DDL}
+MIGRATIONS = {1: SPEED_SWEEPS_DDL, 2: FIDELITY_DDL, 3: ENGAGEMENT_DDL}

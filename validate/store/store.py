@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from tasks.request import Generation
-from validate.store import fidelity, queries, sweeps
+from validate.engines.engagement import Engagement, ServerCounters
+from validate.store import engagement, fidelity, queries, sweeps
 from validate.store.codec import (
     dumps,
     logprobs_to_json,
@@ -157,7 +158,7 @@ class ResultsStore:
                                  (new_hash, old_hash)).rowcount
             if not moved:
                 return 0
-            for table in ("requests", "speed_sweeps", "fidelity"):
+            for table in ("requests", "speed_sweeps", "fidelity", "engagement_counters"):
                 conn.execute(f"UPDATE {table} SET plan_hash = ? WHERE plan_hash = ?",
                              (new_hash, old_hash))
             for name, config in configs.items():
@@ -251,6 +252,8 @@ class ResultsStore:
              None if t is None else t.tpot_s, None if t is None else t.e2e_s,
              None if t is None else dumps(list(t.itl_s)), rec.attempts, dumps(dict(rec.engine)),
              now))
+        if cur.rowcount == 1 and rec.engagement is not None:
+            engagement.put(conn, request_id, rec.engagement)
         return cur.rowcount == 1
 
     def put_failure(self, run: RunInfo, planned: PlannedRequest, error: str,
@@ -342,6 +345,21 @@ class ResultsStore:
         if not doc:  # not imported (a read-only store): the legacy file itself
             doc = self._read(lambda conn: fidelity.legacy_document(self.path, plan_hash))
         return doc
+
+    # -- the engagement ledger ----------------------------------------------------------
+    def engagement(self, plan_hash: str, variant: str,
+                   task: str) -> dict[tuple[str, int], Engagement]:
+        """(item_id, repeat) -> what the optimization did, for responses that have a
+        ledger row (absent: unknown)."""
+        return self._read(lambda conn: engagement.by_item(conn, plan_hash, variant, task))
+
+    def put_counters(self, run: RunInfo, variant: str, counters: ServerCounters) -> None:
+        """Store one variant's counters around its quality pass in this run."""
+        self._write(lambda conn: engagement.put_counters(conn, run.plan_hash, variant,
+                                                         run.run_id, counters))
+
+    def counters(self, plan_hash: str, variant: str) -> list[ServerCounters]:
+        return list(self._read(lambda conn: engagement.counters(conn, plan_hash, variant)))
 
     def integrity_ok(self) -> bool:
         return self._read(
