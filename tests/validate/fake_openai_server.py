@@ -16,6 +16,14 @@ prompt contains a marker:
 
 It counts calls per prompt, replies sent in full per prompt, and the requests in flight
 (and their maximum).
+
+Like vLLM with prefix caching and ``--enable-prompt-tokens-details``, it keeps a cache
+of whole blocks of ``CACHE_BLOCK`` prompt tokens (chained: a block is a hit only when
+every block before it is), reports a prompt's hit as
+``usage.prompt_tokens_details.cached_tokens`` and leaves ``prompt_tokens_details`` out
+when the hit is 0; ``/metrics`` serves the totals as vLLM's Prometheus counters
+``vllm:prefix_cache_queries_total`` / ``vllm:prefix_cache_hits_total`` (tokens).
+``state.cached`` records each prompt's hits in order.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from validate.engines.loopback import LoopbackServer
 
 TOKEN_DELAY_S = 0.02
+CACHE_BLOCK = 4
 SLOW_S = 2.0
 
 
@@ -70,6 +79,25 @@ class ServerState:
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    blocks: set = field(default_factory=set)  # cached prompt prefixes (whole blocks)
+    cached: dict[str, list[int]] = field(default_factory=dict)  # prompt -> hit per call
+    queries: int = 0  # prompt tokens looked up, as vLLM counts them
+    hits: int = 0  # of those, found in the cache
+
+    def look_up(self, prompt: str, tokens: list[str]) -> int:
+        """The cached prefix of ``tokens`` in whole blocks (at most len - 1 tokens, so
+        one is always computed), then cache every whole block of it."""
+        with self.lock:
+            hit = 0
+            while (hit + CACHE_BLOCK <= len(tokens) - 1
+                   and tuple(tokens[:hit + CACHE_BLOCK]) in self.blocks):
+                hit += CACHE_BLOCK
+            for end in range(CACHE_BLOCK, len(tokens) + 1, CACHE_BLOCK):
+                self.blocks.add(tuple(tokens[:end]))
+            self.queries += len(tokens)
+            self.hits += hit
+            self.cached.setdefault(prompt, []).append(hit)
+            return hit
 
     def enter(self) -> None:
         with self.lock:
@@ -94,6 +122,9 @@ class ServerState:
             self.calls.clear()
             self.answered.clear()
             self.max_in_flight = 0
+            self.blocks.clear()
+            self.cached.clear()
+            self.queries = self.hits = 0
 
 
 def _logprob_block(tokens: list[str], start_pos: int, offsets: list[int], first_none: bool,
@@ -130,6 +161,20 @@ def build_app(state: ServerState, ready: threading.Event) -> FastAPI:
     @app.get("/health")
     async def health() -> dict:
         return {"ok": True}
+
+    @app.get("/metrics")
+    async def metrics() -> PlainTextResponse:
+        with state.lock:
+            queries, hits = state.queries, state.hits
+        label = 'model_name="fake-model",engine="0"'
+        return PlainTextResponse(
+            "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in tokens.\n"
+            "# TYPE vllm:prefix_cache_queries_total counter\n"
+            f"vllm:prefix_cache_queries_total{{{label}}} {float(queries)}\n"
+            "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in tokens.\n"
+            "# TYPE vllm:prefix_cache_hits_total counter\n"
+            f"vllm:prefix_cache_hits_total{{{label}}} {float(hits)}\n"
+            "vllm:num_requests_running{model_name=\"fake-model\"} 0.0\n")
 
     async def misbehave(prompt_key: str):
         n = state.count(prompt_key)
@@ -175,6 +220,9 @@ def build_app(state: ServerState, ready: threading.Event) -> FastAPI:
             want_lp = body.get("logprobs")
             usage = {"prompt_tokens": len(prompt_tokens), "completion_tokens": len(out),
                      "total_tokens": len(prompt_tokens) + len(out)}
+            hit = state.look_up(prompt, prompt_tokens)
+            if hit:  # vLLM omits the details when nothing was cached
+                usage["prompt_tokens_details"] = {"cached_tokens": hit}
             if body.get("stream"):
                 streaming = True
                 return StreamingResponse(

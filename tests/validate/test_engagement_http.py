@@ -1,0 +1,115 @@
+"""The engagement ledger over HTTP, against a stand-in vLLM (fake_openai_server.py: a
+block prefix cache, ``cached_tokens`` in usage only when non-zero, Prometheus
+``/metrics``): per-item hits equal what the server counted for that call, the /metrics
+counters around the quality pass equal the ledger's sums, and an absent field is
+unknown unless the server is known to report it."""
+
+from __future__ import annotations
+
+import pytest
+
+from validate.engines.engagement import cached_tokens
+from validate.engines.prometheus import prefix_cache_counters, samples
+from validate.plan import load_plan
+from validate.runner import run_plan
+from validate.store import ResultsStore
+
+TASK, LIMIT = "gsm8k_cot_zeroshot", 5
+
+
+def _plan(tmp_path, server, *, warm: bool, reports: bool):
+    path = tmp_path / "plan.toml"
+    path.write_text(f"""
+name = "ledger-http"
+baseline = "a"
+warm = {str(warm).lower()}
+concurrency = 2
+[engine]
+kind = "openai"
+base_url = "{server.base_url}"
+model = "fake-model"
+stream = false
+reports_cached_tokens = {str(reports).lower()}
+metrics_url = "{server.root}/metrics"
+[variants.a]
+[variants.b]
+[[tasks]]
+name = "{TASK}"
+limit = {LIMIT}
+max_gen_toks = 8
+""")
+    return load_plan(path)
+
+
+def test_warm_run_records_server_hits_per_item_and_metrics_per_variant(tmp_path, fake_openai):
+    fake_openai.state.reset()
+    plan = _plan(tmp_path, fake_openai, warm=True, reports=True)
+    with ResultsStore.open(tmp_path / "r.sqlite") as store:
+        run_plan(plan, store)
+        for call, variant in ((1, "a"), (3, "b")):  # each: priming call, measured call
+            ledger = store.engagement(plan.hash, variant, TASK)
+            responses = {(s.key.item_id, s.key.repeat): s for s in
+                         store.responses(plan.hash, variant, TASK)}
+            assert set(ledger) == set(responses) and len(ledger) == LIMIT
+            for key, e in ledger.items():
+                calls = fake_openai.state.cached[responses[key].request.prompt]
+                assert len(calls) == 4 and e.source == "usage"
+                assert e.hit_tokens == calls[call] > 0
+                assert e.replayed_tokens is None and e.trimmed is None  # not visible
+            [passes] = store.counters(plan.hash, variant)
+            assert passes.source == "metrics"
+            assert passes.delta() == {
+                "prefix_cache_hits": sum(e.hit_tokens for e in ledger.values()),
+                "prefix_cache_queries": sum(e.prompt_tokens for e in ledger.values())}
+
+
+def test_an_absent_field_is_unknown_unless_the_server_reports_it(tmp_path, fake_openai):
+    fake_openai.state.reset()
+    plan = _plan(tmp_path, fake_openai, warm=False, reports=False)
+    with ResultsStore.open(tmp_path / "r.sqlite") as store:
+        run_plan(plan, store)
+        seen = []
+        for call, variant in enumerate(("a", "b")):  # b finds what a left in the cache
+            responses = {(s.key.item_id, s.key.repeat): s for s in
+                         store.responses(plan.hash, variant, TASK)}
+            for key, e in store.engagement(plan.hash, variant, TASK).items():
+                hit = fake_openai.state.cached[responses[key].request.prompt][call]
+                assert e.hit_tokens == (hit or None)  # 0 was not said: unknown
+                seen.append(e.hit_tokens)
+        assert None in seen and any(seen)
+    assert cached_tokens({"prompt_tokens": 9}, reports_cached_tokens=True) == 0
+    assert cached_tokens({"prompt_tokens": 9}, reports_cached_tokens=False) is None
+    assert cached_tokens({}, reports_cached_tokens=True) is None  # no usage at all
+    assert cached_tokens({"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}},
+                         reports_cached_tokens=False) == 4
+
+
+def test_prometheus_text_is_read_per_name_summed_over_series():
+    text = "\n".join([
+        "# HELP vllm:prefix_cache_hits_total hits",
+        "# TYPE vllm:prefix_cache_hits_total counter",
+        'vllm:prefix_cache_hits_total{model_name="m } x",engine="0"} 120.0',
+        'vllm:prefix_cache_hits_total{model_name="m",engine="1"} 30 1700000000000',
+        "vllm:prefix_cache_queries_total 1.5e3",
+        "vllm:gpu_prefix_cache_queries_total 7",  # the older spelling: not added on top
+        "vllm:gpu_prefix_cache_hit_rate NaN",
+        "garbage line",
+    ])
+    assert samples(text)["vllm:prefix_cache_hits_total"] == 150.0
+    assert prefix_cache_counters(text) == {"prefix_cache_queries": 1500.0,
+                                           "prefix_cache_hits": 150.0}
+    assert prefix_cache_counters("vllm:gpu_prefix_cache_hits_total 3\n") == {
+        "prefix_cache_hits": 3.0}
+    assert prefix_cache_counters("") == {}
+
+
+@pytest.mark.parametrize("reports", [True, False])
+def test_the_vllm_launcher_asks_for_prompt_token_details(reports):
+    from validate.engines.vllm_config import PROMPT_TOKENS_DETAILS, VllmLaunchConfig
+
+    config = VllmLaunchConfig(model="/m", prompt_tokens_details=reports)
+    assert (PROMPT_TOKENS_DETAILS in config.server_args(8000)) is reports
+    assert config.reports_cached_tokens is reports
+    given = VllmLaunchConfig(model="/m", prompt_tokens_details=False,
+                             common_args=(PROMPT_TOKENS_DETAILS,))
+    assert given.reports_cached_tokens and given.server_args(1).count(PROMPT_TOKENS_DETAILS) == 1
