@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from validate.analysis.engagement import expected_optimizations, hit_notes, pair_engagement
 from validate.analysis.headline import headline_section, ttft_disagreements
 from validate.analysis.model import (
     INVALID,
@@ -35,6 +36,7 @@ from validate.analysis.source import (
 from validate.analysis.speed import prefix_hit_rate, speed_summary, speedups
 from validate.analysis.stored_fidelity import stored_fidelity
 from validate.errors import PairingError
+from validate.gate.engagement import EngagementPolicy, engagement_failures
 from validate.gate.family import evaluate_family
 from validate.gate.health import HealthThresholds, health_failures
 from validate.gate.policy import GatePolicy, parse_policy
@@ -100,6 +102,7 @@ class _TaskData:
     timings: dict[str, list[TimingRow]]
     speeds: dict[str, SpeedSummary | None]
     outcomes: dict[str, ItemOutcomes]
+    ledgers: dict[str, dict]  # variant -> (item_id, repeat) -> Engagement
 
 
 def _load_task(store: ResultsStore, sp: StoredPlan, task: str, policy: GatePolicy | None,
@@ -118,7 +121,8 @@ def _load_task(store: ResultsStore, sp: StoredPlan, task: str, policy: GatePolic
         task=task, metric=metric, tables=tables,
         facts={v: variant_health(t, metric, generate, budget) for v, t in tables.items()},
         timings=timings, speeds={v: speed_summary(timings[v], warm) for v in sp.variants},
-        outcomes={v: item_outcomes(t, metric) for v, t in tables.items()})
+        outcomes={v: item_outcomes(t, metric) for v, t in tables.items()},
+        ledgers={v: store.engagement(plan_hash, v, task) for v in sp.variants})
 
 
 def _summaries(d: _TaskData, sp: StoredPlan, alpha: float,
@@ -152,8 +156,21 @@ def _floor_note(store: ResultsStore, sp: StoredPlan, d: _TaskData,
             f"cannot show a degradation here; read the fidelity metrics first")
 
 
+def _engagement(d: _TaskData, sp: StoredPlan, v: str, comparison, configs: dict,
+                log_lines: list[str], alpha: float):
+    """The candidate's engagement counts and breakdowns on its paired rows."""
+    if comparison is None:
+        return None
+    kind = str((sp.doc.get("engine") or {}).get("kind", "unknown"))
+    expected = expected_optimizations(kind, configs.get(sp.baseline, {}), configs.get(v, {}))
+    prompts = {(t.item_id, t.repeat): t.n_prompt_tokens for t in d.timings[v]}
+    return pair_engagement(comparison.outcomes, expected, d.ledgers[v],
+                           d.ledgers[sp.baseline], prompts, log_lines, alpha)
+
+
 def _compare(d: _TaskData, sp: StoredPlan, v: str, thresholds: HealthThresholds, alpha: float,
-             power: float, bootstrap: BootstrapSpec) -> tuple[dict, GateInput | None]:
+             power: float, bootstrap: BootstrapSpec, configs: dict, log_lines: list[str],
+             engagement_policy: EngagementPolicy) -> tuple[dict, GateInput | None]:
     """One candidate vs the baseline on one task: the row's fields, and the gate's input
     (None when nothing could be paired, which makes the cell INVALID)."""
     base = sp.baseline
@@ -170,8 +187,11 @@ def _compare(d: _TaskData, sp: StoredPlan, v: str, thresholds: HealthThresholds,
     if comparison is None and not failures:
         failures = ("no paired outcomes",)
     to_wrong, to_right = _flips(comparison) if comparison is not None else ((), ())
+    engagement = _engagement(d, sp, v, comparison, configs, log_lines, alpha)
+    not_engaged = () if engagement is None else engagement_failures(engagement.counts,
+                                                                    engagement_policy)
     row = dict(variant=v, task=d.task, metric=d.metric, comparison=comparison, health=health,
-               health_failures=tuple(failures),
+               health_failures=tuple(failures) + not_engaged, engagement=engagement,
                speedups=speedups(d.timings[base], d.timings[v], d.speeds[base], d.speeds[v],
                                  bootstrap, alpha),
                flips_to_wrong=to_wrong, flips_to_right=to_right)
@@ -223,6 +243,10 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
 
     summaries, rows, notes, floor, chance = [], [], [], [], {}
     gate_inputs, metrics = {}, {}
+    configs = {v.name: dict(v.config) for v in store.variants(plan_hash)}
+    passes = {v: store.counters(plan_hash, v) for v in sp.variants}
+    log_lines = {v: [line for p in passes[v] for line in p.log_lines] for v in sp.variants}
+    engagement_policy = policy.engagement if policy is not None else EngagementPolicy()
     for task in sp.tasks:
         d = _load_task(store, sp, task, policy, warm)
         metrics[task] = d.metric
@@ -234,16 +258,20 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
         if note is not None:
             floor.append(task)
             notes.append(note)
+        if warm:
+            for v in sp.variants:
+                notes += [n for n in hit_notes(v, task, d.ledgers[v], d.outcomes[v].n_rows,
+                                               passes[v]) if n not in notes]
         for v in sp.variants[1:]:
-            row, gate_input = _compare(d, sp, v, thresholds, alpha, power, bootstrap)
+            row, gate_input = _compare(d, sp, v, thresholds, alpha, power, bootstrap,
+                                       configs, log_lines[v], engagement_policy)
             rows.append(row)
             if gate_input is not None:
                 gate_inputs[(v, task)] = gate_input
 
     candidates = sp.variants[1:]
     if policy is not None:
-        reasons = {(r["variant"], r["task"]): r["health_failures"] for r in rows
-                   if r["comparison"] is None}
+        reasons = {(r["variant"], r["task"]): r["health_failures"] for r in rows}
         family = evaluate_family(policy, candidates, gate_inputs, metrics, reasons)
         comparisons = tuple(ComparisonRow(**r, verdict=family.verdicts.get(
             (r["variant"], r["task"]))) for r in rows)

@@ -99,6 +99,8 @@ class ComparisonRow(_ToDict):
     gate policy for this task. ``health`` is the pair's HealthReport the gate judged and
     ``health_failures`` why it is INVALID (empty when healthy). ``flips_to_wrong`` are
     ``item_id#repeat`` rows right under the baseline and wrong under the variant.
+    ``engagement``: the expected optimizations' engagement counts on the paired rows and
+    the paired delta broken down by engagement and by prompt length (the ledger's view).
     """
 
     variant: str
@@ -111,6 +113,7 @@ class ComparisonRow(_ToDict):
     speedups: tuple[Speedup, ...] = ()
     flips_to_wrong: tuple[str, ...] = ()
     flips_to_right: tuple[str, ...] = ()
+    engagement: Any = None  # validate.analysis.engagement.PairEngagement (None: unpaired)
 
     @property
     def status(self) -> str:

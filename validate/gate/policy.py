@@ -20,6 +20,9 @@ default margin):
     max_length_ratio = 1.5
     min_length_ratio = 0.5
 
+    [engagement]            # optional (validate.gate.engagement says why)
+    min_fraction = 0.9      # each expected optimization engaged on >= 90 % of items
+
     [tasks.gsm8k_local]     # key = the task name in the outcome files
     margin = 1.5            # accuracy points (1.5 = 0.015)
     tier = "critical"       # "critical" (decides) | "advisory" (reported only)
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from validate.errors import PolicyError
+from validate.gate.engagement import EngagementPolicy
 from validate.gate.health import HealthThresholds
 from validate.gate_limits import CORRECTIONS, MAX_MARGIN_POINTS, gate_alpha_problem
 from validate.tomlfile import read_toml
@@ -63,6 +67,7 @@ class GatePolicy:
     equivalence: bool = False
     health: HealthThresholds = field(default_factory=HealthThresholds)
     source: str = "<inline>"
+    engagement: EngagementPolicy = field(default_factory=EngagementPolicy)
 
     def __post_init__(self) -> None:
         where = self.source
@@ -162,9 +167,18 @@ def _parse_health(table: dict, src: str) -> HealthThresholds:
     return limits
 
 
+def _parse_engagement(table: dict, src: str) -> EngagementPolicy:
+    where = f"{src}: engagement"
+    _no_unknown(table, {"min_fraction"}, where)
+    if "min_fraction" not in table:
+        return EngagementPolicy()
+    return EngagementPolicy(min_fraction=_number(table["min_fraction"],
+                                                 f"{where}.min_fraction", 0.0, 1.0))
+
+
 def parse_policy(doc: dict, source: str = "<inline>") -> GatePolicy:
     """Validate a parsed TOML document into a ``GatePolicy``."""
-    _no_unknown(doc, {"gate", "health", "tasks"}, source)
+    _no_unknown(doc, {"gate", "health", "tasks", "engagement"}, source)
     gate = _table(doc, "gate", source)
     _no_unknown(gate, {"alpha", "power", "correction", "mode", "equivalence"}, f"{source}: gate")
     equivalence = gate.get("equivalence", False)
@@ -181,6 +195,7 @@ def parse_policy(doc: dict, source: str = "<inline>") -> GatePolicy:
         equivalence=equivalence,
         health=_parse_health(_table(doc, "health", source), source),
         source=source,
+        engagement=_parse_engagement(_table(doc, "engagement", source), source),
     )
 
 
