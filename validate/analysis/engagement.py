@@ -52,10 +52,9 @@ def expected_optimizations(kind: str, baseline: Mapping, candidate: Mapping) -> 
                if cand.get(name) and not base.get(name)]
         out += [f"fused {op}" for op in sorted(_fused(cand) - _fused(base))]
         return tuple(out)
-    if kind == "vllm":
-        if NO_REPLAY_FLAG in (baseline.get("args") or ()) and NO_REPLAY_FLAG not in (
-                candidate.get("args") or ()):
-            return ("encoder_replay",)
+    if kind == "vllm" and NO_REPLAY_FLAG in (baseline.get("args") or ()) \
+            and NO_REPLAY_FLAG not in (candidate.get("args") or ()):
+        return ("encoder_replay",)
     return ()
 
 
