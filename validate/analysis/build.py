@@ -15,6 +15,7 @@ import numpy as np
 
 from validate.analysis.engagement import expected_optimizations, hit_notes, pair_engagement
 from validate.analysis.headline import headline_section, ttft_disagreements
+from validate.analysis.noise_floor import noise_floor
 from validate.analysis.model import (
     INVALID,
     UNGATED,
@@ -168,6 +169,20 @@ def _engagement(d: _TaskData, sp: StoredPlan, v: str, comparison, configs: dict,
                            d.ledgers[sp.baseline], prompts, log_lines, alpha)
 
 
+def _noise_floor(d: _TaskData, sp: StoredPlan, v: str, aa: tuple[str, ...],
+                 fidelity: FidelityOf):
+    """The A/A noise floor beside candidate ``v`` (None without an A/A copy)."""
+    if not aa or v in aa:
+        return None
+
+    def kl(variant: str) -> float | None:
+        f = fidelity(variant, d.task)
+        return None if f is None else f.kl_mean
+
+    return noise_floor(aa[0], d.outcomes[sp.baseline], d.outcomes[aa[0]], d.outcomes[v],
+                       kl(aa[0]), kl(v))
+
+
 def _compare(d: _TaskData, sp: StoredPlan, v: str, thresholds: HealthThresholds, alpha: float,
              power: float, bootstrap: BootstrapSpec, configs: dict, log_lines: list[str],
              engagement_policy: EngagementPolicy) -> tuple[dict, GateInput | None]:
@@ -247,6 +262,8 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
     passes = {v: store.counters(plan_hash, v) for v in sp.variants}
     log_lines = {v: [line for p in passes[v] for line in p.log_lines] for v in sp.variants}
     engagement_policy = policy.engagement if policy is not None else EngagementPolicy()
+    # A/A copies of the baseline (plan aa = true): shown beside every pair, never gated
+    aa = tuple(v for v in sp.variants[1:] if configs.get(v, {}).get("aa_of") == sp.baseline)
     for task in sp.tasks:
         d = _load_task(store, sp, task, policy, warm)
         metrics[task] = d.metric
@@ -265,13 +282,15 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
         for v in sp.variants[1:]:
             row, gate_input = _compare(d, sp, v, thresholds, alpha, power, bootstrap,
                                        configs, log_lines[v], engagement_policy)
+            row["noise_floor"] = _noise_floor(d, sp, v, aa, fidelity)
             rows.append(row)
-            if gate_input is not None:
+            if gate_input is not None and v not in aa:
                 gate_inputs[(v, task)] = gate_input
 
-    candidates = sp.variants[1:]
+    candidates = tuple(v for v in sp.variants[1:] if v not in aa)
     if policy is not None:
-        reasons = {(r["variant"], r["task"]): r["health_failures"] for r in rows}
+        reasons = {(r["variant"], r["task"]): r["health_failures"] for r in rows
+                   if r["variant"] not in aa}
         family = evaluate_family(policy, candidates, gate_inputs, metrics, reasons)
         comparisons = tuple(ComparisonRow(**r, verdict=family.verdicts.get(
             (r["variant"], r["task"]))) for r in rows)

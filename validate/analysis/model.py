@@ -101,6 +101,8 @@ class ComparisonRow(_ToDict):
     ``item_id#repeat`` rows right under the baseline and wrong under the variant.
     ``engagement``: the expected optimizations' engagement counts on the paired rows and
     the paired delta broken down by engagement and by prompt length (the ledger's view).
+    ``noise_floor``: with an A/A copy of the baseline in the plan, its flip rate and KL
+    beside this pair's and the test of A/B > A/A discordance.
     """
 
     variant: str
@@ -114,6 +116,7 @@ class ComparisonRow(_ToDict):
     flips_to_wrong: tuple[str, ...] = ()
     flips_to_right: tuple[str, ...] = ()
     engagement: Any = None  # validate.analysis.engagement.PairEngagement (None: unpaired)
+    noise_floor: Any = None  # validate.analysis.noise_floor.NoiseFloor (None: no A/A run)
 
     @property
     def status(self) -> str:

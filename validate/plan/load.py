@@ -9,6 +9,7 @@ Example (``docs``-level reference: the runner's README section shows more)::
     seed = 1234
     concurrency = 4
     warm = true                    # prime every prompt first so encoder replay engages
+    aa = true                      # optional: run the baseline twice (the A/A noise floor)
 
     [engine]
     kind = "builtin"               # builtin | openai | vllm
@@ -39,18 +40,27 @@ Example (``docs``-level reference: the runner's README section shows more)::
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from validate.errors import PlanError, PolicyError
 from validate.gate.policy import parse_policy
-from validate.plan.schema import ENGINE_KINDS, EngineSpec, Plan, TaskSpec, VariantSpec
+from validate.plan.schema import (
+    AA_SUFFIX,
+    ENGINE_KINDS,
+    EngineSpec,
+    Plan,
+    TaskSpec,
+    VariantSpec,
+)
 from validate.plan.speed import parse_speed
 from validate.tomlfile import read_toml
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 TOP_KEYS = {"name", "description", "baseline", "seed", "concurrency", "warm", "engine",
-            "variants", "tasks", "policy", "fidelity_prompts", "fidelity_tokens", "speed"}
+            "variants", "tasks", "policy", "fidelity_prompts", "fidelity_tokens", "speed",
+            "aa"}
 CLIENT_KEYS = {"stream": bool, "timeout_s": float, "connect_timeout_s": float,
                "max_attempts": int, "backoff_base_s": float, "backoff_max_s": float,
                "top_logprobs": int, "reports_cached_tokens": bool, "metrics_url": str}
@@ -269,6 +279,9 @@ def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None,
     baseline = w.typed(doc["baseline"], str, "baseline")
     if baseline not in names:
         raise w.error("baseline", f"unknown variant {baseline!r} (variants: {', '.join(names)})")
+    aa = w.typed(doc.get("aa", False), bool, "aa")
+    if aa:
+        variants = variants + (_aa_copy(w, variants[names.index(baseline)], names),)
     concurrency = w.typed(doc.get("concurrency", 4), int, "concurrency")
     if concurrency < 1:
         raise w.error("concurrency", f"expected >= 1, got {concurrency}")
@@ -295,8 +308,17 @@ def parse_plan(doc: dict, source: str = "<plan>", base_dir: Path | None = None,
         concurrency=concurrency, warm=w.typed(doc.get("warm", False), bool, "warm"),
         policy=policy, policy_doc=policy_doc,
         description=w.typed(doc.get("description", ""), str, "description"), speed=speed,
-        **fidelity,
+        aa=aa, **fidelity,
     )
+
+
+def _aa_copy(w: _Where, base: VariantSpec, names: list[str]) -> VariantSpec:
+    """The baseline's A/A twin: its configuration under ``<baseline>+aa``."""
+    name = base.name + AA_SUFFIX
+    if name in names:
+        raise w.error("aa", f"a variant is already named {name!r}, the name of the "
+                            f"baseline's A/A copy; rename it or set aa = false")
+    return replace(base, name=name, aa_of=base.name)
 
 
 def load_plan(path: str | Path, options_type: type | None = None) -> Plan:

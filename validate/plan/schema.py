@@ -25,6 +25,7 @@ from validate.gate.policy import GatePolicy
 from validate.plan.speed import SpeedSpec
 
 ENGINE_KINDS = ("builtin", "openai", "vllm")
+AA_SUFFIX = "+aa"
 # How patiently the client waits and retries: never what a response says, so not part of
 # the plan hash (a rerun with a longer timeout resumes instead of starting over).
 OPERATIONAL_KEYS = frozenset({"timeout_s", "connect_timeout_s", "max_attempts", "backoff_base_s",
@@ -87,6 +88,7 @@ class VariantSpec:
     endpoint: Mapping[str, str] = field(default_factory=dict)
     perturb: Mapping[str, Any] = field(default_factory=dict)
     written: Mapping[str, Any] | None = None
+    aa_of: str | None = None  # the A/A copy of this baseline (``Plan.aa``)
 
     def __post_init__(self) -> None:
         if isinstance(self.options, Mapping):
@@ -121,6 +123,8 @@ class VariantSpec:
             out["endpoint"] = dict(self.endpoint)
         if self.perturb:
             out["perturb"] = dict(self.perturb)
+        if self.aa_of is not None:
+            out["aa_of"] = self.aa_of
         return out
 
     def runtime_options(self):
@@ -175,6 +179,14 @@ class Plan:
     fidelity_prompts: int = 16  # per task; 0 turns the fidelity pass off (builtin only)
     fidelity_tokens: int = 32  # baseline greedy tokens teacher-forced per prompt
     speed: SpeedSpec | None = None  # the headline concurrency sweep; None: no sweep
+    aa: bool = False  # the baseline runs twice (the A/A noise floor); see aa_variant
+
+    @property
+    def aa_variant(self) -> str | None:
+        """The A/A copy of the baseline (``aa = true``): the same configuration run once
+        more at the same concurrency with the requests in another order (other batch
+        compositions), so every A/B pair has the baseline's own flip rate beside it."""
+        return f"{self.baseline}{AA_SUFFIX}" if self.aa else None
 
     def variant(self, name: str) -> VariantSpec:
         for v in self.variants:

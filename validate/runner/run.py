@@ -32,6 +32,7 @@ second Ctrl-C into an immediate exit).
 from __future__ import annotations
 
 import contextlib
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,6 +139,15 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
                            failed)
 
 
+def aa_order(planned: list[PlannedRequest], seed: int) -> list[PlannedRequest]:
+    """The A/A copy's requests in a seeded shuffle of the baseline's order: the same
+    requests at the same concurrency, batched with other neighbours, which is the
+    noise a rerun of the baseline has (0 in batch-invariant mode)."""
+    shuffled = list(planned)
+    random.Random(seed).shuffle(shuffled)
+    return shuffled
+
+
 def adopt_legacy(plan: Plan, store: ResultsStore) -> int:
     """A store written by v41val 0.1 keys this plan's responses by ``plan.legacy_hash``
     (the options as written, not normalised): re-key them (fidelity included) to
@@ -156,7 +166,8 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
     factory = factory or factory_for(plan, workspace)
     run = store.begin_run(plan.hash, plan_name=plan.name, seeds=(plan.seed,),
                           plan=plan.to_dict(), identity=run_identity(plan.engine.kind))
-    order = [plan.baseline] + [v for v in plan.variant_names if v != plan.baseline]
+    first = [plan.baseline] + ([plan.aa_variant] if plan.aa_variant else [])
+    order = first + [v for v in plan.variant_names if v not in first]
     for name in order:
         store.put_variant(run, name, plan.variant(name).config(), is_baseline=name == plan.baseline)
     stats, swept = [], []
@@ -164,6 +175,8 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
     try:
         for name in order:
             planned = planned_requests(plan, loaded, name)
+            if name == plan.aa_variant:
+                planned = aa_order(planned, plan.seed)
             stats.append(_run_variant(store, run, plan, factory, planned, name, progress))
             scored += score_pending(store, plan.hash, loaded)
             if speed_pass(plan, store, run, factory, name, progress):
