@@ -15,7 +15,6 @@ import numpy as np
 
 from validate.analysis.engagement import expected_optimizations, hit_notes, pair_engagement
 from validate.analysis.headline import headline_section, ttft_disagreements
-from validate.analysis.noise_floor import noise_floor
 from validate.analysis.model import (
     INVALID,
     UNGATED,
@@ -27,6 +26,7 @@ from validate.analysis.model import (
     SpeedSummary,
     VariantSummary,
 )
+from validate.analysis.noise_floor import noise_floor
 from validate.analysis.source import (
     StoredPlan,
     choose_metric,
