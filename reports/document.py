@@ -174,6 +174,8 @@ def _comparison(row, baseline: str, include_outcomes: bool) -> dict:
         "speedups": _speedups(row),
         "flips": {"right_to_wrong": list(row.flips_to_wrong),
                   "wrong_to_right": list(row.flips_to_right)},
+        "engagement": None if row.engagement is None else row.engagement.to_dict(),
+        "noise_floor": None if row.noise_floor is None else row.noise_floor.to_dict(),
     }
     return d
 

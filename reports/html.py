@@ -5,7 +5,7 @@ per-item drill-down of the flips. Items are named by id only (never GPQA's text)
 
 from __future__ import annotations
 
-from reports import fmt, gate_table, headline, plots, rows
+from reports import engagement_tables, fmt, gate_table, headline, plots, rows
 from reports.page import badge, esc, figure, page, table
 
 
@@ -56,6 +56,18 @@ def _gate_section(doc: dict) -> str:
     return (f"<h2>{esc(gate_table.title(doc))}</h2>"
             f'<div class="scroll">{table(cols, cells, word_columns=(verdict_col,))}</div>'
             f'<p class="note">{esc(gate_table.rule(doc))}</p>')
+
+
+def _engagement_section(doc: dict) -> str:
+    """The engagement, breakdown and A/A tables ('' when the run has no ledger)."""
+    parts = []
+    for title, cols, found, legend in engagement_tables.tables(doc):
+        head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{esc(r[c])}</td>" for c in cols) + "</tr>"
+                       for r in found)
+        parts.append(f"<h3>{esc(title)}</h3><table><tr>{head}</tr>{body}</table>"
+                     + (f'<p class="note">{esc(legend)}</p>' if legend else ""))
+    return "".join(parts)
 
 
 def _headline_section(doc: dict) -> str:
@@ -139,6 +151,7 @@ def render_html(doc: dict, latency_samples: dict | None = None,
     body += [_task_section(t, latency_samples, fig_format) for t in doc["tasks"]]
     if any(c.get("speedups") for t in doc["tasks"] for c in t["comparisons"]):
         body.append(f'<p class="note">{esc(rows.SPEED_LEGEND)}</p>')
+    body.append(_engagement_section(doc))
     body.append(_headline_section(doc))
     body += [f'<p class="note">note: {esc(n)}</p>' for n in doc.get("notes") or []]
     body += [f'<p class="note">caveat: {esc(n)}</p>' for n in doc.get("caveats") or []]

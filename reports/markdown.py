@@ -4,7 +4,7 @@ into a pull request (GitHub-flavoured tables)."""
 
 from __future__ import annotations
 
-from reports import gate_table, headline, rows
+from reports import engagement_tables, gate_table, headline, rows
 
 
 def _cell(text: str) -> str:
@@ -57,6 +57,18 @@ def headline_md(doc: dict) -> str:
     return "\n".join(lines + ["", headline.FOOTNOTE])
 
 
+def engagement_md(doc: dict) -> list[str]:
+    """The engagement, breakdown and A/A tables (none when the run has no ledger)."""
+    out = []
+    for title, cols, found, legend in engagement_tables.tables(doc):
+        out += [f"### {title}", "", "| " + " | ".join(cols) + " |",
+                "|" + "|".join("---:" if c in ("n", "Δ pts", "share") else "---"
+                               for c in cols) + "|"]
+        out += ["| " + " | ".join(_cell(r[c]) for c in cols) + " |" for r in found]
+        out += (["", f"_{legend}_"] if legend else []) + [""]
+    return out
+
+
 def render_markdown(doc: dict) -> str:
     r = doc["run"]
     out = [f"## v41val: {r['plan_name']} — decision **{doc['decision']}** "
@@ -75,6 +87,7 @@ def render_markdown(doc: dict) -> str:
         out += [f"_{rows.SPEED_LEGEND}_", ""]
     gate = gate_table_md(doc)
     out += [gate + "\n"] if gate else []
+    out += engagement_md(doc)
     out += [headline_md(doc) + "\n"]
     out += ["<details><summary>Run identity</summary>", ""]
     out += [f"- **{k}**: {_cell(v)}" for k, v in rows.identity_lines(doc)]

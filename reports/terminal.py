@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from reports import gate_table, headline, rows
+from reports import engagement_tables, gate_table, headline, rows
 
 STYLES = {
     "PASS": "bold green", "WARN": "bold yellow", "FAIL": "bold red",
@@ -104,6 +104,22 @@ def gate_renderables(doc: dict) -> list:
     return [table, Text(gate_table.rule(doc), style="dim")]
 
 
+def engagement_renderables(doc: dict) -> list:
+    """The engagement, breakdown and A/A tables (none when the run has no ledger)."""
+    out: list = []
+    for title, cols, found, legend in engagement_tables.tables(doc):
+        table = Table(title=title, title_justify="left", show_lines=False)
+        for name in cols:
+            table.add_column(name, justify="right" if name in ("n", "Δ pts", "share")
+                             else "left")
+        for r in found:
+            table.add_row(*[r[c] for c in cols])
+        out.append(table)
+        if legend:
+            out.append(Text(legend, style="dim"))
+    return out
+
+
 def renderables(doc: dict, width: int = WIDE) -> list:
     out: list = [Panel(_identity(doc), title="v41val run report", title_align="left")]
     for t in doc["tasks"]:
@@ -114,6 +130,7 @@ def renderables(doc: dict, width: int = WIDE) -> list:
     if any(c.get("speedups") for t in doc["tasks"] for c in t["comparisons"]):
         out.append(Text(rows.SPEED_LEGEND, style="dim"))
     out += gate_renderables(doc)
+    out += engagement_renderables(doc)
     out += headline_renderables(doc, width)
     changed = [rows.what_changed(doc, v) for v in rows.candidates(doc)]
     if changed:

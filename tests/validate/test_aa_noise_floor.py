@@ -70,6 +70,32 @@ def test_batch_invariant_aa_has_no_flip_and_no_kl(tmp_path):
     # the A/A copy is shown but never gated
     assert "exact+aa" not in analysis.variant_decisions
     assert analysis.comparison("exact+aa", TASK).noise_floor is None
+    _check_report(analysis, floor)
+
+
+def _check_report(analysis, floor):
+    """The document carries the floor and engagement and follows the schema; every
+    renderer prints the A/A row beside the A/B one."""
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    from reports.document import report_document
+    from reports.markdown import render_markdown
+    from reports.terminal import terminal_text
+
+    doc = report_document(analysis)
+    schema = json.loads((Path(__file__).parents[2] / "reports" / "schema" /
+                         "report.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    [bounded] = [c for c in doc["tasks"][0]["comparisons"] if c["variant"] == "bounded"]
+    assert bounded["noise_floor"]["aa_flips"] == floor.aa_flips
+    assert {b["by"] for b in bounded["engagement"]["breakdown"]} >= {"prompt_tokens"}
+    row = (f"| {TASK} | bounded | {floor.aa_flips} ({100 * floor.aa_flip_rate:.1f} %) | "
+           f"{floor.ab_flips} ({100 * floor.ab_flip_rate:.1f} %) |")
+    assert row in render_markdown(doc)
+    assert "A/A noise floor" in terminal_text(doc, width=200)
 
 
 def test_without_batch_invariance_the_measured_rate_is_reported(tmp_path):
