@@ -65,6 +65,23 @@ class KVBytes:
             + self.compressor_state_bytes_per_sequence
         )
 
+    def prefix_cache_bytes_per_token(self, exact: bool, block_tokens: int) -> float:
+        """Bytes a prefix cache holds per cached token, with blocks of ``block_tokens``.
+
+        Bounded replay keeps only the persistent (global + indexer) KV: after a hit it
+        recomputes the last W tokens, so a cached block needs no window state. Exact
+        continuation must also keep, for every cached block, every layer's window
+        entries of the last min(B, W - 1) tokens before the block's end (what a request
+        continuing there reads; ``runtime.state.PrefixSnapshot.swa``), which is the
+        cost bounded replay exists to avoid."""
+        if block_tokens < 1:
+            raise ValueError(f"block_tokens must be >= 1, got {block_tokens}")
+        if not exact:
+            return self.persistent_bytes_per_token
+        window = min(block_tokens, self.sliding_window - 1)
+        return (self.persistent_bytes_per_token
+                + self.swa_layers * window * self.swa_entry_bytes / block_tokens)
+
     def as_dict(self) -> dict:
         return {
             "swa_entry_bytes": self.swa_entry_bytes,
