@@ -98,6 +98,12 @@ def _verdict(v) -> dict | None:
     }
 
 
+def _interleaved(x) -> dict:
+    """One variant's speed-ups from the interleaved rounds."""
+    return {"variant": x.variant, "rounds": x.rounds, "concurrency": x.concurrency,
+            "speedups": _speedups(x)}
+
+
 def _speedups(row) -> dict:
     out = {}
     for sp in row.speedups:
@@ -252,6 +258,7 @@ def report_document(analysis, include_outcomes: bool = True,
         "caveats": list(getattr(analysis, "caveats", ())),
         "tasks": tasks,
         "headline": headline_document(getattr(analysis, "headline", None), baseline),
+        "interleaved": [_interleaved(x) for x in getattr(analysis, "interleaved", ())],
     }
     if execution is not None:
         doc["execution"] = execution

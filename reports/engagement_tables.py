@@ -1,8 +1,9 @@
 """The "did it engage, and is it above the noise?" tables, as plain strings: per
 (task, candidate) the expected optimizations' engagement counts, the paired delta broken
-down by engagement and by prompt-length bucket, and the A/A noise floor beside the A/B
-pair. Terminal, Markdown and HTML print these cells; the numbers are the report
-document's (``engagement`` and ``noise_floor`` of each comparison), never recomputed.
+down by engagement and by prompt-length bucket, the A/A noise floor beside the A/B
+pair, and the interleaved speed rounds' speed-ups. Terminal, Markdown and HTML print these cells; the numbers are the report
+document's (``engagement`` and ``noise_floor`` of each comparison, ``interleaved``),
+never recomputed.
 """
 
 from __future__ import annotations
@@ -73,9 +74,28 @@ def noise_rows(doc: dict) -> list[dict]:
     return out
 
 
+INTERLEAVED_COLUMNS = ("candidate", "rounds", "concurrency", "TTFT speed-up", "TPOT speed-up",
+                       "e2e speed-up")
+INTERLEAVED_TITLE = ("Interleaved speed rounds (order alternating per round; 95 % interval "
+                     "over rounds, so host drift between variants widens it instead of "
+                     "biasing it)")
+
+
+def interleaved_rows(doc: dict) -> list[dict]:
+    out = []
+    for x in doc.get("interleaved") or ():
+        ups = x["speedups"]
+        out.append({"candidate": x["variant"], "rounds": str(x["rounds"]),
+                    "concurrency": str(x["concurrency"]),
+                    **{f"{label} speed-up": fmt.ratio(ups.get(m))
+                       for m, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "e2e"))}})
+    return out
+
+
 def tables(doc: dict) -> list[tuple[str, tuple[str, ...], list[dict], str]]:
     """(title, columns, rows, legend) of each table that has rows."""
     found = [(ENGAGEMENT_TITLE, ENGAGEMENT_COLUMNS, engagement_rows(doc), ""),
              (BREAKDOWN_TITLE, BREAKDOWN_COLUMNS, breakdown_rows(doc), ""),
-             (NOISE_TITLE, NOISE_COLUMNS, noise_rows(doc), NOISE_LEGEND)]
+             (NOISE_TITLE, NOISE_COLUMNS, noise_rows(doc), NOISE_LEGEND),
+             (INTERLEAVED_TITLE, INTERLEAVED_COLUMNS, interleaved_rows(doc), "")]
     return [t for t in found if t[2]]

@@ -28,6 +28,8 @@ def _version_one_store(path) -> None:
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE speed_sweeps")
     conn.execute("DROP TABLE fidelity")
+    for table in ("engagement", "engagement_counters", "speed_rounds"):  # version 4's
+        conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
@@ -37,7 +39,7 @@ def _version_one_store(path) -> None:
 def test_a_version_one_store_is_upgraded_and_keeps_its_rows(tmp_path):
     db = tmp_path / "results.sqlite"
     _version_one_store(db)
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     with ResultsStore.open(db) as store:
         [stored] = store.responses("h" * 64)
         assert stored.record.response.text == "4" and stored.record.timings.ttft_s == 0.1
@@ -46,8 +48,8 @@ def test_a_version_one_store_is_upgraded_and_keeps_its_rows(tmp_path):
         store.put_sweep(run, "a", settings={"x": 1}, sweep={"levels": []}, headline={"v": 2.5})
     conn = sqlite3.connect(db)
     meta = dict(conn.execute("SELECT key, value FROM meta"))
-    assert meta["schema_version"] == "3"
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert meta["schema_version"] == "4"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     assert conn.execute("SELECT count(*) FROM speed_sweeps").fetchone()[0] == 1
     conn.close()
 

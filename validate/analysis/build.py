@@ -15,6 +15,7 @@ import numpy as np
 
 from validate.analysis.engagement import expected_optimizations, hit_notes, pair_engagement
 from validate.analysis.headline import headline_section, ttft_disagreements
+from validate.analysis.interleaved import interleaved_section
 from validate.analysis.model import (
     INVALID,
     UNGATED,
@@ -318,7 +319,9 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                        notes=tuple(notes),
                        variant_configs={v.name: normalised_config(v.config, kind)
                                         for v in store.variants(plan_hash)},
-                       headline=headline, caveats=(SPEED_CI_CAVEAT,) if measured else ())
+                       headline=headline, caveats=(SPEED_CI_CAVEAT,) if measured else (),
+                       interleaved=interleaved_section(store, plan_hash, sp.baseline,
+                                                       sp.variants, alpha, bootstrap))
 
 
 def _task_budget(task: str) -> int | None:

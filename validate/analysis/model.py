@@ -169,7 +169,8 @@ class RunAnalysis(_ToDict):
     ``variant_configs`` is what each variant is (runtime options, normalised; server
     flags or endpoint), as stored with the run. ``headline`` is None when the plan has no
     ``[speed]`` table (no sweep was measured). ``caveats`` say what the run's intervals
-    do not cover (the speed CIs' scope), printed by every report format."""
+    do not cover (the speed CIs' scope), printed by every report format. ``interleaved``:
+    speed-ups from the plan's interleaved rounds (``[speed] rounds``), empty without."""
 
     identity: RunIdentity
     policy: PolicySummary | None
@@ -185,6 +186,7 @@ class RunAnalysis(_ToDict):
     variant_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     headline: HeadlineSection | None = None
     caveats: tuple[str, ...] = ()
+    interleaved: tuple[Any, ...] = ()  # validate.analysis.interleaved.InterleavedSpeed
 
     @property
     def exit_code(self) -> int:

@@ -12,6 +12,14 @@ Example::
     max_tokens = 32                 # output tokens per request (EOS ignored)
     requests_per_level = 16         # requests served at each level (>= the highest level)
     ignore_eos = true               # over HTTP: send vLLM/SGLang's ignore_eos (see below)
+    rounds = 8                      # optional: interleaved rounds at the plan's concurrency
+
+``rounds`` > 0 adds interleaved speed rounds after every variant's quality pass: each
+round serves ``requests_per_level`` synthetic requests once per variant at the plan's
+``concurrency``, the variants' order alternating from round to round, and the speed-ups
+come with intervals that resample rounds (``validate/speed/interleaved.py``): speed
+that drift of the host between variants cannot fake. It needs every variant's engine
+at once (builtin, openai); not on vllm, where that is one server per variant at once.
 
 Engines: builtin (a fresh in-process engine per level on the run's weights pool),
 openai (the variant's endpoint, one client per level holding ``level`` requests in
@@ -47,9 +55,11 @@ class SpeedSpec:
     max_tokens: int = 32
     requests_per_level: int = 16
     ignore_eos: bool = True
+    rounds: int = 0
 
     def to_dict(self) -> dict:
-        return {"sweep_levels": list(self.sweep_levels),
+        extra = {"rounds": self.rounds} if self.rounds else {}  # older sweeps stay reusable
+        return {**extra, "sweep_levels": list(self.sweep_levels),
                 "target_tokens_per_s": self.target_tokens_per_s,
                 "user_quantile": self.user_quantile, "prompt_tokens": self.prompt_tokens,
                 "max_tokens": self.max_tokens, "requests_per_level": self.requests_per_level,
@@ -58,7 +68,7 @@ class SpeedSpec:
 
 SPEED_KEYS: dict[str, type] = {"sweep_levels": list, "target_tokens_per_s": float,
                                "user_quantile": float, "prompt_tokens": int, "max_tokens": int,
-                               "requests_per_level": int, "ignore_eos": bool}
+                               "requests_per_level": int, "ignore_eos": bool, "rounds": int}
 
 
 def parse_speed(w, value) -> SpeedSpec:
@@ -82,7 +92,8 @@ def parse_speed(w, value) -> SpeedSpec:
     quantile = t.get("user_quantile", defaults.user_quantile)
     if not 0 <= quantile <= 1:
         raise w.error("speed.user_quantile", f"expected a number in [0, 1], got {quantile}")
-    for key, low in (("prompt_tokens", 1), ("max_tokens", 2), ("requests_per_level", 1)):
+    for key, low in (("prompt_tokens", 1), ("max_tokens", 2), ("requests_per_level", 1),
+                     ("rounds", 0)):
         if key in t and t[key] < low:
             raise w.error(f"speed.{key}", f"expected >= {low}, got {t[key]}")
     n = t.get("requests_per_level", defaults.requests_per_level)
@@ -93,4 +104,5 @@ def parse_speed(w, value) -> SpeedSpec:
                      user_quantile=float(quantile),
                      prompt_tokens=t.get("prompt_tokens", defaults.prompt_tokens),
                      max_tokens=t.get("max_tokens", defaults.max_tokens), requests_per_level=n,
-                     ignore_eos=t.get("ignore_eos", defaults.ignore_eos))
+                     ignore_eos=t.get("ignore_eos", defaults.ignore_eos),
+                     rounds=t.get("rounds", defaults.rounds))

@@ -18,6 +18,8 @@ Order of work, and why:
 5. Stored responses without scores are scored by the tasks' own scorers.
 6. With a ``[speed]`` table, the variant's headline concurrency sweep (``speed_pass``),
    right after its quality pass and stored per variant; a rerun skips a stored sweep.
+   With ``[speed] rounds``, after all variants: interleaved speed rounds of all of them
+   (``rounds_pass``).
 7. Builtin engine: teacher-forced fidelity of each variant vs the baseline
    (``fidelity_pass``), into the store.
 
@@ -44,6 +46,7 @@ from validate.runner.engines import EngineFactory, factory_for
 from validate.runner.fidelity_pass import fidelity_pass
 from validate.runner.identity import run_identity
 from validate.runner.requests import load_tasks, planned_requests, priming_request
+from validate.runner.rounds_pass import rounds_pass
 from validate.runner.speed_pass import speed_pass
 from validate.scoring import score_pending
 from validate.store import PlannedRequest, ResponseRecord, ResultsStore, RunInfo
@@ -181,6 +184,7 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
             scored += score_pending(store, plan.hash, loaded)
             if speed_pass(plan, store, run, factory, name, progress):
                 swept.append(name)
+        rounds_pass(plan, store, run, factory, progress)
         fidelity_pass(plan, store, factory, loaded, progress)
         status = "complete" if not any(s.failed for s in stats) else "incomplete"
     except KeyboardInterrupt:

@@ -84,6 +84,30 @@ def interleaved_rounds(engines: Mapping[str, Callable[[], Engine]],
     return tuple(out)
 
 
+def rounds_to_record(measured: Sequence[RoundTimings]) -> dict:
+    """What was measured, as JSON (every request's timings; nothing concluded)."""
+    from validate.speed.stored import timings_to_dict
+
+    return {"version": 1, "passes": [
+        {"round": m.round, "slot": m.slot, "variant": m.variant, "n_failed": m.n_failed,
+         "requests": [timings_to_dict(i, t) for i, t in m.indexed]} for m in measured]}
+
+
+def rounds_from_record(record: Mapping) -> tuple[RoundTimings, ...]:
+    from validate.speed.stored import timings_from_dict
+
+    try:
+        if record["version"] != 1:
+            raise SpeedError(f"stored speed rounds: record version {record['version']!r}, "
+                             f"this v41val reads 1")
+        return tuple(RoundTimings(int(p["round"]), int(p["slot"]), str(p["variant"]),
+                                  tuple(timings_from_dict(r) for r in p["requests"]),
+                                  int(p["n_failed"])) for p in record["passes"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SpeedError(f"stored speed rounds are malformed: {type(exc).__name__}: "
+                         f"{exc}") from None
+
+
 def _metric(t: Timings, metric: str) -> float | None:
     value = t.tpot_s if metric == "tpot_s" else getattr(t, metric)
     return None if value is None else float(value)

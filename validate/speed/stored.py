@@ -18,10 +18,18 @@ from validate.speed.sweep import SweepResult, choose, measure_point
 RECORD_VERSION = 1
 
 
-def _timings_to_dict(index: int, t: Timings) -> dict:
+def timings_to_dict(index: int, t: Timings) -> dict:
     return {"index": index, "started_at_s": t.started_at_s, "e2e_s": t.e2e_s,
             "ttft_s": t.ttft_s, "itl_s": list(t.itl_s), "n_prompt_tokens": t.n_prompt_tokens,
             "n_output_tokens": t.n_output_tokens}
+
+
+def timings_from_dict(r: Mapping) -> tuple[int, Timings]:
+    """(index, Timings) of one stored request (``timings_to_dict``'s inverse)."""
+    return int(r["index"]), Timings(
+        started_at_s=r["started_at_s"], e2e_s=r["e2e_s"], ttft_s=r["ttft_s"],
+        itl_s=tuple(r["itl_s"]), n_prompt_tokens=r["n_prompt_tokens"],
+        n_output_tokens=r["n_output_tokens"])
 
 
 def sweep_to_record(sweep: SweepResult, warm: bool = False) -> dict:
@@ -29,7 +37,7 @@ def sweep_to_record(sweep: SweepResult, warm: bool = False) -> dict:
             "target_tokens_per_s_per_user": sweep.target_tokens_per_s_per_user,
             "user_quantile": sweep.user_quantile, "warm": warm,
             "levels": [{"concurrency": p.concurrency, "n_failed": p.n_failed,
-                        "requests": [_timings_to_dict(i, t) for i, t in p.indexed]}
+                        "requests": [timings_to_dict(i, t) for i, t in p.indexed]}
                        for p in sweep.points]}
 
 
@@ -43,10 +51,7 @@ def sweep_from_record(record: Mapping) -> SweepResult:
         quantile = float(record["user_quantile"])
         points = []
         for level in record["levels"]:
-            indexed = [(int(r["index"]), Timings(
-                started_at_s=r["started_at_s"], e2e_s=r["e2e_s"], ttft_s=r["ttft_s"],
-                itl_s=tuple(r["itl_s"]), n_prompt_tokens=r["n_prompt_tokens"],
-                n_output_tokens=r["n_output_tokens"])) for r in level["requests"]]
+            indexed = [timings_from_dict(r) for r in level["requests"]]
             points.append(measure_point(int(level["concurrency"]), indexed,
                                         int(level["n_failed"]), target, quantile,
                                         bool(record.get("warm", False))))

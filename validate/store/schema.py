@@ -11,7 +11,8 @@ Versions: 1 is the original layout; 2 adds ``speed_sweeps`` (the headline concur
 sweep of each variant); 3 adds ``fidelity`` (teacher-forced fidelity records, until
 then a JSON file beside the store); 4 adds the engagement ledger (``engagement``: what
 each response's optimization did, NULL = unknown; ``engagement_counters``: counters read
-before and after each variant's quality pass). Opening an older store upgrades it in place by
+before and after each variant's quality pass) and ``speed_rounds`` (interleaved speed
+rounds). Opening an older store upgrades it in place by
 running ``MIGRATIONS[v]`` for each version v it is behind (each only adds a table, so
 nothing stored before changes meaning); the store then imports the legacy fidelity
 files beside it (``validate.store.fidelity``).
@@ -171,7 +172,20 @@ CREATE TABLE engagement_counters (
 );
 """
 
-DDL = DDL + SPEED_SWEEPS_DDL + FIDELITY_DDL + ENGAGEMENT_DDL
+# Interleaved speed rounds of a plan (validate.runner.rounds_pass): every variant served
+# the same requests once per round, the order alternating; ``rounds_json`` keeps every
+# request's timings (validate.speed.interleaved.rounds_to_record).
+SPEED_ROUNDS_DDL = """
+CREATE TABLE speed_rounds (
+    plan_hash     TEXT PRIMARY KEY,
+    settings_json TEXT NOT NULL,
+    rounds_json   TEXT NOT NULL,
+    run_id        INTEGER NOT NULL REFERENCES runs (run_id),
+    stored_at     REAL NOT NULL
+);
+"""
+
+DDL = DDL + SPEED_SWEEPS_DDL + FIDELITY_DDL + ENGAGEMENT_DDL + SPEED_ROUNDS_DDL
 
 # version v -> the DDL that turns a version-v store into version v + 1
-MIGRATIONS = {1: SPEED_SWEEPS_DDL, 2: FIDELITY_DDL, 3: ENGAGEMENT_DDL}
+MIGRATIONS = {1: SPEED_SWEEPS_DDL, 2: FIDELITY_DDL, 3: ENGAGEMENT_DDL + SPEED_ROUNDS_DDL}

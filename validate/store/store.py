@@ -158,7 +158,8 @@ class ResultsStore:
                                  (new_hash, old_hash)).rowcount
             if not moved:
                 return 0
-            for table in ("requests", "speed_sweeps", "fidelity", "engagement_counters"):
+            for table in ("requests", "speed_sweeps", "fidelity", "engagement_counters",
+                          "speed_rounds"):
                 conn.execute(f"UPDATE {table} SET plan_hash = ? WHERE plan_hash = ?",
                              (new_hash, old_hash))
             for name, config in configs.items():
@@ -329,6 +330,15 @@ class ResultsStore:
 
     def sweeps(self, plan_hash: str) -> list[StoredSweep]:
         return self._read(lambda conn: sweeps.all_of(conn, plan_hash))
+
+    def put_rounds(self, run: RunInfo, *, settings: Mapping, rounds: Mapping) -> None:
+        """Store the plan's interleaved speed rounds."""
+        self._write(lambda conn: sweeps.put_rounds(conn, run.plan_hash, run.run_id, settings,
+                                                   rounds))
+
+    def rounds(self, plan_hash: str) -> tuple[dict, dict] | None:
+        """(settings, record) of the plan's interleaved speed rounds, or None."""
+        return self._read(lambda conn: sweeps.get_rounds(conn, plan_hash))
 
     # -- teacher-forced fidelity -------------------------------------------------------
     def put_fidelity(self, plan_hash: str, variant: str, task: str, *, settings: Mapping,

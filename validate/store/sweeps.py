@@ -60,3 +60,18 @@ def get(conn: sqlite3.Connection, plan_hash: str, variant: str) -> StoredSweep |
 def all_of(conn: sqlite3.Connection, plan_hash: str) -> list[StoredSweep]:
     return [_row(r) for r in conn.execute(
         f"SELECT {COLUMNS} FROM speed_sweeps WHERE plan_hash = ? ORDER BY variant", (plan_hash,))]
+
+
+def put_rounds(conn: sqlite3.Connection, plan_hash: str, run_id: int, settings: Mapping,
+               rounds: Mapping) -> None:
+    """The plan's interleaved speed rounds (replacing rounds stored with other settings)."""
+    conn.execute("INSERT OR REPLACE INTO speed_rounds (plan_hash, settings_json, rounds_json,"
+                 " run_id, stored_at) VALUES (?, ?, ?, ?, ?)",
+                 (plan_hash, dumps(dict(settings)), dumps(dict(rounds)), run_id, time.time()))
+
+
+def get_rounds(conn: sqlite3.Connection, plan_hash: str) -> tuple[dict, dict] | None:
+    """(settings, rounds record) of the plan, or None."""
+    row = conn.execute("SELECT settings_json, rounds_json FROM speed_rounds WHERE plan_hash = ?",
+                       (plan_hash,)).fetchone()
+    return None if row is None else (json.loads(row[0]), json.loads(row[1]))
