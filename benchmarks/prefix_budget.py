@@ -16,11 +16,11 @@ Writes ``benchmarks/results/prefix-budget-<task>.json`` and a Markdown note.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import tasks
+from benchmarks.records import write
 from runtime.config import V41Config
 from runtime.kv_bytes import kv_bytes_per_token
 from runtime.prefix_budget import budget_hit_rates
@@ -94,11 +94,7 @@ def main(argv: list[str] | None = None) -> int:
            "rows": measure(prompts),
            "command": "python " + " ".join(["benchmarks/prefix_budget.py",
                                             *(argv or sys.argv[1:])])}
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = f"prefix-budget-{args.task}-{args.passes}pass"
-    (args.out / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (args.out / f"{stem}.md").write_text(markdown(doc))
-    print(markdown(doc))
+    write(args.out, f"prefix-budget-{args.task}-{args.passes}pass", doc, markdown(doc))
     return 0
 
 

@@ -12,14 +12,13 @@ Writes ``benchmarks/results/speed-interleaved-aa-<device>.json`` and a Markdown 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 from pathlib import Path
 
 import torch
 
+from benchmarks.records import environment, header, write
 from benchmarks.sweep_aa import RESULTS, SPEED, plan_document
 from validate.plan import parse_plan
 from validate.runner.engines import BuiltinFactory
@@ -55,12 +54,7 @@ def cell(entry: dict) -> str:
 
 
 def markdown(doc: dict) -> str:
-    env = doc["environment"]
-    lines = [f"# Interleaved speed rounds, A/A, on {doc['device']}", "",
-             f"Command: `{doc['command']}`", "",
-             f"Hardware: {env['processor']}, {env['cpu_count']} CPUs; {env['platform']}; "
-             f"Python {env['python']}, torch {env['torch']}; load average before "
-             f"{env['load_before']}", "",
+    lines = [*header(f"Interleaved speed rounds, A/A, on {doc['device']}", doc),
              f"{doc['copies']} identical exact-mode variants of the micro model "
              f"(benchmarks/sweep_aa.py's), {doc['rounds']} rounds in alternating order, "
              f"{SPEED['requests_per_level']} synthetic requests of {SPEED['prompt_tokens']} "
@@ -92,14 +86,8 @@ def main(argv: list[str] | None = None) -> int:
            "concurrency": args.concurrency, "rows": rows,
            "command": "python " + " ".join(["benchmarks/speed_interleaved.py",
                                             *(argv or sys.argv[1:])]),
-           "environment": {"python": platform.python_version(), "torch": torch.__version__,
-                           "platform": platform.platform(), "processor": platform.machine(),
-                           "cpu_count": os.cpu_count(), "load_before": round(load_before, 2)}}
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = f"speed-interleaved-aa-{args.device}"
-    (args.out / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (args.out / f"{stem}.md").write_text(markdown(doc))
-    print(markdown(doc))
+           "environment": environment(load_before)}
+    write(args.out, f"speed-interleaved-aa-{args.device}", doc, markdown(doc))
     return 0
 
 

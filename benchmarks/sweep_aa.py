@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
+from benchmarks.records import environment, header, write
 from validate.plan import parse_plan
 from validate.runner import run_plan
 from validate.store import ResultsStore
@@ -72,12 +72,7 @@ def fmt(entry: dict | None) -> str:
 
 
 def markdown(doc: dict) -> str:
-    env = doc["environment"]
-    lines = [f"# Headline sweep A/A on {doc['device']}", "",
-             f"Command: `{doc['command']}`", "",
-             f"Hardware: {env['processor']}, {env['cpu_count']} CPUs; {env['platform']}; "
-             f"Python {env['python']}, torch {env['torch']}; load average before "
-             f"{env['load_before']}", "",
+    lines = [*header(f"Headline sweep A/A on {doc['device']}", doc),
              f"Sweep: {json.dumps(SPEED)}; {doc['copies']} identical exact-mode variants of "
              "the demo's micro model, swept one after another.", "",
              "| variant | 1-user tok/s ratio [CI] | TTFT speed-up [CI] | throughput at target ratio |",
@@ -101,13 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure(args.copies, args.device)
     doc = {"device": args.device, "copies": args.copies, "rows": rows,
            "command": "python " + " ".join(["benchmarks/sweep_aa.py", *(argv or sys.argv[1:])]),
-           "environment": {"python": platform.python_version(), "torch": torch.__version__,
-                           "platform": platform.platform(), "processor": platform.machine(),
-                           "cpu_count": os.cpu_count(), "load_before": round(load_before, 2)}}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"sweep-aa-{args.device}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (args.out / f"sweep-aa-{args.device}.md").write_text(markdown(doc))
-    print(markdown(doc))
+           "environment": environment(load_before)}
+    write(args.out, f"sweep-aa-{args.device}", doc, markdown(doc))
     return 0
 
 

@@ -15,11 +15,11 @@ from validate.engines.base import EngineResult, Timings
 from validate.speed.errors import SpeedError
 from validate.speed.interleaved import (
     RoundTimings,
-    _serve,
     interleaved_rounds,
     interleaved_speedup,
     round_orders,
 )
+from validate.speed.sweep import serve_level
 from validate.stats.bootstrap import BootstrapSpec
 
 REQUESTS = [Request(task="s", item_id=f"r{i}", kind="generate", prompt="x",
@@ -69,8 +69,8 @@ def _sequential(host: Host, rounds: int) -> list[RoundTimings]:
     out = []
     for variant in ("a", "b"):
         for r in range(rounds):
-            indexed, _ = asyncio.run(_serve(DriftEngine(host, 1.0), REQUESTS))
-            out.append(RoundTimings(r, 0, variant, indexed))
+            indexed, _ = asyncio.run(serve_level(DriftEngine(host, 1.0), REQUESTS))
+            out.append(RoundTimings(r, 0, variant, tuple(indexed)))
     return out
 
 

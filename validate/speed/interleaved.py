@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tasks.request import Request
-from validate.engines.base import Engine, EngineResult, Timings
+from validate.engines.base import Engine, Timings
 from validate.speed.errors import SpeedError
+from validate.speed.sweep import serve_level
 from validate.stats.bootstrap import BootstrapSpec
 from validate.stats.continuous import RatioEstimate, ratio_of_means
 from validate.stats.outcomes import PairedOutcomes
@@ -52,19 +53,6 @@ def round_orders(names: Sequence[str], rounds: int) -> list[list[str]]:
     return [list(names) if r % 2 == 0 else list(reversed(names)) for r in range(rounds)]
 
 
-async def _serve(engine: Engine, requests: Sequence[Request]):
-    indexed, failed = [], 0
-    try:
-        async for outcome in engine.stream(requests):
-            if isinstance(outcome, EngineResult):
-                indexed.append((outcome.index, outcome.timings))
-            else:
-                failed += 1
-    finally:
-        await engine.aclose()
-    return tuple(sorted(indexed, key=lambda pair: pair[0])), failed
-
-
 def interleaved_rounds(engines: Mapping[str, Callable[[], Engine]],
                        requests: Sequence[Request], rounds: int,
                        on_pass: Callable[[int, str], None] | None = None
@@ -77,8 +65,8 @@ def interleaved_rounds(engines: Mapping[str, Callable[[], Engine]],
     out = []
     for r, order in enumerate(round_orders(list(engines), rounds)):
         for slot, name in enumerate(order):
-            indexed, failed = asyncio.run(_serve(engines[name](), requests))
-            out.append(RoundTimings(r, slot, name, indexed, failed))
+            indexed, failed = asyncio.run(serve_level(engines[name](), requests))
+            out.append(RoundTimings(r, slot, name, tuple(indexed), failed))
             if on_pass is not None:
                 on_pass(r, name)
     return tuple(out)

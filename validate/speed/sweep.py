@@ -115,8 +115,10 @@ def _check(levels: Sequence[int], target: float, user_quantile: float) -> None:
         raise SpeedError(f"speed sweep: user_quantile must be in [0, 1], got {user_quantile}")
 
 
-async def _run_level(engine: Engine, requests: Sequence[Request],
-                     on_request: Callable[[], None] | None = None):
+async def serve_level(engine: Engine, requests: Sequence[Request],
+                      on_request: Callable[[], None] | None = None):
+    """Serve ``requests`` on ``engine`` (closed afterwards): ([(index, Timings)] in
+    request order, failures)."""
     indexed, failed = [], 0
     try:
         async for outcome in engine.stream(requests):
@@ -144,7 +146,7 @@ def concurrency_sweep(factory: Callable[[int], Engine], requests: Sequence[Reque
         raise SpeedError("speed sweep: no requests")
     points = []
     for level in levels:
-        indexed, failed = asyncio.run(_run_level(factory(level), requests, on_request))
+        indexed, failed = asyncio.run(serve_level(factory(level), requests, on_request))
         point = measure_point(level, indexed, failed, target_tokens_per_s_per_user,
                               user_quantile, warm)
         points.append(point)

@@ -1,0 +1,34 @@
+"""What every benchmark result file states about where it was measured, and how it is
+written: one JSON document and a Markdown note beside it, both under
+``benchmarks/results`` (shared by the A/A speed benchmarks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+
+def environment(load_before: float) -> dict:
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "platform": platform.platform(), "processor": platform.machine(),
+            "cpu_count": os.cpu_count(), "load_before": round(load_before, 2)}
+
+
+def header(title: str, doc: dict) -> list[str]:
+    """The note's title, command and hardware lines."""
+    env = doc["environment"]
+    return [f"# {title}", "", f"Command: `{doc['command']}`", "",
+            f"Hardware: {env['processor']}, {env['cpu_count']} CPUs; {env['platform']}; "
+            f"Python {env['python']}, torch {env['torch']}; load average before "
+            f"{env['load_before']}", ""]
+
+
+def write(out: Path, stem: str, doc: dict, note: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / f"{stem}.md").write_text(note)
+    print(note)
