@@ -259,7 +259,8 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
 
     summaries, rows, notes, floor, chance = [], [], [], [], {}
     gate_inputs, metrics = {}, {}
-    configs = {v.name: dict(v.config) for v in store.variants(plan_hash)}
+    kind = str((sp.doc.get("engine") or {}).get("kind", "unknown"))
+    configs = {v.name: normalised_config(v.config, kind) for v in store.variants(plan_hash)}
     passes = {v: store.counters(plan_hash, v) for v in sp.variants}
     log_lines = {v: [line for p in passes[v] for line in p.log_lines] for v in sp.variants}
     engagement_policy = policy.engagement if policy is not None else EngagementPolicy()
@@ -303,7 +304,6 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                                          if c.variant == v) else UNGATED for v in candidates}
         decision = INVALID if INVALID in per_variant.values() else UNGATED
         policy_summary = None
-    kind = str((sp.doc.get("engine") or {}).get("kind", "unknown"))
     headline, headline_notes = headline_section(store, plan_hash, sp.doc, sp.baseline,
                                                 sp.variants, alpha, bootstrap)
     notes += headline_notes + ttft_disagreements(headline, rows)
@@ -317,8 +317,7 @@ def analyze_run(store: ResultsStore, run: str | int | None = None, *,
                        variant_decisions=per_variant, floor_tasks=tuple(floor),
                        chance=chance,
                        notes=tuple(notes),
-                       variant_configs={v.name: normalised_config(v.config, kind)
-                                        for v in store.variants(plan_hash)},
+                       variant_configs=configs,
                        headline=headline, caveats=(SPEED_CI_CAVEAT,) if measured else (),
                        interleaved=interleaved_section(store, plan_hash, sp.baseline,
                                                        sp.variants, alpha, bootstrap))
