@@ -1,4 +1,10 @@
-"""The FastAPI app: /health, /v1/models, /v1/completions, /v1/chat/completions.
+"""The FastAPI app: /health, /metrics, /v1/models, /v1/completions, /v1/chat/completions.
+
+``/metrics`` serves the model's own totals (``runtime.counters``) as Prometheus counters,
+named like vLLM's where they mean the same: ``v41val:prefix_cache_hits_total`` (prompt
+tokens taken from the prefix cache; a hit the SWA mode ignored is not one), and
+``v41val:replayed_tokens_total``, ``v41val:trimmed_rows_total``, which vLLM does not
+export. A client reads them before and after a pass (``validate.engines.prometheus``).
 
 Every refusal is an OpenAI-style ``{"error": {"message", "type", "code"}}`` with a
 one-line message naming the field: 400 for malformed JSON, unknown fields, bad values,
@@ -13,7 +19,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
 from runtime.engine.requests import GenerateRequest
 from runtime.server import render
@@ -75,6 +81,23 @@ def _sse(obj) -> str:
     return f"data: {json.dumps(obj)}\n\n"
 
 
+_METRICS = (("hit_tokens", "prefix_cache_hits", "Prompt tokens taken from the prefix cache."),
+            ("prefix_hits", "prefix_cache_requests_hit", "Requests that took a prefix hit."),
+            ("replayed_tokens", "replayed_tokens", "Cached tokens bounded replay fed again."),
+            ("trimmed_rows", "trimmed_rows", "Prefill rows the decoder trim dropped."))
+
+
+def _prometheus(snapshot: dict) -> str:
+    """Prometheus text exposition of the model's counters."""
+    lines = []
+    for key, name, help_text in _METRICS:
+        if key in snapshot:
+            full = f"v41val:{name}_total"
+            lines += [f"# HELP {full} {help_text}", f"# TYPE {full} counter",
+                      f"{full} {float(snapshot[key])}"]
+    return "\n".join(lines) + "\n"
+
+
 def create_app(scheduler: Scheduler, tokenizer, model_name: str) -> FastAPI:
     """The OpenAI-compatible app over ``scheduler``'s engine."""
     served = _Served(scheduler, tokenizer, model_name)
@@ -99,6 +122,11 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str) -> FastAPI:
     @app.get("/health")
     async def health():
         return {"status": "ok"}
+
+    @app.get("/metrics")
+    async def metrics():
+        counters = getattr(scheduler.engine.model, "counters", None)
+        return PlainTextResponse(_prometheus(counters.snapshot() if counters else {}))
 
     @app.get("/v1/models")
     async def models():

@@ -113,3 +113,44 @@ def test_the_vllm_launcher_asks_for_prompt_token_details(reports):
     given = VllmLaunchConfig(model="/m", prompt_tokens_details=False,
                              common_args=(PROMPT_TOKENS_DETAILS,))
     assert given.reports_cached_tokens and given.server_args(1).count(PROMPT_TOKENS_DETAILS) == 1
+
+
+@pytest.mark.slow  # the trained testbed behind the OpenAI-compatible server
+def test_against_the_builtin_server_the_ledger_equals_its_own_metrics(tmp_path):
+    """A real server (``v41val serve``'s app over the runtime with bounded replay): the
+    hits every reply reports sum to what its /metrics counted during the pass."""
+    from runtime.options import RuntimeOptions
+    from validate.engines.builtin_serve import BackgroundServer, ServeConfig
+    from validate.engines.builtin_source import ModelSource
+
+    config = ServeConfig(source=ModelSource(preset="testbed"),
+                         options=RuntimeOptions(swa="bounded"))
+    with BackgroundServer(config) as server:
+        path = tmp_path / "plan.toml"
+        path.write_text(f"""
+name = "ledger-serve"
+baseline = "a"
+warm = true
+concurrency = 2
+[engine]
+kind = "openai"
+base_url = "{server.base_url}"
+model = "{server.model_name}"
+reports_cached_tokens = true
+metrics_url = "{server.root}/metrics"
+[variants.a]
+[variants.b]
+[[tasks]]
+name = "testbed_lookup"
+limit = 3
+max_gen_toks = 2
+""")
+        plan = load_plan(path)
+        with ResultsStore.open(tmp_path / "r.sqlite") as store:
+            run_plan(plan, store)
+            for variant in ("a", "b"):
+                ledger = store.engagement(plan.hash, variant, "testbed_lookup")
+                assert len(ledger) == 3 and all(e.hit_tokens > 32 for e in ledger.values())
+                [passes] = store.counters(plan.hash, variant)
+                assert passes.delta()["prefix_cache_hits"] == sum(
+                    e.hit_tokens for e in ledger.values())
