@@ -47,6 +47,9 @@ def test_cli_bench_kv_json(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["preset"] == "flash"
     assert doc["swa_entry_bytes"] == 528 and doc["persistent_bytes_per_token"] == 890
+    cached = doc["prefix_cache_bytes_per_cached_token"]
+    assert cached["bounded"] == 890 and cached["block_tokens"] == 64
+    assert cached["exact"] == 890 + doc["swa_layers"] * 528  # 64-token blocks < W - 1
 
 
 def test_cli_bench_kv_bad_preset_is_exit_2(capsys):

@@ -20,14 +20,20 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("kv")
 def bench_kv(
     preset: str = typer.Option("flash", "--preset", help="tiny | mid | flash"),
+    block_tokens: int = typer.Option(64, "--block-tokens", min=1,
+                                     help="Prefix-cache block size, for the cached-token cost."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> None:
-    """KV-cache bytes per token and per sequence, derived from the config."""
+    """KV-cache bytes per token and per sequence, derived from the config, and what a
+    prefix cache holds per cached token in exact and bounded-replay mode."""
     from runtime.config import V41Config
     from runtime.kv_bytes import kv_bytes_per_token
 
     kv = kv_bytes_per_token(V41Config.preset(preset))
-    document = {"preset": preset, **kv.as_dict()}
+    cached = {mode: kv.prefix_cache_bytes_per_token(mode == "exact", block_tokens)
+              for mode in ("exact", "bounded")}
+    document = {"preset": preset, **kv.as_dict(),
+                "prefix_cache_bytes_per_cached_token": {**cached, "block_tokens": block_tokens}}
 
     def render(console) -> None:
         table = Table(title=f"KV cache bytes ({preset})")
@@ -48,6 +54,10 @@ def bench_kv(
         table.add_row("SWA, all layers", str(kv.swa_bytes_per_sequence), "per sequence (constant)")
         table.add_row("compressor partial groups", str(kv.compressor_state_bytes_per_sequence),
                       "per sequence (float32)")
+        table.add_row("prefix cache, exact SWA", f"{cached['exact']:g}",
+                      f"per cached token ({block_tokens}-token blocks keep their window state)")
+        table.add_row("prefix cache, bounded replay", f"{cached['bounded']:g}",
+                      "per cached token (persistent KV only)")
         console.print(table)
 
     emit(as_json, document, render)
