@@ -33,7 +33,13 @@ from validate.store.codec import (
     request_to_stored_dict,
     response_to_dict,
 )
-from validate.store.connection import StoreOptions, connect, retry_busy, write_transaction
+from validate.store.connection import (
+    StoreOptions,
+    connect,
+    connect_read_only,
+    retry_busy,
+    write_transaction,
+)
 from validate.store.errors import StoreError
 from validate.store.records import (
     OutcomeTable,
@@ -59,12 +65,18 @@ class ResultsStore:
         self.path = path
         self.options = options
         self._conn = conn
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered by the writes inside ``atomic``
+        self._atomic = False
 
     @classmethod
-    def open(cls, path: str | Path, options: StoreOptions | None = None) -> ResultsStore:
+    def open(cls, path: str | Path, options: StoreOptions | None = None, *,
+             read_only: bool = False) -> ResultsStore:
+        """Open (creating if absent) the store at ``path``; ``read_only``: an existing
+        store, read without changing a byte of it (``connection.connect_read_only``)."""
         options = options or StoreOptions()
         path = Path(path)
+        if read_only:
+            return cls(path, connect_read_only(path, options), options)
         store = cls(path, connect(path, options), options)
         store._import_legacy_fidelity()
         return store
@@ -72,7 +84,7 @@ class ResultsStore:
     def _import_legacy_fidelity(self) -> None:
         """Fidelity files a pre-3 store kept beside it go into the table (once per plan);
         a store that cannot be written now still reads them (``fidelity_document``)."""
-        with contextlib.suppress(sqlite3.Error, StoreError):
+        with contextlib.suppress(sqlite3.OperationalError):  # a read-only file or folder
             self._write(lambda conn: fidelity.import_files(conn, self.path))
 
     def close(self) -> None:
@@ -88,7 +100,31 @@ class ResultsStore:
     # -- plumbing -------------------------------------------------------------------
     def _write(self, fn) -> T:
         with self._lock:
+            if self._atomic:  # inside ``atomic``: part of its one transaction
+                return fn(self._conn)
             return write_transaction(self._conn, fn, self.options, self.path)
+
+    @contextlib.contextmanager
+    def atomic(self):
+        """Every write inside the block commits together or not at all: an error (or a
+        Ctrl-C) anywhere in it rolls back what the block wrote, so a write made of many
+        calls (an import of several files) never leaves half of itself in the store.
+        Holds the store (and SQLite's write lock) for the whole block."""
+        with self._lock:
+            if self._atomic:  # nested: the outer block decides
+                yield self
+                return
+            retry_busy(lambda: self._conn.execute("BEGIN IMMEDIATE"), self.options, self.path)
+            self._atomic = True
+            try:
+                yield self
+            except BaseException:
+                self._atomic = False
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._atomic = False
+            self._conn.execute("COMMIT")
 
     def _read(self, fn) -> T:
         with self._lock:
