@@ -50,6 +50,14 @@ class OpenAIEngineConfig:
             raise EngineError(f"openai engine: max_attempts must be >= 1, got {self.max_attempts}")
         if self.top_logprobs is not None and self.top_logprobs < 0:
             raise EngineError(f"openai engine: top_logprobs must be >= 0, got {self.top_logprobs}")
+        for name in ("timeout_s", "connect_timeout_s"):  # not x > 0 also refuses NaN
+            if not getattr(self, name) > 0:
+                raise EngineError(f"openai engine: {name} must be > 0 seconds, got "
+                                  f"{getattr(self, name)}")
+        for name in ("backoff_base_s", "backoff_max_s"):
+            if not getattr(self, name) >= 0:
+                raise EngineError(f"openai engine: {name} must be >= 0 seconds, got "
+                                  f"{getattr(self, name)}")
         if self.loglikelihood_max_tokens < 0:
             raise EngineError("openai engine: loglikelihood_max_tokens must be >= 0")
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from validate.engines.base import EngineFailure, EngineResult, iterate_blocking
 from validate.plan.schema import Plan
 from validate.progress import QUIET, Bar, Progress
-from validate.runner.engines import EngineFactory, factory_for
+from validate.runner.engines import EngineFactory, check_engines, factory_for
 from validate.runner.fidelity_pass import fidelity_pass
 from validate.runner.identity import run_identity
 from validate.runner.requests import load_tasks, planned_requests, priming_request
@@ -135,9 +135,10 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
     """Run (or resume) ``plan`` into ``store``. The baseline runs first, so an
     interrupted ablation has its reference before any candidate."""
     workspace = workspace or store.path.parent
-    adopt_legacy(plan, store)
     loaded = load_tasks(plan)
     factory = factory or factory_for(plan, workspace)
+    check_engines(plan, factory)  # every input checked before the first write
+    adopt_legacy(plan, store)
     run = store.begin_run(plan.hash, plan_name=plan.name, seeds=(plan.seed,),
                           plan=plan.to_dict(), identity=run_identity(plan.engine.kind))
     order = [plan.baseline] + [v for v in plan.variant_names if v != plan.baseline]
