@@ -66,6 +66,22 @@ def read_config(directory: Path) -> V41Config:
         raise CheckpointError(str(exc)) from None
 
 
+def output_directory(directory: str | Path) -> Path:
+    """``directory`` created (with its parents) for a checkpoint to be written into; an
+    existing regular file there or a folder that cannot be made is a ``CheckpointError``
+    naming it (checked before any weights are drawn)."""
+    out_dir = Path(directory)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CheckpointError(f"{out_dir}: exists and is not a directory (expected the "
+                              f"checkpoint directory to write)")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CheckpointError(f"{out_dir}: cannot create the checkpoint directory "
+                              f"({exc.strerror or exc})") from None
+    return out_dir
+
+
 def save_state_dict(
     state: Mapping[str, torch.Tensor],
     config: V41Config,
@@ -74,8 +90,7 @@ def save_state_dict(
     max_shard_bytes: int = DEFAULT_SHARD_BYTES,
 ) -> dict:
     """Write ``state`` (float tensors, released names) and ``config`` to ``directory``."""
-    out_dir = Path(directory)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_directory(directory)
     stored = codec.encode(state, weight_format)
     shards: list[dict[str, torch.Tensor]] = [{}]
     sizes = [0]

@@ -101,8 +101,10 @@ def calibrate(
 
     noise_levels = _numbers(noise, float, "--noise")
     drops = _numbers(drop_window, int, "--drop-window")
-    if limit < 1:
-        raise ValidateInputError(f"--limit: expected >= 1, got {limit}")
+    for flag, value in (("--limit", limit), ("--max-new-tokens", max_new_tokens),
+                        ("--concurrency", concurrency)):
+        if value is not None and value < 1:
+            raise ValidateInputError(f"{flag}: expected >= 1, got {value}")
     if quality:
         if policy is not None and (margin is not None or alpha is not None):
             raise ValidateInputError("--quality: give --policy or --margin/--alpha, not both")
