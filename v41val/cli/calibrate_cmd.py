@@ -23,6 +23,7 @@ from v41val.cli import app
 from v41val.cli.common import EXIT_INTERRUPTED, emit, notice
 from v41val.cli.progress import shown_progress
 from validate.errors import ValidateInputError
+from validate.userpaths import check_output_file
 
 
 def _numbers(text: str, kind: type, flag: str) -> list:
@@ -106,6 +107,8 @@ def calibrate(
         if value is not None and value < 1:
             raise ValidateInputError(f"{flag}: expected >= 1, got {value}")
     if quality:
+        if markdown is not None:
+            check_output_file(markdown, "--markdown")
         if policy is not None and (margin is not None or alpha is not None):
             raise ValidateInputError("--quality: give --policy or --margin/--alpha, not both")
         shorts = _positive(_numbers(replay_short, int, "--replay-short"), "--replay-short")
