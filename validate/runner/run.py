@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from validate.engines.base import EngineFailure, EngineResult, iterate_blocking
+from validate.engines.errors import EngineUnanswered
 from validate.plan.schema import Plan
 from validate.progress import QUIET, Bar, Progress
 from validate.runner.engines import EngineFactory, check_engines, factory_for
@@ -55,6 +56,14 @@ class VariantRunStats:
     sent: int
     stored: int
     failed: int
+    first_failure: str | None = None  # the first failed request's error, one line
+
+    def failure_line(self) -> str | None:
+        """``variant b: 2 of 8 requests failed; the first: <what the engine said>``."""
+        if not self.failed:
+            return None
+        return (f"variant {self.variant}: {self.failed} of {self.sent} requests failed; "
+                f"the first: {self.first_failure}")
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,7 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
                  progress: Progress) -> VariantRunStats:
     todo = store.pending(run, planned)
     stored = failed = 0
+    first_failure = None
     if todo:
         with contextlib.ExitStack() as held:
             # building the engine (weights, a vLLM server's start) can take minutes too
@@ -114,12 +124,19 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
                         error = one_line(f"{type(outcome.error).__name__}: {outcome.error}")
                         store.put_failure(run, p, error, outcome.attempts)
                         failed += 1
+                        first_failure = first_failure or error
                     else:
                         store.put_response(run, p, _record(outcome))
                         stored += 1
                     bar.advance()
-    return VariantRunStats(variant, len(planned), len(planned) - len(todo), len(todo), stored,
-                           failed)
+    stats = VariantRunStats(variant, len(planned), len(planned) - len(todo), len(todo), stored,
+                            failed, first_failure)
+    if failed and not stored and variant == plan.baseline:
+        # the reference answered nothing: a broken endpoint or setup, with nothing to compare
+        # a candidate against (a candidate that answers nothing is INVALID, a verdict)
+        raise EngineUnanswered(f"{plan.source}: {stats.failure_line()} (nothing was answered; "
+                               f"the failures are recorded in {store.path})")
+    return stats
 
 
 def adopt_legacy(plan: Plan, store: ResultsStore) -> int:
