@@ -155,6 +155,7 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
     loaded = load_tasks(plan)
     factory = factory or factory_for(plan, workspace)
     check_engines(plan, factory)  # every input checked before the first write
+    store.settle_abandoned()  # runs killed before they could say so: interrupted
     adopt_legacy(plan, store)
     run = store.begin_run(plan.hash, plan_name=plan.name, seeds=(plan.seed,),
                           plan=plan.to_dict(), identity=run_identity(plan.engine.kind))

@@ -41,6 +41,7 @@ from validate.store.connection import (
     write_transaction,
 )
 from validate.store.errors import StoreError
+from validate.store.owner import OWNER_KEY, this_process
 from validate.store.records import (
     OutcomeTable,
     PlannedRequest,
@@ -139,18 +140,33 @@ class ResultsStore:
             identity = environment_identity()
         started = time.time()
         ident = dict(identity)
+        owner = this_process()
+        stored_identity = {**ident, OWNER_KEY: owner}
 
         def insert(conn: sqlite3.Connection) -> int:
             cur = conn.execute(
                 "INSERT INTO runs (plan_hash, plan_name, plan_json, git_sha, identity_json,"
                 " seeds_json, started_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'running')",
                 (plan_hash, plan_name, None if plan is None else dumps(plan), ident.get("git"),
-                 dumps(ident), dumps(list(seeds)), started))
+                 dumps(stored_identity), dumps(list(seeds)), started))
             return int(cur.lastrowid)
 
         run_id = self._write(insert)
         return RunInfo(run_id, plan_hash, plan_name, ident.get("git"), ident, tuple(seeds),
-                       started, None, "running")
+                       started, None, "running", owner)
+
+    def settle_abandoned(self) -> list[int]:
+        """Mark ``interrupted`` every run still ``running`` whose process is gone (it was
+        killed before it could say so); returns their ids. A writer calls this before it
+        starts a run, so the status is in the file for every reader, here or elsewhere."""
+        gone = [r.run_id for r in self.runs() if r.status == "interrupted"
+                and r.finished_at is None and r.owner is not None]
+        if gone:
+            now = time.time()
+            self._write(lambda conn: conn.executemany(
+                "UPDATE runs SET status = 'interrupted', finished_at = ? WHERE run_id = ?"
+                " AND status = 'running'", [(now, run_id) for run_id in gone]))
+        return gone
 
     def finish_run(self, run: RunInfo, status: str = "complete") -> None:
         self._write(lambda conn: conn.execute(
