@@ -24,24 +24,45 @@ from validate.textfile import read_text
 LEGACY_DIR = "fidelity"  # beside the store file: <dir>/<plan_hash>.json
 
 
+# A (variant, task) still being computed keeps its records so far under the task name
+# plus this suffix (task names never hold '#'), so a killed fidelity pass resumes after
+# the last saved batch; ``document`` leaves such rows out, and the complete row replaces
+# it. No schema change: the rows are ordinary rows of the same table.
+PARTIAL = "#partial"
+
+
 def put(conn: sqlite3.Connection, plan_hash: str, variant: str, task: str, *,
-        settings: Mapping, method: str, records: Sequence[Mapping]) -> None:
-    """Store one (variant, task); rows of the plan computed with other settings go."""
+        settings: Mapping, method: str, records: Sequence[Mapping],
+        complete: bool = True) -> None:
+    """Store one (variant, task) (``complete=False``: its records so far); rows of the
+    plan computed with other settings go."""
     settings_json = dumps(dict(settings))
     conn.execute("DELETE FROM fidelity WHERE plan_hash = ? AND settings_json != ?",
                  (plan_hash, settings_json))
+    conn.execute("DELETE FROM fidelity WHERE plan_hash = ? AND variant = ? AND task = ?",
+                 (plan_hash, variant, task + PARTIAL))
     conn.execute(
         "INSERT OR REPLACE INTO fidelity (plan_hash, variant, task, settings_json, method,"
         " records_json, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (plan_hash, variant, task, settings_json, method,
+        (plan_hash, variant, task if complete else task + PARTIAL, settings_json, method,
          json.dumps([dict(r) for r in records], allow_nan=False), time.time()))
+
+
+def partial(conn: sqlite3.Connection, plan_hash: str, variant: str, task: str,
+            settings: Mapping) -> list[dict]:
+    """The records saved so far of an unfinished (variant, task) with these settings."""
+    row = conn.execute("SELECT records_json FROM fidelity WHERE plan_hash = ? AND variant = ?"
+                       " AND task = ? AND settings_json = ?",
+                       (plan_hash, variant, task + PARTIAL, dumps(dict(settings)))).fetchone()
+    return [] if row is None else json.loads(row[0])
 
 
 def document(conn: sqlite3.Connection, plan_hash: str) -> dict:
     """``{"settings", "method", "records": {variant: {task: [record, ...]}}}`` of a plan,
     or ``{}`` when nothing is stored (the shape the JSON files had)."""
     rows = conn.execute("SELECT variant, task, settings_json, method, records_json FROM fidelity"
-                        " WHERE plan_hash = ? ORDER BY variant, task", (plan_hash,)).fetchall()
+                        " WHERE plan_hash = ? AND task NOT LIKE ? ORDER BY variant, task",
+                        (plan_hash, "%" + PARTIAL)).fetchall()
     if not rows:
         return {}
     records: dict = {}

@@ -381,12 +381,19 @@ class ResultsStore:
 
     # -- teacher-forced fidelity -------------------------------------------------------
     def put_fidelity(self, plan_hash: str, variant: str, task: str, *, settings: Mapping,
-                     method: str, records) -> None:
+                     method: str, records, complete: bool = True) -> None:
         """Store one (variant, task)'s fidelity records (rows of the plan computed with
-        other settings are dropped)."""
+        other settings are dropped); ``complete=False`` saves the records so far of a
+        pair still being computed (``fidelity_partial`` gives them back to a rerun)."""
         self._write(lambda conn: fidelity.put(conn, plan_hash, variant, task,
                                               settings=settings, method=method,
-                                              records=records))
+                                              records=records, complete=complete))
+
+    def fidelity_partial(self, plan_hash: str, variant: str, task: str,
+                         settings: Mapping) -> list[dict]:
+        """The records saved so far of an unfinished (variant, task), or ``[]``."""
+        return self._read(lambda conn: fidelity.partial(conn, plan_hash, variant, task,
+                                                        settings))
 
     def fidelity_document(self, plan_hash: str) -> dict:
         """``{"settings", "method", "records": {variant: {task: [...]}}}`` or ``{}``."""
