@@ -23,6 +23,20 @@ from store_fixture import PlanSpec, add_plan  # noqa: E402
 from validate.store import ResultsStore  # noqa: E402
 
 TASK = "mini_math"
+
+
+def _tiny_config() -> bytes:
+    import tempfile
+
+    from runtime.checkpoint.io import write_config
+    from runtime.config import V41Config
+
+    with tempfile.TemporaryDirectory() as folder:
+        write_config(V41Config.preset("tiny"), Path(folder), "unquantized")
+        return (Path(folder) / "config.json").read_bytes()
+
+
+CHECKPOINT_CONFIG = _tiny_config()
 NOT_UTF8 = b"\xff\xfe name = 'x'\n"
 
 
@@ -107,6 +121,19 @@ def world(tmp_path_factory) -> Path:
         (root / f"{name}.toml").write_text(PLAN.format(**values))
     (root / "cuda-device.toml").write_text(PLAN.format(seed=1, device="cuda:7",
                                                        dtype="float32"))
+    plain = PLAN.format(seed=1, device="cpu", dtype="float32")
+    for name, (after, extra) in {
+            "unknown-override": ('dtype = "float32"\n', "overrides = { nonsense_field = 3 }\n"),
+            "temperature-nan": ("limit = 2\n", "temperature = nan\n"),
+            "noise-inf": ('swa = "bounded"\n', "perturb = { logit_noise = inf }\n")}.items():
+        (root / f"{name}.toml").write_text(plain.replace(after, after + extra, 1))
+    for name, setup in {"ck-truncated": lambda d: (d / "model.safetensors").write_bytes(b"xx"),
+                        "ck-config-not-utf8": lambda d: (d / "config.json").write_bytes(NOT_UTF8),
+                        }.items():
+        folder = root / name
+        folder.mkdir()
+        (folder / "config.json").write_bytes(CHECKPOINT_CONFIG)
+        setup(folder)
     for name, setting in {"timeout": "timeout_s = -1.0", "connect": "connect_timeout_s = 0.0",
                           "backoff": "backoff_base_s = -0.5"}.items():
         (root / f"openai-{name}.toml").write_text(OPENAI_PLAN.format(setting=setting))
@@ -170,6 +197,12 @@ FILES = {
     "samples arguments malformed (import)": (
         ["import-lmeval", "a={w}/good", "b={w}/bad-arguments", "--baseline", "a", "--store",
          "{w}/ws/results.sqlite"], "doc 3: field 'arguments'"),
+    "checkpoint: a truncated safetensors file": (
+        ["serve", "--check", "--checkpoint", "{w}/ck-truncated"],
+        "ck-truncated/model.safetensors: truncated"),
+    "checkpoint: config.json not UTF-8": (
+        ["calibrate", "--checkpoint", "{w}/ck-config-not-utf8"],
+        "ck-config-not-utf8/config.json: cannot read"),
     "corrupt fidelity file": (["report", "latest", "--store", "{w}/fid/results.sqlite"],
                               "corrupt legacy fidelity file: records.b.mini_math: expected a "
                               "list"),
@@ -193,6 +226,12 @@ ENGINE_SETTINGS = {
                         "device: expected cpu, cuda or cuda:N, got 'gpu'"),
     "plan seed": (["run", "{w}/bad-seed.toml", "--workspace", "{w}/ws"],
                   "seed: expected an integer in [0, 2**63), got -1"),
+    "unknown config override": (["run", "{w}/unknown-override.toml", "--workspace", "{w}/ws"],
+                                "V41Config: unknown field 'nonsense_field'"),
+    "temperature nan": (["run", "{w}/temperature-nan.toml", "--workspace", "{w}/ws"],
+                        "tasks[0].temperature: expected a finite number, got nan"),
+    "planted noise inf": (["run", "{w}/noise-inf.toml", "--workspace", "{w}/ws"],
+                          "perturb.logit_noise: expected a finite number >= 0, got inf"),
     "openai timeout_s": (["run", "{w}/openai-timeout.toml", "--workspace", "{w}/ws"],
                          "timeout_s must be > 0 seconds, got -1.0"),
     "openai connect_timeout_s": (["run", "{w}/openai-connect.toml", "--workspace", "{w}/ws"],
@@ -244,6 +283,13 @@ NUMBERS = {
     "calibrate --concurrency 0": (["calibrate", "--quality", "--concurrency", "0"],
                                   "--concurrency: expected >= 1, got 0"),
     "serve --port 70000": (["serve", "--check", "--port", "70000"], "port must be in"),
+    "serve --host that is no address here": (
+        ["serve", "--preset", "micro", "--host", "no-such-host.invalid"],
+        "--host 'no-such-host.invalid': not an address of this machine"),
+    "demo --threads 100000 (a segfault before)": (["demo", "--threads", "100000"],
+                                                  "--threads: expected 1 to"),
+    "calibrate --noise inf": (["calibrate", "--noise", "inf"],
+                              "perturb.logit_noise: expected a finite number >= 0, got inf"),
 }
 
 
