@@ -9,20 +9,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from runtime.paths import make_directory
 from validate.errors import ValidateInputError
 
 
 def ensure_directory(path: str | Path, flag: str) -> Path:
     """``path`` as an existing, writable directory (created with its parents)."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValidateInputError(f"{flag} {path}: exists and is not a directory (expected a "
-                                 f"directory to write into)")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValidateInputError(f"{flag} {path}: cannot create the directory "
-                                 f"({exc.strerror or exc})") from None
+    path = make_directory(path, ValidateInputError, f"{flag} {path}")
     if not os.access(path, os.W_OK | os.X_OK):
         raise ValidateInputError(f"{flag} {path}: the directory is not writable")
     return path

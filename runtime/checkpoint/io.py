@@ -19,6 +19,7 @@ from runtime.checkpoint.naming import FP8_BLOCK
 from runtime.checkpoint.safetensors_io import TensorEntry, read_header, read_tensors, write_tensors
 from runtime.config import V41Config
 from runtime.errors import CheckpointError, ConfigError
+from runtime.paths import make_directory
 
 CONFIG_FILE = "config.json"
 SINGLE_FILE = "model.safetensors"
@@ -70,16 +71,7 @@ def output_directory(directory: str | Path) -> Path:
     """``directory`` created (with its parents) for a checkpoint to be written into; an
     existing regular file there or a folder that cannot be made is a ``CheckpointError``
     naming it (checked before any weights are drawn)."""
-    out_dir = Path(directory)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise CheckpointError(f"{out_dir}: exists and is not a directory (expected the "
-                              f"checkpoint directory to write)")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CheckpointError(f"{out_dir}: cannot create the checkpoint directory "
-                              f"({exc.strerror or exc})") from None
-    return out_dir
+    return make_directory(directory, CheckpointError, f"checkpoint directory {directory}")
 
 
 def save_state_dict(

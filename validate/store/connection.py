@@ -54,18 +54,29 @@ def connect(path: Path, options: StoreOptions) -> sqlite3.Connection:
     """Open (creating if absent) the store at ``path``, checked and ready to write."""
     _refuse_foreign_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        conn = sqlite3.connect(str(path), timeout=options.busy_timeout_s,
-                               isolation_level=None, check_same_thread=False)
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open results store: {exc}") from None
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(options.busy_timeout_s * 1000)}")
+
+    def prepare(conn: sqlite3.Connection) -> None:
         retry_busy(lambda: _refuse_foreign_database(conn, path), options, path)
         retry_busy(lambda: _enable_wal(conn, path), options, path)
         conn.execute(f"PRAGMA synchronous = {options.synchronous.upper()}")
         conn.execute("PRAGMA foreign_keys = ON")
         retry_busy(lambda: _ensure_schema(conn, path), options, path)
+
+    return _open(str(path), False, path, options, prepare)
+
+
+def _open(target: str, uri: bool, path: Path, options: StoreOptions,
+          prepare: Callable[[sqlite3.Connection], None]) -> sqlite3.Connection:
+    """An SQLite connection to ``target`` with ``prepare`` run on it; SQLite's errors
+    become one-line store errors naming ``path`` (closing the connection)."""
+    try:
+        conn = sqlite3.connect(target, uri=uri, timeout=options.busy_timeout_s,
+                               isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open results store: {exc}") from None
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(options.busy_timeout_s * 1000)}")
+        prepare(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
         if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
@@ -89,24 +100,8 @@ def connect_read_only(path: Path, options: StoreOptions) -> sqlite3.Connection:
     if path.stat().st_size == 0:
         raise StoreError(f"{path}: not a v41val results store (an empty file)")
     _refuse_foreign_file(path)
-    uri = path.resolve().as_uri() + "?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=options.busy_timeout_s,
-                               isolation_level=None, check_same_thread=False)
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open results store: {exc}") from None
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(options.busy_timeout_s * 1000)}")
-        retry_busy(lambda: _check_read_only(conn, path), options, path)
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
-            raise StoreBusyError(f"{path}: results store stayed locked: {exc}") from None
-        raise StoreError(f"{path}: not a v41val results store ({exc})") from None
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    return _open(path.resolve().as_uri() + "?mode=ro", True, path, options,
+                 lambda conn: retry_busy(lambda: _check_read_only(conn, path), options, path))
 
 
 def _check_read_only(conn: sqlite3.Connection, path: Path) -> None:
