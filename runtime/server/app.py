@@ -29,6 +29,10 @@ from runtime.server.scheduler import Job, Scheduler
 from runtime.server.schemas import ChatRequest, CompletionRequest
 
 
+class ClientGone(Exception):
+    """The client of a non-streaming request disconnected before its answer."""
+
+
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
     flat = " ".join(str(message).split())
     return JSONResponse({"error": {"message": flat, "type": kind, "code": status}},
@@ -77,6 +81,27 @@ async def _finish(job: Job):
             raise event[1]
 
 
+DISCONNECT_POLL_S = 0.25
+
+
+async def _finish_unless_gone(job: Job, request: Request):
+    """``_finish``, cancelling the job when the (non-streaming) client disconnects
+    meanwhile, checked every ``DISCONNECT_POLL_S``: nobody waits for that answer, so the
+    engine ends it at its next step instead of generating it to the end."""
+    waiter = asyncio.ensure_future(_finish(job))
+    try:
+        while True:
+            done, _ = await asyncio.wait({waiter}, timeout=DISCONNECT_POLL_S)
+            if done:
+                return waiter.result()
+            if await request.is_disconnected():
+                job.cancel()
+                raise ClientGone
+    finally:
+        if not waiter.done():
+            waiter.cancel()
+
+
 def _sse(obj) -> str:
     return f"data: {json.dumps(obj)}\n\n"
 
@@ -121,8 +146,12 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str,
             "id": model_name, "object": "model", "owned_by": "v41val",
             "max_model_len": scheduler.max_positions}]}
 
+    @app.exception_handler(ClientGone)
+    async def _gone(_: Request, exc: ClientGone):  # nobody reads it: 499, nginx's word
+        return _error(499, "the client closed the connection before the answer")
+
     @app.post("/v1/completions")
-    async def completions(body: CompletionRequest):
+    async def completions(body: CompletionRequest, request: Request):
         served.check_model(body.model)
         if body.echo and body.stream:
             raise ServerInputError("echo: not supported together with stream")
@@ -136,7 +165,7 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str,
         if body.stream:
             return StreamingResponse(_stream_completion(served, job, body),
                                      media_type="text/event-stream")
-        result = await _finish(job)
+        result = await _finish_unless_gone(job, request)
         text = (body.prompt if body.echo else "") + (result.text or "")
         logprobs = None
         if k is not None:
@@ -150,7 +179,7 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str,
                 "usage": render.usage(result)}
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(body: ChatRequest):
+    async def chat_completions(body: ChatRequest, request: Request):
         served.check_model(body.model)
         prompt = render_chat((m.role, m.content) for m in body.messages)
         ids = await asyncio.to_thread(served.encode, prompt)  # off the event loop
@@ -162,7 +191,7 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str,
         if body.stream:
             return StreamingResponse(_stream_chat(served, job, body),
                                      media_type="text/event-stream")
-        result = await _finish(job)
+        result = await _finish_unless_gone(job, request)
         logprobs = None
         if k is not None:
             logprobs = {"content": [render.chat_logprob_entry(tokenizer, lp)

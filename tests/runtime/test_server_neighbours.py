@@ -156,6 +156,29 @@ def test_a_disconnected_stream_is_cancelled(server, monkeypatch):
     assert len(aborted) == 1 and len(aborted[0].token_ids) < 3000
 
 
+def test_a_non_streaming_client_that_leaves_is_cancelled(server, monkeypatch):
+    """A 3,000-token answer whose client gives up after 1 s: the server notices the
+    disconnect, the engine aborts it, and the next request is answered."""
+    engine = server.scheduler.engine
+    seen = []
+    original = engine._result
+
+    def record(live, now_s):
+        result = original(live, now_s)
+        seen.append(result)
+        return result
+
+    monkeypatch.setattr(engine, "_result", record)
+    body = {"prompt": "keep talking", "max_tokens": 3000, "ignore_eos": True}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{server.base_url}/completions", json=body,
+                   timeout=httpx.Timeout(120, read=1.0))
+    ok = _post(server, "/completions", {"prompt": "next", "max_tokens": 1})
+    assert ok.status_code == 200
+    aborted = [r for r in seen if r.finish_reason == "abort"]
+    assert len(aborted) == 1 and len(aborted[0].token_ids) < 3000
+
+
 def test_a_body_over_the_cap_is_413_before_it_is_parsed(pool):
     from runtime.server.app import create_app
     from validate.engines.loopback import LoopbackServer
