@@ -276,6 +276,9 @@ NUMBERS = {
                                     "seed: expected an integer in [0, 2**63), got -1"),
     "--seed 2**70 (serve)": (["serve", "--check", "--seed", str(2**70)],
                              "seed: expected an integer in [0, 2**63)"),
+    "history --metric that no run stored": (
+        ["history", "--store", "{w}/ws/results.sqlite", "--metric", "nope"],
+        "--metric 'nope': no stored scores under it (stored: flexible-extract)"),
     "calibrate --noise abc": (["calibrate", "--noise", "abc"],
                               "--noise: expected comma-separated numbers, got 'abc'"),
     "calibrate --max-new-tokens 0": (["calibrate", "--max-new-tokens", "0"],
