@@ -122,6 +122,7 @@ def world(tmp_path_factory) -> Path:
     (root / "cuda-device.toml").write_text(PLAN.format(seed=1, device="cuda:7",
                                                        dtype="float32"))
     plain = PLAN.format(seed=1, device="cpu", dtype="float32")
+    (root / "good-plan.toml").write_text(plain)
     for name, (after, extra) in {
             "unknown-override": ('dtype = "float32"\n', "overrides = { nonsense_field = 3 }\n"),
             "temperature-nan": ("limit = 2\n", "temperature = nan\n"),
@@ -241,7 +242,7 @@ ENGINE_SETTINGS = {
 }
 
 PATHS = {
-    "--workspace a regular file": (["run", "{w}/bad-dtype.toml", "--workspace", "{w}/afile"],
+    "--workspace a regular file": (["run", "{w}/good-plan.toml", "--workspace", "{w}/afile"],
                                    "--workspace {w}/afile: exists and is not a directory"),
     "--workspace cannot be created": (
         ["demo", "--workspace", "{w}/afile/sub"], "--workspace {w}/afile/sub: cannot create"),
@@ -351,3 +352,10 @@ def test_a_cuda_index_past_the_devices_is_refused(monkeypatch):
     with pytest.raises(ConfigError, match=r"'cuda:7' names CUDA device 7, but this machine "
                                           r"has 1 \(cuda:0..cuda:0\)"):
         check_device("cuda:7", "engine.device")
+
+
+def test_a_refused_plan_creates_no_workspace(world, capsys):
+    fresh = world / "fresh-workspace"
+    check_refused(world, capsys, ["run", "{w}/bad-dtype.toml", "--workspace", str(fresh)],
+                  "dtype must be one of")
+    assert not fresh.exists()

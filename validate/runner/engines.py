@@ -95,6 +95,7 @@ class VllmFactory:
     def __init__(self, plan: Plan, workspace: Path) -> None:
         self.plan = plan
         self.workspace = workspace
+        self._probed = False
 
     def launch_config(self, variant: VariantSpec):
         """The server of ``variant``: common flags then the variant's, its log kept in
@@ -110,10 +111,15 @@ class VllmFactory:
                                 **launch)
 
     def check(self, variant: VariantSpec) -> None:
-        """The launch and the client settings, built (and so checked) without a server."""
+        """The launch and the client settings, built (and so checked) without a server;
+        the environment's python is probed for vLLM once (``resolve_launch``)."""
         from validate.engines.openai_config import OpenAIEngineConfig
+        from validate.engines.vllm import resolve_launch
 
-        self.launch_config(variant)
+        launch = self.launch_config(variant)
+        if not self._probed:
+            resolve_launch(launch)
+            self._probed = True
         OpenAIEngineConfig(base_url="http://127.0.0.1", model=self.plan.engine.settings["model"],
                            **_client_settings(self.plan))
 

@@ -52,10 +52,10 @@ def prepare(plan_path: str | Path, *, ablate: bool = False) -> Plan:
 def execute(plan: Plan, *, workspace: str | Path | None = None,
             progress: Progress = QUIET) -> Execution:
     """Run (or resume) ``plan`` in ``workspace``'s store, then analyse it."""
-    workspace = ensure_directory(workspace if workspace is not None else DEFAULT_WORKSPACE,
-                                 "--workspace")
+    workspace = Path(workspace) if workspace is not None else DEFAULT_WORKSPACE
     factory = factory_for(plan, workspace)
-    check_engines(plan, factory)  # every input checked before the store is opened
+    check_engines(plan, factory)  # every input checked before anything is written
+    ensure_directory(workspace, "--workspace")
     store_path = workspace / STORE_NAME
     with ResultsStore.open(store_path) as store:
         outcome = run_plan(plan, store, workspace=workspace, factory=factory,
