@@ -33,3 +33,16 @@ def check_output_file(path: str | Path, flag: str) -> Path:
                 raise ValidateInputError(f"{flag} {path}: {parent} is not a directory")
             break
     return path
+
+
+def write_text_file(path: str | Path, text: str, flag: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` (checked by ``check_output_file``; missing
+    parent folders made); an OS refusal is one input error naming the flag."""
+    path = check_output_file(path, flag)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ValidateInputError(f"{flag} {path}: cannot write ({exc.strerror or exc})") \
+            from None
+    return path

@@ -23,7 +23,7 @@ from v41val.cli import app
 from v41val.cli.common import EXIT_INTERRUPTED, emit, notice
 from v41val.cli.progress import shown_progress
 from validate.errors import ValidateInputError
-from validate.userpaths import check_output_file
+from validate.userpaths import check_output_file, write_text_file
 
 
 def _numbers(text: str, kind: type, flag: str) -> list:
@@ -210,7 +210,7 @@ def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, sho
     if workspace is None:  # the scratch store is gone: do not point at it
         result = replace(result, store=None)
     if markdown is not None:
-        markdown.write_text(tables.markdown(result))
+        write_text_file(markdown, tables.markdown(result), "--markdown")
 
     def render(console) -> None:
         console.print(tables.headline(result))
