@@ -18,7 +18,9 @@ from validate.store.errors import StoreError
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "reports"))
+sys.path.insert(0, str(HERE))
 from store_fixture import PlanSpec, add_plan  # noqa: E402
+from test_bad_inputs import PLAN, samples_line, write_samples  # noqa: E402
 
 LEGACY = HERE / "fixtures" / "legacy-store-v0.1.sqlite"
 
@@ -93,9 +95,6 @@ def test_atomic_rolls_back_every_write_of_the_block(tmp_path):
 def test_import_lmeval_of_a_bad_second_file_writes_nothing(tmp_path, capsys):
     """The first file is fine, the second has a line that fails only when read: the
     store (which already holds a run) keeps its bytes."""
-    sys.path.insert(0, str(HERE))
-    from test_bad_inputs import samples_line, write_samples
-
     good = write_samples(tmp_path / "good", [samples_line(i, 1.0) for i in range(3)])
     bad = write_samples(tmp_path / "bad", [samples_line(0, 1.0), samples_line(1, 1.0),
                                            samples_line(2, 1.0, resps=[])])
@@ -112,3 +111,21 @@ def test_import_lmeval_of_a_bad_second_file_writes_nothing(tmp_path, capsys):
     main(["import-lmeval", f"a={good}", f"b={good}", "--baseline", "a", "--store",
           str(path)])  # the good pair imports, in one piece
     assert counts(path)["responses"] == 4 + 6
+
+
+def test_a_run_whose_variant_the_store_refuses_leaves_no_run_behind(tmp_path):
+    from validate.plan import load_plan
+    from validate.runner.run import run_plan
+
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(PLAN.format(seed=1, device="cpu", dtype="float32"))
+    plan = load_plan(plan_path)
+    path = tmp_path / "results.sqlite"
+    with ResultsStore.open(path) as store:
+        old = store.begin_run(plan.hash, identity={})
+        store.put_variant(old, "b", {"something": "else"})
+        store.finish_run(old)
+    before = counts(path)
+    with ResultsStore.open(path) as store, pytest.raises(StoreError, match="variant 'b'"):
+        run_plan(plan, store)
+    assert counts(path) == before

@@ -157,11 +157,14 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
     check_engines(plan, factory)  # every input checked before the first write
     store.settle_abandoned()  # runs killed before they could say so: interrupted
     adopt_legacy(plan, store)
-    run = store.begin_run(plan.hash, plan_name=plan.name, seeds=(plan.seed,),
-                          plan=plan.to_dict(), identity=run_identity(plan.engine.kind))
     order = [plan.baseline] + [v for v in plan.variant_names if v != plan.baseline]
-    for name in order:
-        store.put_variant(run, name, plan.variant(name).config(), is_baseline=name == plan.baseline)
+    identity = run_identity(plan.engine.kind)
+    with store.atomic():  # a variant the store refuses leaves no run behind
+        run = store.begin_run(plan.hash, plan_name=plan.name, seeds=(plan.seed,),
+                              plan=plan.to_dict(), identity=identity)
+        for name in order:
+            store.put_variant(run, name, plan.variant(name).config(),
+                              is_baseline=name == plan.baseline)
     stats, swept = [], []
     status, scored = "failed", 0
     try:
