@@ -131,9 +131,9 @@ def test_an_out_of_range_seed_is_a_400_and_its_neighbours_answer(server):
     assert "seed" in replies[1].json()["error"]["message"]
 
 
-def test_a_disconnected_stream_is_cancelled(server, monkeypatch):
-    """Read one chunk of a 3,000-token stream, hang up; the engine's result for it is
-    an abort after a few tokens, and the next request is answered."""
+@pytest.fixture
+def finished(server, monkeypatch) -> list:
+    """Every result the server's engine finishes while the test runs."""
     engine = server.scheduler.engine
     seen = []
     original = engine._result
@@ -144,6 +144,12 @@ def test_a_disconnected_stream_is_cancelled(server, monkeypatch):
         return result
 
     monkeypatch.setattr(engine, "_result", record)
+    return seen
+
+
+def test_a_disconnected_stream_is_cancelled(server, finished):
+    """Read one chunk of a 3,000-token stream, hang up; the engine's result for it is
+    an abort after a few tokens, and the next request is answered."""
     body = {"prompt": "go on and on", "max_tokens": 3000, "ignore_eos": True, "stream": True}
     with httpx.Client(timeout=120) as client, \
             client.stream("POST", f"{server.base_url}/completions", json=body) as reply:
@@ -152,30 +158,20 @@ def test_a_disconnected_stream_is_cancelled(server, monkeypatch):
                 break  # the client leaves after its first chunk
     ok = _post(server, "/completions", {"prompt": "next", "max_tokens": 1})
     assert ok.status_code == 200
-    aborted = [r for r in seen if r.finish_reason == "abort"]
+    aborted = [r for r in finished if r.finish_reason == "abort"]
     assert len(aborted) == 1 and len(aborted[0].token_ids) < 3000
 
 
-def test_a_non_streaming_client_that_leaves_is_cancelled(server, monkeypatch):
+def test_a_non_streaming_client_that_leaves_is_cancelled(server, finished):
     """A 3,000-token answer whose client gives up after 1 s: the server notices the
     disconnect, the engine aborts it, and the next request is answered."""
-    engine = server.scheduler.engine
-    seen = []
-    original = engine._result
-
-    def record(live, now_s):
-        result = original(live, now_s)
-        seen.append(result)
-        return result
-
-    monkeypatch.setattr(engine, "_result", record)
     body = {"prompt": "keep talking", "max_tokens": 3000, "ignore_eos": True}
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(f"{server.base_url}/completions", json=body,
                    timeout=httpx.Timeout(120, read=1.0))
     ok = _post(server, "/completions", {"prompt": "next", "max_tokens": 1})
     assert ok.status_code == 200
-    aborted = [r for r in seen if r.finish_reason == "abort"]
+    aborted = [r for r in finished if r.finish_reason == "abort"]
     assert len(aborted) == 1 and len(aborted[0].token_ids) < 3000
 
 
