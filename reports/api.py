@@ -31,7 +31,7 @@ def open_store(path: str | Path) -> ResultsStore:
     path = Path(path)
     if not path.is_file():
         raise ReportInputError(f"{path}: no results store here (pass --store FILE)")
-    return ResultsStore.open(path)
+    return ResultsStore.open(path, read_only=True)
 
 
 def latency_samples(store: ResultsStore, plan_hash: str, tasks, variants) -> dict:

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from reports.errors import OutputPathError
+from validate.userpaths import check_output_file
 
 
 def safe_output_path(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
@@ -22,6 +23,9 @@ def safe_output_path(path: str | os.PathLike, root: str | os.PathLike | None = N
     pointing out) or names the directory itself.
     """
     base = Path(root if root is not None else os.getcwd()).resolve()
+    if base.exists() and not base.is_dir():
+        raise OutputPathError(f"--out-dir {root}: is not a directory (expected the directory "
+                              f"reports are written inside)")
     raw = Path(path)
     if str(path).strip() == "":
         raise OutputPathError("output path is empty")
@@ -30,7 +34,7 @@ def safe_output_path(path: str | os.PathLike, root: str | os.PathLike | None = N
         raise OutputPathError(
             f"output path {str(path)!r} resolves to {target}, outside the output directory {base}"
         )
-    return target
+    return check_output_file(target, "-o")
 
 
 def write_text_safely(path: str | os.PathLike, text: str,
@@ -39,8 +43,13 @@ def write_text_safely(path: str | os.PathLike, text: str,
     created inside ``root``. The file is written next to its target and renamed, so a
     reader (a CI artifact upload, a web server) never sees half a report."""
     target = safe_output_path(path, root)
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OutputPathError(f"-o {path}: cannot write {target} ({exc.strerror or exc})") \
+            from None
     return target

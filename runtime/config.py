@@ -249,6 +249,11 @@ class V41Config:
     def replace(self, **changes) -> V41Config:
         """A copy with ``changes`` applied and validated again (engram sizes recomputed
         when the engram layout changes and no explicit sizes are given)."""
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:  # a plan's engine.overrides, say: one line naming the field
+            raise ConfigError(f"V41Config: unknown field {unknown[0]!r} (fields: "
+                              f"{', '.join(sorted(known))})")
         engram_keys = {"engram_layer_ids", "engram_vocab_size", "engram_max_ngram_size", "engram_n_heads"}
         if engram_keys & changes.keys() and "engram_num_embeddings" not in changes:
             probe = dataclasses.replace(

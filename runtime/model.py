@@ -60,7 +60,7 @@ class V41Model:
         self.counters = ModelCounters()
         from runtime.kernels.registry import KernelRegistry  # Triton loads only for fused ops
 
-        self.ops = KernelRegistry(self.options.kernels, device=self.device)
+        self.ops = KernelRegistry(self.options.kernels, device=self.device, dtype=self.dtype)
 
     def _cut_layer(self) -> int | None:
         """First layer that runs on trimmed rows (None: nothing to trim)."""

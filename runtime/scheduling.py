@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtime.engine.errors import EngineError
+from runtime.seeds import check_seed
 
 
 @dataclass(frozen=True)
@@ -37,5 +38,6 @@ class EngineConfig:
         for name in ("prefill_chunk_tokens", "max_batch_requests", "prefix_block_tokens"):
             if getattr(self, name) < 1:
                 raise EngineError(f"EngineConfig.{name}: expected >= 1, got {getattr(self, name)}")
+        check_seed(self.seed, "EngineConfig.seed")
         if self.prefix_cache_entries < 0:
             raise EngineError(f"EngineConfig.prefix_cache_entries: expected >= 0, got {self.prefix_cache_entries}")

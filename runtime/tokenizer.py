@@ -192,6 +192,8 @@ class ByteTokenizer:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as exc:
             raise TokenizerError(f"{path}: cannot read tokenizer ({exc.strerror})") from None
+        except UnicodeDecodeError:
+            raise TokenizerError(f"{path}: cannot read tokenizer: expected UTF-8 JSON") from None
         except json.JSONDecodeError as exc:
             raise TokenizerError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
         return cls.from_dict(data, source=str(path))

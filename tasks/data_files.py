@@ -73,7 +73,17 @@ ALL_FILES = (GSM8K_TEST, GSM8K_TRAIN, GPQA_ZIP, *TESTBED_FILES.values())
 
 
 def resolve_data_dir(data_dir: Path | str | None) -> Path:
-    return DEFAULT_DATA_DIR if data_dir is None else Path(data_dir)
+    """The data folder: the shipped one, or ``data_dir``, which must be a directory (a
+    regular file or a missing path there is an input error, not a list of failed
+    checks)."""
+    if data_dir is None:
+        return DEFAULT_DATA_DIR
+    path = Path(data_dir)
+    if not path.is_dir():
+        raise TaskDataError(f"--data-dir {path}: "
+                            f"{'is not a directory' if path.exists() else 'no such directory'}"
+                            f" (expected a folder laid out like tasks/data)")
+    return path
 
 
 def read_verified(data_file: DataFile, data_dir: Path | str | None = None) -> bytes:

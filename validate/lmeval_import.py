@@ -23,6 +23,7 @@ from tasks.request import Generation, GenerationParams, Loglikelihoods, Request
 from validate.errors import SamplesFileError
 from validate.lmeval_samples import INVALID_ANSWER, _read_lines, find_sample_files
 from validate.store import PlannedRequest, ResponseRecord, ResultsStore, ScoreRecord
+from validate.userpaths import ensure_directory
 
 LMEVAL_DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's generate_until default when a task sets none
 SCORER = "lm-eval --log_samples import"
@@ -58,6 +59,20 @@ def _arguments(line: dict, where: str) -> list[tuple]:
 
 
 def _request(task: str, line: dict, where: str) -> Request:
+    """The stored request of a samples line; a malformed ``arguments`` is a
+    ``SamplesFileError`` naming the file and the document, never a bare KeyError."""
+    try:
+        return _parse_request(task, line, where)
+    except SamplesFileError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise SamplesFileError(f"{where}: doc {line['doc_id']}: field 'arguments': expected "
+                               f"lm-eval's request arguments (prompt, generation settings or "
+                               f"continuation), could not read them ({type(exc).__name__}: "
+                               f"{exc})") from None
+
+
+def _parse_request(task: str, line: dict, where: str) -> Request:
     args = _arguments(line, where)
     item_id = str(line["doc_id"])
     if args and len(args[0]) >= 2 and isinstance(args[0][1], dict):
@@ -121,9 +136,23 @@ def _read(path: Path) -> dict[str, Path]:
     return find_sample_files(Path(path))
 
 
-def import_lmeval(store: ResultsStore, runs: Mapping[str, str | Path], baseline: str,
-                  name: str = "lm-eval import") -> ImportedRun:
-    """Store lm-eval runs (``{variant: samples file or directory}``) as one plan."""
+@dataclass(frozen=True)
+class _Prepared:
+    """Everything an import writes, read and checked before the store is touched."""
+
+    plan_hash: str
+    name: str
+    baseline: str
+    runs: Mapping[str, str | Path]
+    tasks: tuple[str, ...]
+    plan_doc: dict
+    batches: tuple  # ((planned, record, score records), ...) per (variant, task) file
+    documents: int
+
+
+def _prepare(runs: Mapping[str, str | Path], baseline: str, name: str) -> _Prepared:
+    """Read and check every file of the import; any malformed line fails here, before
+    anything is written."""
     if baseline not in runs:
         raise SamplesFileError(f"baseline {baseline!r} is not one of the imported runs "
                                f"({', '.join(runs)})")
@@ -134,21 +163,17 @@ def import_lmeval(store: ResultsStore, runs: Mapping[str, str | Path], baseline:
             digest.update(f"{variant}\0{task}\0".encode())
             digest.update(files[variant][task].read_bytes())
     plan_hash = digest.hexdigest()
-    tasks = sorted({t for per in files.values() for t in per})
+    tasks = tuple(sorted({t for per in files.values() for t in per}))
     plan_doc = {"name": name, "engine": {"kind": "lm-eval import"}, "baseline": baseline,
                 "variants": {v: {"lmeval_samples": str(runs[v])} for v in runs},
                 "tasks": [{"name": t} for t in tasks], "plan_hash": plan_hash}
-    run = store.begin_run(plan_hash, plan_name=name, plan=plan_doc)
-    for variant in runs:
-        store.put_variant(run, variant, {"lmeval_samples": str(runs[variant])},
-                          is_baseline=variant == baseline)
-    documents = 0
+    batches, documents = [], 0
     for variant, per_task in files.items():
         for task, file in sorted(per_task.items()):
             by_doc: dict[str, list[dict]] = {}
             for line in _read_lines(file):
                 by_doc.setdefault(str(line["doc_id"]), []).append(line)
-            batch, scores = [], []
+            batch = []
             for lines in by_doc.values():
                 where = str(file)
                 request = _request(task, lines[0], where)
@@ -156,12 +181,43 @@ def import_lmeval(store: ResultsStore, runs: Mapping[str, str | Path], baseline:
                                          store_text=_text_is_shareable(task))
                 record = ResponseRecord(response=_response(request, lines[0], where),
                                         engine={"engine": "lm-eval", "samples": str(file)})
-                batch.append((planned, record))
-                scores.append((planned, [s for line in lines for s in _scores(line, where)]))
-            store.put_responses(run, batch)
-            for planned, records in scores:
-                store.put_scores(plan_hash, planned.key, records, SCORER)
+                batch.append((planned, record,
+                              [s for line in lines for s in _scores(line, where)]))
+            batches.append(tuple(batch))
             documents += len(by_doc)
-    store.finish_run(run)
-    return ImportedRun(plan_hash, run.run_id, tuple(runs), tuple(tasks), documents)
+    return _Prepared(plan_hash, name, baseline, dict(runs), tasks, plan_doc, tuple(batches),
+                     documents)
 
+
+def _write(store: ResultsStore, prepared: _Prepared) -> ImportedRun:
+    """The whole import in one transaction: all of it is stored, or none."""
+    p = prepared
+    with store.atomic():
+        run = store.begin_run(p.plan_hash, plan_name=p.name, plan=p.plan_doc)
+        for variant in p.runs:
+            store.put_variant(run, variant, {"lmeval_samples": str(p.runs[variant])},
+                              is_baseline=variant == p.baseline)
+        for batch in p.batches:
+            store.put_responses(run, [(planned, record) for planned, record, _ in batch])
+            for planned, _, records in batch:
+                store.put_scores(p.plan_hash, planned.key, records, SCORER)
+        store.finish_run(run)
+    return ImportedRun(p.plan_hash, run.run_id, tuple(p.runs), p.tasks, p.documents)
+
+
+def import_lmeval(store: ResultsStore, runs: Mapping[str, str | Path], baseline: str,
+                  name: str = "lm-eval import") -> ImportedRun:
+    """Store lm-eval runs (``{variant: samples file or directory}``) as one plan: every
+    file read and checked first, then written in one transaction."""
+    return _write(store, _prepare(runs, baseline, name))
+
+
+def import_lmeval_file(store_path: str | Path, runs: Mapping[str, str | Path], baseline: str,
+                       name: str = "lm-eval import") -> ImportedRun:
+    """``import_lmeval`` into the store file ``store_path`` (created with its folder),
+    opened only once every file has been read and checked."""
+    prepared = _prepare(runs, baseline, name)
+    store_path = Path(store_path)
+    ensure_directory(store_path.parent, "--store")
+    with ResultsStore.open(store_path) as store:
+        return _write(store, prepared)

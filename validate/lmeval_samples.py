@@ -33,6 +33,7 @@ import numpy as np
 from validate.errors import SamplesFileError
 from validate.gate.health import HealthReport
 from validate.stats.outcomes import ItemOutcomes, PairedOutcomes
+from validate.textfile import read_text
 
 SAMPLES_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$"
@@ -106,10 +107,7 @@ def _filtered_answer(line: dict) -> str | None:
 
 
 def _read_lines(path: Path) -> list[dict]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SamplesFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = read_text(path, SamplesFileError, "lm-eval samples file")
     lines = []
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
@@ -123,6 +121,13 @@ def _read_lines(path: Path) -> list[dict]:
         for key in ("doc_id", "metrics"):
             if key not in line:
                 raise SamplesFileError(f"{path}:{number}: missing field {key!r}")
+        metrics = line["metrics"]
+        if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+            raise SamplesFileError(f"{path}:{number}: field 'metrics': expected a list of metric "
+                                   f"names, got {json.dumps(metrics)[:60]}")
+        if isinstance(line["doc_id"], (dict, list)):
+            raise SamplesFileError(f"{path}:{number}: field 'doc_id': expected a number or a "
+                                   f"string, got {json.dumps(line['doc_id'])[:60]}")
         lines.append(line)
     if not lines:
         raise SamplesFileError(f"{path}: empty samples file")

@@ -19,6 +19,7 @@ sizes and reports which sizes the fidelity metrics and the gate catch.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,8 +40,9 @@ class Perturbation:
     def __post_init__(self) -> None:
         if self.drop_window < 0:
             raise ValidateInputError(f"perturb.drop_window: expected >= 0, got {self.drop_window}")
-        if not self.logit_noise >= 0:
-            raise ValidateInputError(f"perturb.logit_noise: expected >= 0, got {self.logit_noise}")
+        if not 0 <= self.logit_noise < math.inf:  # NaN and inf would make every logit NaN
+            raise ValidateInputError(f"perturb.logit_noise: expected a finite number >= 0, got "
+                                     f"{self.logit_noise}")
 
     @property
     def active(self) -> bool:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from validate.textfile import read_text
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -18,10 +20,7 @@ else:  # pragma: no cover - Python 3.10
 def read_toml(path: str | Path, error: type[Exception], what: str) -> dict:
     """The parsed document of ``path`` (``what``: e.g. "plan file", for the message)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    text = read_text(path, error, what)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -33,7 +33,16 @@ def stored_format(name: str, tensor: torch.Tensor, weight_format: str) -> Stored
         return release_format(name, tensor.ndim)
     if weight_format == "unquantized":
         return StoredFormat("keep")
-    raise CheckpointError(f"weight format: expected one of {WEIGHT_FORMATS}, got {weight_format!r}")
+    check_weight_format(weight_format)
+    raise AssertionError("unreachable: a known weight format")
+
+
+def check_weight_format(weight_format: str) -> str:
+    """``weight_format`` when it is one of ``WEIGHT_FORMATS``, else a ``CheckpointError``."""
+    if weight_format not in WEIGHT_FORMATS:
+        raise CheckpointError(f"weight format: expected one of {WEIGHT_FORMATS}, got "
+                              f"{weight_format!r}")
+    return weight_format
 
 
 def encode(state: Mapping[str, torch.Tensor], weight_format: str = "release") -> dict[str, torch.Tensor]:

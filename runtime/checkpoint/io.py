@@ -19,6 +19,7 @@ from runtime.checkpoint.naming import FP8_BLOCK
 from runtime.checkpoint.safetensors_io import TensorEntry, read_header, read_tensors, write_tensors
 from runtime.config import V41Config
 from runtime.errors import CheckpointError, ConfigError
+from runtime.paths import make_directory
 
 CONFIG_FILE = "config.json"
 SINGLE_FILE = "model.safetensors"
@@ -66,6 +67,13 @@ def read_config(directory: Path) -> V41Config:
         raise CheckpointError(str(exc)) from None
 
 
+def output_directory(directory: str | Path) -> Path:
+    """``directory`` created (with its parents) for a checkpoint to be written into; an
+    existing regular file there or a folder that cannot be made is a ``CheckpointError``
+    naming it (checked before any weights are drawn)."""
+    return make_directory(directory, CheckpointError, f"checkpoint directory {directory}")
+
+
 def save_state_dict(
     state: Mapping[str, torch.Tensor],
     config: V41Config,
@@ -74,8 +82,7 @@ def save_state_dict(
     max_shard_bytes: int = DEFAULT_SHARD_BYTES,
 ) -> dict:
     """Write ``state`` (float tensors, released names) and ``config`` to ``directory``."""
-    out_dir = Path(directory)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_directory(directory)
     stored = codec.encode(state, weight_format)
     shards: list[dict[str, torch.Tensor]] = [{}]
     sizes = [0]

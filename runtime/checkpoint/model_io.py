@@ -6,8 +6,10 @@ from pathlib import Path
 
 import torch
 
-from runtime.checkpoint.io import load_state_dict, read_config, save_state_dict
+from runtime.checkpoint.codec import check_weight_format
+from runtime.checkpoint.io import load_state_dict, output_directory, read_config, save_state_dict
 from runtime.config import V41Config
+from runtime.seeds import check_seed
 
 
 def _expected(weights) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
@@ -47,7 +49,10 @@ def init_random_checkpoint(directory: str | Path, preset: str = "tiny", seed: in
     from runtime.tokenizer import ByteTokenizer
     from runtime.weights import V41Weights
 
+    check_seed(seed, "seed")
     config = V41Config.preset(preset)
+    check_weight_format(weight_format)
+    output_directory(directory)  # a bad path fails before the weights are drawn
     weights = V41Weights.random(config, seed)
     summary = save_checkpoint(weights, directory, weight_format, config=config)
     if config.vocab_size >= 3 + 256:

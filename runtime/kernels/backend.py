@@ -43,7 +43,13 @@ class Backend:
         return self.mode != "none"
 
     @classmethod
-    def detect(cls, device: torch.device | str) -> Backend:
+    def detect(cls, device: torch.device | str, dtype: torch.dtype | None = None) -> Backend:
+        """``dtype``: the tensors' dtype where known. Triton's interpreter keeps bfloat16
+        as its uint16 bit pattern and runs ``tl.dot`` and arithmetic on the bits (Triton's
+        debugging guide: no bfloat16 operations), so a fused op interpreted on bf16
+        tensors returns wrong values (measured on ``tiny``: gate and attention fused alone
+        moved the median logit row by 1.1-1.4 x max |logit|, top-1 agreement 0-3 %), which
+        a quality run would report as the kernel's loss. Refused instead."""
         device = torch.device(device)
         try:
             import triton  # noqa: F401
@@ -55,6 +61,9 @@ class Backend:
             if not _triton_imported_for_interpreter():
                 return cls("none", "triton was imported before TRITON_INTERPRET=1 was set "
                                    "(set it before the first import of triton)")
+            if dtype == torch.bfloat16:
+                return cls("none", "Triton's interpreter computes bfloat16 on its bit patterns, "
+                                   "so interpreted fused kernels need float32 (dtype = \"float32\")")
             return cls("interpret")
         if device.type == "cuda" and torch.cuda.is_available():
             return cls("cuda")

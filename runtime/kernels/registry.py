@@ -42,12 +42,13 @@ class KernelRegistry:
         choice: str | Iterable[str] = "reference",
         *,
         device: torch.device | str = "cpu",
+        dtype: torch.dtype | None = None,
         on_unavailable: str = "fallback",
     ) -> None:
         if on_unavailable not in ("fallback", "error"):
             raise ValueError(f"on_unavailable: expected 'fallback' or 'error', got {on_unavailable!r}")
         wanted = fused_by_op(choice)
-        self.backend = Backend.detect(device)
+        self.backend = Backend.detect(device, dtype)
         self._impls: dict[str, Callable] = {}
         self.selected: dict[str, str] = {}
         fell_back = []

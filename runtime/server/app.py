@@ -8,25 +8,35 @@ export. A client reads them before and after a pass (``validate.engines.promethe
 
 Every refusal is an OpenAI-style ``{"error": {"message", "type", "code"}}`` with a
 one-line message naming the field: 400 for malformed JSON, unknown fields, bad values,
-prompts that do not fit the context; 404 for another model name. The app never lets
-one bad request take the server down: errors are per request.
+prompts that do not fit the context; 404 for another model name or an unknown path,
+405 for a wrong method, 413 for a body over the cap (``body_limit``). The app never
+lets one bad request take the server down, nor fail its neighbours: errors are per
+request. Tokenizing a prompt runs on a worker thread, so a multi-MB prompt does not
+stall ``/health`` or other clients on the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from runtime.engine.requests import GenerateRequest
 from runtime.server import render
+from runtime.server.body_limit import MAX_BODY_BYTES, BodyLimit
 from runtime.server.chat_template import render_chat
 from runtime.server.errors import ServerInputError
 from runtime.server.scheduler import Job, Scheduler
 from runtime.server.schemas import ChatRequest, CompletionRequest
+
+
+class ClientGone(Exception):
+    """The client of a non-streaming request disconnected before its answer."""
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
@@ -77,6 +87,27 @@ async def _finish(job: Job):
             raise event[1]
 
 
+DISCONNECT_POLL_S = 0.25
+
+
+async def _finish_unless_gone(job: Job, request: Request):
+    """``_finish``, cancelling the job when the (non-streaming) client disconnects
+    meanwhile, checked every ``DISCONNECT_POLL_S``: nobody waits for that answer, so the
+    engine ends it at its next step instead of generating it to the end."""
+    waiter = asyncio.ensure_future(_finish(job))
+    try:
+        while True:
+            done, _ = await asyncio.wait({waiter}, timeout=DISCONNECT_POLL_S)
+            if done:
+                return waiter.result()
+            if await request.is_disconnected():
+                job.cancel()
+                raise ClientGone
+    finally:
+        if not waiter.done():
+            waiter.cancel()
+
+
 def _sse(obj) -> str:
     return f"data: {json.dumps(obj)}\n\n"
 
@@ -98,14 +129,23 @@ def _prometheus(snapshot: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def create_app(scheduler: Scheduler, tokenizer, model_name: str) -> FastAPI:
-    """The OpenAI-compatible app over ``scheduler``'s engine."""
+def create_app(scheduler: Scheduler, tokenizer, model_name: str,
+               max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+    """The OpenAI-compatible app over ``scheduler``'s engine; request bodies larger
+    than ``max_body_bytes`` are refused (413) before they are read in full."""
     served = _Served(scheduler, tokenizer, model_name)
     app = FastAPI(title="v41val serve", docs_url=None, redoc_url=None)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError):
         return _error(400, _validation_message(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException):  # 404, 405, ... in OpenAI's shape
+        kind = {404: "not_found_error", 405: "invalid_request_error"}.get(exc.status_code,
+                                                                          "invalid_request_error")
+        return _error(exc.status_code, f"{exc.detail}", kind)
 
     @app.exception_handler(LookupError)
     async def _missing(_: Request, exc: LookupError):
@@ -134,12 +174,16 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str) -> FastAPI:
             "id": model_name, "object": "model", "owned_by": "v41val",
             "max_model_len": scheduler.max_positions}]}
 
+    @app.exception_handler(ClientGone)
+    async def _gone(_: Request, exc: ClientGone):  # nobody reads it: 499, nginx's word
+        return _error(499, "the client closed the connection before the answer")
+
     @app.post("/v1/completions")
-    async def completions(body: CompletionRequest):
+    async def completions(body: CompletionRequest, request: Request):
         served.check_model(body.model)
         if body.echo and body.stream:
             raise ServerInputError("echo: not supported together with stream")
-        ids = served.encode(body.prompt)
+        ids = await asyncio.to_thread(served.encode, body.prompt)  # off the event loop
         k = body.logprobs
         job = scheduler.submit(GenerateRequest(
             prompt_ids=ids, max_tokens=body.max_tokens, stop=body.stops,
@@ -149,7 +193,7 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str) -> FastAPI:
         if body.stream:
             return StreamingResponse(_stream_completion(served, job, body),
                                      media_type="text/event-stream")
-        result = await _finish(job)
+        result = await _finish_unless_gone(job, request)
         text = (body.prompt if body.echo else "") + (result.text or "")
         logprobs = None
         if k is not None:
@@ -163,10 +207,10 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str) -> FastAPI:
                 "usage": render.usage(result)}
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(body: ChatRequest):
+    async def chat_completions(body: ChatRequest, request: Request):
         served.check_model(body.model)
         prompt = render_chat((m.role, m.content) for m in body.messages)
-        ids = served.encode(prompt)
+        ids = await asyncio.to_thread(served.encode, prompt)  # off the event loop
         k = (body.top_logprobs or 0) if body.logprobs else None
         job = scheduler.submit(GenerateRequest(
             prompt_ids=ids, max_tokens=body.token_limit, stop=body.stops,
@@ -175,7 +219,7 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str) -> FastAPI:
         if body.stream:
             return StreamingResponse(_stream_chat(served, job, body),
                                      media_type="text/event-stream")
-        result = await _finish(job)
+        result = await _finish_unless_gone(job, request)
         logprobs = None
         if k is not None:
             logprobs = {"content": [render.chat_logprob_entry(tokenizer, lp)
@@ -191,11 +235,18 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str) -> FastAPI:
 
 
 async def _events(job: Job) -> AsyncIterator[tuple]:
-    while True:
-        event = await job.events.get()
-        yield event
-        if event[0] in ("done", "error"):
-            return
+    """A streamed job's events; when the client disconnects (the response task is
+    cancelled, or the generator closed), the job is cancelled so the engine stops
+    generating it at its next step instead of holding the batch to the end."""
+    try:
+        while True:
+            event = await job.events.get()
+            yield event
+            if event[0] in ("done", "error"):
+                return
+    finally:
+        if not job.finished:
+            job.cancel()
 
 
 async def _stream_completion(served: _Served, job: Job, body: CompletionRequest):

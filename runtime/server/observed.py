@@ -7,7 +7,9 @@ and numbers untouched and only calls ``observer`` from the places where a step s
 a token is chosen and a request is finished. ``on_step`` is optional: an observer that
 has it may raise there to abandon the batch between two model steps (a client that
 stopped listening; a prefill-only batch chooses no token, so ``on_token`` alone could
-not stop it).
+not stop it). ``cancelled`` is optional too: the indices of requests to end now (finish
+reason ``abort``) while the rest of the batch goes on (a streaming client that
+disconnected must not hold its neighbours or the queue).
 """
 
 from __future__ import annotations
@@ -60,9 +62,19 @@ class ObservedEngine(Engine):
             self._observer = NullObserver()
 
     def _step(self, active, t0):  # noqa: D401 - engine hook
-        on_step = getattr(getattr(self, "_observer", None), "on_step", None)
+        observer = getattr(self, "_observer", None)
+        on_step = getattr(observer, "on_step", None)
         if on_step is not None:
             on_step()
+        cancelled = getattr(observer, "cancelled", None)
+        if cancelled is not None:  # requests whose client left end here, alone
+            gone = cancelled()
+            for live in active:
+                if live.index in gone and live.finish_reason is None:
+                    live.finish_reason = "abort"
+            active = [live for live in active if live.finish_reason is None]
+            if not active:
+                return
         super()._step(active, t0)
 
     def _choose(self, live, row, now_s):  # noqa: D401 - engine hook

@@ -6,8 +6,11 @@ result)`` or ``("error", exception)``. The worker takes every waiting request (u
 ``max_batch``) into one ``generate`` call, so concurrent clients are decoded together;
 requests that arrive while a batch runs wait for the next one (waves, not continuous
 admission across HTTP requests). Requests are checked before they are queued, so one
-bad request cannot fail a batch; if a batch fails anyway, every request in it gets the
-error and the worker keeps serving.
+bad request cannot fail a batch; if a batch fails anyway, the requests that have not
+streamed a token yet are run again one by one, so only the one that fails alone gets
+the error, and the worker keeps serving. A job whose client disconnected is marked
+``cancelled``: the engine ends it at its next step (``ObservedEngine``'s ``cancelled``
+hook) while its neighbours go on, and a cancelled job still queued is skipped.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import threading
 from dataclasses import dataclass, field
 
 from runtime.engine.requests import GenerateRequest
+from runtime.seeds import check_seed
 from runtime.server.errors import ContextLengthError, ServerInputError
 from runtime.server.observed import ObservedEngine
 
@@ -27,9 +31,20 @@ class Job:
     request: GenerateRequest
     loop: asyncio.AbstractEventLoop
     events: asyncio.Queue = field(default_factory=asyncio.Queue)
+    cancelled: bool = False  # the client left: the worker ends it at its next step
+    tokens_sent: int = 0
+    finished: bool = False
 
     def send(self, *event) -> None:
-        self.loop.call_soon_threadsafe(self.events.put_nowait, event)
+        if event[0] == "token":
+            self.tokens_sent += 1
+        else:
+            self.finished = True
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.events.put_nowait, event)
+
+    def cancel(self) -> None:
+        self.cancelled = True
 
 
 class _Dispatch:
@@ -41,6 +56,9 @@ class _Dispatch:
 
     def on_finish(self, index, result) -> None:
         self.jobs[index].send("done", result)
+
+    def cancelled(self) -> set[int]:
+        return {i for i, job in enumerate(self.jobs) if job.cancelled}
 
 
 class Scheduler:
@@ -68,7 +86,13 @@ class Scheduler:
             self._thread = None
 
     def check(self, request: GenerateRequest) -> None:
-        """Refuse, before queueing, what would fail inside a batch."""
+        """Refuse, before queueing, what would fail inside a batch (and so fail every
+        request batched with it)."""
+        if request.seed is not None:
+            try:
+                check_seed(request.seed, "seed")
+            except ValueError as exc:
+                raise ServerInputError(str(exc)) from None
         ids = request.prompt_ids or ()
         vocab = self.engine.model.config.vocab_size
         bad = [t for t in ids if not 0 <= t < vocab]
@@ -102,8 +126,25 @@ class Scheduler:
                     self._queue.put(None)
                     break
                 jobs.append(more)
-            try:
-                self.engine.generate_observed([j.request for j in jobs], _Dispatch(jobs))
-            except Exception as exc:  # noqa: BLE001 - reported to every request of the batch
-                for job in jobs:
+            self._run(jobs)
+
+    def _run(self, jobs: list[Job]) -> None:
+        """One batch; if it fails anyway (a check missed something), each request that
+        has no token out yet is run again alone, so only the one that fails alone gets
+        the error; a request already streaming cannot restart and gets it too."""
+        jobs = [j for j in jobs if not j.cancelled]
+        if not jobs:
+            return
+        try:
+            self.engine.generate_observed([j.request for j in jobs], _Dispatch(jobs))
+        except Exception as exc:  # noqa: BLE001 - reported to the requests it concerns
+            if len(jobs) == 1:
+                jobs[0].send("error", exc)
+                return
+            for job in jobs:
+                if job.finished:
+                    continue
+                if job.tokens_sent:
                     job.send("error", exc)
+                else:
+                    self._run([job])

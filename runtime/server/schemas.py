@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from runtime.seeds import SEED_LIMIT
+
 MAX_TOP_LOGPROBS = 20
 
 
@@ -28,7 +30,7 @@ class _Sampling(BaseModel):
     temperature: float = Field(1.0, ge=0.0, le=2.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     top_k: int = Field(0, ge=0)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=0, lt=SEED_LIMIT)  # checked here, not in a batch
     stop: str | list[str] | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None

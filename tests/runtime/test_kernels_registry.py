@@ -138,3 +138,25 @@ def test_interpreter_refused_when_triton_was_imported_compiled():
     mode, reason = (s.strip() for s in out.split("|"))
     assert mode == "none"
     assert "imported before TRITON_INTERPRET=1" in reason
+
+
+def test_interpreter_refuses_bfloat16_and_runs_float32(monkeypatch):
+    """Triton's interpreter runs bf16 arithmetic and tl.dot on the uint16 bit patterns:
+    an interpreted fused op on bf16 would report garbage as the kernel's quality loss."""
+    import torch
+
+    from runtime.kernels.backend import Backend
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    if Backend.detect("cpu").mode != "interpret":
+        pytest.skip("triton was imported without TRITON_INTERPRET=1 in this process")
+    with pytest.raises(KernelUnavailableError, match="bfloat16 on its bit patterns"):
+        KernelRegistry(["+gate"], device="cpu", dtype=torch.bfloat16, on_unavailable="error")
+    ops = KernelRegistry(["+gate"], device="cpu", dtype=torch.float32, on_unavailable="error")
+    assert ops.describe()["gate"] == "fused (interpret)"
+
+    from validate.plan.fused import fused_availability
+
+    refused = fused_availability("cpu", allow_interpreter=True, dtype="bfloat16")
+    assert refused.ops == () and "bfloat16" in refused.reason and "fused_gate" in refused.skipped
+    assert "gate" in fused_availability("cpu", allow_interpreter=True, dtype="float32").ops

@@ -177,7 +177,7 @@ def test_400_is_one_line_error_without_retry(server, state):
         asyncio.run(_engine(server).complete(_gen("item-7", "BAD400 please")))
     message = str(info.value)
     assert "\n" not in message
-    assert message.startswith("toy/item-7: HTTP 400 from ")
+    assert message.startswith("toy/item-7: POST http://") and " answered HTTP 400: " in message
     assert "prompt contains the forbidden word BAD400" in message
     assert info.value.status_code == 400 and state.calls["BAD400 please"] == 1
 

@@ -23,6 +23,7 @@ from v41val.cli import app
 from v41val.cli.common import EXIT_INTERRUPTED, emit, notice
 from v41val.cli.progress import shown_progress
 from validate.errors import ValidateInputError
+from validate.userpaths import check_output_file, write_text_file
 
 
 def _numbers(text: str, kind: type, flag: str) -> list:
@@ -101,9 +102,13 @@ def calibrate(
 
     noise_levels = _numbers(noise, float, "--noise")
     drops = _numbers(drop_window, int, "--drop-window")
-    if limit < 1:
-        raise ValidateInputError(f"--limit: expected >= 1, got {limit}")
+    for flag, value in (("--limit", limit), ("--max-new-tokens", max_new_tokens),
+                        ("--concurrency", concurrency)):
+        if value is not None and value < 1:
+            raise ValidateInputError(f"{flag}: expected >= 1, got {value}")
     if quality:
+        if markdown is not None:
+            check_output_file(markdown, "--markdown")
         if policy is not None and (margin is not None or alpha is not None):
             raise ValidateInputError("--quality: give --policy or --margin/--alpha, not both")
         shorts = _positive(_numbers(replay_short, int, "--replay-short"), "--replay-short")
@@ -205,7 +210,7 @@ def _quality(*, preset, seed, checkpoint, device, task, limit, noise, drops, sho
     if workspace is None:  # the scratch store is gone: do not point at it
         result = replace(result, store=None)
     if markdown is not None:
-        markdown.write_text(tables.markdown(result))
+        write_text_file(markdown, tables.markdown(result), "--markdown")
 
     def render(console) -> None:
         console.print(tables.headline(result))

@@ -37,13 +37,9 @@ def import_lmeval_cmd(
     as_json: bool = typer.Option(False, "--json", help="One JSON document."),
 ) -> None:
     """Import lm-eval --log_samples runs into the results store."""
-    from validate.lmeval_import import import_lmeval
-    from validate.store import ResultsStore
+    from validate.lmeval_import import import_lmeval_file
 
-    pairs = _pairs(runs)
-    store.parent.mkdir(parents=True, exist_ok=True)
-    with ResultsStore.open(store) as results:
-        imported = import_lmeval(results, pairs, baseline, name)
+    imported = import_lmeval_file(store, _pairs(runs), baseline, name)
     doc = {"store": str(store), "run_id": imported.run_id, "plan_hash": imported.plan_hash,
            "variants": list(imported.variants), "tasks": list(imported.tasks),
            "documents": imported.documents}

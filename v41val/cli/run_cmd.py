@@ -59,6 +59,10 @@ def run(
         notice("stopped: the run is marked interrupted in its store; the same command "
                "again resumes it")
         return EXIT_INTERRUPTED
+    for variant in execution.outcome.variants:  # what the engine said, on stderr
+        line = variant.failure_line()
+        if line is not None:
+            notice(line)
     if as_json:  # the report document of `v41val report --format json`, plus "execution"
         from reports.document import report_document
 

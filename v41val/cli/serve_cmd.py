@@ -78,7 +78,7 @@ def serve_command(options_type: type = RuntimeOptions):
 def _serve(options, *, preset, seed, checkpoint, device, dtype, host, port, model_name,
            max_batch, check, as_json) -> None:
     from runtime.scheduling import EngineConfig
-    from validate.engines.builtin_serve import ServeConfig, build_server, serve_forever
+    from validate.engines.builtin_serve import ServeConfig, bind, build_server, serve_forever
     from validate.engines.builtin_source import ModelSource
 
     if (preset is None) == (checkpoint is None):
@@ -102,11 +102,12 @@ def _serve(options, *, preset, seed, checkpoint, device, dtype, host, port, mode
             f"(swa={options.swa}, encoder_replay={options.encoder_replay}, "
             f"decoder_trim={options.decoder_trim})"))
         return
+    sock = bind(host, port)  # a port in use fails here, before the model loads
     if not config.is_loopback:
         sys.stderr.write(f"v41val: warning: serving on {host}, reachable beyond this machine\n")
     sys.stderr.write(f"v41val: serving {config.served_name} at {document['url']} "
                      f"(swa={options.swa}); Ctrl-C stops\n")
-    serve_forever(config)
+    serve_forever(config, sock=sock)
 
 
 app.command("serve")(serve_command())

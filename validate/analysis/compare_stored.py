@@ -62,4 +62,4 @@ def open_store(path: str | Path) -> ResultsStore:
     path = Path(path)
     if not path.is_file():
         raise RunNotFound(f"{path}: no such results store")
-    return ResultsStore.open(path)
+    return ResultsStore.open(path, read_only=True)

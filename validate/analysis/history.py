@@ -216,8 +216,9 @@ class _Raw:
 
 
 def _point(store: ResultsStore, plan_hash: str, runs, variant: str, task: str,
-           options: HistoryOptions) -> _Raw | None:
+           options: HistoryOptions, stored: set[str]) -> _Raw | None:
     table = store.outcomes(plan_hash, variant, task)
+    stored.update(table.filters)
     metric = _metric(table, options.metric)
     if metric is None:
         return None
@@ -329,11 +330,15 @@ def build_history(store: ResultsStore, options: HistoryOptions | None = None) ->
                 f"{store.path}: no runs of plan {options.plan!r} (plans: "
                 f"{', '.join(sorted(names)) or 'none'})")
     raw: dict[tuple[str, str, str], list[_Raw]] = {}
+    stored: set[str] = set()
     for plan_hash, runs in plans:
         for variant, task in store.cells(plan_hash):
-            got = _point(store, plan_hash, runs, variant, task, options)
+            got = _point(store, plan_hash, runs, variant, task, options, stored)
             if got is not None:
                 raw.setdefault((runs[-1].plan_name, task, variant), []).append(got)
+    if options.metric is not None and stored and options.metric not in stored:
+        raise HistoryInputError(f"--metric {options.metric!r}: no stored scores under it "
+                                f"(stored: {', '.join(sorted(stored))})")
     series = []
     for (plan_name, task, variant), points in sorted(raw.items()):
         done = []

@@ -19,6 +19,7 @@ from validate.calibration.planted import EXACT, PlantedLevels
 from validate.defaults import STORE_NAME
 from validate.progress import QUIET, Progress
 from validate.store import OutcomeTable
+from validate.userpaths import ensure_directory
 
 
 def calibration_plan_document(engine: Mapping[str, Any], levels: PlantedLevels, task: str,
@@ -86,7 +87,7 @@ def run_pool(document: Mapping[str, Any], workspace: Path, metric: str | None = 
     plan = parse_plan(dict(document), source="<calibrate --quality>")
     spec = plan.tasks[0]
     budget = registry.info(spec.name, max_gen_toks=spec.max_gen_toks).max_gen_toks
-    workspace.mkdir(parents=True, exist_ok=True)
+    ensure_directory(workspace, "--workspace")
     with ResultsStore.open(workspace / STORE_NAME) as store:
         run_plan(plan, store, workspace=workspace, progress=progress)
         tables = {v: store.outcomes(plan.hash, v, spec.name) for v in plan.variant_names}

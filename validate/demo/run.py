@@ -7,6 +7,7 @@ afterwards, and a second demo in the same workspace resumes instead of recomputi
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,11 @@ from validate.progress import QUIET, Progress
 DEFAULT_WORKSPACE = DEMO_WORKSPACE
 
 
+# torch.set_num_threads(100000) crashes the process (a segfault, no message): more
+# threads than a few per core never helps, so anything past that is refused.
+MAX_THREADS_PER_CORE = 4
+
+
 @dataclass(frozen=True)
 class DemoSettings:
     """``items``: testbed items in all (split evenly over its tasks); ``threads``: torch CPU threads while the demo
@@ -33,8 +39,10 @@ class DemoSettings:
     threads: int | None = 1
 
     def __post_init__(self) -> None:
-        if self.threads is not None and self.threads < 1:
-            raise DemoError(f"--threads: expected >= 1, got {self.threads}")
+        most = MAX_THREADS_PER_CORE * (os.cpu_count() or 1)
+        if self.threads is not None and not 1 <= self.threads <= most:
+            raise DemoError(f"--threads: expected 1 to {most} ({MAX_THREADS_PER_CORE} per "
+                            f"core of this machine), got {self.threads}")
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
             raise DemoError(f"--device: expected cpu or cuda[:N], got {self.device!r}")
 

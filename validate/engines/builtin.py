@@ -353,6 +353,18 @@ def engine_for_plan(settings: Mapping[str, Any], options: RuntimeOptions, *,
     variant's options. ``concurrency`` is the batch bound unless the settings give
     ``max_batch_requests``; ``seed`` is the base seed of sampled requests;
     ``ignore_eos`` for speed sweeps (every variant produces the same token count)."""
+    return BuiltinEngine(config_for_plan(settings, options, perturb=perturb,
+                                         concurrency=concurrency, seed=seed, variant=variant,
+                                         warm=warm, ignore_eos=ignore_eos), pool)
+
+
+def config_for_plan(settings: Mapping[str, Any], options: RuntimeOptions, *,
+                    perturb: Mapping[str, Any] | None = None, concurrency: int = 8,
+                    seed: int = 0, variant: str = "builtin", warm: bool = False,
+                    ignore_eos: bool = False) -> BuiltinEngineConfig:
+    """The ``BuiltinEngineConfig`` of ``engine_for_plan``, checked but not loaded: the
+    runner builds it for every variant before it writes anything, so a bad dtype or a
+    missing device fails before the store is touched."""
     checkpoint = settings.get("checkpoint")
     source = ModelSource(
         preset=None if checkpoint else settings.get("preset", "tiny"),
@@ -363,7 +375,6 @@ def engine_for_plan(settings: Mapping[str, Any], options: RuntimeOptions, *,
         seed=seed, max_batch_requests=int(settings.get("max_batch_requests", concurrency)),
         **{k: int(settings[k]) for k in ("prefill_chunk_tokens", "prefix_cache_entries",
                                          "prefix_block_tokens") if k in settings})
-    config = BuiltinEngineConfig(
+    return BuiltinEngineConfig(
         source=source, options=options, scheduling=scheduling, warm=warm, variant=variant,
         perturb=perturbation_from(perturb or {}), ignore_eos=ignore_eos)
-    return BuiltinEngine(config, pool)

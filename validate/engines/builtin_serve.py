@@ -9,6 +9,8 @@ the builtin-vs-openai equivalence check, calibration).
 
 from __future__ import annotations
 
+import errno
+import socket
 from dataclasses import dataclass, field
 
 from runtime.options import RuntimeOptions
@@ -60,15 +62,42 @@ def build_server(config: ServeConfig, pool: WeightsPool | None = None):
     return create_app(scheduler, engine.tokenizer, config.served_name), scheduler
 
 
-def serve_forever(config: ServeConfig, pool: WeightsPool | None = None) -> None:
-    """Serve until interrupted (uvicorn on ``config.host:config.port``)."""
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket of ``host:port``, bound before the model loads: a port in
+    use or an address this machine does not have is one ``EngineError`` line (uvicorn
+    would log it and exit 1 after the weights were built)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise EngineError(f"serve: --host {host!r}: not an address of this machine "
+                          f"({exc.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        what = ("is in use (another server listens there; pick another --port)"
+                if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})")
+        raise EngineError(f"serve: {host}:{port} {what}") from None
+    return sock
+
+
+def serve_forever(config: ServeConfig, pool: WeightsPool | None = None,
+                  sock: socket.socket | None = None) -> None:
+    """Serve until interrupted (uvicorn on ``sock``, else ``config.host:config.port``)."""
     import uvicorn
 
+    sock = sock if sock is not None else bind(config.host, config.port)
     app, scheduler = build_server(config, pool)
     try:
-        uvicorn.run(app, host=config.host, port=config.port, log_level="warning")
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     finally:
         scheduler.stop()
+        sock.close()
 
 
 class BackgroundServer(LoopbackServer):

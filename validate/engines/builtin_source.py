@@ -17,7 +17,9 @@ from typing import Any
 
 import torch
 
+from runtime.devices import check_device
 from runtime.errors import CheckpointError
+from runtime.seeds import check_seed
 from validate.engines.errors import EngineError
 
 TESTBED = "testbed"  # the trained checkpoint of runtime/testbed, not random weights
@@ -66,6 +68,8 @@ class ModelSource:
         if self.dtype is not None and self.dtype not in DTYPES:
             raise EngineError(f"builtin engine: dtype must be one of {sorted(DTYPES)}, "
                               f"got {self.dtype!r}")
+        check_seed(self.seed, "builtin engine: seed")
+        check_device(self.device, "builtin engine: device")
         object.__setattr__(self, "overrides", tuple((str(k), _hashable(v))
                                                     for k, v in self.overrides))
 

@@ -30,3 +30,9 @@ class EngineUnsupported(EngineError):
 
 class EngineUnavailable(OSError):
     """Every attempt failed with a 5xx, a timeout or a connection error."""
+
+
+class EngineUnanswered(EngineError):
+    """Every request of the baseline's pass failed: the endpoint (or the engine's setup)
+    answers nothing, so there is nothing to compare a candidate against; the message is
+    the first failure, which says what the server did."""

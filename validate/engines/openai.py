@@ -9,6 +9,7 @@ Results come back in completion order, each as soon as it exists.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
@@ -24,9 +25,14 @@ from validate.engines.base import (
     request_label,
 )
 from validate.engines.engagement import from_usage
-from validate.engines.errors import EngineError, EngineUnavailable, EngineUnsupported
+from validate.engines.errors import (
+    EngineError,
+    EngineReplyMalformed,
+    EngineUnavailable,
+    EngineUnsupported,
+)
 from validate.engines.openai_config import OpenAIEngineConfig
-from validate.engines.openai_http import HttpCaller, client_for
+from validate.engines.openai_http import HttpCaller, client_for, first_bytes
 from validate.engines.openai_parse import (
     continuation_logprob,
     continuation_tokens,
@@ -158,7 +164,7 @@ class OpenAIEngine:
                    "n_chunks": acc.n_chunks}
             server_model = acc.model
         else:
-            parsed = parse_reply(result.reply, chat, label)
+            parsed = _parsed(result.reply, chat, label, self.config.root + path)
             text, finish, usage, logprobs = (parsed.text, parsed.finish_reason, parsed.usage,
                                              parsed.token_logprobs)
             raw = dict(result.reply)
@@ -211,6 +217,15 @@ class OpenAIEngine:
                             Loglikelihoods(tuple(s.logprob for s in scores), greedy), timings,
                             max(r.attempts for r in results), None, raw, meta,
                             engagement=from_usage(usages, self.config.reports_cached_tokens))
+
+
+def _parsed(reply, chat: bool, label: str, url: str):
+    """``parse_reply``, its error carrying the request and the start of the reply."""
+    try:
+        return parse_reply(reply, chat, label)
+    except EngineReplyMalformed as exc:
+        raise EngineReplyMalformed(f"{exc} (POST {url}, HTTP 200: "
+                                   f"{first_bytes(json.dumps(reply))})") from None
 
 
 def _output_token_count(usage, logprobs, n_pieces: int, text: str) -> tuple[int | None, str]:

@@ -62,6 +62,14 @@ class OpenAIEngineConfig:
                 ("http://", "https://")):
             raise EngineError(f"openai engine: metrics_url {self.metrics_url!r} must start "
                               "with http:// or https://")
+        for name in ("timeout_s", "connect_timeout_s"):  # not x > 0 also refuses NaN
+            if not getattr(self, name) > 0:
+                raise EngineError(f"openai engine: {name} must be > 0 seconds, got "
+                                  f"{getattr(self, name)}")
+        for name in ("backoff_base_s", "backoff_max_s"):
+            if not getattr(self, name) >= 0:
+                raise EngineError(f"openai engine: {name} must be >= 0 seconds, got "
+                                  f"{getattr(self, name)}")
         if self.loglikelihood_max_tokens < 0:
             raise EngineError("openai engine: loglikelihood_max_tokens must be >= 0")
 

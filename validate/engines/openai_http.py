@@ -52,6 +52,11 @@ def one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+def first_bytes(text: str, limit: int = 120) -> str:
+    """The start of what a server sent, quoted, for a one-line error ("an empty body")."""
+    return repr(one_line(text, limit)) if text.strip() else "an empty body"
+
+
 def server_message(response: httpx.Response) -> str:
     """The server's own words from an error reply: OpenAI's ``error.message``,
     FastAPI's ``detail``, or the body text."""
@@ -98,8 +103,8 @@ class HttpCaller:
                 raise
             if attempt < self.config.max_attempts:
                 await asyncio.sleep(self.backoff_s(attempt))
-        error = EngineUnavailable(f"{label}: {self.config.max_attempts} attempts to {url} "
-                                  f"failed; last: {last}")
+        error = EngineUnavailable(f"{label}: {self.config.max_attempts} attempts failed; "
+                                  f"last: {last}")
         error.attempts = self.config.max_attempts
         raise error
 
@@ -115,20 +120,26 @@ class HttpCaller:
                     reply = response.json()
                 except ValueError:
                     raise EngineReplyMalformed(
-                        f"{label}: reply from {url} is not JSON: {one_line(response.text, 120)}"
-                    ) from None
+                        f"{label}: POST {url} answered HTTP {response.status_code} "
+                        f"({_content_type(response)}) with a body that is not JSON: "
+                        f"{first_bytes(response.text)}") from None
                 if not isinstance(reply, Mapping):
-                    raise EngineReplyMalformed(f"{label}: reply from {url} is not a JSON object")
+                    raise EngineReplyMalformed(
+                        f"{label}: POST {url} answered HTTP {response.status_code} with JSON "
+                        f"that is not an object: {first_bytes(response.text)}")
                 return CallResult(reply, None, started_at, time.perf_counter() - t0, (), attempt)
             acc = StreamAccumulator(chat=chat, label=label)
             arrivals: list[float] = []
             done = False
+            skipped = ""  # the first bytes that were not an SSE data line, for the error
             async with self.client.stream("POST", url, json=body) as response:
                 if response.status_code >= 400:
                     await response.aread()
                 self._check_status(response, url, label)
                 async for line in response.aiter_lines():
                     if not line.startswith("data:"):
+                        if len(skipped) < 120 and line.strip():
+                            skipped += line + " "
                         continue  # blank separators, comments, event: lines
                     data = line[5:].strip()
                     if data == "[DONE]":
@@ -142,27 +153,41 @@ class HttpCaller:
                             f"{label}: stream chunk {acc.n_chunks + 1} from {url} is not JSON: "
                             f"{one_line(data, 120)}") from None
                     n_before = len(acc.arrivals)
-                    acc.feed(chunk, now)
+                    try:
+                        acc.feed(chunk, now)
+                    except EngineReplyMalformed as exc:
+                        raise EngineReplyMalformed(f"{exc} (POST {url}, HTTP "
+                                                   f"{response.status_code}: "
+                                                   f"{first_bytes(data)})") from None
                     if len(acc.arrivals) > n_before:
                         arrivals.append(now)
             if not done:
-                raise _Retryable(f"stream from {url} ended without [DONE]")
+                sent = (f"after {acc.n_chunks} data chunks" if acc.n_chunks else
+                        f"with no 'data:' line ({_content_type(response)}; "
+                        f"{first_bytes(skipped)})")
+                raise _Retryable(f"POST {url}: HTTP {response.status_code} stream ended "
+                                 f"without [DONE] {sent}")
             return CallResult(None, acc, started_at, time.perf_counter() - t0, tuple(arrivals),
                               attempt)
         except httpx.TimeoutException as exc:
-            raise _Retryable(f"timeout ({type(exc).__name__})") from None
+            raise _Retryable(f"POST {url}: timeout ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
-            raise _Retryable(f"{type(exc).__name__}: {one_line(str(exc), 120)}") from None
+            raise _Retryable(f"POST {url}: {type(exc).__name__}: "
+                             f"{one_line(str(exc), 120)}") from None
 
     @staticmethod
     def _check_status(response: httpx.Response, url: str, label: str) -> None:
         code = response.status_code
         if code < 400:
             return
-        message = server_message(response)
+        message = server_message(response) or "an empty body"
         if code >= 500 or code == 429:
-            raise _Retryable(f"HTTP {code}: {message}")
-        raise EngineRequestRejected(f"{label}: HTTP {code} from {url}: {message}", code)
+            raise _Retryable(f"POST {url} answered HTTP {code}: {message}")
+        raise EngineRequestRejected(f"{label}: POST {url} answered HTTP {code}: {message}", code)
+
+
+def _content_type(response: httpx.Response) -> str:
+    return f"content-type {response.headers.get('content-type') or 'none'}"
 
 
 def client_for(config: OpenAIEngineConfig) -> httpx.AsyncClient:

@@ -67,9 +67,12 @@ def exact_targets(base, requests: Sequence[Request], *,
 
 
 def exact_records(base, variant, targets: Targets, *, batch: int = 8,
-                  on_batch: Callable[[int, int], None] | None = None) -> list[PromptFidelity]:
+                  on_batch: Callable[[int, int], None] | None = None,
+                  on_records: Callable[[list[PromptFidelity]], None] | None = None
+                  ) -> list[PromptFidelity]:
     """Per-label KL and top-1 agreement of ``variant`` against ``base`` on ``targets``;
-    ``on_batch(done, total)`` after each batch of ``batch`` prompts."""
+    ``on_batch(done, total)`` after each batch of ``batch`` prompts, ``on_records`` with
+    the records so far (to save them)."""
     records = []
     n_batches = -(-len(targets.prompts) // batch)
     for k, start in enumerate(range(0, len(targets.prompts), batch)):
@@ -79,6 +82,8 @@ def exact_records(base, variant, targets: Targets, *, batch: int = 8,
         for label, b, v in zip(targets.labels[sl], b_rows, v_rows, strict=True):
             records.append(PromptFidelity(label, tuple(float(x) for x in kl_per_token(b, v)),
                                           tuple(bool(x) for x in top1_agreement(b, v))))
+        if on_records is not None:
+            on_records(list(records))
         if on_batch is not None:
             on_batch(k + 1, n_batches)
     return records
@@ -86,17 +91,31 @@ def exact_records(base, variant, targets: Targets, *, batch: int = 8,
 
 def exact_fidelity(base, variant, requests: Sequence[Request], *,
                    max_new_tokens: int | None = None, batch: int = 8,
-                   progress: Callable[[float], None] | None = None) -> list[PromptFidelity]:
-    """Records for ``requests`` from two ``BuiltinEngine``s sharing a tokenizer.
-    ``progress(fraction)``: the baseline's targets count as one batch, then each
-    teacher-forced batch one more."""
+                   progress: Callable[[float], None] | None = None,
+                   prior: Sequence[PromptFidelity] = (),
+                   on_records: Callable[[list[PromptFidelity]], None] | None = None
+                   ) -> list[PromptFidelity]:
+    """Records for ``requests`` from two ``BuiltinEngine``s sharing a tokenizer, in the
+    targets' order. ``progress(fraction)``: the baseline's targets count as one batch,
+    then each teacher-forced batch one more. ``prior``: records an interrupted pass
+    saved (their labels are not teacher-forced again); ``on_records``: called with
+    every record so far (prior included) after each batch, to save them."""
     targets = exact_targets(base, requests, max_new_tokens=max_new_tokens)
-    n_batches = -(-len(targets.prompts) // batch)
+    done = {r.item_id: r for r in prior if r.item_id in set(targets.labels)}
+    keep = [i for i, label in enumerate(targets.labels) if label not in done]
+    todo = Targets(tuple(targets.labels[i] for i in keep),
+                   tuple(targets.prompts[i] for i in keep),
+                   tuple(targets.forced[i] for i in keep))
+    n_batches = -(-len(todo.prompts) // batch)
     if progress is not None:
         progress(1 / (1 + n_batches))
     on_batch = None if progress is None else (
-        lambda done, total: progress((1 + done) / (1 + total)))
-    return exact_records(base, variant, targets, batch=batch, on_batch=on_batch)
+        lambda finished, total: progress((1 + finished) / (1 + total)))
+    saving = None if on_records is None else (
+        lambda so_far: on_records([*done.values(), *so_far]))
+    new = exact_records(base, variant, todo, batch=batch, on_batch=on_batch, on_records=saving)
+    merged = {**done, **{r.item_id: r for r in new}}
+    return [merged[label] for label in targets.labels]
 
 
 async def topk_fidelity(base, variant, requests: Sequence[Request], *, top_k: int = 5,

@@ -25,16 +25,21 @@ class FusedAvailability:
         return {"ops": list(self.ops), "skipped": list(self.skipped), "reason": self.reason}
 
 
-def fused_availability(device: str, allow_interpreter: bool = False) -> FusedAvailability:
+def fused_availability(device: str, allow_interpreter: bool = False,
+                       dtype: str | None = None) -> FusedAvailability:
     """The fused ops that really run fused on ``device``: compiled on CUDA, or, with
     ``allow_interpreter``, Triton's CPU interpreter when TRITON_INTERPRET=1 asks for it
     (fused math, but far too slow for the demo's budget; ``run --ablate`` allows it
-    because the user asked for it)."""
+    because the user asked for it). ``dtype``: the engine's dtype name (the interpreter
+    cannot run bfloat16)."""
     from runtime.kernels.backend import Backend
     from validate.plan.ablate import fused_op_names
 
     names = fused_op_names()
-    backend = Backend.detect(device)
+    import torch
+
+    backend = Backend.detect(device, getattr(torch, dtype) if dtype in ("bfloat16", "float16", "float32")
+                             else None)
     if backend.mode == "cuda" or (allow_interpreter and backend.mode == "interpret"):
         return FusedAvailability(names, ())
     if backend.mode == "interpret":

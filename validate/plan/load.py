@@ -39,6 +39,7 @@ Example (``docs``-level reference: the runner's README section shows more)::
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -107,6 +108,8 @@ class _Where:
             return float(value)
         if not isinstance(value, kind):
             raise self.error(field, f"expected {names[kind]}, got {value!r}")
+        if kind is float and not math.isfinite(value):  # TOML has nan and inf: never meant
+            raise self.error(field, f"expected a finite number, got {value!r}")
         return value
 
     def table(self, value: Any, field: str) -> dict:

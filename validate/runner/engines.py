@@ -68,14 +68,19 @@ class OpenAIFactory:
         return (variant.endpoint.get("base_url", s["base_url"]),
                 variant.endpoint.get("model", s["model"]))
 
-    @contextlib.contextmanager
-    def open(self, variant: VariantSpec) -> Iterator[Engine]:
-        from validate.engines.openai import OpenAIEngine
+    def config(self, variant: VariantSpec):
         from validate.engines.openai_config import OpenAIEngineConfig
 
         base_url, model = self.endpoint(variant)
-        yield OpenAIEngine(OpenAIEngineConfig(base_url=base_url, model=model,
-                                              **_client_settings(self.plan)))
+        return OpenAIEngineConfig(base_url=base_url, model=model, **_client_settings(self.plan))
+
+    check = config
+
+    @contextlib.contextmanager
+    def open(self, variant: VariantSpec) -> Iterator[Engine]:
+        from validate.engines.openai import OpenAIEngine
+
+        yield OpenAIEngine(self.config(variant))
 
     @contextlib.contextmanager
     def sweep(self, variant: VariantSpec, speed) -> Iterator[Callable[[int], Engine]]:
@@ -90,6 +95,7 @@ class VllmFactory:
     def __init__(self, plan: Plan, workspace: Path) -> None:
         self.plan = plan
         self.workspace = workspace
+        self._probed = False
 
     def launch_config(self, variant: VariantSpec):
         """The server of ``variant``: common flags then the variant's, its log kept in
@@ -103,6 +109,19 @@ class VllmFactory:
                                 variant_args=tuple(variant.args), env=dict(variant.env),
                                 log_dir=str(self.workspace / "vllm-logs"), label=variant.name,
                                 **launch)
+
+    def check(self, variant: VariantSpec) -> None:
+        """The launch and the client settings, built (and so checked) without a server;
+        the environment's python is probed for vLLM once (``resolve_launch``)."""
+        from validate.engines.openai_config import OpenAIEngineConfig
+        from validate.engines.vllm import resolve_launch
+
+        launch = self.launch_config(variant)
+        if not self._probed:
+            resolve_launch(launch)
+            self._probed = True
+        OpenAIEngineConfig(base_url="http://127.0.0.1", model=self.plan.engine.settings["model"],
+                           **_client_settings(self.plan))
 
     @contextlib.contextmanager
     def open(self, variant: VariantSpec) -> Iterator[Engine]:
@@ -136,6 +155,14 @@ class BuiltinFactory:
         self._module = builtin
         self._pool = builtin.WeightsPool()
 
+    def check(self, variant: VariantSpec) -> None:
+        """The variant's engine configuration, built without loading weights; reading
+        the source's model config also checks a checkpoint's config.json."""
+        self._module.config_for_plan(self.plan.engine.settings, variant.runtime_options(),
+                                     perturb=dict(variant.perturb),
+                                     concurrency=self.plan.concurrency, seed=self.plan.seed,
+                                     variant=variant.name, warm=self.plan.warm).source.config()
+
     @contextlib.contextmanager
     def open(self, variant: VariantSpec) -> Iterator[Engine]:
         engine = self._module.engine_for_plan(self.plan.engine.settings, variant.runtime_options(),
@@ -165,6 +192,29 @@ class BuiltinFactory:
                                             concurrency=concurrency, seed=self.plan.seed,
                                             pool=self._pool, variant=variant.name,
                                             warm=False, ignore_eos=True)
+
+
+def check_engines(plan: Plan, factory: EngineFactory) -> None:
+    """Build every variant's engine configuration (nothing started, nothing loaded),
+    so a bad setting (a dtype, a device this machine lacks, a negative timeout) fails in
+    one line naming the plan and the variant before the first write to the store."""
+    from validate.errors import PlanError
+
+    check = getattr(factory, "check", None)
+    if check is None:  # a test's own factory
+        return
+    for variant in plan.variants:
+        try:
+            check(variant)
+        except (ValueError, OSError) as exc:
+            if not is_input_error(exc):
+                raise
+            raise PlanError(f"{plan.source}: variants.{variant.name}: {exc}") from None
+
+
+def is_input_error(exc: BaseException) -> bool:
+    """An error class declared by one of v41val's packages (their input errors)."""
+    return type(exc).__module__.split(".")[0] in ("runtime", "tasks", "validate")
 
 
 def factory_for(plan: Plan, workspace: Path) -> EngineFactory:

@@ -11,8 +11,10 @@ from validate.defaults import RUN_WORKSPACE, STORE_NAME
 from validate.plan import Plan, load_plan
 from validate.plan import ablate as ablate_plan
 from validate.progress import QUIET, Progress
+from validate.runner.engines import check_engines, factory_for
 from validate.runner.run import RunOutcome, run_plan
 from validate.store import ResultsStore
+from validate.userpaths import ensure_directory
 
 DEFAULT_WORKSPACE = RUN_WORKSPACE
 
@@ -51,10 +53,13 @@ def execute(plan: Plan, *, workspace: str | Path | None = None,
             progress: Progress = QUIET) -> Execution:
     """Run (or resume) ``plan`` in ``workspace``'s store, then analyse it."""
     workspace = Path(workspace) if workspace is not None else DEFAULT_WORKSPACE
-    workspace.mkdir(parents=True, exist_ok=True)
+    factory = factory_for(plan, workspace)
+    check_engines(plan, factory)  # every input checked before anything is written
+    ensure_directory(workspace, "--workspace")
     store_path = workspace / STORE_NAME
     with ResultsStore.open(store_path) as store:
-        outcome = run_plan(plan, store, workspace=workspace, progress=progress)
+        outcome = run_plan(plan, store, workspace=workspace, factory=factory,
+                           progress=progress)
         with progress.bar("analysis", None):
             analysis = analyze_run(store, plan.hash)
     return Execution(outcome, analysis, store_path)

@@ -5,13 +5,15 @@ After the responses are stored: the baseline decodes greedily the first
 the baseline and the variant score exactly those tokens after the same prompt through
 their real serving path, with full-vocabulary logits: per-token KL(base || variant),
 top-1 agreement, first divergence (``validate.fidelity``). Records are written per
-(variant, task) into the results store as soon as they exist, so a rerun computes only
-what is missing (or everything again when the fidelity settings changed).
+(variant, task) into the results store as soon as they exist, and within a pair after
+every teacher-forced batch (a partial row), so a rerun after a kill computes only what
+is missing (or everything again when the fidelity settings changed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 from tasks.task import Task
 from validate.plan.schema import Plan
@@ -31,6 +33,7 @@ def fidelity_pass(plan: Plan, store: ResultsStore, factory: EngineFactory,
     if factory.kind != "builtin" or plan.fidelity_prompts == 0 or len(plan.variants) < 2:
         return 0
     from validate.fidelity.collect import exact_fidelity
+    from validate.fidelity.summary import PromptFidelity
 
     settings = {"prompts": plan.fidelity_prompts, "tokens": plan.fidelity_tokens}
     doc = store.fidelity_document(plan.hash)
@@ -52,11 +55,20 @@ def fidelity_pass(plan: Plan, store: ResultsStore, factory: EngineFactory,
                 for v, task in todo:
                     if v != variant:
                         continue
-                    found = exact_fidelity(base, engine, requests[task],
-                                           max_new_tokens=plan.fidelity_tokens,
-                                           progress=lambda f, d=done: bar.update(d + f))
-                    store.put_fidelity(plan.hash, variant, task, settings=settings,
-                                       method=METHOD, records=[r.to_dict() for r in found])
+                    found = exact_fidelity(
+                        base, engine, requests[task], max_new_tokens=plan.fidelity_tokens,
+                        progress=lambda f, d=done: bar.update(d + f),
+                        prior=[PromptFidelity.from_dict(r) for r in store.fidelity_partial(
+                            plan.hash, variant, task, settings)],
+                        on_records=partial(_save, store, plan.hash, variant, task, settings,
+                                           complete=False))
+                    _save(store, plan.hash, variant, task, settings, found, complete=True)
                     done += 1
                     bar.update(done)
     return len(todo)
+
+
+def _save(store: ResultsStore, plan_hash: str, variant: str, task: str, settings: dict,
+          records, *, complete: bool) -> None:
+    store.put_fidelity(plan_hash, variant, task, settings=settings, method=METHOD,
+                       records=[r.to_dict() for r in records], complete=complete)

@@ -118,8 +118,9 @@ def token_counts(plan: Plan) -> tuple[int, int, int]:
 def ablation_fused(plan: Plan) -> FusedAvailability:
     """The fused ops ``run --ablate`` of ``plan`` runs: those that run fused on the plan's
     device (Triton's interpreter counts when TRITON_INTERPRET=1 asks for it)."""
-    device = str(dict(plan.engine.settings).get("device", "cpu"))
-    return fused_availability(device, allow_interpreter=True)
+    settings = dict(plan.engine.settings)
+    return fused_availability(str(settings.get("device", "cpu")), allow_interpreter=True,
+                              dtype=settings.get("dtype"))
 
 
 def ablation_preview(plan: Plan) -> AblationPreview:

@@ -40,9 +40,10 @@ from pathlib import Path
 
 from validate.engines.base import EngineFailure, EngineResult, iterate_blocking
 from validate.engines.engagement import ServerCounters
+from validate.engines.errors import EngineUnanswered
 from validate.plan.schema import Plan
 from validate.progress import QUIET, Bar, Progress
-from validate.runner.engines import EngineFactory, factory_for
+from validate.runner.engines import EngineFactory, check_engines, factory_for
 from validate.runner.fidelity_pass import fidelity_pass
 from validate.runner.identity import run_identity
 from validate.runner.requests import load_tasks, planned_requests, priming_request
@@ -60,6 +61,14 @@ class VariantRunStats:
     sent: int
     stored: int
     failed: int
+    first_failure: str | None = None  # the first failed request's error, one line
+
+    def failure_line(self) -> str | None:
+        """``variant b: 2 of 8 requests failed; the first: <what the engine said>``."""
+        if not self.failed:
+            return None
+        return (f"variant {self.variant}: {self.failed} of {self.sent} requests failed; "
+                f"the first: {self.first_failure}")
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,7 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
                  progress: Progress) -> VariantRunStats:
     todo = store.pending(run, planned)
     stored = failed = 0
+    first_failure = None
     if todo:
         with contextlib.ExitStack() as held:
             # building the engine (weights, a vLLM server's start) can take minutes too
@@ -132,14 +142,21 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
                         error = one_line(f"{type(outcome.error).__name__}: {outcome.error}")
                         store.put_failure(run, p, error, outcome.attempts)
                         failed += 1
+                        first_failure = first_failure or error
                     else:
                         store.put_response(run, p, _record(outcome))
                         stored += 1
                     bar.advance()
             if read is not None:
                 _store_counters(store, run, variant, engine, before, read())
-    return VariantRunStats(variant, len(planned), len(planned) - len(todo), len(todo), stored,
-                           failed)
+    stats = VariantRunStats(variant, len(planned), len(planned) - len(todo), len(todo), stored,
+                            failed, first_failure)
+    if failed and not stored and variant == plan.baseline:
+        # the reference answered nothing: a broken endpoint or setup, with nothing to compare
+        # a candidate against (a candidate that answers nothing is INVALID, a verdict)
+        raise EngineUnanswered(f"{plan.source}: {stats.failure_line()} (nothing was answered; "
+                               f"the failures are recorded in {store.path})")
+    return stats
 
 
 def aa_order(planned: list[PlannedRequest], seed: int) -> list[PlannedRequest]:
@@ -164,15 +181,20 @@ def run_plan(plan: Plan, store: ResultsStore, *, workspace: Path | None = None,
     """Run (or resume) ``plan`` into ``store``. The baseline runs first, so an
     interrupted ablation has its reference before any candidate."""
     workspace = workspace or store.path.parent
-    adopt_legacy(plan, store)
     loaded = load_tasks(plan)
     factory = factory or factory_for(plan, workspace)
-    run = store.begin_run(plan.hash, plan_name=plan.name, seeds=(plan.seed,),
-                          plan=plan.to_dict(), identity=run_identity(plan.engine.kind))
+    check_engines(plan, factory)  # every input checked before the first write
+    store.settle_abandoned()  # runs killed before they could say so: interrupted
+    adopt_legacy(plan, store)
     first = [plan.baseline] + ([plan.aa_variant] if plan.aa_variant else [])
     order = first + [v for v in plan.variant_names if v not in first]
-    for name in order:
-        store.put_variant(run, name, plan.variant(name).config(), is_baseline=name == plan.baseline)
+    identity = run_identity(plan.engine.kind)
+    with store.atomic():  # a variant the store refuses leaves no run behind
+        run = store.begin_run(plan.hash, plan_name=plan.name, seeds=(plan.seed,),
+                              plan=plan.to_dict(), identity=identity)
+        for name in order:
+            store.put_variant(run, name, plan.variant(name).config(),
+                              is_baseline=name == plan.baseline)
     stats, swept = [], []
     status, scored = "failed", 0
     try:

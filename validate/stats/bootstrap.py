@@ -28,6 +28,12 @@ from validate.stats._checks import check_alpha
 CHUNK = 512
 
 
+# The replicates' Monte-Carlo error is far below a CI's width by 10,000 (the default);
+# the cap keeps the (replicates, columns) result array in memory (16 MB a pair of columns)
+# instead of a MemoryError for a mistyped count.
+MIN_REPLICATES, MAX_REPLICATES = 100, 1_000_000
+
+
 @dataclass(frozen=True)
 class BootstrapSpec:
     """How to bootstrap: replicate count and the seed (results are reproducible)."""
@@ -36,8 +42,12 @@ class BootstrapSpec:
     seed: int = 20261129
 
     def __post_init__(self) -> None:
-        if self.replicates < 100:
-            raise StatsInputError(f"bootstrap replicates must be >= 100, got {self.replicates}")
+        if not MIN_REPLICATES <= self.replicates <= MAX_REPLICATES:
+            raise StatsInputError(f"--bootstrap: replicates must be in [{MIN_REPLICATES:,}, "
+                                  f"{MAX_REPLICATES:,}], got {self.replicates:,}")
+        if not 0 <= self.seed < 2**63:
+            raise StatsInputError(f"--seed: the bootstrap seed must be an integer in "
+                                  f"[0, 2**63), got {self.seed}")
 
 
 def cluster_totals(values: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -54,17 +54,29 @@ def connect(path: Path, options: StoreOptions) -> sqlite3.Connection:
     """Open (creating if absent) the store at ``path``, checked and ready to write."""
     _refuse_foreign_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        retry_busy(lambda: _refuse_foreign_database(conn, path), options, path)
+        retry_busy(lambda: _enable_wal(conn, path), options, path)
+        conn.execute(f"PRAGMA synchronous = {options.synchronous.upper()}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        retry_busy(lambda: _ensure_schema(conn, path), options, path)
+
+    return _open(str(path), False, path, options, prepare)
+
+
+def _open(target: str, uri: bool, path: Path, options: StoreOptions,
+          prepare: Callable[[sqlite3.Connection], None]) -> sqlite3.Connection:
+    """An SQLite connection to ``target`` with ``prepare`` run on it; SQLite's errors
+    become one-line store errors naming ``path`` (closing the connection)."""
     try:
-        conn = sqlite3.connect(str(path), timeout=options.busy_timeout_s,
+        conn = sqlite3.connect(target, uri=uri, timeout=options.busy_timeout_s,
                                isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: cannot open results store: {exc}") from None
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(options.busy_timeout_s * 1000)}")
-        retry_busy(lambda: _enable_wal(conn, path), options, path)
-        conn.execute(f"PRAGMA synchronous = {options.synchronous.upper()}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        retry_busy(lambda: _ensure_schema(conn, path), options, path)
+        prepare(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
         if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
@@ -76,6 +88,32 @@ def connect(path: Path, options: StoreOptions) -> sqlite3.Connection:
     return conn
 
 
+def connect_read_only(path: Path, options: StoreOptions) -> sqlite3.Connection:
+    """Open the existing store at ``path`` for reading only: an SQLite ``mode=ro``
+    connection, no journal-mode change, no schema creation or upgrade, so a command that
+    was only asked to read a file (``report``, ``history``, ``compare --store``) never
+    changes it, even when it turns out to be another application's database. An older
+    store's missing tables are stood in for by empty TEMP tables (in memory, not in the
+    file), so it reads as an upgraded one would."""
+    if not path.is_file():
+        raise StoreError(f"{path}: no results store here (expected an existing file)")
+    if path.stat().st_size == 0:
+        raise StoreError(f"{path}: not a v41val results store (an empty file)")
+    _refuse_foreign_file(path)
+    return _open(path.resolve().as_uri() + "?mode=ro", True, path, options,
+                 lambda conn: retry_busy(lambda: _check_read_only(conn, path), options, path))
+
+
+def _check_read_only(conn: sqlite3.Connection, path: Path) -> None:
+    if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        raise StoreError(f"{path}: an SQLite database but not a v41val results store")
+    version = _check_version(conn, path)
+    while version < SCHEMA_VERSION:
+        for statement in _statements(MIGRATIONS[version]):
+            conn.execute(statement.replace("CREATE TABLE ", "CREATE TEMP TABLE ", 1))
+        version += 1
+
+
 def _refuse_foreign_file(path: Path) -> None:
     if path.is_dir():
         raise StoreError(f"{path}: is a directory, expected a v41val results file")
@@ -85,6 +123,15 @@ def _refuse_foreign_file(path: Path) -> None:
         head = fh.read(len(SQLITE_HEADER))
     if head != SQLITE_HEADER:
         raise StoreError(f"{path}: not a v41val results store (not an SQLite database)")
+
+
+def _refuse_foreign_database(conn: sqlite3.Connection, path: Path) -> None:
+    """Another application's database is refused before anything is written to it
+    (switching it to WAL would already change its header)."""
+    if conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
+        return
+    if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        raise StoreError(f"{path}: an SQLite database but not a v41val results store")
 
 
 def _enable_wal(conn: sqlite3.Connection, path: Path) -> None:

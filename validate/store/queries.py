@@ -11,6 +11,7 @@ from validate.store.codec import (
     response_from_dict,
     timings_from_row,
 )
+from validate.store.owner import OWNER_KEY, is_gone
 from validate.store.records import (
     ItemOutcome,
     OutcomeTable,
@@ -28,8 +29,19 @@ def runs(conn: sqlite3.Connection, plan_hash: str | None) -> list[RunInfo]:
            " finished_at, status FROM runs")
     rows = (conn.execute(sql + " ORDER BY run_id") if plan_hash is None else
             conn.execute(sql + " WHERE plan_hash = ? ORDER BY run_id", (plan_hash,)))
-    return [RunInfo(r[0], r[1], r[2], r[3], json.loads(r[4]), tuple(json.loads(r[5])), r[6],
-                    r[7], r[8]) for r in rows]
+    return [_run(r) for r in rows]
+
+
+def _run(row: tuple) -> RunInfo:
+    """A stored run; one still ``running`` whose owning process is gone (killed) reads as
+    ``interrupted`` (``validate.store.owner``)."""
+    identity = json.loads(row[4])
+    owner = identity.pop(OWNER_KEY, None) if isinstance(identity, dict) else None
+    status = row[8]
+    if status == "running" and is_gone(owner):
+        status = "interrupted"
+    return RunInfo(row[0], row[1], row[2], row[3], identity, tuple(json.loads(row[5])), row[6],
+                   row[7], status, owner)
 
 
 def variants(conn: sqlite3.Connection, plan_hash: str) -> list[VariantInfo]:

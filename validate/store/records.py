@@ -72,6 +72,7 @@ class RunInfo:
     started_at: float
     finished_at: float | None
     status: str
+    owner: Mapping | None = None  # the process that ran it (``validate.store.owner``)
 
 
 @dataclass(frozen=True)

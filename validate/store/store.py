@@ -34,8 +34,15 @@ from validate.store.codec import (
     request_to_stored_dict,
     response_to_dict,
 )
-from validate.store.connection import StoreOptions, connect, retry_busy, write_transaction
+from validate.store.connection import (
+    StoreOptions,
+    connect,
+    connect_read_only,
+    retry_busy,
+    write_transaction,
+)
 from validate.store.errors import StoreError
+from validate.store.owner import OWNER_KEY, this_process
 from validate.store.records import (
     OutcomeTable,
     PlannedRequest,
@@ -60,12 +67,18 @@ class ResultsStore:
         self.path = path
         self.options = options
         self._conn = conn
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered by the writes inside ``atomic``
+        self._atomic = False
 
     @classmethod
-    def open(cls, path: str | Path, options: StoreOptions | None = None) -> ResultsStore:
+    def open(cls, path: str | Path, options: StoreOptions | None = None, *,
+             read_only: bool = False) -> ResultsStore:
+        """Open (creating if absent) the store at ``path``; ``read_only``: an existing
+        store, read without changing a byte of it (``connection.connect_read_only``)."""
         options = options or StoreOptions()
         path = Path(path)
+        if read_only:
+            return cls(path, connect_read_only(path, options), options)
         store = cls(path, connect(path, options), options)
         store._import_legacy_fidelity()
         return store
@@ -73,7 +86,7 @@ class ResultsStore:
     def _import_legacy_fidelity(self) -> None:
         """Fidelity files a pre-3 store kept beside it go into the table (once per plan);
         a store that cannot be written now still reads them (``fidelity_document``)."""
-        with contextlib.suppress(sqlite3.Error, StoreError):
+        with contextlib.suppress(sqlite3.OperationalError):  # a read-only file or folder
             self._write(lambda conn: fidelity.import_files(conn, self.path))
 
     def close(self) -> None:
@@ -89,7 +102,31 @@ class ResultsStore:
     # -- plumbing -------------------------------------------------------------------
     def _write(self, fn) -> T:
         with self._lock:
+            if self._atomic:  # inside ``atomic``: part of its one transaction
+                return fn(self._conn)
             return write_transaction(self._conn, fn, self.options, self.path)
+
+    @contextlib.contextmanager
+    def atomic(self):
+        """Every write inside the block commits together or not at all: an error (or a
+        Ctrl-C) anywhere in it rolls back what the block wrote, so a write made of many
+        calls (an import of several files) never leaves half of itself in the store.
+        Holds the store (and SQLite's write lock) for the whole block."""
+        with self._lock:
+            if self._atomic:  # nested: the outer block decides
+                yield self
+                return
+            retry_busy(lambda: self._conn.execute("BEGIN IMMEDIATE"), self.options, self.path)
+            self._atomic = True
+            try:
+                yield self
+            except BaseException:
+                self._atomic = False
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._atomic = False
+            self._conn.execute("COMMIT")
 
     def _read(self, fn) -> T:
         with self._lock:
@@ -104,18 +141,33 @@ class ResultsStore:
             identity = environment_identity()
         started = time.time()
         ident = dict(identity)
+        owner = this_process()
+        stored_identity = {**ident, OWNER_KEY: owner}
 
         def insert(conn: sqlite3.Connection) -> int:
             cur = conn.execute(
                 "INSERT INTO runs (plan_hash, plan_name, plan_json, git_sha, identity_json,"
                 " seeds_json, started_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'running')",
                 (plan_hash, plan_name, None if plan is None else dumps(plan), ident.get("git"),
-                 dumps(ident), dumps(list(seeds)), started))
+                 dumps(stored_identity), dumps(list(seeds)), started))
             return int(cur.lastrowid)
 
         run_id = self._write(insert)
         return RunInfo(run_id, plan_hash, plan_name, ident.get("git"), ident, tuple(seeds),
-                       started, None, "running")
+                       started, None, "running", owner)
+
+    def settle_abandoned(self) -> list[int]:
+        """Mark ``interrupted`` every run still ``running`` whose process is gone (it was
+        killed before it could say so); returns their ids. A writer calls this before it
+        starts a run, so the status is in the file for every reader, here or elsewhere."""
+        gone = [r.run_id for r in self.runs() if r.status == "interrupted"
+                and r.finished_at is None and r.owner is not None]
+        if gone:
+            now = time.time()
+            self._write(lambda conn: conn.executemany(
+                "UPDATE runs SET status = 'interrupted', finished_at = ? WHERE run_id = ?"
+                " AND status = 'running'", [(now, run_id) for run_id in gone]))
+        return gone
 
     def finish_run(self, run: RunInfo, status: str = "complete") -> None:
         self._write(lambda conn: conn.execute(
@@ -342,12 +394,19 @@ class ResultsStore:
 
     # -- teacher-forced fidelity -------------------------------------------------------
     def put_fidelity(self, plan_hash: str, variant: str, task: str, *, settings: Mapping,
-                     method: str, records) -> None:
+                     method: str, records, complete: bool = True) -> None:
         """Store one (variant, task)'s fidelity records (rows of the plan computed with
-        other settings are dropped)."""
+        other settings are dropped); ``complete=False`` saves the records so far of a
+        pair still being computed (``fidelity_partial`` gives them back to a rerun)."""
         self._write(lambda conn: fidelity.put(conn, plan_hash, variant, task,
                                               settings=settings, method=method,
-                                              records=records))
+                                              records=records, complete=complete))
+
+    def fidelity_partial(self, plan_hash: str, variant: str, task: str,
+                         settings: Mapping) -> list[dict]:
+        """The records saved so far of an unfinished (variant, task), or ``[]``."""
+        return self._read(lambda conn: fidelity.partial(conn, plan_hash, variant, task,
+                                                        settings))
 
     def fidelity_document(self, plan_hash: str) -> dict:
         """``{"settings", "method", "records": {variant: {task: [...]}}}`` or ``{}``."""
