@@ -37,7 +37,7 @@ def make_plan(req: PlanRequest, aa: PairedOutcomes | None = None
         return planning.plan_family(
             specs, req.discordance, req.alpha or policy.alpha, req.power or policy.power,
             delta, variants=req.variants, correction=req.correction or policy.correction,
-            rho=rho, discordance_source="assumed")
+            rho=rho, discordance_source="assumed", equivalence=policy.equivalence)
     alpha, power = req.alpha or 0.05, req.power or 0.8
     correction = req.correction or "holm"
     family = req.claims * req.variants

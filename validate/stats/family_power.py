@@ -30,7 +30,7 @@ import numpy as np
 from validate.stats.multiplicity import adjust
 from validate.stats.power import paired_table_distribution
 from validate.stats.power_repeats import effective_items
-from validate.stats.score_interval import p_greater
+from validate.stats.score_interval import p_greater, p_less
 
 DRAWS = 20_000  # Monte Carlo SE of a per-claim rate at most 0.0035
 
@@ -46,13 +46,31 @@ class ClaimModel:
     true_delta: float = 0.0
     repeats: int = 1
     rho: float = 0.0
+    equivalence: bool = False  # TOST: PASS also needs delta < +margin shown
+
+    def pass_pvalues(self, b: np.ndarray, c: np.ndarray, n: int) -> np.ndarray:
+        """The gate's PASS p-value of each (b, c) table: the non-inferiority score test,
+        or with equivalence the larger of the two one-sided tests (``validate.gate.verdict``)."""
+        p = p_greater(b, c, n, -self.margin)
+        return np.maximum(p, p_less(b, c, n, self.margin)) if self.equivalence else p
+
+    def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(b, c, probability, n) of every table the claim can give (at the effective n
+        with repeats)."""
+        n = self.n if self.repeats == 1 else effective_items(self.n, self.repeats, self.rho)
+        b, c, weight = paired_table_distribution(n, self.discordance, self.true_delta)
+        return b, c, weight, n
+
+    def exact_power(self, level: float) -> float:
+        """P(the PASS p-value <= level), summed over every table."""
+        b, c, weight, n = self.tables()
+        return float(weight[self.pass_pvalues(b, c, n) <= level].sum())
 
     def draw_pvalues(self, rng: np.random.Generator, draws: int) -> np.ndarray:
         """``draws`` PASS p-values from this claim's distribution under the model."""
-        n = self.n if self.repeats == 1 else effective_items(self.n, self.repeats, self.rho)
-        b, c, weight = paired_table_distribution(n, self.discordance, self.true_delta)
+        b, c, weight, n = self.tables()
         pick = rng.choice(b.size, size=draws, p=weight / weight.sum())
-        return p_greater(b[pick], c[pick], n, -self.margin)
+        return self.pass_pvalues(b[pick], c[pick], n)
 
 
 @dataclass(frozen=True)

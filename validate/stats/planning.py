@@ -68,9 +68,16 @@ class PowerPlan:
     family_draws: int = 0  # Monte Carlo draws behind it (0: exact)
     repeats: int = 1
     rho: float = 0.0
+    equivalence: bool = False  # the policy's TOST: PASS needs -margin < delta < +margin
 
     @property
     def test(self) -> str:
+        if self.equivalence:
+            rows = (f" at the effective n ({self.repeats} repeats, within-item correlation "
+                    f"{self.rho:.3g})" if self.repeats > 1 else "")
+            return ("equivalence (TOST): both one-sided Tango score tests on paired 0/1 "
+                    f"outcomes{rows}; power and n exact by enumeration, the MDE of the "
+                    "non-inferiority side")
         if self.repeats > 1:
             return (f"one-sided non-inferiority, Tango score test on the rows with the "
                     f"variance times the design effect ({self.repeats} repeats, within-item "
@@ -102,11 +109,14 @@ class PowerPlan:
                 f"{self.power_at_full_family:.3f} ({how})")
 
     def report(self) -> str:
-        need = "never (true delta at or below -margin)" if self.n_needed is None else (
+        never = ("never (true delta outside +-margin, or beyond the search)" if self.equivalence
+                 else "never (true delta at or below -margin)")
+        need = never if self.n_needed is None else (
             f"{self.n_needed} items" + ("" if self.fits else f" (> the {self.n_full} available)")
         )
         alone = (f"exact{'' if self.repeats == 1 else ' at the effective n'} "
-                 f"({self.power_at_full_normal:.3f} normal approx.)")
+                 + ("(TOST)" if self.equivalence else
+                    f"({self.power_at_full_normal:.3f} normal approx.)"))
         rows = f" x {self.repeats} repeats" if self.repeats > 1 else ""
         return "\n".join(
             [
@@ -171,11 +181,21 @@ def _check(discordance: float, alpha: float, power: float, family_size: int,
 
 def _one(spec: ClaimSpec, discordance: float, alpha: float, power: float,
          true_delta: float, source: str, family_size: int, correction: str,
-         rho: float, family: FamilyPower, index: int) -> PowerPlan:
+         rho: float, family: FamilyPower, index: int, equivalence: bool = False) -> PowerPlan:
     level = sizing_alpha(alpha, family_size, correction)
     n, margin, repeats = spec.n_full, spec.margin, spec.repeats
     rho = rho if repeats > 1 else 0.0
-    if repeats > 1:
+    if equivalence:
+        model = ClaimModel(n, margin, discordance, true_delta, repeats, rho, equivalence=True)
+        alone = alone_normal = model.exact_power(alpha)
+        needed = _tost_sample_size(model, level, power)
+        if repeats > 1:
+            mde = clustered_mde(n, repeats, rho, discordance, level, power, true_delta)
+            difference = difference_mde(effective_n(n, repeats, rho), discordance, alpha, power)
+        else:
+            mde = noninferiority_mde(n, discordance, level, power, true_delta)
+            difference = difference_mde(n, discordance, alpha, power)
+    elif repeats > 1:
         alone = clustered_power(n, repeats, rho, discordance, margin, alpha, true_delta)
         alone_normal = clustered_power_normal(n, repeats, rho, discordance, margin, alpha,
                                               true_delta)
@@ -196,12 +216,37 @@ def _one(spec: ClaimSpec, discordance: float, alpha: float, power: float,
         mde_difference_at_full=difference,
         discordance_source=source, family_size=family_size, correction=correction,
         sized_alpha=level, power_at_full_family=family.per_claim[index],
-        family_draws=family.draws, repeats=repeats, rho=rho,
+        family_draws=family.draws, repeats=repeats, rho=rho, equivalence=equivalence,
     )
 
 
+TOST_MAX_ITEMS = 1_000_000  # the search for an equivalence n stops here ("never")
+
+
+def _tost_sample_size(model: ClaimModel, level: float, power: float) -> int | None:
+    """Smallest n (items) whose exact TOST power at ``level`` reaches ``power``: doubling,
+    then bisection (the exact power has a small sawtooth in n, so this is the first n the
+    bisection lands on, within a few items of the smallest)."""
+    from dataclasses import replace
+
+    def enough(n: int) -> bool:
+        return replace(model, n=n).exact_power(level) >= power
+
+    hi = 16
+    while not enough(hi):
+        if hi >= TOST_MAX_ITEMS:
+            return None
+        hi = min(2 * hi, TOST_MAX_ITEMS)
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
+
+
 def _family(specs: Sequence[ClaimSpec], variants: int, discordance: float, alpha: float,
-            true_delta: float, correction: str, rho: float) -> FamilyPower:
+            true_delta: float, correction: str, rho: float,
+            equivalence: bool = False) -> FamilyPower:
     """The family's per-claim power: exact where no other claim matters (one claim,
     no correction, Bonferroni), else Monte Carlo over every claim."""
     size = variants * len(specs)
@@ -210,11 +255,11 @@ def _family(specs: Sequence[ClaimSpec], variants: int, discordance: float, alpha
         rates = []
         for spec in specs:
             model = ClaimModel(spec.n_full, spec.margin, discordance, true_delta,
-                               spec.repeats, rho)
+                               spec.repeats, rho, equivalence)
             rates.append(_power_at(model, level))
         return FamilyPower(tuple(rates), float("nan"), correction, 0)
-    claims = [ClaimModel(s.n_full, s.margin, discordance, true_delta, s.repeats, rho)
-              for _ in range(variants) for s in specs]
+    claims = [ClaimModel(s.n_full, s.margin, discordance, true_delta, s.repeats, rho,
+                         equivalence) for _ in range(variants) for s in specs]
     mc = family_power(claims, correction, alpha)
     per_task = [sum(mc.per_claim[v * len(specs) + i] for v in range(variants)) / variants
                 for i in range(len(specs))]
@@ -222,6 +267,8 @@ def _family(specs: Sequence[ClaimSpec], variants: int, discordance: float, alpha
 
 
 def _power_at(model: ClaimModel, level: float) -> float:
+    if model.equivalence:
+        return model.exact_power(level)
     if model.repeats > 1:
         return clustered_power(model.n, model.repeats, model.rho, model.discordance,
                                model.margin, level, model.true_delta)
@@ -232,14 +279,16 @@ def _power_at(model: ClaimModel, level: float) -> float:
 def plan_family(specs: Sequence[ClaimSpec], discordance: float, alpha: float = 0.05,
                 power: float = 0.8, true_delta: float = 0.0, variants: int = 1,
                 correction: str = "holm", rho: float = 0.0,
-                discordance_source: str = "assumed") -> FamilyPlan:
-    """Plans for ``variants`` optimizations x ``specs`` tasks gated as one family."""
+                discordance_source: str = "assumed", equivalence: bool = False) -> FamilyPlan:
+    """Plans for ``variants`` optimizations x ``specs`` tasks gated as one family
+    (``equivalence``: the policy's TOST)."""
     size = variants * len(specs)
     for spec in specs:
         _check(discordance, alpha, power, size, correction, spec.repeats, rho)
-    family = _family(specs, variants, discordance, alpha, true_delta, correction, rho)
+    family = _family(specs, variants, discordance, alpha, true_delta, correction, rho,
+                     equivalence)
     plans = tuple(_one(s, discordance, alpha, power, true_delta, discordance_source, size,
-                       correction, rho, family, i) for i, s in enumerate(specs))
+                       correction, rho, family, i, equivalence) for i, s in enumerate(specs))
     all_pass = family.all_pass
     if family.draws == 0:  # exact rates, independent claims
         all_pass = 1.0
@@ -264,14 +313,17 @@ def plan_noninferiority(
     correction: str = "holm",
     repeats: int = 1,
     rho: float = 0.0,
+    equivalence: bool = False,
 ) -> PowerPlan:
     """One claim of a family of ``family_size`` alike claims (1: alone). All rates and
-    the margin as fractions (1 point = 0.01)."""
+    the margin as fractions (1 point = 0.01); ``equivalence``: the gate's TOST."""
     _check(discordance, alpha, power, family_size, correction, repeats, rho)
     specs = [ClaimSpec(task, n_full, margin, repeats)]
-    family = _family(specs, family_size, discordance, alpha, true_delta, correction, rho)
+    family = _family(specs, family_size, discordance, alpha, true_delta, correction, rho,
+                     equivalence)
     return _one(specs[0], discordance, alpha, power, true_delta, discordance_source,
-                family_size, correction if family_size > 1 else "none", rho, family, 0)
+                family_size, correction if family_size > 1 else "none", rho, family, 0,
+                equivalence)
 
 
 def observed_discordance(paired: PairedOutcomes) -> float:
