@@ -28,7 +28,7 @@ PLAN = "validate/plan/examples/tiny-ab.toml"
 @pytest.fixture()
 def no_cuda(monkeypatch):
     monkeypatch.setattr(Backend, "detect", classmethod(
-        lambda cls, device: cls("none", "no CUDA device for tensors on cpu")))
+        lambda cls, device, dtype=None: cls("none", "no CUDA device for tensors on cpu")))
 
 
 def test_a_cpu_ablation_leaves_the_fused_variants_out_and_says_so(no_cuda):
@@ -44,7 +44,7 @@ def test_a_cpu_ablation_leaves_the_fused_variants_out_and_says_so(no_cuda):
 
 
 def test_a_device_that_runs_fused_kernels_gets_one_variant_per_op(monkeypatch):
-    monkeypatch.setattr(Backend, "detect", classmethod(lambda cls, device: cls("cuda")))
+    monkeypatch.setattr(Backend, "detect", classmethod(lambda cls, device, dtype=None: cls("cuda")))
     plan = prepare(PLAN, ablate=True)
     assert plan.variant_names == ("reference", "encoder_replay", "decoder_trim",
                                   *(f"fused_{op}" for op in OP_NAMES), "all_on")
