@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from runtime.config import V41Config, engram_primes
+from runtime.engram_map import CompressedTokenMap, identity_token_map
 from runtime.errors import ConfigError
 from runtime.numerics import Numerics
 
@@ -35,50 +36,64 @@ def hash_multipliers(layer_ids: tuple[int, ...], max_ngram: int, compressed_voca
 
 
 class EngramHasher:
-    """Hash ids of every engram layer for a batch of positions of one request."""
+    """Hash ids of every engram layer for a batch of positions of one request.
 
-    def __init__(self, config: V41Config):
-        if config.vocab_size > config.engram_compressed_vocab_size:
+    ``token_map`` None means the identity map, which only a vocabulary no larger than
+    the compressed one may use (a one-line ConfigError otherwise)."""
+
+    def __init__(self, config: V41Config, token_map: CompressedTokenMap | None = None):
+        token_map = token_map if token_map is not None else identity_token_map(config)
+        if token_map.size != config.engram_compressed_vocab_size or token_map.ids.shape != (
+                config.vocab_size,):
             raise ConfigError(
-                "engram_compressed_vocab_size: smaller than vocab_size; the tokenizer-derived "
-                "compressed token map is not modelled (identity map only)"
+                f"{token_map.source}: a compressed token map of {token_map.ids.numel()} tokens to "
+                f"{token_map.size} ids, expected vocab_size {config.vocab_size} to "
+                f"engram_compressed_vocab_size {config.engram_compressed_vocab_size}"
             )
+        if config.engram_pad_id >= config.vocab_size:
+            raise ConfigError(f"engram_pad_id: {config.engram_pad_id} is not a token id "
+                              f"(vocab_size {config.vocab_size})")
+        self.token_ids = token_map.ids  # [vocab] token id -> compressed id
         self.max_ngram = config.engram_max_ngram_size
-        self.pad_id = config.engram_pad_id
+        self.pad_id = int(token_map.ids[config.engram_pad_id])
         primes = engram_primes(config)  # [L][N-1][heads]
         self.primes = torch.tensor(primes, dtype=torch.int64)  # [L, N-1, H]
         flat = self.primes.reshape(len(primes), -1)
         self.offsets = torch.cumsum(flat, dim=1) - flat  # [L, (N-1)*H], exclusive prefix sums
         self.multipliers = hash_multipliers(
-            config.engram_layer_ids, self.max_ngram, config.engram_compressed_vocab_size
+            config.engram_layer_ids, self.max_ngram, token_map.size
         )  # [L, N]
 
+    def compress(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Token ids (any shape) -> compressed ids."""
+        return self.token_ids[tokens]
+
     def __call__(self, history: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """history: int64 [>= max(positions)+1] token ids (identity map); positions [T].
+        """history: int64 [>= max(positions)+1] token ids; positions [T].
         Returns int64 [T, L, (N-1)*H] row ids into each layer's table."""
         pos = positions.long().to(history.device)
         if self.primes.device != history.device:
-            self.primes = self.primes.to(history.device)
-            self.offsets = self.offsets.to(history.device)
-            self.multipliers = self.multipliers.to(history.device)
+            self.to(history.device)
         blocked = torch.zeros_like(pos, dtype=torch.bool)
         grams = []
         for shift in range(self.max_ngram):
             back = pos - shift
-            source = history[back.clamp_min(0)]
+            source = self.compress(history[back.clamp_min(0)])
             blocked = blocked | (back < 0)
             grams.append(torch.where(blocked, torch.full_like(source, self.pad_id), source))
         return self.hash_grams(torch.stack(grams, dim=-1))  # ids [T, N]
 
     def to(self, device: torch.device | str) -> EngramHasher:
-        """Move the hash tables (primes, offsets, multipliers) to ``device``."""
+        """Move the hash tables (primes, offsets, multipliers, token map) to ``device``."""
+        self.token_ids = self.token_ids.to(device)
         self.primes = self.primes.to(device)
         self.offsets = self.offsets.to(device)
         self.multipliers = self.multipliers.to(device)
         return self
 
     def hash_grams(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids int64 [..., N] (token p, p-1, ..., pad-filled) -> row ids [..., L, (N-1)*H].
+        """ids int64 [..., N] (compressed ids of token p, p-1, ..., pad-filled) -> row ids
+        [..., L, (N-1)*H].
         Any leading dims: runtime.batched hashes a whole [B, T] batch in one call."""
         products = ids[..., None, :] * self.multipliers  # [..., L, N]
         rolling = products[..., 0]

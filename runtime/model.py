@@ -55,7 +55,7 @@ class V41Model:
         self.replay = self.options.window(c.sliding_window)  # replay / trim length
         self.num = Numerics.for_options(self.options.batch_invariant)
         self.rope = RopePair(c)
-        self.hasher = EngramHasher(c) if c.engram_layer_ids else None
+        self.hasher = EngramHasher(c, weights.engram_token_map) if c.engram_layer_ids else None
         self.cut_layer = self._cut_layer() if self.options.decoder_trim else None
         self.counters = ModelCounters()
         from runtime.kernels.registry import KernelRegistry  # Triton loads only for fused ops

@@ -115,12 +115,18 @@ def _expert_specs(prefix: str, d: int, inter: int) -> list[ParamSpec]:
 
 
 class V41Weights(nn.Module):
-    """Parameter container whose module tree spells the released tensor names."""
+    """Parameter container whose module tree spells the released tensor names.
+
+    ``engram_token_map`` is the checkpoint's Engram compressed-token map
+    (``runtime/engram_map.py``; set by the checkpoint loader from the release
+    tokenizer), or None for the identity map of the toolkit's small vocabularies. It
+    travels with the weights because it belongs to the checkpoint, like they do."""
 
     def __init__(self, config: V41Config, dtype: torch.dtype | None = None,
                  device: torch.device | str | None = None):
         super().__init__()
         self.config = config
+        self.engram_token_map = None
         model_dtype = dtype or config.dtype
         for spec in parameter_specs(config):
             tensor = torch.empty(spec.shape, dtype=torch.float32 if spec.float32 else model_dtype,

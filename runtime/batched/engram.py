@@ -1,8 +1,9 @@
 """Engram hash ids for a [B, T] batch: the n-gram look-back of every row in one go.
 
-The n-gram at position p is (token p, p-1, ..., p-(N-1)) with the pad id for slots
-before the row's start, exactly the runtime's look-back for a cold request; the
-hashing itself is the runtime's ``EngramHasher.hash_grams``.
+The n-gram at position p is the compressed ids of (token p, p-1, ..., p-(N-1)) with
+the (compressed) pad id for slots before the row's start, exactly the runtime's
+look-back for a cold request; the hashing itself is the runtime's
+``EngramHasher.hash_grams``.
 """
 
 from __future__ import annotations
@@ -24,5 +25,5 @@ def ngram_ids(tokens: torch.Tensor, max_ngram: int, pad_id: int) -> torch.Tensor
 
 def batch_hash_ids(hasher: EngramHasher, tokens: torch.Tensor) -> torch.Tensor:
     """tokens [B, T] -> row ids [B*T, n_engram_layers, (N-1)*heads]."""
-    ids = ngram_ids(tokens, hasher.max_ngram, hasher.pad_id)
+    ids = ngram_ids(hasher.compress(tokens), hasher.max_ngram, hasher.pad_id)
     return hasher.hash_grams(ids).reshape(tokens.shape[0] * tokens.shape[1], *hasher.offsets.shape)

@@ -84,7 +84,8 @@ class BatchedV41:
         n_pos = min(c.max_position_embeddings, ROPE_POSITIONS)
         self.rope_main = RopeRows(rope.main, n_pos, device)
         self.rope_compress = RopeRows(rope.compress, n_pos, device)
-        self.hasher = EngramHasher(c).to(device) if c.engram_layer_ids else None
+        self.hasher = (EngramHasher(c, weights.engram_token_map).to(device)
+                       if c.engram_layer_ids else None)
 
     def __call__(self, tokens: torch.Tensor, straight_through: bool = False) -> BatchedOutput:
         return self.forward(tokens, straight_through)

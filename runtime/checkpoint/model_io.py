@@ -25,15 +25,19 @@ def save_checkpoint(weights, directory: str | Path, weight_format: str = "releas
 
 def load_checkpoint(directory: str | Path, dtype: torch.dtype | None = None,
                     device: str | torch.device | None = None):
-    """(config, V41Weights) from a checkpoint directory; quantised weights are dequantised."""
+    """(config, V41Weights) from a checkpoint directory; quantised weights are dequantised.
+    The weights carry the Engram compressed-token map of the folder's tokenizer.json."""
+    from runtime.checkpoint.engram_tokens import read_engram_token_map
     from runtime.weights import V41Weights
 
     root = Path(directory)
     config = read_config(root)
+    token_map = read_engram_token_map(root, config)  # before the weights: fail fast
     # dtype overrides the model dtype only; mHC/sink/bias tensors stay float32 (V41Weights)
     weights = V41Weights(config, dtype=dtype, device=device)
     tensors = load_state_dict(root, _expected(weights))
     weights.load_state_dict(tensors, strict=True)
+    weights.engram_token_map = token_map
     return config, weights
 
 
