@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from runtime.checkpoint import codec
+from runtime.checkpoint import codec, shards
 from runtime.checkpoint.naming import FP8_BLOCK
 from runtime.checkpoint.safetensors_io import TensorEntry, read_header, read_tensors, write_tensors
 from runtime.config import V41Config
@@ -23,7 +23,7 @@ from runtime.paths import make_directory
 
 CONFIG_FILE = "config.json"
 SINGLE_FILE = "model.safetensors"
-INDEX_FILE = "model.safetensors.index.json"
+INDEX_FILE = shards.INDEX_FILE
 DEFAULT_SHARD_BYTES = 4 * 1024**3
 
 
@@ -117,33 +117,24 @@ def save_state_dict(
 
 
 def tensor_entries(directory: Path) -> dict[str, TensorEntry]:
-    """Every stored tensor's header entry, after checking each file's header."""
-    index_path = directory / INDEX_FILE
-    if index_path.is_file():
-        try:
-            index = json.loads(index_path.read_text())
-            weight_map = index["weight_map"]
-            files = sorted(set(weight_map.values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            raise CheckpointError(f"{index_path}: malformed index (expected a weight_map object)") from None
+    """Every stored tensor's header entry, after checking each file's header (and the
+    shard index, ``runtime/checkpoint/shards.py``, when there is one)."""
+    index = shards.read_index(directory)
+    if index is not None:
+        files = index.files
     else:
         files = sorted(p.name for p in directory.glob("*.safetensors"))
-        weight_map = None
     if not files:
         raise CheckpointError(f"{directory}: no .safetensors files in the checkpoint directory")
     entries: dict[str, TensorEntry] = {}
     for fname in files:
         path = directory / fname
-        if not path.is_file():
-            raise CheckpointError(f"{index_path}: lists {fname}, which does not exist")
         for name, entry in read_header(path).items():
             if name in entries:
                 raise CheckpointError(f"{path}: tensor {name} is also stored in {entries[name].file}")
             entries[name] = entry
-    if weight_map is not None:
-        for name, fname in weight_map.items():
-            if name not in entries or entries[name].file.name != fname:
-                raise CheckpointError(f"{index_path}: tensor {name} is listed in {fname} but not stored there")
+    if index is not None:
+        shards.check_listed(index, {name: e.file.name for name, e in entries.items()})
     return entries
 
 
