@@ -5,10 +5,12 @@ Hashing (per engram layer, per position p): the compressed ids of tokens p, p-1,
 p-(N-1) (a slot before the sequence start is the pad id, and so is every slot after
 it); rolling = t0*m0, then rolling ^= t_i*m_i for i = 1..N-1, and after folding t_i
 ``rolling mod prime[i-1][head] + offset`` is the (i+1)-gram's row for that head. The
-multipliers are odd int64s from ``np.random.default_rng(10007 * layer_id)``; the primes
-and offsets come from the config's bucket layout. The tiny vocabularies of this toolkit
-use the identity token map (compressed id = token id); the release's tokenizer-derived
-map is not modelled. Look-back reads the request's token history, so n-grams cross
+multipliers are odd int64s from ``np.random.default_rng(10007 * layer_id)``, bounded by
+the compressed vocabulary's size; the primes and offsets come from the config's bucket
+layout. Token ids become compressed ids through a ``CompressedTokenMap``
+(``runtime/engram_map.py``): the release tokenizer's map where the checkpoint has one,
+else the identity of the toolkit's small vocabularies; the pad id is the compressed id
+of ``engram_pad_id``. Look-back reads the request's token history, so n-grams cross
 chunk boundaries exactly.
 """
 

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import torch
 
-from runtime.checkpoint import codec, shards
+from runtime.checkpoint import codec
 from runtime.checkpoint.naming import FP8_BLOCK
 from runtime.checkpoint.safetensors_io import TensorEntry, read_header, read_tensors, write_tensors
+from runtime.checkpoint.shards import INDEX_FILE, check_listed, read_index
 from runtime.config import V41Config
 from runtime.errors import CheckpointError, ConfigError
 from runtime.paths import make_directory
 
 CONFIG_FILE = "config.json"
 SINGLE_FILE = "model.safetensors"
-INDEX_FILE = shards.INDEX_FILE
 DEFAULT_SHARD_BYTES = 4 * 1024**3
 
 
@@ -119,7 +119,7 @@ def save_state_dict(
 def tensor_entries(directory: Path) -> dict[str, TensorEntry]:
     """Every stored tensor's header entry, after checking each file's header (and the
     shard index, ``runtime/checkpoint/shards.py``, when there is one)."""
-    index = shards.read_index(directory)
+    index = read_index(directory)
     if index is not None:
         files = index.files
     else:
@@ -134,7 +134,7 @@ def tensor_entries(directory: Path) -> dict[str, TensorEntry]:
                 raise CheckpointError(f"{path}: tensor {name} is also stored in {entries[name].file}")
             entries[name] = entry
     if index is not None:
-        shards.check_listed(index, {name: e.file.name for name, e in entries.items()})
+        check_listed(index, {name: e.file.name for name, e in entries.items()})
     return entries
 
 
