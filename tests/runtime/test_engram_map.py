@@ -131,6 +131,17 @@ def test_hasher_hashes_compressed_ids_and_pads_with_the_compressed_pad():
     assert torch.equal(a, b)
 
 
+def test_batched_hashing_maps_tokens_like_the_per_request_hasher():
+    from runtime.batched.engram import batch_hash_ids
+
+    cfg = V41Config.preset("tiny").replace(engram_compressed_vocab_size=9)
+    hasher = EngramHasher(cfg, token_map_from_tokenizer(word_tokenizer(), cfg, "tok.json"))
+    tokens = torch.tensor([[1, 2, 3, 12, 4, 5, 19], [20, 16, 17, 18, 0, 3, 2]])
+    batched = batch_hash_ids(hasher, tokens).reshape(2, 7, *hasher.offsets.shape)
+    for row in range(2):
+        assert torch.equal(batched[row], hasher(tokens[row], torch.arange(7)))
+
+
 def test_identity_map_is_refused_past_the_compressed_vocabulary():
     flash = V41Config.preset("flash")
     with pytest.raises(ConfigError, match="engram_compressed_vocab_size: 99092 is smaller than "
