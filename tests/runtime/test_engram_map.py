@@ -216,10 +216,11 @@ def test_flash_engram_hashes_like_a_pure_python_recompute(flash_map):
     history = torch.randint(0, cfg.vocab_size, (12,), generator=gen)
     history[5] = cfg.engram_compressed_vocab_size + 7  # an upper-case token: class 7
     got = hasher(history, torch.arange(12))
-    ids = tmap.ids[history].tolist()
+    ids = [expected[t] for t in history.tolist()]
     pad = expected[cfg.engram_pad_id]
     for k, layer_id in enumerate(cfg.engram_layer_ids):
         primes = flash_primes(cfg, k)
+        assert sum(map(sum, primes)) == cfg.engram_num_embeddings[k]  # the released table rows
         for pos in (0, 2, 3, 5, 11):
             want = flash_hash_ref(ids, pos, layer_id, primes, pad, cfg)
             assert got[pos, k].tolist() == want, (layer_id, pos)
