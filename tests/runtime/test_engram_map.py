@@ -9,7 +9,7 @@ import unicodedata
 
 import numpy as np
 import pytest
-import sympy
+import sympy  # a dependency of torch: an independent source of primes
 import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models
 
