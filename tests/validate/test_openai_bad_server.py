@@ -127,7 +127,11 @@ def test_a_server_that_closes_the_connection_says_so(tmp_path, capsys):
         sock.close()
         thread.join(timeout=5)
     assert code == 2 and len(err) == 1, err
-    assert f"POST {url}/completions: RemoteProtocolError: Server disconnected" in err[0], err[0]
+    # which one depends on when the close reaches httpx: before the reply starts, or as a
+    # reset while it reads (an empty ReadError, given a sentence by the engine)
+    assert (f"POST {url}/completions: RemoteProtocolError: Server disconnected" in err[0]
+            or f"POST {url}/completions: ReadError: the connection was closed or reset"
+            in err[0]), err[0]
 
 
 def test_some_failed_requests_give_invalid_with_the_first_failure_on_stderr(tmp_path, capsys):

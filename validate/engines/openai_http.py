@@ -172,8 +172,9 @@ class HttpCaller:
         except httpx.TimeoutException as exc:
             raise _Retryable(f"POST {url}: timeout ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
-            raise _Retryable(f"POST {url}: {type(exc).__name__}: "
-                             f"{one_line(str(exc), 120)}") from None
+            detail = one_line(str(exc), 120) or _TRANSPORT_SILENT.get(
+                type(exc).__name__, "no detail from the transport")
+            raise _Retryable(f"POST {url}: {type(exc).__name__}: {detail}") from None
 
     @staticmethod
     def _check_status(response: httpx.Response, url: str, label: str) -> None:
@@ -184,6 +185,16 @@ class HttpCaller:
         if code >= 500 or code == 429:
             raise _Retryable(f"POST {url} answered HTTP {code}: {message}")
         raise EngineRequestRejected(f"{label}: POST {url} answered HTTP {code}: {message}", code)
+
+
+# httpx raises some transport errors with an empty message (a reset connection is a
+# ReadError with no text); say what the server did instead of nothing
+_TRANSPORT_SILENT = {
+    "ReadError": "the connection was closed or reset while reading the reply",
+    "WriteError": "the connection was closed or reset while sending the request",
+    "ConnectError": "could not connect",
+    "RemoteProtocolError": "the server broke the HTTP protocol",
+}
 
 
 def _content_type(response: httpx.Response) -> str:
