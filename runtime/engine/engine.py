@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from runtime.engine import sampling
+from runtime.engine import penalties, sampling
 from runtime.engine.errors import EngineError
 from runtime.engine.prefix_cache import PrefixCache
 from runtime.engine.requests import (
@@ -134,7 +134,7 @@ class Engine:
             state=state,
             generator=sampling.new_generator(seed),
             stop_ids=frozenset(stop_ids),
-            matcher=StopMatcher(req.stop),
+            matcher=StopMatcher(req.stop, include=req.include_stop_str_in_output),
             detok=self.tokenizer.incremental_decoder() if self.tokenizer is not None else None,
             admitted_s=now_s,
         )
@@ -209,7 +209,10 @@ class Engine:
 
     def _choose(self, live: _Live, row: torch.Tensor, now_s: float) -> None:
         req = live.request
-        token = sampling.sample(row, req.temperature, live.generator, req.top_k, req.top_p)
+        scores = row
+        if penalties.needs_adjusting(req):
+            scores = penalties.adjusted_logits(row, req, live.prompt, live.tokens, live.stop_ids)
+        token = sampling.sample(scores, req.temperature, live.generator, req.top_k, req.top_p)
         live.tokens.append(token)
         live.token_times.append(now_s)
         if req.logprobs is not None:
@@ -219,7 +222,8 @@ class Engine:
         if token in live.stop_ids:
             live.finish_reason, live.stop_reason = "stop", token
             return
-        if live.detok is not None and live.matcher.push(live.detok.push(token)):
+        if live.detok is not None and live.matcher.push(
+                live.detok.push(token), search=len(live.tokens) > req.min_tokens):
             live.finish_reason, live.stop_reason = "stop", live.matcher.hit
             return
         context_full = len(live.prompt) + len(live.tokens) >= self.model.config.max_position_embeddings

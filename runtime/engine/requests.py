@@ -26,6 +26,11 @@ class GenerateRequest:
     and are never decoder-trimmed, because every prompt row's logits are needed.
     ``return_logits`` returns the full float32 logits of every generated step (and of
     the prompt, with ``prompt_logprobs``).
+
+    ``logit_bias`` ((token id, bias) pairs), ``min_tokens``, ``presence_penalty``,
+    ``frequency_penalty`` and ``repetition_penalty`` change the logits a token is chosen
+    from (``runtime.engine.penalties``; 0 / 1.0 are no-ops), never the reported logprobs.
+    ``include_stop_str_in_output`` keeps a hit stop string at the end of ``text``.
     """
 
     prompt: str | None = None
@@ -42,6 +47,12 @@ class GenerateRequest:
     prompt_logprobs: int | None = None
     return_logits: bool = False
     request_id: str | None = None
+    logit_bias: tuple[tuple[int, float], ...] = ()
+    min_tokens: int = 0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    include_stop_str_in_output: bool = False
 
     def __post_init__(self) -> None:
         if self.prompt_ids is not None:
@@ -68,16 +79,26 @@ class GenerateRequest:
                 raise EngineError(f"GenerateRequest.{name}: expected >= 0 or None, got {value}")
         if any(not s for s in self.stop):
             raise EngineError("GenerateRequest.stop: stop strings must be non-empty")
+        object.__setattr__(self, "logit_bias",
+                           tuple((int(t), float(b)) for t, b in self.logit_bias))
+        if not 0 <= self.min_tokens <= max(self.max_tokens, 0):
+            raise EngineError(f"GenerateRequest.min_tokens: expected in [0, max_tokens = "
+                              f"{self.max_tokens}], got {self.min_tokens}")
+        if not self.repetition_penalty > 0:
+            raise EngineError(f"GenerateRequest.repetition_penalty: expected > 0 (1.0 = off), "
+                              f"got {self.repetition_penalty}")
 
 
 @dataclass(frozen=True)
 class TokenLogprob:
-    """A token's logprob under the model's (untempered) distribution, plus the top-k."""
+    """A token's logprob under the model's (untempered) distribution, plus the top-k;
+    ``rank``: 1 + the number of tokens strictly more likely (1 = the argmax)."""
 
     token_id: int
     logprob: float
     top_ids: tuple[int, ...] = ()
     top_logprobs: tuple[float, ...] = ()
+    rank: int | None = None
 
     @property
     def is_greedy(self) -> bool:

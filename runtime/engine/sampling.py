@@ -29,8 +29,9 @@ def _descending(values: torch.Tensor) -> torch.Tensor:
 
 
 def greedy(logits: torch.Tensor) -> int:
-    """Argmax of a [V] row; the lowest id wins a tie."""
-    return int(_descending(logits.float())[0])
+    """Argmax of a [V] row; the lowest id wins a tie (compared in float64, exact for
+    float32 rows and for the float64 rows of ``penalties``)."""
+    return int(_descending(logits.double())[0])
 
 
 def filtered_probs(logits: torch.Tensor, temperature: float, top_k: int = 0,
@@ -83,4 +84,6 @@ def token_logprob(logprobs_row: torch.Tensor, token_id: int, k: int) -> TokenLog
         order = _descending(logprobs_row)[:k]
         top_ids = tuple(int(i) for i in order)
         top_lp = tuple(float(logprobs_row[i]) for i in order)
-    return TokenLogprob(int(token_id), float(logprobs_row[token_id]), top_ids, top_lp)
+    value = logprobs_row[token_id]
+    rank = int((logprobs_row > value).sum()) + 1
+    return TokenLogprob(int(token_id), float(value), top_ids, top_lp, rank)

@@ -1,6 +1,6 @@
 """Stop strings on decoded text, OpenAI/vLLM style: the output ends *before* the stop
-string, which is not part of ``text``; the token that completed it stays in
-``token_ids``.
+string, which is not part of ``text`` (unless ``include``: vLLM's
+``include_stop_str_in_output``); the token that completed it stays in ``token_ids``.
 
 Only text that became final is searched (a multi-byte character still arriving is not
 text yet), and each search looks only at the tail that a new token could have
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 @dataclass
 class StopMatcher:
     stops: tuple[str, ...]
+    include: bool = False
     text: str = ""
     hit: str | None = None
     hit_at: int | None = None
@@ -23,13 +24,15 @@ class StopMatcher:
     def __post_init__(self) -> None:
         self._longest = max((len(s) for s in self.stops), default=0)
 
-    def push(self, new_text: str) -> bool:
-        """Append decoded text; True when a stop string is now complete."""
+    def push(self, new_text: str, search: bool = True) -> bool:
+        """Append decoded text; True when a stop string is now complete. With
+        ``search=False`` the text is only appended (vLLM looks for stop strings only once
+        ``min_tokens`` are out: a stop string complete before then is not one)."""
         if self.hit is not None:
             return True
         before = len(self.text)
         self.text += new_text
-        if not self.stops or not new_text:
+        if not self.stops or not new_text or not search:
             return False
         start = max(0, before - self._longest + 1)
         best: tuple[int, str] | None = None
@@ -43,5 +46,8 @@ class StopMatcher:
         return True
 
     def output_text(self) -> str:
-        """The text to return: cut before the first stop string, if one was hit."""
-        return self.text if self.hit_at is None else self.text[: self.hit_at]
+        """The text to return: cut before the first stop string, if one was hit (after
+        it with ``include``)."""
+        if self.hit_at is None:
+            return self.text
+        return self.text[: self.hit_at + (len(self.hit) if self.include else 0)]

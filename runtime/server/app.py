@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,7 +29,9 @@ from runtime.engine.requests import GenerateRequest
 from runtime.server import render
 from runtime.server.body_limit import MAX_BODY_BYTES, BodyLimit
 from runtime.server.chat_template import render_chat
+from runtime.server.choices import expand, finish, merged, submit_all
 from runtime.server.errors import ServerInputError
+from runtime.server.extra_routes import add_extra_routes
 from runtime.server.scheduler import Job, Scheduler
 from runtime.server.schemas import ChatRequest, CompletionRequest
 
@@ -76,36 +77,45 @@ class _Served:
             raise ServerInputError("the prompt encodes to no tokens")
         return ids
 
+    def prompt_ids(self, prompt) -> tuple[int, ...]:
+        """A prompt's ids: text is encoded (as the in-process engine does), a list of ids
+        is taken as it is (the scheduler checks it against the vocabulary)."""
+        return self.encode(prompt) if isinstance(prompt, str) else tuple(prompt)
 
-async def _finish(job: Job):
-    """Drain a job's events: (result) or raise its error."""
-    while True:
-        event = await job.events.get()
-        if event[0] == "done":
-            return event[1]
-        if event[0] == "error":
-            raise event[1]
+    @property
+    def vocab_size(self) -> int:
+        return self.scheduler.engine.model.config.vocab_size
+
+
+def _checked(body) -> None:
+    """Refuse what cannot be honoured; log what is ignored."""
+    reason = body.refusals()
+    if reason:
+        raise ServerInputError(reason)
+    body.warn_ignored()
 
 
 DISCONNECT_POLL_S = 0.25
 
 
-async def _finish_unless_gone(job: Job, request: Request):
-    """``_finish``, cancelling the job when the (non-streaming) client disconnects
-    meanwhile, checked every ``DISCONNECT_POLL_S``: nobody waits for that answer, so the
-    engine ends it at its next step instead of generating it to the end."""
-    waiter = asyncio.ensure_future(_finish(job))
+async def _finish_unless_gone(jobs: list[Job], request: Request) -> list:
+    """Every job's result, cancelling them all when the (non-streaming) client
+    disconnects meanwhile, checked every ``DISCONNECT_POLL_S``: nobody waits for that
+    answer, so the engine ends it at its next step instead of generating it to the end."""
+    waiter = asyncio.ensure_future(asyncio.gather(*(finish(job) for job in jobs)))
     try:
         while True:
             done, _ = await asyncio.wait({waiter}, timeout=DISCONNECT_POLL_S)
             if done:
                 return waiter.result()
             if await request.is_disconnected():
-                job.cancel()
                 raise ClientGone
     finally:
         if not waiter.done():
             waiter.cancel()
+        for job in jobs:
+            if not job.finished:
+                job.cancel()
 
 
 def _sse(obj) -> str:
@@ -181,129 +191,167 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str,
     @app.post("/v1/completions")
     async def completions(body: CompletionRequest, request: Request):
         served.check_model(body.model)
-        if body.echo and body.stream:
-            raise ServerInputError("echo: not supported together with stream")
-        ids = await asyncio.to_thread(served.encode, body.prompt)  # off the event loop
+        _checked(body)
         k = body.logprobs
-        job = scheduler.submit(GenerateRequest(
-            prompt_ids=ids, max_tokens=body.max_tokens, stop=body.stops,
-            temperature=body.temperature, top_p=body.top_p, top_k=body.top_k, seed=body.seed,
-            logprobs=k, prompt_logprobs=k if (body.echo and k is not None) else None,
-            ignore_eos=body.ignore_eos))
+        if body.echo and body.stream and k is not None:
+            raise ServerInputError("echo: with logprobs, not supported together with stream")
+        prompts = body.prompts
+        ids = [await asyncio.to_thread(served.prompt_ids, p) for p in prompts]  # off the loop
+        echoes = [p if isinstance(p, str) else tokenizer.decode(i)
+                  for p, i in zip(prompts, ids, strict=True)]
+        want_prompt = max((x for x in (k if body.echo else None, body.prompt_logprobs)
+                           if x is not None), default=None)
+        base = [_generate_request(served, body, i, body.max_tokens, k, want_prompt)
+                for i in ids]
+        jobs = submit_all(scheduler, expand(base, body.n, body.seed))
         if body.stream:
-            return StreamingResponse(_stream_completion(served, job, body),
+            return StreamingResponse(_stream_completion(served, jobs, body, echoes),
                                      media_type="text/event-stream")
-        result = await _finish_unless_gone(job, request)
-        text = (body.prompt if body.echo else "") + (result.text or "")
-        logprobs = None
-        if k is not None:
-            logprobs = render.completion_logprobs(
-                tokenizer, result.prompt_ids, result.prompt_logprobs if body.echo else None,
-                result.token_ids, result.logprobs, body.prompt if body.echo else None)
+        results = await _finish_unless_gone(jobs, request)
+        choices = []
+        for index, result in enumerate(results):
+            echo = echoes[index // body.n] if body.echo else None
+            choice = {"index": index, "text": (echo or "") + (result.text or ""),
+                      "logprobs": None, "finish_reason": result.finish_reason,
+                      "stop_reason": result.stop_reason}
+            if k is not None:
+                choice["logprobs"] = render.completion_logprobs(
+                    tokenizer, result.prompt_ids, result.prompt_logprobs if body.echo else None,
+                    result.token_ids, result.logprobs, echo, k)
+            if body.prompt_logprobs is not None:
+                choice["prompt_logprobs"] = render.prompt_logprobs(
+                    tokenizer, result.prompt_ids, result.prompt_logprobs, body.prompt_logprobs)
+            choices.append(choice)
         return {"id": render.new_id("cmpl"), "object": "text_completion",
-                "created": render.now(), "model": model_name,
-                "choices": [{"index": 0, "text": text, "logprobs": logprobs,
-                             "finish_reason": result.finish_reason}],
-                "usage": render.usage(result)}
+                "created": render.now(), "model": model_name, "choices": choices,
+                "usage": render.usage(results, body.n)}
 
     @app.post("/v1/chat/completions")
     async def chat_completions(body: ChatRequest, request: Request):
         served.check_model(body.model)
-        prompt = render_chat((m.role, m.content) for m in body.messages)
+        _checked(body)
+        prompt = render_chat(((m.role, m.text(i)) for i, m in enumerate(body.messages)),
+                             body.add_generation_prompt)
         ids = await asyncio.to_thread(served.encode, prompt)  # off the event loop
         k = (body.top_logprobs or 0) if body.logprobs else None
-        job = scheduler.submit(GenerateRequest(
-            prompt_ids=ids, max_tokens=body.token_limit, stop=body.stops,
-            temperature=body.temperature, top_p=body.top_p, top_k=body.top_k, seed=body.seed,
-            logprobs=k, ignore_eos=body.ignore_eos))
+        base = _generate_request(served, body, ids, body.token_limit, k, body.prompt_logprobs)
+        jobs = submit_all(scheduler, expand([base], body.n, body.seed))
         if body.stream:
-            return StreamingResponse(_stream_chat(served, job, body),
+            return StreamingResponse(_stream_chat(served, jobs, body),
                                      media_type="text/event-stream")
-        result = await _finish_unless_gone(job, request)
-        logprobs = None
-        if k is not None:
-            logprobs = {"content": [render.chat_logprob_entry(tokenizer, lp)
-                                    for lp in result.logprobs or ()]}
-        return {"id": render.new_id("chatcmpl"), "object": "chat.completion",
-                "created": render.now(), "model": model_name,
-                "choices": [{"index": 0, "message": {"role": "assistant",
-                                                     "content": result.text or ""},
-                             "logprobs": logprobs, "finish_reason": result.finish_reason}],
-                "usage": render.usage(result)}
+        results = await _finish_unless_gone(jobs, request)
+        choices = []
+        for index, result in enumerate(results):
+            logprobs = None
+            if k is not None:
+                logprobs = {"content": [render.chat_logprob_entry(tokenizer, lp)
+                                        for lp in result.logprobs or ()]}
+            choices.append({"index": index, "message": {"role": "assistant",
+                                                        "content": result.text or ""},
+                            "logprobs": logprobs, "finish_reason": result.finish_reason,
+                            "stop_reason": result.stop_reason})
+        reply = {"id": render.new_id("chatcmpl"), "object": "chat.completion",
+                 "created": render.now(), "model": model_name, "choices": choices,
+                 "usage": render.usage(results, body.n)}
+        if body.prompt_logprobs is not None:
+            first = results[0]
+            reply["prompt_logprobs"] = render.prompt_logprobs(
+                tokenizer, first.prompt_ids, first.prompt_logprobs, body.prompt_logprobs)
+        return reply
 
+    add_extra_routes(app, served)
     return app
 
 
-async def _events(job: Job) -> AsyncIterator[tuple]:
-    """A streamed job's events; when the client disconnects (the response task is
-    cancelled, or the generator closed), the job is cancelled so the engine stops
-    generating it at its next step instead of holding the batch to the end."""
-    try:
-        while True:
-            event = await job.events.get()
-            yield event
-            if event[0] in ("done", "error"):
-                return
-    finally:
-        if not job.finished:
-            job.cancel()
+def _generate_request(served: _Served, body, ids, max_tokens, k, prompt_k) -> GenerateRequest:
+    """The engine request of one prompt (seed set per choice by ``expand``)."""
+    if max_tokens is None:  # vLLM: as many as the context leaves
+        max_tokens = max(served.scheduler.max_positions - len(ids), 0)
+    return GenerateRequest(
+        prompt_ids=ids, max_tokens=max_tokens, stop=body.stops,
+        stop_token_ids=tuple(body.stop_token_ids or ()), temperature=body.temperature,
+        top_p=body.top_p, top_k=max(body.top_k, 0), logprobs=k, prompt_logprobs=prompt_k,
+        ignore_eos=body.ignore_eos, logit_bias=body.bias_pairs(served.vocab_size),
+        min_tokens=min(body.min_tokens, max_tokens), presence_penalty=body.presence_penalty,
+        frequency_penalty=body.frequency_penalty, repetition_penalty=body.repetition_penalty,
+        include_stop_str_in_output=body.include_stop_str_in_output)
 
 
-async def _stream_completion(served: _Served, job: Job, body: CompletionRequest):
+def _error_chunk(exc) -> str:
+    return _sse({"error": {"message": " ".join(str(exc).split()), "type": "internal_error"}})
+
+
+async def _stream_completion(served: _Served, jobs: list[Job], body: CompletionRequest,
+                             echoes: list[str]):
     tok, base = served.tokenizer, {"id": render.new_id("cmpl"), "object": "text_completion",
                                    "created": render.now(), "model": served.model_name}
-    sent = ""
-    async for event in _events(job):
+    sent = [""] * len(jobs)
+    results = [None] * len(jobs)
+    if body.echo:
+        for index in range(len(jobs)):
+            yield _sse({**base, "choices": [{"index": index, "text": echoes[index // body.n],
+                                             "logprobs": None, "finish_reason": None}]})
+    async for index, event in merged(jobs):
         if event[0] == "error":
-            yield _sse({"error": {"message": " ".join(str(event[1]).split()),
-                                  "type": "internal_error"}})
+            yield _error_chunk(event[1])
             break
         if event[0] == "token":
             _, token_id, safe, lp = event
-            delta = (safe or "")[len(sent):]
+            delta = (safe or "")[len(sent[index]):]
             logprobs = None
             if lp is not None:
-                logprobs = render.completion_logprobs(tok, (), None, (token_id,), (lp,), None)
+                logprobs = render.completion_logprobs(tok, (), None, (token_id,), (lp,), None,
+                                                      body.logprobs)
             if delta or logprobs:
-                sent += delta
-                yield _sse({**base, "choices": [{"index": 0, "text": delta,
+                sent[index] += delta
+                yield _sse({**base, "choices": [{"index": index, "text": delta,
                                                  "logprobs": logprobs, "finish_reason": None}]})
             continue
-        result = event[1]
-        rest = (result.text or "")[len(sent):]
-        yield _sse({**base, "choices": [{"index": 0, "text": rest, "logprobs": None,
-                                         "finish_reason": result.finish_reason}]})
+        result = results[index] = event[1]
+        choice = {"index": index, "text": (result.text or "")[len(sent[index]):],
+                  "logprobs": None, "finish_reason": result.finish_reason,
+                  "stop_reason": result.stop_reason}
+        if body.prompt_logprobs is not None:
+            choice["prompt_logprobs"] = render.prompt_logprobs(
+                tok, result.prompt_ids, result.prompt_logprobs, body.prompt_logprobs)
+        yield _sse({**base, "choices": [choice]})
+    else:
         if body.stream_options and body.stream_options.include_usage:
-            yield _sse({**base, "choices": [], "usage": render.usage(result)})
+            yield _sse({**base, "choices": [], "usage": render.usage(results, body.n)})
     yield "data: [DONE]\n\n"
 
 
-async def _stream_chat(served: _Served, job: Job, body: ChatRequest):
+async def _stream_chat(served: _Served, jobs: list[Job], body: ChatRequest):
     tok, base = served.tokenizer, {"id": render.new_id("chatcmpl"),
                                    "object": "chat.completion.chunk",
                                    "created": render.now(), "model": served.model_name}
-    yield _sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                     "logprobs": None, "finish_reason": None}]})
-    sent = ""
-    async for event in _events(job):
+    for index in range(len(jobs)):
+        yield _sse({**base, "choices": [{"index": index,
+                                         "delta": {"role": "assistant", "content": ""},
+                                         "logprobs": None, "finish_reason": None}]})
+    sent = [""] * len(jobs)
+    results = [None] * len(jobs)
+    async for index, event in merged(jobs):
         if event[0] == "error":
-            yield _sse({"error": {"message": " ".join(str(event[1]).split()),
-                                  "type": "internal_error"}})
+            yield _error_chunk(event[1])
             break
         if event[0] == "token":
             _, _token_id, safe, lp = event
-            delta = (safe or "")[len(sent):]
+            delta = (safe or "")[len(sent[index]):]
             logprobs = None if lp is None else {"content": [render.chat_logprob_entry(tok, lp)]}
             if delta or logprobs:
-                sent += delta
-                yield _sse({**base, "choices": [{"index": 0, "delta": {"content": delta},
+                sent[index] += delta
+                yield _sse({**base, "choices": [{"index": index, "delta": {"content": delta},
                                                  "logprobs": logprobs, "finish_reason": None}]})
             continue
-        result = event[1]
-        rest = (result.text or "")[len(sent):]
-        yield _sse({**base, "choices": [{"index": 0, "delta": {"content": rest},
+        result = results[index] = event[1]
+        yield _sse({**base, "choices": [{"index": index,
+                                         "delta": {"content": (result.text or "")[
+                                             len(sent[index]):]},
                                          "logprobs": None,
-                                         "finish_reason": result.finish_reason}]})
+                                         "finish_reason": result.finish_reason,
+                                         "stop_reason": result.stop_reason}]})
+    else:
         if body.stream_options and body.stream_options.include_usage:
-            yield _sse({**base, "choices": [], "usage": render.usage(result)})
+            yield _sse({**base, "choices": [], "usage": render.usage(results, body.n)})
     yield "data: [DONE]\n\n"

@@ -9,6 +9,13 @@ writes the assistant's turn. Example::
 
     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}]
     -> "System: Be brief.\\n\\nUser: 2+2?\\n\\nAssistant:"
+
+Role ``developer`` (OpenAI's newer name for system instructions) renders as ``System``.
+Without the generation prompt (``add_generation_prompt=False``, as vLLM's
+/tokenize takes it) the trailing ``"Assistant:"`` is left out. ``JINJA_TEMPLATE`` is the
+same rendering as a Jinja chat template, served by ``/tokenizer_info`` for clients that
+render chats themselves (lm-eval's remote tokenizer); a test renders it with Jinja and
+compares it with ``render_chat``.
 """
 
 from __future__ import annotations
@@ -17,11 +24,18 @@ from collections.abc import Iterable
 
 from runtime.server.errors import ChatTemplateError
 
-ROLES = {"system": "System", "user": "User", "assistant": "Assistant"}
+ROLES = {"system": "System", "developer": "System", "user": "User", "assistant": "Assistant"}
 GENERATION_PROMPT = "Assistant:"
+JINJA_TEMPLATE = (
+    "{%- set names = {'system': 'System', 'developer': 'System', 'user': 'User', "
+    "'assistant': 'Assistant'} -%}"
+    "{%- for message in messages -%}"
+    "{{ names[message['role']] + ': ' + message['content'] + '\\n\\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}Assistant:{%- endif -%}")
 
 
-def render_chat(messages: Iterable[tuple[str, str]]) -> str:
+def render_chat(messages: Iterable[tuple[str, str]], add_generation_prompt: bool = True) -> str:
     """Prompt text for ``(role, content)`` pairs (see the module doc)."""
     parts = []
     for k, (role, content) in enumerate(messages):
@@ -33,4 +47,4 @@ def render_chat(messages: Iterable[tuple[str, str]]) -> str:
         parts.append(f"{ROLES[role]}: {content}\n\n")
     if not parts:
         raise ChatTemplateError("messages: expected at least one message")
-    return "".join(parts) + GENERATION_PROMPT
+    return "".join(parts) + (GENERATION_PROMPT if add_generation_prompt else "")
