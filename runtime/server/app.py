@@ -1,4 +1,8 @@
-"""The FastAPI app: /health, /metrics, /v1/models, /v1/completions, /v1/chat/completions.
+"""The FastAPI app: /health, /metrics, /v1/models, /v1/completions, /v1/chat/completions,
+and vLLM's extra routes (``extra_routes``: /version, /ping, /tokenize, /detokenize,
+/tokenizer_info, /v1/models/{id}). What the bodies accept is ``schemas``; how one HTTP
+request becomes ``n`` choices of each of its prompts is ``choices``; docs/serve.md says it
+all from a client's side.
 
 ``/metrics`` serves the model's own totals (``runtime.counters``) as Prometheus counters,
 named like vLLM's where they mean the same: ``v41val:prefix_cache_hits_total`` (prompt
@@ -7,8 +11,9 @@ tokens taken from the prefix cache; a hit the SWA mode ignored is not one), and
 export. A client reads them before and after a pass (``validate.engines.prometheus``).
 
 Every refusal is an OpenAI-style ``{"error": {"message", "type", "code"}}`` with a
-one-line message naming the field: 400 for malformed JSON, unknown fields, bad values,
-prompts that do not fit the context; 404 for another model name or an unknown path,
+one-line message naming the field: 400 for malformed JSON, bad values, fields that cannot
+be honoured, prompts that do not fit the context (unknown fields are ignored with a
+logged warning, as vLLM does); 404 for another model name or an unknown path,
 405 for a wrong method, 413 for a body over the cap (``body_limit``). The app never
 lets one bad request take the server down, nor fail its neighbours: errors are per
 request. Tokenizing a prompt runs on a worker thread, so a multi-MB prompt does not
