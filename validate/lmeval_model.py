@@ -47,6 +47,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import lm_eval.models  # noqa: F401  (lm-eval's own models first: see below)
 from lm_eval.api.model import TemplateLM
 from lm_eval.api.registry import register_model
 
@@ -73,6 +74,10 @@ def _device(requested: str | None) -> str:
     return str(requested)
 
 
+# lm-eval 0.4.13 registers its own models (local-completions, hf, ...) lazily, and only
+# when its registry is still empty at the first lookup; registering "v41val" before that
+# would hide them all ("Supported model names: v41val"), so lm_eval.models is imported
+# above, first.
 @register_model("v41val")
 class V41ValLM(TemplateLM):
     """lm-eval's view of the builtin runtime (see the module doc)."""

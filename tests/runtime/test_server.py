@@ -16,23 +16,10 @@ from runtime.engine.engine import Engine
 from runtime.engine.requests import GenerateRequest
 from runtime.model import SeqChunk, V41Model
 from runtime.options import RuntimeOptions
-from runtime.scheduling import EngineConfig
-from validate.engines.builtin_serve import BackgroundServer, ServeConfig
-from validate.engines.builtin_source import ModelSource, WeightsPool
+from validate.engines.builtin_source import ModelSource
 
 SOURCE = ModelSource.micro(seed=2)
 PROMPT = "Question: what is 6 times 7?\nAnswer:"
-
-
-@pytest.fixture(scope="module")
-def pool():
-    return WeightsPool()
-
-
-@pytest.fixture(scope="module")
-def server(pool):
-    with BackgroundServer(ServeConfig(source=SOURCE, scheduling=EngineConfig(max_batch_requests=4)), pool) as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")

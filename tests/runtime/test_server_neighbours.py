@@ -18,22 +18,9 @@ from runtime.options import RuntimeOptions
 from runtime.scheduling import EngineConfig
 from runtime.server.observed import ObservedEngine
 from runtime.server.scheduler import Job, Scheduler
-from validate.engines.builtin_serve import BackgroundServer, ServeConfig
-from validate.engines.builtin_source import ModelSource, WeightsPool
+from validate.engines.builtin_source import ModelSource
 
 SOURCE = ModelSource.micro(seed=3)
-
-
-@pytest.fixture(scope="module")
-def pool():
-    return WeightsPool()
-
-
-@pytest.fixture(scope="module")
-def server(pool):
-    config = ServeConfig(source=SOURCE, scheduling=EngineConfig(max_batch_requests=4))
-    with BackgroundServer(config, pool) as srv:
-        yield srv
 
 
 def _engine(pool) -> ObservedEngine:

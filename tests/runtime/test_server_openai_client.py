@@ -19,26 +19,12 @@ from runtime.engine.engine import Engine  # noqa: E402
 from runtime.engine.requests import GenerateRequest  # noqa: E402
 from runtime.model import SeqChunk, V41Model  # noqa: E402
 from runtime.options import RuntimeOptions  # noqa: E402
-from runtime.scheduling import EngineConfig  # noqa: E402
 from runtime.server.chat_template import render_chat  # noqa: E402
-from validate.engines.builtin_serve import BackgroundServer, ServeConfig  # noqa: E402
-from validate.engines.builtin_source import ModelSource, WeightsPool  # noqa: E402
+from validate.engines.builtin_source import ModelSource  # noqa: E402
 
 SOURCE = ModelSource.micro(seed=5)
 NAME = "v41val-micro"
 PROMPT = "Question: what is 6 times 7?\nAnswer:"
-
-
-@pytest.fixture(scope="module")
-def pool():
-    return WeightsPool()
-
-
-@pytest.fixture(scope="module")
-def server(pool):
-    config = ServeConfig(source=SOURCE, scheduling=EngineConfig(max_batch_requests=4))
-    with BackgroundServer(config, pool) as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,3 +25,45 @@ def fake_openai():
     srv = module.FakeServer().start()
     yield srv
     srv.stop()
+
+
+TOY_DOCS = [
+    {"question": "Is ice cold?", "choices": ["yes", "no"], "answer": 0},
+    {"question": "2 + 2 = ?", "choices": ["3", "4", "5"], "answer": 1},
+    {"question": "Colour of grass?", "choices": ["green", "red"], "answer": 0},
+]
+
+
+def _write_task(folder: Path, name: str, data: Path, body: str) -> None:
+    head = (f"task: {name}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+            f"    test: {data}\ntest_split: test\n")
+    (folder / f"{name}.yaml").write_text(head + textwrap.dedent(body).lstrip())
+
+
+@pytest.fixture
+def toy_lmeval_tasks(tmp_path) -> Path:
+    """A folder of two tiny local lm-eval tasks over ``TOY_DOCS`` (pass it as an
+    ``include_path``): ``v41val_toy_mc`` (multiple choice: loglikelihoods) and
+    ``v41val_toy_gen`` (generate_until, 4 tokens, until a blank line)."""
+    data = tmp_path / "toy.jsonl"
+    data.write_text("".join(json.dumps(d) + "\n" for d in TOY_DOCS))
+    _write_task(tmp_path, "v41val_toy_mc", data, """
+        output_type: multiple_choice
+        doc_to_text: "Question: {{question}}\\nAnswer:"
+        doc_to_choice: "{{choices}}"
+        doc_to_target: answer
+        metric_list:
+          - metric: acc
+    """)
+    _write_task(tmp_path, "v41val_toy_gen", data, """
+        output_type: generate_until
+        doc_to_text: "Q: {{question}}\\nA:"
+        doc_to_target: "{{choices[answer]}}"
+        generation_kwargs:
+          until: ["\\n\\n"]
+          max_gen_toks: 4
+          do_sample: false
+        metric_list:
+          - metric: exact_match
+    """)
+    return tmp_path

@@ -7,9 +7,6 @@ runtime engine's greedy answers to the same token ids."""
 
 from __future__ import annotations
 
-import json
-import textwrap
-
 import pytest
 import torch
 
@@ -27,8 +24,6 @@ from validate.engines.builtin_source import ModelSource, WeightsPool  # noqa: E4
 from validate.lmeval_tasks import write_offline_tasks  # noqa: E402
 
 SOURCE = ModelSource.micro(seed=6)
-DOCS = [{"question": "Is ice cold?", "choices": ["yes", "no"], "answer": 0},
-        {"question": "2 + 2 = ?", "choices": ["3", "4", "5"], "answer": 1}]
 MAX_LENGTH, MAX_GEN = 2048, 16  # lm-eval's API-model default; GSM8K's 256 cut (gen_kwargs)
 
 pytestmark = pytest.mark.slow  # lm-eval's start-up and two 1.8k-token prompts
@@ -40,27 +35,13 @@ def _offline(monkeypatch, tmp_path):
         monkeypatch.setenv(key, value)
 
 
-def _tasks(tmp_path) -> TaskManager:
-    write_offline_tasks(tmp_path)
-    (tmp_path / "toy.jsonl").write_text("".join(json.dumps(d) + "\n" for d in DOCS))
-    (tmp_path / "mc.yaml").write_text(textwrap.dedent(f"""
-        task: v41val_toy_mc
-        dataset_path: json
-        dataset_kwargs:
-          data_files:
-            test: {tmp_path / 'toy.jsonl'}
-        test_split: test
-        output_type: multiple_choice
-        doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-        doc_to_choice: "{{{{choices}}}}"
-        doc_to_target: answer
-        metric_list:
-          - metric: acc
-    """))
-    return TaskManager(include_path=str(tmp_path))
+def _tasks(folder) -> TaskManager:
+    write_offline_tasks(folder)  # GSM8K beside the toy tasks
+    return TaskManager(include_path=str(folder))
 
 
-def test_local_completions_scores_loglikelihood_and_gsm8k(tmp_path, monkeypatch):
+def test_local_completions_scores_loglikelihood_and_gsm8k(tmp_path, toy_lmeval_tasks,
+                                                          monkeypatch):
     from lm_eval import simple_evaluate
 
     _offline(monkeypatch, tmp_path)
@@ -74,7 +55,7 @@ def test_local_completions_scores_loglikelihood_and_gsm8k(tmp_path, monkeypatch)
             model="local-completions",
             model_args=f"base_url={server.base_url}/completions,model={server.model_name},"
                        f"num_concurrent=1,max_retries=1",
-            tasks=["v41val_toy_mc", "gsm8k"], task_manager=_tasks(tmp_path), limit=2,
+            tasks=["v41val_toy_mc", "gsm8k"], task_manager=_tasks(toy_lmeval_tasks), limit=2,
             gen_kwargs=f"max_gen_toks={MAX_GEN}", log_samples=True)
     model = V41Model(pool.weights(SOURCE), RuntimeOptions())
     tok = SOURCE.tokenizer()

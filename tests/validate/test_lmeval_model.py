@@ -4,9 +4,6 @@ its loglikelihoods and generations equal the builtin engine's on the same inputs
 
 from __future__ import annotations
 
-import json
-import textwrap
-
 import pytest
 
 lm_eval = pytest.importorskip("lm_eval")
@@ -21,48 +18,6 @@ from validate.engines.builtin import BuiltinEngine, BuiltinEngineConfig  # noqa:
 from validate.engines.builtin_source import ModelSource, WeightsPool  # noqa: E402
 from validate.errors import ValidateInputError  # noqa: E402
 
-DOCS = [
-    {"question": "Is ice cold?", "choices": ["yes", "no"], "answer": 0},
-    {"question": "2 + 2 = ?", "choices": ["3", "4", "5"], "answer": 1},
-    {"question": "Colour of grass?", "choices": ["green", "red"], "answer": 0},
-]
-
-
-def _tasks(tmp_path):
-    data = tmp_path / "toy.jsonl"
-    data.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
-    common = f"""
-        dataset_path: json
-        dataset_kwargs:
-          data_files:
-            test: {data}
-        test_split: test
-    """
-    (tmp_path / "mc.yaml").write_text(textwrap.dedent(f"""
-        task: v41val_toy_mc
-        {textwrap.dedent(common).strip().replace(chr(10), chr(10) + '        ')}
-        output_type: multiple_choice
-        doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-        doc_to_choice: "{{{{choices}}}}"
-        doc_to_target: answer
-        metric_list:
-          - metric: acc
-    """))
-    (tmp_path / "gen.yaml").write_text(textwrap.dedent(f"""
-        task: v41val_toy_gen
-        {textwrap.dedent(common).strip().replace(chr(10), chr(10) + '        ')}
-        output_type: generate_until
-        doc_to_text: "Q: {{{{question}}}}\\nA:"
-        doc_to_target: "{{{{choices[answer]}}}}"
-        generation_kwargs:
-          until: ["\\n\\n"]
-          max_gen_toks: 4
-          do_sample: false
-        metric_list:
-          - metric: exact_match
-    """))
-    return TaskManager(include_path=str(tmp_path))
-
 
 def test_registered_and_bad_args_are_one_line_errors():
     assert get_model("v41val") is validate.lmeval_model.V41ValLM
@@ -73,11 +28,11 @@ def test_registered_and_bad_args_are_one_line_errors():
 
 
 @pytest.mark.slow
-def test_simple_evaluate_matches_the_builtin_engine(tmp_path, monkeypatch):
+def test_simple_evaluate_matches_the_builtin_engine(toy_lmeval_tasks, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     from lm_eval import simple_evaluate
 
-    manager = _tasks(tmp_path)
+    manager = TaskManager(include_path=str(toy_lmeval_tasks))
     out = simple_evaluate(model="v41val", model_args="preset=micro,seed=4,swa=bounded",
                           tasks=["v41val_toy_mc", "v41val_toy_gen"], task_manager=manager,
                           log_samples=True, batch_size=4)
@@ -114,3 +69,18 @@ def test_lm_eval_cli_default_device_falls_back_to_cpu(capsys):
     lm = validate.lmeval_model.V41ValLM(preset="micro", device="cuda:0", batch_size=2)
     assert lm.source.device == "cpu" and lm.batch == 2
     assert "device cuda:0 is not available; using cpu" in capsys.readouterr().err
+
+
+def test_registering_v41val_keeps_lm_evals_own_models(repo_root):
+    """lm-eval fills its registry only when it is empty at the first lookup; a fresh
+    process that imports this module first must still find ``local-completions``."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import validate.lmeval_model\n"
+            "from lm_eval.api.registry import get_model\n"
+            "print(get_model('local-completions').__name__, get_model('v41val').__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": str(repo_root)})
+    assert out.stdout.split() == ["LocalCompletionsAPI", "V41ValLM"], out.stderr[-2000:]
