@@ -277,7 +277,7 @@ def _generate_request(served: _Served, body, ids, max_tokens, k, prompt_k) -> Ge
         stop_token_ids=tuple(body.stop_token_ids or ()), temperature=body.temperature,
         top_p=body.top_p, top_k=max(body.top_k, 0), logprobs=k, prompt_logprobs=prompt_k,
         ignore_eos=body.ignore_eos, logit_bias=body.bias_pairs(served.vocab_size),
-        min_tokens=min(body.min_tokens, max_tokens), presence_penalty=body.presence_penalty,
+        min_tokens=body.min_tokens, presence_penalty=body.presence_penalty,
         frequency_penalty=body.frequency_penalty, repetition_penalty=body.repetition_penalty,
         include_stop_str_in_output=body.include_stop_str_in_output)
 

@@ -18,9 +18,11 @@ system message), ``response_format: {"type": "text"}``.
 from __future__ import annotations
 
 import logging
+import types
+import typing
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runtime.seeds import SEED_LIMIT
 
@@ -28,10 +30,30 @@ MAX_TOP_LOGPROBS = 20
 LOG = logging.getLogger("v41val.serve")
 
 
+def _allows_none(annotation) -> bool:
+    if annotation is Any or annotation is None:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return type(None) in typing.get_args(annotation)
+    return False
+
+
 class _Lenient(BaseModel):
-    """Unknown fields are kept aside (``model_extra``), reported by ``ignored_fields``."""
+    """Unknown fields are kept aside (``model_extra``), reported by ``ignored_fields``.
+    An explicit ``null`` for a field that takes no None means its default (vLLM's fields
+    are Optional: clients send ``"temperature": null``)."""
 
     model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_defaults(cls, data):
+        if isinstance(data, dict):
+            fields = cls.model_fields
+            data = {k: v for k, v in data.items()
+                    if not (v is None and k in fields and not _allows_none(fields[k].annotation)
+                            and not fields[k].is_required())}
+        return data
 
     def ignored_fields(self, where: str = "") -> list[str]:
         out = [f"{where}{name}" for name in (self.model_extra or {})]

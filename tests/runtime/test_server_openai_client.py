@@ -160,6 +160,9 @@ def test_token_id_and_batched_prompts(client, reference, tok):
     echoed = client.completions.create(model=NAME, prompt=tok.encode("Echo me"), max_tokens=1,
                                        temperature=0, echo=True)
     assert echoed.choices[0].text.startswith("Echo me")
+    streamed = client.completions.create(model=NAME, prompt="Echo me", max_tokens=1,
+                                         temperature=0, echo=True, stream=True)
+    assert "".join(c.choices[0].text for c in streamed if c.choices) == echoed.choices[0].text
     with pytest.raises(openai.BadRequestError, match="outside the vocabulary"):
         client.completions.create(model=NAME, prompt=[5, 10**6], max_tokens=1)
 
@@ -254,6 +257,13 @@ def test_unknown_fields_are_ignored_with_a_logged_warning(client, reference, cap
                                        max_tokens=1, response_format={"type": "json_object"})
     with pytest.raises(openai.BadRequestError, match="suffix"):
         client.completions.create(model=NAME, prompt="x", max_tokens=1, suffix="y")
+    with pytest.raises(openai.BadRequestError, match="min_tokens"):
+        client.completions.create(model=NAME, prompt="x", max_tokens=1,
+                                  extra_body={"min_tokens": 2})
+    nulls = httpx.post(f"{client.base_url}completions", timeout=60, json={
+        "prompt": PROMPT, "max_tokens": 3, "temperature": 0, "top_p": None, "n": None,
+        "presence_penalty": None, "seed": None, "stop": None, "logit_bias": None}).json()
+    assert nulls["choices"][0]["text"] == reply.choices[0].text  # null = the default
 
 
 def test_vllm_routes(server, client, tok):
