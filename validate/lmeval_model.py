@@ -254,15 +254,17 @@ def _set_threads(threads: int | str | None) -> None:
 
 
 def engagement_line(kind: str, results: list, options: RuntimeOptions, warmup: bool) -> str:
-    """One line: prompts, how many hit the prefix cache and with how many tokens, and
-    whether the configuration's bounded replay engaged (it needs a hit)."""
-    hits = [r.timings.prefix_hit_tokens for r in results]
-    engaged = sum(1 for h in hits if h > 0)
-    line = (f"v41val: {kind}: {len(results)} prompts, {engaged} hit the prefix cache "
-            f"({sum(hits)} tokens)")
+    """One line: prompts, how many hit the prefix cache and with how many tokens, and on
+    how many bounded replay ran, from each result's engagement record (what the runtime
+    did, the same record the results store's ledger keeps)."""
+    ledger = [r.engagement for r in results]
+    hit = sum(1 for e in ledger if e.hit_tokens > 0)
+    line = (f"v41val: {kind}: {len(results)} prompts, {hit} hit the prefix cache "
+            f"({sum(e.hit_tokens for e in ledger)} tokens)")
     if getattr(options, "encoder_replay", False):
-        if engaged:
-            line += f"; encoder replay engaged on {engaged}"
+        replayed = sum(1 for e in ledger if e.replayed_tokens > 0)
+        if replayed:
+            line += f"; encoder replay engaged on {replayed}"
         else:
             line += ("; encoder replay requested but never engaged (no prefix-cache hit"
                      + ("" if warmup else "; lm-eval sends each prompt once: model_args "
