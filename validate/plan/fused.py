@@ -32,14 +32,14 @@ def fused_availability(device: str, allow_interpreter: bool = False,
     (fused math, but far too slow for the demo's budget; ``run --ablate`` allows it
     because the user asked for it). ``dtype``: the engine's dtype name (the interpreter
     cannot run bfloat16)."""
+    import torch
+
+    from runtime.config import DTYPES
     from runtime.kernels.backend import Backend
     from validate.plan.ablate import fused_op_names
 
     names = fused_op_names()
-    import torch
-
-    backend = Backend.detect(device, getattr(torch, dtype) if dtype in ("bfloat16", "float16", "float32")
-                             else None)
+    backend = Backend.detect(device, getattr(torch, dtype) if dtype in DTYPES else None)
     if backend.mode == "cuda" or (allow_interpreter and backend.mode == "interpret"):
         return FusedAvailability(names, ())
     if backend.mode == "interpret":
