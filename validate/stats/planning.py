@@ -20,7 +20,7 @@ by the clustered path, so its plan uses the design effect 1 + (r - 1) rho
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from validate.errors import StatsInputError
 from validate.stats._checks import check_alpha, check_power, check_rate, points
@@ -185,17 +185,7 @@ def _one(spec: ClaimSpec, discordance: float, alpha: float, power: float,
     level = sizing_alpha(alpha, family_size, correction)
     n, margin, repeats = spec.n_full, spec.margin, spec.repeats
     rho = rho if repeats > 1 else 0.0
-    if equivalence:
-        model = ClaimModel(n, margin, discordance, true_delta, repeats, rho, equivalence=True)
-        alone = alone_normal = model.exact_power(alpha)
-        needed = _tost_sample_size(model, level, power)
-        if repeats > 1:
-            mde = clustered_mde(n, repeats, rho, discordance, level, power, true_delta)
-            difference = difference_mde(effective_n(n, repeats, rho), discordance, alpha, power)
-        else:
-            mde = noninferiority_mde(n, discordance, level, power, true_delta)
-            difference = difference_mde(n, discordance, alpha, power)
-    elif repeats > 1:
+    if repeats > 1:
         alone = clustered_power(n, repeats, rho, discordance, margin, alpha, true_delta)
         alone_normal = clustered_power_normal(n, repeats, rho, discordance, margin, alpha,
                                               true_delta)
@@ -209,6 +199,10 @@ def _one(spec: ClaimSpec, discordance: float, alpha: float, power: float,
         needed = noninferiority_sample_size(discordance, margin, level, power, true_delta)
         mde = noninferiority_mde(n, discordance, level, power, true_delta)
         difference = difference_mde(n, discordance, alpha, power)
+    if equivalence:  # power and n of both sides; the MDEs stay the non-inferiority side's
+        model = ClaimModel(n, margin, discordance, true_delta, repeats, rho, equivalence=True)
+        alone = alone_normal = model.exact_power(alpha)
+        needed = _tost_sample_size(model, level, power)
     return PowerPlan(
         task=spec.task, n_full=n, margin=margin, discordance=discordance, alpha=alpha,
         power=power, true_delta=true_delta, n_needed=needed, power_at_full=alone,
@@ -227,8 +221,6 @@ def _tost_sample_size(model: ClaimModel, level: float, power: float) -> int | No
     """Smallest n (items) whose exact TOST power at ``level`` reaches ``power``: doubling,
     then bisection (the exact power has a small sawtooth in n, so this is the first n the
     bisection lands on, within a few items of the smallest)."""
-    from dataclasses import replace
-
     def enough(n: int) -> bool:
         return replace(model, n=n).exact_power(level) >= power
 
