@@ -1,5 +1,6 @@
 """What a model did, counted by the model itself: prefix hits it adopted, tokens it
-replayed, prefill chunks and rows its decoder trim dropped.
+replayed, prefill chunks and rows its decoder trim dropped, decode tokens it ran on the
+static slab or replayed from CUDA graphs.
 
 Why the model keeps its own totals: the engagement ledger (``validate.store``'s
 ``engagement`` table) is built per request from each request's state; these totals are
@@ -22,6 +23,9 @@ class ModelCounters:
     replayed_tokens: int = 0  # cached tokens fed again by bounded replay
     trimmed_chunks: int = 0  # prefill chunks whose trimmed layers dropped rows
     trimmed_rows: int = 0  # rows those layers did not run on
+    static_decode_tokens: int = 0  # decode tokens run on the static slab (decode = static | graphs)
+    graph_replays: int = 0  # decode steps replayed from a CUDA graph (decode = graphs)
+    static_fallback_tokens: int = 0  # decode tokens the static path could not take (slab too short)
 
     def snapshot(self) -> dict[str, int]:
         return asdict(self)

@@ -38,6 +38,7 @@ class SeqChunk:
     state: SequenceState
     tokens: torch.Tensor  # int64 [T]
     logits: str = "last"  # "last" | "all"
+    decode: bool = False  # one sampled token after the prompt (runtime.static may take it)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from runtime.errors import ConfigError
 
 SWA_MODES = ("exact", "bounded")
 CUT_POINTS = ("after", "at")
+DECODE_PATHS = ("engine", "static", "graphs")
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
 
@@ -206,6 +207,13 @@ class RuntimeOptions:
         False, kind=bool,
         help="Every row's numbers are independent of what else is in the call (fixed-tile "
              "GEMMs, per-query reductions in a fixed order).")
+    decode: str = switch(
+        "engine", kind=str, choices=DECODE_PATHS,
+        help="engine | static | graphs: how decode steps run: the engine's per-request step; "
+             "one fixed-shape step for all decoding requests over preallocated caches "
+             "(runtime/static, no host sync); that step replayed from CUDA graphs, one per "
+             "batch-size bucket (CUDA only). Same math; a different order of float "
+             "operations, so logits may differ in the last bits.")
     replay_tokens: int | None = switch(
         None, kind=int, optional=True, minimum=1,
         help="W used for replay and trimming (default: the config's sliding_window).")

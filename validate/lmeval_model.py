@@ -106,8 +106,8 @@ class V41ValLM(TemplateLM):
         unknown = sorted(set(settings) - set(known))
         if unknown:
             raise ValidateInputError(f"v41val model_args: unknown argument(s) {unknown}")
+        from runtime.build import build_model
         from runtime.errors import ConfigError
-        from runtime.model import V41Model
         from runtime.server.observed import ObservedEngine
 
         if preset is None and checkpoint is None:
@@ -123,7 +123,7 @@ class V41ValLM(TemplateLM):
         self.batch = max(1, batch if max_batch_size is None else min(batch, int(max_batch_size)))
         self.pool = pool if pool is not None else WeightsPool()
         weights = self.pool.weights(self.source)
-        self.model = V41Model(weights, self.options)
+        self.model = build_model(weights, self.options, max_batch=self.batch)
         self.tokenizer = self.source.tokenizer()
         self.runtime = ObservedEngine(self.model, self.tokenizer,
                                       EngineConfig(max_batch_requests=self.batch))

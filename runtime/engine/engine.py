@@ -176,6 +176,7 @@ class Engine:
                 state=live.state,
                 tokens=torch.tensor(tokens, dtype=torch.long, device=device),
                 logits="all" if want_all else "last",
+                decode=plans[-1][0] == "decode",
             ))
         outputs = self.model.forward(chunks)
         for live, plan, out in zip(active, plans, outputs, strict=True):

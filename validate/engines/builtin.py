@@ -107,15 +107,16 @@ class BuiltinEngine:
 
     def __init__(self, config: BuiltinEngineConfig | None = None,
                  pool: WeightsPool | None = None) -> None:
-        from runtime.model import V41Model
+        from runtime.build import build_model
         from runtime.server.observed import ObservedEngine
 
         self.config = config or BuiltinEngineConfig()
         self.pool = pool if pool is not None else WeightsPool()
         self.weights = self.pool.weights(self.config.source)
         perturb = self.config.perturb
-        self.model = perturb.wrap(V41Model(perturb.apply_weights(self.weights),
-                                           self.config.options))
+        self.model = perturb.wrap(build_model(
+            perturb.apply_weights(self.weights), self.config.options,
+            max_batch=self.config.scheduling.max_batch_requests))
         self.tokenizer = self.config.source.tokenizer()
         self.runtime = ObservedEngine(self.model, self.tokenizer,
                                       self.config.scheduling)

@@ -49,14 +49,15 @@ class ServeConfig:
 
 def build_server(config: ServeConfig, pool: WeightsPool | None = None):
     """(FastAPI app, scheduler) serving ``config``."""
-    from runtime.model import V41Model
+    from runtime.build import build_model
     from runtime.server.app import create_app
     from runtime.server.observed import ObservedEngine
     from runtime.server.scheduler import Scheduler
 
     pool = pool if pool is not None else WeightsPool()
     weights = pool.weights(config.source)
-    model = config.perturb.wrap(V41Model(config.perturb.apply_weights(weights), config.options))
+    model = config.perturb.wrap(build_model(config.perturb.apply_weights(weights), config.options,
+                                            max_batch=config.scheduling.max_batch_requests))
     engine = ObservedEngine(model, config.source.tokenizer(), config.scheduling)
     scheduler = Scheduler(engine, config.scheduling.max_batch_requests)
     return create_app(scheduler, engine.tokenizer, config.served_name), scheduler
