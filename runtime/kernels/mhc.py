@@ -10,6 +10,17 @@ GEMMs (one per stream), and sum(X'^2), the collapsed row and its sum of squares
 accumulate. The projections go through a small scratch row so they can be re-read as
 [BLOCK_T, 4] / [BLOCK_T, 4, 4] tiles; the Sinkhorn runs on [BLOCK_T, 4, 4] in registers.
 Sweep 2 applies the RMSNorm to the collapsed row.
+
+Decode shapes (few rows) leave that grid with one or a handful of programs, each sweeping
+all of D and the whole 24 x 4D ``fn`` alone: 0.33 ms per site at ``mid`` with one row,
+two thirds of a static decode step (benchmarks/results/decode_h200.md). Below
+``SPLIT_BELOW_PROGRAMS`` row blocks the site runs split over D instead, in two kernels:
+``_mhc_split_kernel`` (grid row blocks x D splits) does sweep 1 on its D range and writes
+its partial projections and sums of squares; ``_mhc_finish_kernel`` (same grid) adds the
+partials in split order (deterministic), computes the coefficients (every program, the
+4 x 4 Sinkhorn is cheap; split 0 stores them) and normalises its D range of the collapsed
+row. Same math; the float sums are grouped per split, so results differ from the one-kernel
+form in the last bits only.
 """
 
 from __future__ import annotations
@@ -24,6 +35,9 @@ from runtime.numerics import Numerics
 
 TL_DTYPES = {torch.float32: tl.float32, torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}
 MIX_COLS = 32  # 24 projections padded to a power of two
+SPLIT_BELOW_PROGRAMS = 64  # row blocks under which the site is split over D
+SPLIT_PROGRAMS = 256  # programs the split grid aims for (row blocks x splits)
+BLOCK_D = 64
 
 
 def _mhc_kernel(
@@ -131,11 +145,164 @@ def _mhc_kernel(
         tl.store(ptr, (w[None, :] * y).to(DTYPE), mask=ok)
 
 
+def _mhc_split_kernel(
+    streams_ptr, out_ptr, prev_post_ptr, prev_comb_ptr, pre_shift_ptr, fn_ptr,
+    new_streams_ptr, x_ptr, part_ptr,
+    T, D, SPLIT_D,
+    HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """Sweep 1 of ``_mhc_kernel`` over D range [split * SPLIT_D, (split + 1) * SPLIT_D);
+    partials [split, T, 34]: 32 projection columns, sum X'^2, sum x^2."""
+    HC: tl.constexpr = 4
+    NCOL: tl.constexpr = 32
+    PART: tl.constexpr = 34
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    rows = pid * BLOCK_T + tl.arange(0, BLOCK_T)
+    r_ok = rows < T
+    rows64 = rows.to(tl.int64)
+    cols = tl.arange(0, NCOL)
+    c_ok = cols < 6 * HC
+    width = HC * D
+    p0 = tl.load(pre_shift_ptr + rows64 * HC + 0, mask=r_ok, other=0.0)
+    p1 = tl.load(pre_shift_ptr + rows64 * HC + 1, mask=r_ok, other=0.0)
+    p2 = tl.load(pre_shift_ptr + rows64 * HC + 2, mask=r_ok, other=0.0)
+    p3 = tl.load(pre_shift_ptr + rows64 * HC + 3, mask=r_ok, other=0.0)
+    m = tl.zeros((BLOCK_T, NCOL), dtype=tl.float32)
+    sq = tl.zeros((BLOCK_T, BLOCK_D), dtype=tl.float32)
+    xsq = tl.zeros((BLOCK_T, BLOCK_D), dtype=tl.float32)
+    d_lo = split * SPLIT_D
+    for d0 in range(d_lo, d_lo + SPLIT_D, BLOCK_D):
+        ds = d0 + tl.arange(0, BLOCK_D)
+        d_ok = ds < D
+        ok = r_ok[:, None] & d_ok[None, :]
+        base = rows64[:, None] * width + ds[None, :]
+        x0 = tl.load(streams_ptr + base + 0 * D, mask=ok, other=0.0).to(tl.float32)
+        x1 = tl.load(streams_ptr + base + 1 * D, mask=ok, other=0.0).to(tl.float32)
+        x2 = tl.load(streams_ptr + base + 2 * D, mask=ok, other=0.0).to(tl.float32)
+        x3 = tl.load(streams_ptr + base + 3 * D, mask=ok, other=0.0).to(tl.float32)
+        if HAS_OUT:
+            o = tl.load(out_ptr + rows64[:, None] * D + ds[None, :], mask=ok, other=0.0).to(tl.float32)
+            cb = prev_comb_ptr + rows64 * HC * HC
+            pp = prev_post_ptr + rows64 * HC
+            y0 = (tl.load(pp + 0, mask=r_ok, other=0.0)[:, None] * o
+                  + (tl.load(cb + 0, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 4, mask=r_ok, other=0.0)[:, None] * x1
+                     + tl.load(cb + 8, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 12, mask=r_ok, other=0.0)[:, None] * x3))
+            y1 = (tl.load(pp + 1, mask=r_ok, other=0.0)[:, None] * o
+                  + (tl.load(cb + 1, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 5, mask=r_ok, other=0.0)[:, None] * x1
+                     + tl.load(cb + 9, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 13, mask=r_ok, other=0.0)[:, None] * x3))
+            y2 = (tl.load(pp + 2, mask=r_ok, other=0.0)[:, None] * o
+                  + (tl.load(cb + 2, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 6, mask=r_ok, other=0.0)[:, None] * x1
+                     + tl.load(cb + 10, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 14, mask=r_ok, other=0.0)[:, None] * x3))
+            y3 = (tl.load(pp + 3, mask=r_ok, other=0.0)[:, None] * o
+                  + (tl.load(cb + 3, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 7, mask=r_ok, other=0.0)[:, None] * x1
+                     + tl.load(cb + 11, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 15, mask=r_ok, other=0.0)[:, None] * x3))
+            x0 = y0.to(DTYPE).to(tl.float32)
+            x1 = y1.to(DTYPE).to(tl.float32)
+            x2 = y2.to(DTYPE).to(tl.float32)
+            x3 = y3.to(DTYPE).to(tl.float32)
+            tl.store(new_streams_ptr + base + 0 * D, x0.to(DTYPE), mask=ok)
+            tl.store(new_streams_ptr + base + 1 * D, x1.to(DTYPE), mask=ok)
+            tl.store(new_streams_ptr + base + 2 * D, x2.to(DTYPE), mask=ok)
+            tl.store(new_streams_ptr + base + 3 * D, x3.to(DTYPE), mask=ok)
+        sq += x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3
+        f_ok = d_ok[:, None] & c_ok[None, :]
+        fcol = fn_ptr + cols[None, :] * width + ds[:, None]
+        m += tl.dot(x0, tl.load(fcol + 0 * D, mask=f_ok, other=0.0), input_precision="ieee")
+        m += tl.dot(x1, tl.load(fcol + 1 * D, mask=f_ok, other=0.0), input_precision="ieee")
+        m += tl.dot(x2, tl.load(fcol + 2 * D, mask=f_ok, other=0.0), input_precision="ieee")
+        m += tl.dot(x3, tl.load(fcol + 3 * D, mask=f_ok, other=0.0), input_precision="ieee")
+        xc = (p0[:, None] * x0 + p1[:, None] * x1 + p2[:, None] * x2 + p3[:, None] * x3).to(DTYPE)
+        tl.store(x_ptr + rows64[:, None] * D + ds[None, :], xc, mask=ok)
+        xcf = xc.to(tl.float32)
+        xsq += xcf * xcf
+    part = part_ptr + (split * T + rows64) * PART  # [BLOCK_T] row starts
+    tl.store(part[:, None] + cols[None, :], m, mask=r_ok[:, None])
+    tl.store(part + NCOL, tl.sum(sq, axis=1), mask=r_ok)
+    tl.store(part + NCOL + 1, tl.sum(xsq, axis=1), mask=r_ok)
+
+
+def _mhc_finish_kernel(
+    part_ptr, base_ptr, scale_ptr, norm_w_ptr,
+    pre_ptr, post_ptr, comb_ptr, x_ptr,
+    T, D, SPLIT_D, N_SPLITS, norm_eps, hc_eps, sinkhorn_iters,
+    DTYPE: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """Partials summed in split order -> coefficients (split 0 stores them) and the
+    RMSNorm of this program's D range of the collapsed row."""
+    HC: tl.constexpr = 4
+    NCOL: tl.constexpr = 32
+    PART: tl.constexpr = 34
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    rows = pid * BLOCK_T + tl.arange(0, BLOCK_T)
+    r_ok = rows < T
+    rows64 = rows.to(tl.int64)
+    h = tl.arange(0, HC)
+    c_idx = h[:, None] * HC + h[None, :]
+    z_pre = tl.zeros((BLOCK_T, HC), dtype=tl.float32)
+    z_post = tl.zeros((BLOCK_T, HC), dtype=tl.float32)
+    z_comb = tl.zeros((BLOCK_T, HC, HC), dtype=tl.float32)
+    sq = tl.zeros((BLOCK_T,), dtype=tl.float32)
+    xsq = tl.zeros((BLOCK_T,), dtype=tl.float32)
+    for s in range(0, N_SPLITS):
+        part = part_ptr + (s * T + rows64) * PART
+        z_pre += tl.load(part[:, None] + h[None, :], mask=r_ok[:, None], other=0.0)
+        z_post += tl.load(part[:, None] + HC + h[None, :], mask=r_ok[:, None], other=0.0)
+        z_comb += tl.load(part[:, None, None] + 2 * HC + c_idx[None, :, :], mask=r_ok[:, None, None], other=0.0)
+        sq += tl.load(part + NCOL, mask=r_ok, other=0.0)
+        xsq += tl.load(part + NCOL + 1, mask=r_ok, other=0.0)
+    rstd = 1.0 / tl.sqrt(sq / (HC * D) + norm_eps)
+    s0 = tl.load(scale_ptr + 0)
+    s1 = tl.load(scale_ptr + 1)
+    s2 = tl.load(scale_ptr + 2)
+    z_pre = (z_pre * rstd[:, None]) * s0 + tl.load(base_ptr + h)[None, :]
+    z_post = (z_post * rstd[:, None]) * s1 + tl.load(base_ptr + HC + h)[None, :]
+    z_comb = (z_comb * rstd[:, None, None]) * s2 + tl.load(base_ptr + 2 * HC + c_idx)[None, :, :]
+    pre = 1.0 / (1.0 + tl.exp(-z_pre)) + hc_eps
+    post = 2.0 / (1.0 + tl.exp(-z_post))
+    e = tl.exp(z_comb - tl.max(z_comb, axis=2)[:, :, None])
+    c = e / tl.sum(e, axis=2)[:, :, None] + hc_eps
+    c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
+    for _ in range(sinkhorn_iters - 1):
+        c = c / (tl.sum(c, axis=2)[:, :, None] + hc_eps)
+        c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
+    if split == 0:
+        tl.store(pre_ptr + rows64[:, None] * HC + h[None, :], pre, mask=r_ok[:, None])
+        tl.store(post_ptr + rows64[:, None] * HC + h[None, :], post, mask=r_ok[:, None])
+        tl.store(comb_ptr + rows64[:, None, None] * HC * HC + c_idx[None, :, :], c, mask=r_ok[:, None, None])
+    rstd_x = 1.0 / tl.sqrt(xsq / D + norm_eps)
+    d_lo = split * SPLIT_D
+    for d0 in range(d_lo, d_lo + SPLIT_D, BLOCK_D):
+        ds = d0 + tl.arange(0, BLOCK_D)
+        d_ok = ds < D
+        ok = r_ok[:, None] & d_ok[None, :]
+        ptr = x_ptr + rows64[:, None] * D + ds[None, :]
+        xc = tl.load(ptr, mask=ok, other=0.0).to(tl.float32)
+        y = (xc * rstd_x[:, None]).to(DTYPE).to(tl.float32)
+        w = tl.load(norm_w_ptr + ds, mask=d_ok, other=0.0).to(tl.float32)
+        tl.store(ptr, (w[None, :] * y).to(DTYPE), mask=ok)
+
+
 class FusedMhc:
     """Callable with :func:`runtime.kernels.reference.mhc_site`'s signature (hc = 4)."""
 
-    def __init__(self) -> None:
+    def __init__(self, split: bool | None = None) -> None:
+        """``split``: None chooses by the row count (see the module doc); True/False force
+        the split-over-D or the one-kernel form (tests compare the two)."""
         self.kernel = jit(_mhc_kernel)
+        self.split_kernel = jit(_mhc_split_kernel)
+        self.finish_kernel = jit(_mhc_finish_kernel)
+        self.split = split
+
+    def splits_for(self, t: int, d: int, block_t: int) -> int:
+        """D splits for ``t`` rows (1: the one-kernel form)."""
+        row_blocks = -(-t // block_t)
+        use = self.split if self.split is not None else row_blocks < SPLIT_BELOW_PROGRAMS
+        if not use:
+            return 1
+        d_blocks = -(-d // BLOCK_D)
+        return max(1, min(d_blocks, -(-SPLIT_PROGRAMS // row_blocks)))
 
     def __call__(self, streams, out, prev: HcMix | None, pre_shift, fn, base, scale, norm_weight,
                  config: V41Config, num: Numerics) -> tuple[torch.Tensor, HcMix, torch.Tensor]:
@@ -151,19 +318,36 @@ class FusedMhc:
         x = torch.empty(t, d, dtype=streams.dtype, device=dev)
         if t == 0:
             return new_streams, HcMix(pre, post, comb), x
-        scratch = torch.empty(t, MIX_COLS, dtype=torch.float32, device=dev)
         if out is not None:
             out_arg = out.contiguous()
             post_arg, comb_arg = prev.post.float().contiguous(), prev.comb.float().contiguous()
         else:
             out_arg, post_arg, comb_arg = x, pre, comb  # unused (HAS_OUT=False)
         block_t = 16
-        self.kernel[(-(-t // block_t),)](
-            streams, out_arg, post_arg, comb_arg, pre_shift.float().contiguous(),
-            fn.float().contiguous(), base.float().contiguous(), scale.float().contiguous(),
-            norm_weight.contiguous(),
-            new_streams, pre, post, comb, x, scratch,
-            t, d, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters,
-            HAS_OUT=out is not None, DTYPE=TL_DTYPES[streams.dtype], BLOCK_T=block_t, BLOCK_D=64,
+        pre_shift, fn = pre_shift.float().contiguous(), fn.float().contiguous()
+        base, scale, norm_weight = base.float().contiguous(), scale.float().contiguous(), norm_weight.contiguous()
+        dtype = TL_DTYPES[streams.dtype]
+        splits = self.splits_for(t, d, block_t)
+        if splits == 1:
+            scratch = torch.empty(t, MIX_COLS, dtype=torch.float32, device=dev)
+            self.kernel[(-(-t // block_t),)](
+                streams, out_arg, post_arg, comb_arg, pre_shift, fn, base, scale, norm_weight,
+                new_streams, pre, post, comb, x, scratch,
+                t, d, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters,
+                HAS_OUT=out is not None, DTYPE=dtype, BLOCK_T=block_t, BLOCK_D=BLOCK_D,
+            )
+            return new_streams, HcMix(pre, post, comb), x
+        split_d = -(-d // (splits * BLOCK_D)) * BLOCK_D
+        splits = -(-d // split_d)
+        part = torch.empty(splits, t, MIX_COLS + 2, dtype=torch.float32, device=dev)
+        grid = (-(-t // block_t), splits)
+        self.split_kernel[grid](
+            streams, out_arg, post_arg, comb_arg, pre_shift, fn, new_streams, x, part,
+            t, d, split_d, HAS_OUT=out is not None, DTYPE=dtype, BLOCK_T=block_t, BLOCK_D=BLOCK_D,
+        )
+        self.finish_kernel[grid](
+            part, base, scale, norm_weight, pre, post, comb, x,
+            t, d, split_d, splits, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters,
+            DTYPE=dtype, BLOCK_T=block_t, BLOCK_D=BLOCK_D,
         )
         return new_streams, HcMix(pre, post, comb), x

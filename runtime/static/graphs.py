@@ -14,12 +14,16 @@ logits of slots ``0..n-1`` are returned (a view of the graph's output buffer, va
 the next replay).
 
 Capture runs the step for real (warm-up on a side stream, as CUDA graph capture
-requires), which would advance every slot; the slab's tensors are therefore copied
-before and restored after capturing, so capturing changes no state.
+requires), which would advance every slot; the slab's tensors and its host-side
+bookkeeping (lists of per-slot counters) are therefore copied before and restored after
+capturing, so capturing changes no state. Host code inside the step runs at capture
+only, never at replay: whatever host bookkeeping a step does (``DecodeSlab.reserve``)
+the caller does before each replay.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 
 import torch
@@ -43,6 +47,15 @@ def slab_tensors(obj, _seen: set[int] | None = None) -> Iterator[torch.Tensor]:
             yield from slab_tensors(value, seen)
 
 
+def _host_bookkeeping(obj) -> dict:
+    """The attributes of ``obj`` that hold plain Python lists/dicts with no tensor in them."""
+    out = {}
+    for name, value in vars(obj).items():
+        if isinstance(value, (list, dict)) and next(slab_tensors(value), None) is None:
+            out[name] = copy.deepcopy(value)
+    return out
+
+
 class DecodeGraphs:
     """Captured decode steps by bucket; ``__call__(tokens) -> logits [n, vocab]``."""
 
@@ -59,6 +72,7 @@ class DecodeGraphs:
         self._outputs: dict[int, torch.Tensor] = {}
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         saved = [(t, t.clone()) for t in slab_tensors(slab)]
+        host = _host_bookkeeping(slab)
         pool = torch.cuda.graph_pool_handle()
         try:
             for b in sorted(self.buckets, reverse=True):  # largest first: the pool fits the rest
@@ -74,8 +88,10 @@ class DecodeGraphs:
                     out = step(tokens)
                 self._inputs[b], self._outputs[b], self._graphs[b] = tokens, out, graph
         finally:
-            for live, copy in saved:
-                live.copy_(copy)
+            for live, kept in saved:
+                live.copy_(kept)
+            for name, value in host.items():
+                setattr(slab, name, value)
             torch.cuda.synchronize(device)
 
     def bucket(self, n: int) -> int:

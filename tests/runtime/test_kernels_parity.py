@@ -164,9 +164,21 @@ def test_mhc_parity_small(fused, gen, t, with_out, dtype):
     check_mhc(fused, gen, TINY, t, dtype, with_out)
 
 
+@pytest.mark.parametrize("t", [1, 5, 40])
+@pytest.mark.parametrize("split", [True, False])
+def test_mhc_split_and_one_kernel_forms_match_the_reference(fused, gen, t, split):
+    """Both tilings of the fused site (split over D for decode shapes, one kernel per row
+    block) against the reference, whichever the row count would choose."""
+    from runtime.kernels.mhc import FusedMhc
+
+    fused.mhc = FusedMhc(split=split)
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out=True)
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out=False)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("config,t", [(MID, 1), (MID, 64), (MID, 333), (FLASH, 8)])
+@pytest.mark.parametrize("config,t", [(MID, 1), (MID, 64), (MID, 333), (MID, 2048), (FLASH, 8)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_mhc_parity_gpu(fused, gen, config, t, dtype):
     check_mhc(fused, gen, config, t, dtype, with_out=True)
