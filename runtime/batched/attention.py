@@ -75,7 +75,7 @@ def sparse_attention(q: torch.Tensor, kv: torch.Tensor, window: int, entries: to
 
 def engine_layout_attention(q: torch.Tensor, kv: torch.Tensor, window: int, entries: torch.Tensor | None,
                             topk: torch.Tensor | None, sink: torch.Tensor,
-                            num: Numerics) -> tuple[torch.Tensor, None]:
+                            num: Numerics, start: int = 0) -> tuple[torch.Tensor, None]:
     """The same attention through the engine's own per-request function, row by row (a
     Python loop over B: for the parity test's row-invariant mode only, never for training).
 
@@ -83,10 +83,16 @@ def engine_layout_attention(q: torch.Tensor, kv: torch.Tensor, window: int, entr
     roundings (FP8, NVFP4, MXFP4) turn a last-bit difference at a rounding boundary into a
     whole step that later layers amplify; with the engine's layout and row tiles the
     batched forward matches the engine's batch-invariant mode on any draw. The fast form
-    above is held to this one op by op in the tests."""
+    above is held to this one op by op in the tests.
+
+    ``start`` > 0: the rows are positions start .. start+T-1 of a decoder-trimmed
+    prefill, window reads clamped at ``start`` (the engine's trimmed floor); the window
+    KV goes to the engine's by-position layout, zeros below the floor (never read)."""
     b, t = q.shape[:2]
-    positions = torch.arange(t, device=q.device)
-    floor = torch.zeros_like(positions)
+    positions = torch.arange(start, start + t, device=q.device)
+    floor = torch.full_like(positions, start)
+    if start:
+        kv = torch.cat([kv.new_zeros(b, start, kv.shape[-1]), kv], dim=1)
     outs = [
         runtime_attention.sparse_attention(
             q[i], positions, floor, kv[i], window, None if entries is None else entries[i],

@@ -28,13 +28,16 @@ class RopeRows:
         self.cos, self.sin = cos, sin
         self.max_positions = max_positions
 
-    def rows(self, n: int, device: torch.device, step: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin of positions 0, step, 2*step, ... (n of them)."""
+    def rows(self, n: int, device: torch.device, step: int = 1,
+             start: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin of positions start, start + step, start + 2*step, ... (n of them);
+        ``start`` > 0 for the kept rows of a decoder-trimmed prefill."""
         if n == 0:
             return self.cos[:0].to(device), self.sin[:0].to(device)
-        if (n - 1) * step >= self.max_positions:
-            raise ValueError(f"batched forward: position {(n - 1) * step} beyond the RoPE table "
+        last = start + (n - 1) * step
+        if last >= self.max_positions:
+            raise ValueError(f"batched forward: position {last} beyond the RoPE table "
                              f"({self.max_positions} positions)")
         if self.cos.device != device:
             self.cos, self.sin = self.cos.to(device), self.sin.to(device)
-        return self.cos[: (n - 1) * step + 1 : step], self.sin[: (n - 1) * step + 1 : step]
+        return self.cos[start : last + 1 : step], self.sin[start : last + 1 : step]

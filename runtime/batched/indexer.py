@@ -58,9 +58,11 @@ def index_queries(q_r: torch.Tensor, x: torch.Tensor, w_idx, config: V41Config, 
 @torch.no_grad()
 def select(q: torch.Tensor, head_w: torch.Tensor, keys: torch.Tensor, ratio: int, layer: int,
            candidates: torch.Tensor | None, config: V41Config,
-           num: Numerics) -> tuple[torch.Tensor, torch.Tensor | None]:
+           num: Numerics, start: int = 0) -> tuple[torch.Tensor, torch.Tensor | None]:
     """-> (top-k [B, T, K] entry ids, -1 = empty; candidate blocks [B*T, n_blocks] after
-    this layer: new at the candidate source, else the ones passed in)."""
+    this layer: new at the candidate source, else the ones passed in). The T queries sit
+    at positions start .. start+T-1 (``start`` > 0: a decoder-trimmed prefill's kept rows,
+    which see as many compressed entries as their true positions allow)."""
     c = config
     b, t = q.shape[:2]
     n = keys.shape[1]
@@ -69,7 +71,7 @@ def select(q: torch.Tensor, head_w: torch.Tensor, keys: torch.Tensor, ratio: int
         if layer == c.candidate_source_layer_id:
             candidates = torch.full((b * t, c.candidate_topk_blocks), -1, dtype=torch.int64, device=q.device)
         return topk, candidates
-    counts = visible_counts(torch.arange(t, device=q.device), ratio).expand(b, t).reshape(-1)  # [B*T]
+    counts = visible_counts(torch.arange(start, start + t, device=q.device), ratio).expand(b, t).reshape(-1)
     with float32_region(q):
         scores = mask_invisible(index_scores(q, head_w, keys, EXACT_DOTS).reshape(b * t, n), counts)
     if layer == c.candidate_source_layer_id:

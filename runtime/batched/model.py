@@ -86,6 +86,7 @@ class BatchedV41:
         self.rope_compress = RopeRows(rope.compress, n_pos, device)
         self.hasher = (EngramHasher(c, weights.engram_token_map).to(device)
                        if c.engram_layer_ids else None)
+        self.moe = dense_moe
 
     def __call__(self, tokens: torch.Tensor, straight_through: bool = False) -> BatchedOutput:
         return self.forward(tokens, straight_through)
@@ -93,23 +94,44 @@ class BatchedV41:
     def forward(self, tokens: torch.Tensor, straight_through: bool = False) -> BatchedOutput:
         c, w, num = self.config, self.weights, self.num
         b, t = tokens.shape
-        rows = b * t
-        eps = c.rms_norm_eps
-        device = w.embed.weight.device
+        streams, pre, hash_ids = self.embed(tokens)
+        csa = CsaState()
+        streams, pending, pre, loads = self.run_layers(range(c.num_hidden_layers), streams, None, pre, (b, t),
+                                                       csa, hash_ids, straight_through)
+        streams = expand(pending[0], streams, pending[1])
+        hidden = rms_norm(collapse(streams, pre), w.norm.weight, c.rms_norm_eps)
+        logits = num.linear(hidden, w.head.weight).float().reshape(b, t, -1)
+        loss = torch.stack(csa.losses).mean() if csa.losses else logits.new_zeros(())
+        return BatchedOutput(logits, loss, torch.stack(loads))
+
+    def embed(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """tokens [B, T] -> (streams [B*T, hc, D], layer 0's delayed pre [B*T, hc], Engram
+        hash ids [B*T, n_engram_layers, cols] or None)."""
+        c, w = self.config, self.weights
+        rows = tokens.numel()
         hash_ids = None
         if self.hasher is not None:
             if self.hasher.primes.device != tokens.device:  # weights moved after construction
                 self.hasher.to(tokens.device)
             hash_ids = batch_hash_ids(self.hasher, tokens)
-
         streams = w.embed.weight[tokens.reshape(-1)]  # [R, D]
         streams = streams.unsqueeze(1).expand(-1, c.hc_mult, -1)  # [R, hc, D]
-        pre = first_pre(rows, c.hc_mult, device)  # the delayed pre of layer 0
-        pending = None  # (FFN output, its mix): expanded by the next site
-        csa = CsaState()
+        return streams, first_pre(rows, c.hc_mult, w.embed.weight.device), hash_ids
+
+    def run_layers(self, layers: range, streams: torch.Tensor, pending: tuple | None, pre: torch.Tensor,
+                   shape: tuple[int, int], csa: CsaState, hash_ids: torch.Tensor | None,
+                   straight_through: bool = False, start: int = 0,
+                   indexer_loss: bool = True) -> tuple[torch.Tensor, tuple, torch.Tensor, list[torch.Tensor]]:
+        """Run ``layers`` on rows [B*T] (``shape`` = (B, T), positions start .. start+T-1
+        of each sequence, see ``attention_sublayer``) -> (streams, pending = (the last FFN's
+        output, its mix) for the next site to expand, that site's pre, expert loads).
+        One loop for training (all layers) and for the prefill's two segments
+        (``runtime.batched.prefill``), so the two cannot drift apart."""
+        c, w, num = self.config, self.weights, self.num
+        eps = c.rms_norm_eps
         ropes = (self.rope_main, self.rope_compress)
         loads = []
-        for layer in range(c.num_hidden_layers):
+        for layer in layers:
             lw = w.layers[layer]
             if pending is not None:
                 streams, pending = expand(pending[0], streams, pending[1]), None
@@ -118,19 +140,16 @@ class BatchedV41:
                 streams = engram(streams, hash_ids[:, k], lw.engram, c, num)
             mix_a = self._mix(streams, lw, "attn")
             x = rms_norm(collapse(streams, pre), lw.attn_norm.weight, eps)  # [R, D]
-            attn_out = attention_sublayer(layer, x, (b, t), lw, c, ropes, num, csa, straight_through,
-                                          engine_layout=self.row_invariant)
+            attn_out = attention_sublayer(layer, x, shape, lw, c, ropes, num, csa, straight_through,
+                                          engine_layout=self.row_invariant, start=start,
+                                          indexer_loss=indexer_loss)
             streams = expand(attn_out, streams, mix_a)
             mix_f = self._mix(streams, lw, "ffn")
             f_in = rms_norm(collapse(streams, mix_a.pre), lw.ffn_norm.weight, eps)
-            ffn_out, load = dense_moe(f_in, lw.ffn, c, num)
+            ffn_out, load = self.moe(f_in, lw.ffn, c, num)
             loads.append(load)
             pending, pre = (ffn_out, mix_f), mix_f.pre
-        streams = expand(pending[0], streams, pending[1])
-        hidden = rms_norm(collapse(streams, pre), w.norm.weight, eps)
-        logits = num.linear(hidden, w.head.weight).float().reshape(b, t, -1)
-        loss = torch.stack(csa.losses).mean() if csa.losses else logits.new_zeros(())
-        return BatchedOutput(logits, loss, torch.stack(loads))
+        return streams, pending, pre, loads
 
     def _mix(self, streams: torch.Tensor, lw, site: str) -> HcMix:
         c = self.config
