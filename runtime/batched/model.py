@@ -60,7 +60,7 @@ class BatchedV41:
     """
 
     def __init__(self, weights: V41Weights, *, row_invariant: bool = False,
-                 index_topk: int | None = None):
+                 index_topk: int | None = None, grouped_moe: bool = False):
         """``row_invariant`` (parity tests only): GEMMs in the engine's fixed row tiles and
         the attention in the engine's per-request layout (a loop over B, slow), so the
         result equals the engine's ``batch_invariant=True`` run bit for bit; the default
@@ -69,7 +69,13 @@ class BatchedV41:
         ``index_topk`` (training only): select this many compressed entries instead of the
         config's ``index_topk`` (candidate blocks widened to match), e.g. for a dense
         warm-up of the attention and the indexer (DeepSeek-V3.2's DSA recipe) before the
-        sparse top-k the model is served with."""
+        sparse top-k the model is served with.
+
+        ``grouped_moe`` (inference): the routed experts through ``runtime.grouped_moe``
+        (one grouped GEMM over the picked (row, expert) pairs, no host sync) instead of
+        every expert on every row; the dense form is the training default (cheap with a
+        handful of experts, and its backward is plain GEMMs), the grouped one avoids
+        n_experts / top_k times the work of a long prefill (``mid``: 32 experts, top-6)."""
         self.weights = weights
         c = weights.config
         if index_topk is not None:
@@ -87,6 +93,10 @@ class BatchedV41:
         self.hasher = (EngramHasher(c, weights.engram_token_map).to(device)
                        if c.engram_layer_ids else None)
         self.moe = dense_moe
+        if grouped_moe:
+            from runtime.batched.moe import grouped_moe as grouped
+
+            self.moe = grouped
 
     def __call__(self, tokens: torch.Tensor, straight_through: bool = False) -> BatchedOutput:
         return self.forward(tokens, straight_through)
