@@ -29,6 +29,7 @@ gate, ratio-2 compressor, indexer scores) stay float32; ``logits`` are always fl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -60,7 +61,7 @@ class BatchedV41:
     """
 
     def __init__(self, weights: V41Weights, *, row_invariant: bool = False,
-                 index_topk: int | None = None, grouped_moe: bool = False):
+                 index_topk: int | None = None):
         """``row_invariant`` (parity tests only): GEMMs in the engine's fixed row tiles and
         the attention in the engine's per-request layout (a loop over B, slow), so the
         result equals the engine's ``batch_invariant=True`` run bit for bit; the default
@@ -69,13 +70,7 @@ class BatchedV41:
         ``index_topk`` (training only): select this many compressed entries instead of the
         config's ``index_topk`` (candidate blocks widened to match), e.g. for a dense
         warm-up of the attention and the indexer (DeepSeek-V3.2's DSA recipe) before the
-        sparse top-k the model is served with.
-
-        ``grouped_moe`` (inference): the routed experts through ``runtime.grouped_moe``
-        (one grouped GEMM over the picked (row, expert) pairs, no host sync) instead of
-        every expert on every row; the dense form is the training default (cheap with a
-        handful of experts, and its backward is plain GEMMs), the grouped one avoids
-        n_experts / top_k times the work of a long prefill (``mid``: 32 experts, top-6)."""
+        sparse top-k the model is served with."""
         self.weights = weights
         c = weights.config
         if index_topk is not None:
@@ -92,11 +87,6 @@ class BatchedV41:
         self.rope_compress = RopeRows(rope.compress, n_pos, device)
         self.hasher = (EngramHasher(c, weights.engram_token_map).to(device)
                        if c.engram_layer_ids else None)
-        self.moe = dense_moe
-        if grouped_moe:
-            from runtime.batched.moe import grouped_moe as grouped
-
-            self.moe = grouped
 
     def __call__(self, tokens: torch.Tensor, straight_through: bool = False) -> BatchedOutput:
         return self.forward(tokens, straight_through)
@@ -130,13 +120,16 @@ class BatchedV41:
 
     def run_layers(self, layers: range, streams: torch.Tensor, pending: tuple | None, pre: torch.Tensor,
                    shape: tuple[int, int], csa: CsaState, hash_ids: torch.Tensor | None,
-                   straight_through: bool = False, start: int = 0,
-                   indexer_loss: bool = True) -> tuple[torch.Tensor, tuple, torch.Tensor, list[torch.Tensor]]:
+                   straight_through: bool = False, start: int = 0, indexer_loss: bool = True,
+                   moe: Callable | None = None) -> tuple[torch.Tensor, tuple, torch.Tensor, list[torch.Tensor]]:
         """Run ``layers`` on rows [B*T] (``shape`` = (B, T), positions start .. start+T-1
         of each sequence, see ``attention_sublayer``) -> (streams, pending = (the last FFN's
         output, its mix) for the next site to expand, that site's pre, expert loads).
         One loop for training (all layers) and for the prefill's two segments
-        (``runtime.batched.prefill``), so the two cannot drift apart."""
+        (``runtime.batched.prefill``), so the two cannot drift apart.
+
+        ``moe(layer, x, ffn) -> output`` replaces the dense experts (the prefill's grouped
+        MoE); then no loads are returned (they only train the gate bias)."""
         c, w, num = self.config, self.weights, self.num
         eps = c.rms_norm_eps
         ropes = (self.rope_main, self.rope_compress)
@@ -156,8 +149,11 @@ class BatchedV41:
             streams = expand(attn_out, streams, mix_a)
             mix_f = self._mix(streams, lw, "ffn")
             f_in = rms_norm(collapse(streams, mix_a.pre), lw.ffn_norm.weight, eps)
-            ffn_out, load = self.moe(f_in, lw.ffn, c, num)
-            loads.append(load)
+            if moe is None:
+                ffn_out, load = dense_moe(f_in, lw.ffn, c, num)
+                loads.append(load)
+            else:
+                ffn_out = moe(layer, f_in, lw.ffn)
             pending, pre = (ffn_out, mix_f), mix_f.pre
         return streams, pending, pre, loads
 

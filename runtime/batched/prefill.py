@@ -42,6 +42,7 @@ from runtime.batched.compressor import compress
 from runtime.batched.layer import CsaState
 from runtime.batched.model import BatchedV41
 from runtime.errors import ConfigError
+from runtime.grouped_moe import grouped_moe, stack_all_layers
 from runtime.mhc import HcMix, collapse, expand
 from runtime.numerics import rms_norm
 from runtime.options import CUT_POINTS
@@ -91,9 +92,14 @@ class PrefillShape:
 @dataclass
 class BatchedPrefill:
     """``BatchedPrefill(weights, trim=..., cut=...)``: ``decoder(encoder(tokens))`` ->
-    last-position logits float32 [B, vocab]. ``grouped_moe``: routed experts through
-    ``runtime.grouped_moe`` (only the picked (row, expert) pairs) instead of every
-    expert on every row (the batched forward's training form)."""
+    last-position logits float32 [B, vocab].
+
+    ``grouped_moe``: the routed experts through ``runtime.grouped_moe`` (one grouped GEMM
+    over the picked (row, expert) pairs, sync-free, on stacked copies of the expert
+    weights made here) instead of every expert on every row, the batched forward's
+    training form: that one is cheap with a handful of experts and backpropagates as
+    plain GEMMs, but costs n_experts / top_k times the work on a long prefill (``mid``:
+    32 experts, top-6)."""
 
     weights: V41Weights
     trim: bool = True
@@ -103,14 +109,23 @@ class BatchedPrefill:
     grouped_moe: bool = False
     model: BatchedV41 = field(init=False, repr=False)
     cut_layer: int = field(init=False)
+    _stacked: list = field(init=False, repr=False, default_factory=list)
+    _moe: object = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         if self.cut not in CUT_POINTS:
             raise ConfigError(f"BatchedPrefill.cut: expected one of {CUT_POINTS}, got {self.cut!r}")
         if self.replay_tokens is not None and self.replay_tokens < 1:
             raise ConfigError(f"BatchedPrefill.replay_tokens: expected >= 1, got {self.replay_tokens}")
-        self.model = BatchedV41(self.weights, row_invariant=self.row_invariant, grouped_moe=self.grouped_moe)
+        if self.grouped_moe and self.row_invariant:
+            raise ConfigError("BatchedPrefill: grouped_moe has no row-invariant form (the engine's tiled GEMMs); "
+                              "use one or the other")
+        self.model = BatchedV41(self.weights, row_invariant=self.row_invariant)
         c = self.model.config
+        self._moe = None
+        if self.grouped_moe:
+            self._stacked = stack_all_layers(self.weights)
+            self._moe = self._grouped
         first = first_trimmed_layer(c, self.cut)
         self.cut_layer = c.num_hidden_layers if first is None else first
         late = [i for i in c.engram_layer_ids if i >= self.cut_layer]
@@ -137,7 +152,7 @@ class BatchedPrefill:
         streams, pre, hash_ids = m.embed(tokens)
         csa = CsaState()
         streams, pending, pre, _ = m.run_layers(range(self.cut_layer), streams, None, pre, (b, t), csa, hash_ids,
-                                                indexer_loss=False)
+                                                indexer_loss=False, moe=self._moe)
         if self.cut_layer in c.kv_source_layer_ids:  # cut "at": the last KV source compresses every row
             lw = self.weights.layers[self.cut_layer]
             full = streams if pending is None else expand(pending[0], streams, pending[1])
@@ -160,13 +175,16 @@ class BatchedPrefill:
                       candidates=keep_rows(csa.candidates, shape))
         streams, pending, pre, _ = m.run_layers(range(self.cut_layer, c.num_hidden_layers), streams, pending, pre,
                                                 (shape.batch, shape.keep), csa, None, start=shape.start,
-                                                indexer_loss=False)
+                                                indexer_loss=False, moe=self._moe)
         last = PrefillShape(shape.batch, shape.keep, 1)
         streams, pending, pre = (keep_rows(x, last) for x in (streams, pending, pre))
         if pending is not None:
             streams = expand(pending[0], streams, pending[1])
         hidden = rms_norm(collapse(streams, pre), w.norm.weight, c.rms_norm_eps)
         return m.num.linear(hidden, w.head.weight).float()
+
+    def _grouped(self, layer: int, x: torch.Tensor, ffn) -> torch.Tensor:
+        return grouped_moe(x, ffn, self._stacked[layer], self.model.config, self.model.num)
 
 
 def keep_rows(x, shape: PrefillShape):
