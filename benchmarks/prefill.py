@@ -45,6 +45,9 @@ class BenchSettings:
     cut: str
     seed: int
     threads: int | None
+    path: str = "engine"  # "engine" (V41Model through the Engine) | "batched" (runtime.batched.prefill)
+    graphs: bool = False  # batched path: replay each variant's two segments from CUDA graphs
+    moe: str = "grouped"  # batched path: "grouped" | "dense" routed experts
 
 
 def ideal_speedup(config, cut: str) -> tuple[float, int]:
@@ -101,45 +104,66 @@ def run(settings: BenchSettings, on_row=None) -> dict:
     gen = torch.Generator().manual_seed(settings.seed)
     rows = []
     for n in settings.lengths:
-        chunk = settings.chunk or n
-        engines = {v: _engine(weights, v, settings.cut, chunk) for v in ("exact", "bounded")}
-        prompt = torch.randint(3, config.vocab_size, (n,), generator=gen).tolist()
-        _ttft(engines["exact"], prompt[: min(n, 256)], settings.device)  # warm-up
-        _ttft(engines["bounded"], prompt[: min(n, 256)], settings.device)
-        wall: dict[str, list[float]] = {"exact": [], "bounded": []}
-        cpu: dict[str, list[float]] = {"exact": [], "bounded": []}
-        for r in range(settings.repeats):
-            order = ("exact", "bounded") if r % 2 == 0 else ("bounded", "exact")
-            for variant in order:
-                w, c = _ttft(engines[variant], prompt, settings.device)
-                wall[variant].append(w)
-                cpu[variant].append(c)
-        exact, bounded = statistics.median(wall["exact"]), statistics.median(wall["bounded"])
-        exact_cpu, bounded_cpu = statistics.median(cpu["exact"]), statistics.median(cpu["bounded"])
-        speedup, speedup_cpu = exact / bounded, exact_cpu / bounded_cpu
-        rows.append({
-            "tokens": n,
-            "chunk": chunk,
-            "exact_ttft_s": exact,
-            "bounded_ttft_s": bounded,
-            "exact_runs_s": wall["exact"],
-            "bounded_runs_s": wall["bounded"],
-            "speedup": speedup,
-            "exact_cpu_s": exact_cpu,
-            "bounded_cpu_s": bounded_cpu,
-            "exact_cpu_runs_s": cpu["exact"],
-            "bounded_cpu_runs_s": cpu["bounded"],
-            "speedup_cpu_time": speedup_cpu,
-            "ideal_speedup": ideal,
-            "ratio_to_ideal": speedup / ideal,
-            "ratio_to_ideal_cpu_time": speedup_cpu / ideal,
-        })
-        print(f"{n:>6} tokens: exact {exact:.3f} s, bounded {bounded:.3f} s, "
-              f"speed-up {speedup:.2f}x wall / {speedup_cpu:.2f}x CPU time "
+        if settings.path == "batched":
+            from benchmarks.prefill_batched import measure_length
+
+            m = measure_length(weights, settings, n, gen)
+            row = _row(n, n, m["wall"]["exact"], m["wall"]["trimmed"], m["cpu"]["exact"], m["cpu"]["trimmed"],
+                       ideal)
+            row["graph_equals_eager"] = m["graph_equals_eager"]
+        else:
+            row = _engine_row(weights, settings, n, gen, ideal)
+        rows.append(row)
+        print(f"{n:>6} tokens: exact {row['exact_ttft_s']:.3f} s, bounded {row['bounded_ttft_s']:.3f} s, "
+              f"speed-up {row['speedup']:.2f}x wall / {row['speedup_cpu_time']:.2f}x CPU time "
               f"(ideal {ideal:.2f}x)", file=sys.stderr, flush=True)
         if on_row is not None:
             on_row(_document(settings, config, every, init_s, rows))
     return _document(settings, config, every, init_s, rows)
+
+
+def _engine_row(weights, settings: BenchSettings, n: int, gen: torch.Generator, ideal: float) -> dict:
+    """TTFT of the engine's exact and bounded (trimmed) variants, interleaved."""
+    config = weights.config
+    chunk = settings.chunk or n
+    engines = {v: _engine(weights, v, settings.cut, chunk) for v in ("exact", "bounded")}
+    prompt = torch.randint(3, config.vocab_size, (n,), generator=gen).tolist()
+    _ttft(engines["exact"], prompt[: min(n, 256)], settings.device)  # warm-up
+    _ttft(engines["bounded"], prompt[: min(n, 256)], settings.device)
+    wall: dict[str, list[float]] = {"exact": [], "bounded": []}
+    cpu: dict[str, list[float]] = {"exact": [], "bounded": []}
+    for r in range(settings.repeats):
+        order = ("exact", "bounded") if r % 2 == 0 else ("bounded", "exact")
+        for variant in order:
+            w, c = _ttft(engines[variant], prompt, settings.device)
+            wall[variant].append(w)
+            cpu[variant].append(c)
+    return _row(n, chunk, wall["exact"], wall["bounded"], cpu["exact"], cpu["bounded"], ideal)
+
+
+def _row(n: int, chunk: int, exact_runs: list[float], bounded_runs: list[float], exact_cpu_runs: list[float],
+         bounded_cpu_runs: list[float], ideal: float) -> dict:
+    """One length's medians and ratios ("bounded" = the decoder-trimmed variant)."""
+    exact, bounded = statistics.median(exact_runs), statistics.median(bounded_runs)
+    exact_cpu, bounded_cpu = statistics.median(exact_cpu_runs), statistics.median(bounded_cpu_runs)
+    speedup, speedup_cpu = exact / bounded, exact_cpu / bounded_cpu
+    return {
+        "tokens": n,
+        "chunk": chunk,
+        "exact_ttft_s": exact,
+        "bounded_ttft_s": bounded,
+        "exact_runs_s": exact_runs,
+        "bounded_runs_s": bounded_runs,
+        "speedup": speedup,
+        "exact_cpu_s": exact_cpu,
+        "bounded_cpu_s": bounded_cpu,
+        "exact_cpu_runs_s": exact_cpu_runs,
+        "bounded_cpu_runs_s": bounded_cpu_runs,
+        "speedup_cpu_time": speedup_cpu,
+        "ideal_speedup": ideal,
+        "ratio_to_ideal": speedup / ideal,
+        "ratio_to_ideal_cpu_time": speedup_cpu / ideal,
+    }
 
 
 def _document(settings: BenchSettings, config, every: int, init_s: float, rows: list[dict]) -> dict:
@@ -173,8 +197,12 @@ def environment(device: str) -> dict:
 def markdown(doc: dict, command: str) -> str:
     s = doc["settings"]
     env = doc["environment"]
+    path = s.get("path", "engine")
+    batched = path == "batched"
+    how = (f"the batched fixed-shape form (runtime/batched/prefill.py), {s['moe']} MoE, "
+           + ("both segments replayed from CUDA graphs" if s.get("graphs") else "eager")) if batched else "the engine"
     lines = [
-        f"# Prefill TTFT: exact vs bounded (decoder trim), `{s['preset']}` on {s['device']}",
+        f"# Prefill TTFT: exact vs bounded (decoder trim), `{s['preset']}` on {s['device']}, {how}",
         "",
         f"Command: `{command}`",
         "",
@@ -186,8 +214,9 @@ def markdown(doc: dict, command: str) -> str:
         f"{s['repeats']} interleaved runs. Ideal = {doc['layers']} layers / "
         f"{doc['layers_on_every_token']} layers that still run on every prompt token.",
         "",
-        "Wall = the engine's TTFT; CPU = the process's CPU seconds for the same call (steadier",
-        "on a shared machine, meaningless on a GPU).",
+        ("Wall = one batched prefill call to the last-position logits (B = 1, device drained before "
+         "and after)" if batched else "Wall = the engine's TTFT") + "; CPU = the process's CPU seconds for the",
+        "same call (steadier on a shared machine, meaningless on a GPU).",
         "",
         "| tokens | chunk | exact TTFT (s) | bounded TTFT (s) | speed-up (wall) | speed-up (CPU time) "
         "| ideal | wall / ideal | CPU / ideal |",
@@ -199,8 +228,27 @@ def markdown(doc: dict, command: str) -> str:
             f"{r['speedup']:.2f}x | {r['speedup_cpu_time']:.2f}x | {r['ideal_speedup']:.2f}x | "
             f"{r['ratio_to_ideal']:.0%} | {r['ratio_to_ideal_cpu_time']:.0%} |"
         )
+    checks = [(r["tokens"], r["graph_equals_eager"]) for r in doc["rows"] if r.get("graph_equals_eager")]
+    if checks:
+        lines += ["", "Graph replay equals the eager call bit for bit: " + "; ".join(
+            f"{n} tokens " + ", ".join(f"{v} {'yes' if ok else 'NO'}" for v, ok in eq.items()) for n, eq in checks)]
     lines.append("")
     return "\n".join(lines)
+
+
+def _check(args) -> str | None:
+    """The one-line problem with the flags, or None."""
+    if any(n < 1 for n in args.lengths):
+        return f"--lengths: expected token counts >= 1, got {args.lengths}"
+    if args.repeats < 1:
+        return f"--repeats: expected >= 1, got {args.repeats}"
+    if args.path == "engine" and (args.graphs or args.moe != "grouped"):
+        return "--graphs and --moe apply to --path batched only (the engine's prefill is not capturable)"
+    if args.path == "batched" and args.chunk is not None:
+        return "--chunk: the batched path prefills the whole prompt in one call"
+    if args.graphs and not (args.device.startswith("cuda") and torch.cuda.is_available()):
+        return f"--graphs: CUDA graphs need --device cuda and a visible GPU (got --device {args.device})"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,13 +263,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results)")
+    p.add_argument("--path", default="engine", choices=("engine", "batched"),
+                   help="engine: V41Model through the Engine (TTFT); batched: runtime/batched/prefill.py's "
+                        "fixed-shape encoder + decoder on [1, N] tokens")
+    p.add_argument("--graphs", action="store_true",
+                   help="batched path on CUDA: capture each variant's two segments once per length, time replays")
+    p.add_argument("--moe", default="grouped", choices=("grouped", "dense"),
+                   help="batched path: routed experts grouped (runtime/grouped_moe.py) or dense (the training form)")
     args = p.parse_args(argv)
+    problem = _check(args)
+    if problem:
+        print(f"prefill.py: {problem}", file=sys.stderr)
+        return 2
     settings = BenchSettings(args.preset, args.device, args.dtype, tuple(args.lengths), args.repeats,
-                             args.chunk, args.cut, args.seed, args.threads)
+                             args.chunk, args.cut, args.seed, args.threads, args.path, args.graphs, args.moe)
     command = "python benchmarks/prefill.py " + " ".join(sys.argv[1:] if argv is None else argv)
     out_dir = args.out or RESULTS
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"prefill-{args.preset}-{args.device.split(':')[0]}"
+    if args.path == "batched":
+        stem += "-batched" + ("-graphs" if args.graphs else "")
 
     def write(doc: dict) -> None:
         doc["command"] = command
