@@ -103,11 +103,16 @@ def run(settings: BenchSettings, on_row=None) -> dict:
     ideal, every = ideal_speedup(config, settings.cut)
     gen = torch.Generator().manual_seed(settings.seed)
     rows = []
+    stacked = None
+    if settings.path == "batched" and settings.moe == "grouped":
+        from runtime.grouped_moe import stack_all_layers
+
+        stacked = stack_all_layers(weights)  # once for every length and both variants
     for n in settings.lengths:
         if settings.path == "batched":
             from benchmarks.prefill_batched import measure_length
 
-            m = measure_length(weights, settings, n, gen)
+            m = measure_length(weights, settings, n, gen, stacked)
             row = _row(n, n, m["wall"]["exact"], m["wall"]["trimmed"], m["cpu"]["exact"], m["cpu"]["trimmed"],
                        ideal)
             row["graph_equals_eager"] = m["graph_equals_eager"]

@@ -16,6 +16,7 @@ also compared with its eager call (``graph_equals_eager``: bit for bit).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import torch
 
@@ -70,15 +71,17 @@ def timed(call: Call, cuda: bool) -> tuple[float, float, torch.Tensor]:
     return time.perf_counter() - wall0, time.process_time() - cpu0, logits
 
 
-def measure_length(weights, settings, n: int, gen: torch.Generator) -> dict:
+def measure_length(weights, settings, n: int, gen: torch.Generator, stacked: list | None = None) -> dict:
     """Wall and CPU seconds of every repeat of the exact and trimmed batched prefill of one
-    N-token prompt, and (with graphs) whether each replay equals its eager call."""
+    N-token prompt, and (with graphs) whether each replay equals its eager call.
+    ``stacked``: grouped-MoE expert stacks to reuse (else made here, once for both)."""
     cuda = settings.device.startswith("cuda")
     config = weights.config
     tokens = torch.randint(3, config.vocab_size, (1, n), generator=gen).to(settings.device)
-    grouped = settings.moe == "grouped"
-    calls = {v: Call(BatchedPrefill(weights, trim=v == "trimmed", cut=settings.cut, grouped_moe=grouped),
-                     tokens, settings.graphs) for v in VARIANTS}
+    exact = BatchedPrefill(weights, trim=False, cut=settings.cut, grouped_moe=settings.moe == "grouped",
+                           stacked=stacked)
+    trimmed = replace(exact, trim=True, stacked=exact.stacked)  # one copy of the stacked experts
+    calls = {v: Call(p, tokens, settings.graphs) for v, p in zip(VARIANTS, (exact, trimmed), strict=True)}
     equal = None
     if settings.graphs:
         equal = {v: bool(torch.equal(timed(calls[v], cuda)[2], calls[v].prefill(tokens))) for v in VARIANTS}

@@ -252,6 +252,13 @@ def gpu_weights() -> V41Weights:
                              draw_on_device=True)
 
 
+@functools.lru_cache(maxsize=1)
+def gpu_stacks() -> list:
+    from runtime.grouped_moe import stack_all_layers
+
+    return stack_all_layers(gpu_weights())
+
+
 def captured(prefill: BatchedPrefill, static_tokens: torch.Tensor):
     """Capture encoder and decoder in two CUDA graphs (warm-up on a side stream first, as
     torch.cuda.graphs asks) -> (graphs, the decoder graph's logits tensor)."""
@@ -276,7 +283,7 @@ def test_captured_segments_replay_bit_for_bit_on_mid(trim, grouped):
     """mid, bf16, T = 1024: both segments captured, replayed on the captured tokens and
     on new ones copied into the static input, equal the uncaptured calls bit for bit."""
     w = gpu_weights()
-    prefill = BatchedPrefill(w, trim=trim, grouped_moe=grouped)
+    prefill = BatchedPrefill(w, trim=trim, grouped_moe=grouped, stacked=gpu_stacks() if grouped else None)
     gen = torch.Generator(device="cuda").manual_seed(1)
     first, second = (torch.randint(0, w.config.vocab_size, (1, 1024), device="cuda", generator=gen)
                      for _ in range(2))
