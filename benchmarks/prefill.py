@@ -12,9 +12,16 @@ Usage (tiny on CPU; mid on one GPU):
     python benchmarks/prefill.py --preset tiny --lengths 1024 4096 --repeats 3
     python benchmarks/prefill.py --preset mid --device cuda --lengths 1024 4096 16384
 
-Writes ``benchmarks/results/prefill-<preset>-<device>.json`` and a Markdown note next
-to it (hardware, versions, command, table). Single request, prefix cache off, greedy,
-one generated token; TTFT is the engine's per-request time to the first token.
+    # the batched fixed-shape form (benchmarks/prefill_batched.py), eager or from CUDA graphs:
+    python benchmarks/prefill.py --preset tiny --path batched --lengths 256 1024
+    python benchmarks/prefill.py --preset mid --device cuda --dtype bfloat16 --path batched --graphs \
+        --lengths 1024 4096 16384
+
+Writes ``benchmarks/results/prefill-<preset>-<device>[-batched[-graphs]].json`` and a
+Markdown note next to it (hardware, versions, command, table). Engine path: single
+request, prefix cache off, greedy, one generated token; TTFT is the engine's
+per-request time to the first token. Batched path: one [1, N] prefill call to the last
+position's logits (no engine, no sampling), grouped MoE unless ``--moe dense``.
 """
 
 from __future__ import annotations

@@ -23,7 +23,9 @@ forward + backward step ran at 1.3M tokens/s compiled (7.5 GiB peak), 0.46M eage
 Files: model.py (the layer loop, mHC sites, outputs), layer.py (the attention
 sublayer), attention.py (window + compressed sparse attention), compressor.py,
 indexer.py (selection and the DSA loss), moe.py (dense experts, load), engram.py (n-gram
-ids), rounding.py (straight-through roundings), common.py (float32 regions, RoPE rows).
+ids), rounding.py (straight-through roundings), common.py (float32 regions, RoPE rows),
+prefill.py (inference: a sync-free cold prefill with decoder trim, as an encoder and a
+decoder that can each be captured in a CUDA graph).
 GPU speed: benchmarks/batched_step.py; compiled vs eager: tests/runtime/test_batched_gpu.py.
 """
 
