@@ -20,44 +20,25 @@ from dataclasses import replace
 
 import torch
 
+from runtime.batched.graphs import CapturedPrefill
 from runtime.batched.prefill import BatchedPrefill
 
 VARIANTS = ("exact", "trimmed")
 
 
 class Call:
-    """One variant at one length: ``call()`` -> last-position logits, eager or replayed."""
+    """One variant at one length: ``call()`` -> last-position logits, eager or replayed
+    (``runtime.batched.graphs.CapturedPrefill``: captured once here)."""
 
     def __init__(self, prefill: BatchedPrefill, tokens: torch.Tensor, graphs: bool):
         self.prefill = prefill
         self.tokens = tokens
-        self.graphs: tuple = ()
-        self.logits = None
-        if graphs:
-            self._capture()
-
-    def _capture(self) -> None:
-        """Warm up on a side stream (as torch.cuda.graphs asks), then capture the encoder and
-        the decoder in two graphs; the decoder's graph reads the encoder graph's outputs."""
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                self.prefill(self.tokens)
-        torch.cuda.current_stream().wait_stream(side)
-        encoder_graph, decoder_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-        with torch.cuda.graph(encoder_graph):
-            enc = self.prefill.encoder(self.tokens)
-        with torch.cuda.graph(decoder_graph):
-            self.logits = self.prefill.decoder(enc)
-        self.graphs = (encoder_graph, decoder_graph)
+        self.captured = CapturedPrefill(prefill, tokens) if graphs else None
 
     def __call__(self) -> torch.Tensor:
-        if not self.graphs:
+        if self.captured is None:
             return self.prefill(self.tokens)
-        for graph in self.graphs:
-            graph.replay()
-        return self.logits
+        return self.captured.replay()
 
 
 def timed(call: Call, cuda: bool) -> tuple[float, float, torch.Tensor]:

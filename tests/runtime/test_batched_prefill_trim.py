@@ -19,6 +19,7 @@ import torch
 
 from runtime.attention import sparse_attention as engine_attention
 from runtime.batched.attention import sparse_attention
+from runtime.batched.graphs import CapturedPrefill
 from runtime.batched.indexer import select
 from runtime.batched.prefill import BatchedPrefill
 from runtime.config import V41Config
@@ -56,7 +57,7 @@ def rel_error(got: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 @pytest.mark.parametrize("cut", ["after", "at"])
-@pytest.mark.parametrize("t", [100, W, 300, 4 * W + 5])  # T < W, T = W, T > W, several W
+@pytest.mark.parametrize("t", [1, 100, W, 300, 4 * W + 5])  # no group yet, T < W, T = W, T > W, several W
 def test_trimmed_prefill_equals_engine_decoder_trim(cut, t):
     w = weights()
     tokens = prompts(w.config, 2, t, seed=t)
@@ -206,6 +207,8 @@ def test_bad_settings_are_one_line_config_errors():
         BatchedPrefill(w, cut="middle")
     with pytest.raises(ConfigError, match="replay_tokens"):
         BatchedPrefill(w, replay_tokens=0)
+    with pytest.raises(ValueError, match="CUDA graphs need tokens on a CUDA device"):
+        CapturedPrefill(BatchedPrefill(w), prompts(w.config, 1, 8, seed=0))
     late = V41Weights.random(w.config.replace(engram_layer_ids=(1, 9)), seed=0)
     with pytest.raises(ConfigError, match="engram layer 9 lies after the cut at layer 7"):
         BatchedPrefill(late)
@@ -259,40 +262,21 @@ def gpu_stacks() -> list:
     return stack_all_layers(gpu_weights())
 
 
-def captured(prefill: BatchedPrefill, static_tokens: torch.Tensor):
-    """Capture encoder and decoder in two CUDA graphs (warm-up on a side stream first, as
-    torch.cuda.graphs asks) -> (graphs, the decoder graph's logits tensor)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):
-            prefill.decoder(prefill.encoder(static_tokens))
-    torch.cuda.current_stream().wait_stream(side)
-    encoder_graph, decoder_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-    with torch.cuda.graph(encoder_graph):
-        enc = prefill.encoder(static_tokens)
-    with torch.cuda.graph(decoder_graph):
-        logits = prefill.decoder(enc)
-    return (encoder_graph, decoder_graph), logits
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize(("trim", "grouped"), [(True, True), (False, True), (True, False)])
 def test_captured_segments_replay_bit_for_bit_on_mid(trim, grouped):
-    """mid, bf16, T = 1024: both segments captured, replayed on the captured tokens and
-    on new ones copied into the static input, equal the uncaptured calls bit for bit."""
+    """mid, bf16, T = 1024: both segments captured (``CapturedPrefill``), replayed on the
+    captured tokens and on new ones copied into the static input, equal the uncaptured
+    calls bit for bit."""
     w = gpu_weights()
     prefill = BatchedPrefill(w, trim=trim, grouped_moe=grouped, stacked=gpu_stacks() if grouped else None)
     gen = torch.Generator(device="cuda").manual_seed(1)
     first, second = (torch.randint(0, w.config.vocab_size, (1, 1024), device="cuda", generator=gen)
                      for _ in range(2))
-    static = first.clone()
-    graphs, logits = captured(prefill, static)
+    graphs = CapturedPrefill(prefill, first)
     for tokens in (first, second):
-        static.copy_(tokens)
-        for g in graphs:
-            g.replay()
+        logits = graphs(tokens)
         torch.cuda.synchronize()
         eager = prefill(tokens)
         assert logits.shape == (1, w.config.vocab_size)
