@@ -260,6 +260,12 @@ def _check(args) -> str | None:
         return "--chunk: the batched path prefills the whole prompt in one call"
     if args.graphs and not (args.device.startswith("cuda") and torch.cuda.is_available()):
         return f"--graphs: CUDA graphs need --device cuda and a visible GPU (got --device {args.device})"
+    if args.path == "batched" and args.moe == "grouped" and args.device.startswith("cuda"):
+        from runtime.config import V41Config
+
+        dtype = args.dtype or str(V41Config.preset(args.preset).dtype).removeprefix("torch.")
+        if dtype != "bfloat16":  # else runtime/grouped_moe.py falls back to gathering a weight per pick
+            return f"--moe grouped on CUDA: torch._grouped_mm takes bfloat16 weights, got {dtype} (--dtype, or --moe dense)"
     return None
 
 

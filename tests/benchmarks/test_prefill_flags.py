@@ -15,6 +15,8 @@ from benchmarks.prefill import main
     (["--path", "batched", "--chunk", "64"], "--chunk: the batched path prefills the whole prompt"),
     (["--lengths", "0", "16"], "--lengths: expected token counts >= 1, got [0, 16]"),
     (["--repeats", "0"], "--repeats: expected >= 1, got 0"),
+    (["--path", "batched", "--device", "cuda", "--dtype", "float32"],
+     "--moe grouped on CUDA: torch._grouped_mm takes bfloat16 weights, got float32"),
 ])
 def test_bad_flags_are_one_line_and_exit_2(argv, message, capsys, tmp_path):
     assert main([*argv, "--out", str(tmp_path)]) == 2
