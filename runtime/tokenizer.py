@@ -19,7 +19,6 @@ Layout of the id space (``vocab_size`` defaults to 512, the ``tiny`` vocabulary)
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -35,7 +34,8 @@ FORMAT_NAME = "v41val-byte-bpe"
 
 # A word with an optional leading space, a run of digits, a run of other visible
 # symbols, or a run of whitespace. Merges never cross these pieces.
-_PRETOKEN = re.compile(r" ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+|_+", re.UNICODE)
+PRETOKEN_PATTERN = r" ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+|_+"
+_PRETOKEN = re.compile(PRETOKEN_PATTERN, re.UNICODE)
 
 
 def _pretokens(text: str) -> list[bytes]:
@@ -85,6 +85,10 @@ class ByteTokenizer:
     def n_used(self) -> int:
         """Ids in use; ids in [n_used, vocab_size) decode to nothing."""
         return self.byte_offset + N_BYTES + len(self.merges)
+
+    def special_text(self, token_id: int) -> str | None:
+        """The special token's string, None for any other id."""
+        return self.specials[token_id] if 0 <= token_id < self.byte_offset else None
 
     def special_id(self, name: str) -> int:
         try:
@@ -162,41 +166,16 @@ class ByteTokenizer:
         return IncrementalDetokenizer(self)
 
     # ---- files ----------------------------------------------------------------------
-    def to_dict(self) -> dict:
-        return {
-            "type": FORMAT_NAME,
-            "version": 1,
-            "vocab_size": self.vocab_size,
-            "specials": list(self.specials),
-            "merges": [list(m) for m in self.merges],
-        }
+    def to_hf(self):
+        """This tokenizer as a Hugging Face ``tokenizers.Tokenizer`` (same ids)."""
+        from runtime.tokenizer_hf import to_hf
 
-    @classmethod
-    def from_dict(cls, data: dict, source: str = "tokenizer") -> ByteTokenizer:
-        if not isinstance(data, dict) or data.get("type") != FORMAT_NAME:
-            raise TokenizerError(f"{source}: expected a JSON object with type {FORMAT_NAME!r}")
-        try:
-            merges = tuple((int(a), int(b)) for a, b in data.get("merges", []))
-            specials = tuple(str(s) for s in data["specials"])
-            vocab_size = int(data["vocab_size"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TokenizerError(f"{source}: malformed field ({exc})") from None
-        return cls(vocab_size=vocab_size, specials=specials, merges=merges)
+        return to_hf(self)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict()) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: str | Path) -> ByteTokenizer:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise TokenizerError(f"{path}: cannot read tokenizer ({exc.strerror})") from None
-        except UnicodeDecodeError:
-            raise TokenizerError(f"{path}: cannot read tokenizer: expected UTF-8 JSON") from None
-        except json.JSONDecodeError as exc:
-            raise TokenizerError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        return cls.from_dict(data, source=str(path))
+        """Write ``tokenizer.json`` in the ``tokenizers`` format (``runtime/tokenizer_hf.py``);
+        ``runtime.tokenizer_file.load_tokenizer`` reads it back."""
+        self.to_hf().save(str(path), pretty=False)
 
     @classmethod
     def trained(cls, texts: Iterable[str], vocab_size: int = 512,

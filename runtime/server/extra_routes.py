@@ -52,7 +52,7 @@ def _special(tokenizer, name: str):
         token_id = getattr(tokenizer, f"{name}_id")
     except Exception:  # noqa: BLE001 - a tokenizer without that special
         return None, None
-    return tokenizer.specials[token_id], token_id
+    return tokenizer.special_text(token_id), token_id
 
 
 def tokenizer_info(tokenizer, max_len: int) -> dict:

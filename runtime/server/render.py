@@ -18,8 +18,9 @@ import uuid
 
 
 def token_text(tokenizer, token_id: int) -> str:
-    if token_id < tokenizer.byte_offset:
-        return tokenizer.specials[token_id]
+    special = tokenizer.special_text(token_id)
+    if special is not None:
+        return special
     raw = tokenizer.token_bytes(token_id)
     if not raw:
         return f"token_id:{token_id}"

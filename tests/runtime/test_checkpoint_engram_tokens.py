@@ -54,7 +54,7 @@ def test_the_toolkit_byte_tokenizer_keeps_the_identity_map(tmp_path, config):
     write_config(fits, tmp_path, "unquantized")
     ByteTokenizer(vocab_size=512).save(tmp_path / "tokenizer.json")
     assert read_engram_token_map(tmp_path, fits) is None
-    with pytest.raises(CheckpointError, match="the toolkit's byte tokenizer, not a tokenizers file"):
+    with pytest.raises(CheckpointError, match="the toolkit's byte tokenizer, not a release tokenizer"):
         read_engram_token_map(tmp_path, config)
 
 
@@ -74,3 +74,19 @@ def test_a_bad_tokenizer_is_one_line_before_any_weights_are_read(tmp_path, confi
     with pytest.raises(CheckpointError, match=match) as info:
         load_checkpoint(tmp_path)
     assert "\n" not in str(info.value)
+
+
+def test_every_saved_checkpoint_carries_a_tokenizer_the_engine_and_the_map_read(tmp_path, config):
+    """save_checkpoint writes the byte tokenizer where it can serve the model (the map is
+    then the identity), a given tokenizer as is, and none where only the release's fits."""
+    from runtime.tokenizer_file import load_tokenizer
+
+    fits = config.replace(engram_compressed_vocab_size=512)
+    save_checkpoint(V41Weights.random(fits, seed=1), tmp_path / "fits", weight_format="unquantized")
+    assert load_tokenizer(tmp_path / "fits" / "tokenizer.json").encode("7?") == [3 + 55, 3 + 63]
+    assert load_checkpoint(tmp_path / "fits")[1].engram_token_map is None
+    save_checkpoint(V41Weights.random(config, seed=1), tmp_path / "given", weight_format="unquantized",
+                    tokenizer=tokenizer())
+    assert load_checkpoint(tmp_path / "given")[1].engram_token_map.size == N_CLASSES
+    save_checkpoint(V41Weights.random(config, seed=1), tmp_path / "none", weight_format="unquantized")
+    assert not (tmp_path / "none" / "tokenizer.json").exists()

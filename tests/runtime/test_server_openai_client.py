@@ -61,12 +61,15 @@ def _token_id(tok, text: str) -> int:
     """The id behind one token string of the server (the micro tokenizer has no merges)."""
     if text.startswith("token_id:"):
         return int(text[len("token_id:"):])
-    if text in tok.specials:
-        return tok.specials.index(text)
+    specials = {tok.special_text(i): i for i in range(tok.vocab_size)
+                if tok.special_text(i) is not None}
+    if text in specials:
+        return specials[text]
     raw = bytes.fromhex(text[6:].replace("\\x", "")) if text.startswith("bytes:") else \
         text.encode()
     assert len(raw) == 1, text
-    return tok.byte_offset + raw[0]
+    return next(i for i in range(tok.vocab_size) if i not in specials.values()
+                and tok.token_bytes(i) == raw)
 
 
 def test_completions_and_stream_equal_the_engine(client, reference):

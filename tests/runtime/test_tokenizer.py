@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from runtime.engine.errors import TokenizerError
@@ -66,13 +64,6 @@ def test_trained_tokenizer_round_trips_and_leaves_no_mergeable_pair():
     assert ByteTokenizer.trained(corpus, vocab_size=512).merges == tok.merges
 
 
-def test_save_load_round_trip(tmp_path):
-    tok = ByteTokenizer.trained(["abab abab abab"], vocab_size=300)
-    path = tmp_path / "tokenizer.json"
-    tok.save(path)
-    assert ByteTokenizer.load(path) == tok
-
-
 def test_incremental_decoder_waits_for_whole_characters():
     tok = ByteTokenizer()
     ids = tok.encode("é!")  # 0xC3 0xA9 0x21
@@ -96,13 +87,3 @@ def test_bad_input_is_one_line_error(make, match):
     with pytest.raises(TokenizerError, match=match) as info:
         make()
     assert "\n" not in str(info.value)
-
-
-def test_malformed_tokenizer_file(tmp_path):
-    bad = tmp_path / "tok.json"
-    bad.write_text("{not json")
-    with pytest.raises(TokenizerError, match="not valid JSON"):
-        ByteTokenizer.load(bad)
-    bad.write_text(json.dumps({"type": "other"}))
-    with pytest.raises(TokenizerError, match="expected a JSON object"):
-        ByteTokenizer.load(bad)

@@ -27,7 +27,7 @@ from runtime.engine.requests import GenerateRequest
 from runtime.model import V41Model
 from runtime.scheduling import EngineConfig
 from runtime.testbed import testbed_dir as checkpoint_dir
-from runtime.tokenizer import ByteTokenizer
+from runtime.tokenizer_file import load_tokenizer
 from runtime.weights import V41Weights
 from tasks.data_files import DEFAULT_DATA_DIR, TESTBED_FILES, read_verified
 from tasks.testbed import boundaries
@@ -36,7 +36,7 @@ from tasks.testbed.probe_spec import PROBE_TASKS
 from tasks.testbed.testset import jsonl_bytes
 
 REPO = Path(__file__).resolve().parents[2]
-TOKENIZER = ByteTokenizer.load(checkpoint_dir() / "tokenizer.json")
+TOKENIZER = load_tokenizer(checkpoint_dir() / "tokenizer.json")
 CONFIG = presets.testbed_config()
 W = CONFIG.sliding_window
 BLOCK = EngineConfig().prefix_block_tokens

@@ -17,7 +17,7 @@ import tasks
 from runtime import testbed
 from runtime.kernels.backend import Backend
 from runtime.kernels.ops import OP_NAMES
-from runtime.tokenizer import ByteTokenizer
+from runtime.tokenizer_file import load_tokenizer
 from validate.errors import ValidateInputError
 from validate.runner.execute import prepare
 from validate.runner.preview import COSTS, ablation_preview
@@ -56,7 +56,7 @@ def test_a_device_that_runs_fused_kernels_gets_one_variant_per_op(monkeypatch):
 
 def test_the_estimate_counts_the_plans_tokens_per_phase(no_cuda):
     plan = prepare(PLAN, ablate=True)
-    tokenizer = ByteTokenizer.load(testbed.testbed_dir() / "tokenizer.json")
+    tokenizer = load_tokenizer(testbed.testbed_dir() / "tokenizer.json")
     prompt = fidelity = 0
     for name in ("testbed_lookup", "testbed_arith", "testbed_lookup_arith"):
         task = tasks.get(name)

@@ -135,15 +135,19 @@ class ModelSource:
         return V41Weights.random(self.config(), self.seed, dtype=dtype, device=self.device)
 
     def tokenizer(self):
-        """The text tokenizer: the checkpoint's ``tokenizer.json`` when present, else the
-        byte-level test tokenizer over the model's vocabulary."""
+        """The text tokenizer, read by Hugging Face ``tokenizers``: the checkpoint's
+        ``tokenizer.json`` when present, else the byte-level test tokenizer over the
+        model's vocabulary, built as that file would be (one encoder either way)."""
         from runtime.tokenizer import ByteTokenizer
+        from runtime.tokenizer_file import FileTokenizer, load_tokenizer
 
         if self.directory is not None:
             path = self.directory / "tokenizer.json"
             if path.is_file():
-                return ByteTokenizer.load(path)
-        return ByteTokenizer(vocab_size=self.config().vocab_size)
+                return load_tokenizer(path)
+        vocab_size = self.config().vocab_size
+        return FileTokenizer(ByteTokenizer(vocab_size=vocab_size).to_hf(),
+                             f"the byte tokenizer of vocabulary {vocab_size}")
 
 
 def _hashable(value: Any) -> Any:
