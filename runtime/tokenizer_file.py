@@ -44,25 +44,29 @@ def read_tokenizer_json(path: str | Path):
         raise TokenizerError(f"{path}: not a tokenizers tokenizer.json ({first})") from None
 
 
-def load_tokenizer(path: str | Path) -> FileTokenizer:
-    return FileTokenizer(read_tokenizer_json(path), str(path))
+def load_tokenizer(path: str | Path, vocab_size: int | None = None) -> FileTokenizer:
+    """``path`` for a model of ``vocab_size`` ids (None: the file's own size)."""
+    return FileTokenizer(read_tokenizer_json(path), str(path), vocab_size)
 
 
 class FileTokenizer:
     """A byte-level ``tokenizers.Tokenizer`` behind the engine's tokenizer interface.
 
+    ``vocab_size``: the model's; ids past the file's own size (an embedding padded past
+    its tokenizer, the byte tokenizer's unused ids) are valid and stand for no bytes.
     Two copies of the file's tokenizer: one parses special-token strings into their ids,
     one (``encode_special_tokens``) reads them as text, so ``allow_special`` needs no
     shared switch that concurrent requests would race on."""
 
-    def __init__(self, hf, source: str = "tokenizer.json") -> None:
+    def __init__(self, hf, source: str = "tokenizer.json", vocab_size: int | None = None) -> None:
         from tokenizers import Tokenizer
 
         self.source = source
         self._hf = hf
         self._literal = Tokenizer.from_str(hf.to_str())
         self._literal.encode_special_tokens = True
-        self.vocab_size = hf.get_vocab_size(with_added_tokens=True)
+        self.file_size = hf.get_vocab_size(with_added_tokens=True)
+        self.vocab_size = max(self.file_size, vocab_size or 0)
         added = hf.get_added_tokens_decoder()
         self._special = {i: t.content for i, t in added.items() if t.special}
         self._ids = {text: i for i, text in self._special.items()}
@@ -71,7 +75,7 @@ class FileTokenizer:
     def _byte_table(self, added) -> list[bytes]:
         inverse = {c: b for b, c in enumerate(byte_level_chars())}
         table = []
-        for token_id in range(self.vocab_size):
+        for token_id in range(self.file_size):
             token = self._hf.id_to_token(token_id)
             if token is None or token_id in self._special:
                 table.append(b"")
@@ -84,7 +88,7 @@ class FileTokenizer:
                     raise TokenizerError(
                         f"{self.source}: token {token_id} {token!r} is not in the byte-level "
                         "alphabet; expected a byte-level BPE tokenizer.json") from None
-        return table
+        return table + [b""] * (self.vocab_size - self.file_size)
 
     # ---- the special ids ------------------------------------------------------------
     def special_text(self, token_id: int) -> str | None:
@@ -126,7 +130,8 @@ class FileTokenizer:
         ids = [int(i) for i in ids]
         for i in ids:
             self.token_bytes(i)  # range check
-        return self._hf.decode(ids, skip_special_tokens=skip_special)
+        return self._hf.decode([i for i in ids if i < self.file_size],
+                               skip_special_tokens=skip_special)
 
     def incremental_decoder(self) -> IncrementalDetokenizer:
         return IncrementalDetokenizer(self)

@@ -10,9 +10,12 @@ testbed was trained on these ids):
   prompt can map to id 1, and decoding skips them);
 - the next 256 ids: one per byte value, spelled in the byte-level alphabet (GPT-2's
   printable stand-ins, :func:`byte_level_chars`), so distinct ids have distinct strings;
-- then one id per merge (the concatenated strings, with the merge pair in rank order);
-- ids the vocabulary has but nothing uses: special added tokens ``<|reserved_N|>``, so
-  the file's size equals the model's vocabulary and they decode to nothing.
+- then one id per merge (the concatenated strings, with the merge pair in rank order).
+
+Ids the model's vocabulary has past those (nothing uses them) are not in the file, as a
+release embedding padded past its tokenizer: the reader takes the model's size and
+gives them no bytes (``runtime/tokenizer_file.py``). Declaring them as ``<|reserved_N|>``
+added tokens would make a 129,280-id ``mid`` file 20 MB and seconds to read.
 
 Pre-tokenization splits on the same pattern as the in-memory tokenizer, with the
 library's Unicode classes: with no merges (the testbed) ids are the bytes whatever the
@@ -25,8 +28,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 from runtime.engine.errors import TokenizerError
-
-RESERVED = "<|reserved_{}|>"
 
 
 @lru_cache(maxsize=1)
@@ -45,7 +46,7 @@ def byte_level_chars() -> tuple[str, ...]:
 
 
 def token_strings(tokenizer) -> list[str]:
-    """The vocabulary string of every id of ``tokenizer`` (a ``ByteTokenizer``)."""
+    """The vocabulary string of every id ``tokenizer`` (a ``ByteTokenizer``) uses."""
     offset = tokenizer.byte_offset
     strings = list(tokenizer.specials) + list(byte_level_chars())
     seen = {s: i for i, s in enumerate(strings)}
@@ -57,7 +58,6 @@ def token_strings(tokenizer) -> list[str]:
                 "needs one string per id")
         seen[text] = offset + 256 + rank
         strings.append(text)
-    strings += [RESERVED.format(i) for i in range(len(strings), tokenizer.vocab_size)]
     return strings
 
 
@@ -76,10 +76,9 @@ def to_hf(tokenizer):
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     hf.decoder = decoders.ByteLevel()
-    unused = strings[tokenizer.n_used:]
     # Already in the model's vocabulary, so the library keeps their ids.
     hf.add_special_tokens([AddedToken(s, special=True, normalized=False)
-                           for s in (*tokenizer.specials, *unused)])
+                           for s in tokenizer.specials])
     return hf
 
 

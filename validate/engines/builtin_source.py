@@ -141,13 +141,13 @@ class ModelSource:
         from runtime.tokenizer import ByteTokenizer
         from runtime.tokenizer_file import FileTokenizer, load_tokenizer
 
+        vocab_size = self.config().vocab_size
         if self.directory is not None:
             path = self.directory / "tokenizer.json"
             if path.is_file():
-                return load_tokenizer(path)
-        vocab_size = self.config().vocab_size
+                return load_tokenizer(path, vocab_size)
         return FileTokenizer(ByteTokenizer(vocab_size=vocab_size).to_hf(),
-                             f"the byte tokenizer of vocabulary {vocab_size}")
+                             f"the byte tokenizer of vocabulary {vocab_size}", vocab_size)
 
 
 def _hashable(value: Any) -> Any:
