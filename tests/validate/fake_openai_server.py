@@ -23,7 +23,9 @@ every block before it is), reports a prompt's hit as
 ``usage.prompt_tokens_details.cached_tokens`` and leaves ``prompt_tokens_details`` out
 when the hit is 0; ``/metrics`` serves the totals as vLLM's Prometheus counters
 ``vllm:prefix_cache_queries_total`` / ``vllm:prefix_cache_hits_total`` (tokens).
-``state.cached`` records each prompt's hits in order.
+``state.cached`` records each prompt's hits in order. Like vLLM it answers ``/version``
+and lists its model with ``owned_by`` and ``max_model_len`` (``state.version`` None: a
+404 for ``/version``; ``state.owned_by``: who it says it is).
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ def generated_tokens(prompt_key: str, max_tokens: int, ignore_eos: bool = False)
     return [f" t{(h >> i) % 97}" for i in range(n)]
 
 
+VERSION, MAX_MODEL_LEN = "0.32.0+fake", 4096
+
+
 @dataclass
 class ServerState:
     calls: dict[str, int] = field(default_factory=dict)
@@ -83,6 +88,8 @@ class ServerState:
     cached: dict[str, list[int]] = field(default_factory=dict)  # prompt -> hit per call
     queries: int = 0  # prompt tokens looked up, as vLLM counts them
     hits: int = 0  # of those, found in the cache
+    version: str | None = VERSION  # GET /version; None: 404, as an older server
+    owned_by: str = "vllm"  # GET /v1/models, as vLLM says who serves
 
     def look_up(self, prompt: str, tokens: list[str]) -> int:
         """The cached prefix of ``tokens`` in whole blocks (at most len - 1 tokens, so
@@ -125,6 +132,7 @@ class ServerState:
             self.blocks.clear()
             self.cached.clear()
             self.queries = self.hits = 0
+            self.version, self.owned_by = VERSION, "vllm"
 
 
 def _logprob_block(tokens: list[str], start_pos: int, offsets: list[int], first_none: bool,
@@ -161,6 +169,18 @@ def build_app(state: ServerState, ready: threading.Event) -> FastAPI:
     @app.get("/health")
     async def health() -> dict:
         return {"ok": True}
+
+    @app.get("/version")
+    async def version():
+        if state.version is None:
+            return JSONResponse({"detail": "Not Found"}, 404)
+        return {"version": state.version}
+
+    @app.get("/v1/models")
+    async def models() -> dict:
+        return {"object": "list", "data": [{"id": "fake-model", "object": "model",
+                                            "owned_by": state.owned_by, "root": "/models/fake",
+                                            "parent": None, "max_model_len": MAX_MODEL_LEN}]}
 
     @app.get("/metrics")
     async def metrics() -> PlainTextResponse:

@@ -22,9 +22,13 @@ import pytest
 
 from tasks.request import ChatMessage, GenerationParams, Request
 from validate.engines.base import EngineResult
-from validate.engines.server_process import ServerExitedEarly
+from validate.engines.server_info import served_vllm_version
+from validate.engines.server_process import ANSI_ESCAPE, ServerExitedEarly
 from validate.engines.vllm import VllmEngine, VllmServer
 from validate.engines.vllm_config import VllmLaunchConfig
+from validate.plan import load_plan
+from validate.runner import run_plan
+from validate.store import ResultsStore
 
 VLLM_PYTHON = os.environ.get("V41VAL_VLLM_PYTHON")
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -223,6 +227,70 @@ def test_bad_variant_flag_fails_fast_with_the_servers_reason(tiny_model, tmp_pat
     assert "\n" not in message and str(server.log_path) in message
     assert "unrecognized arguments: --no-such-v41val-flag" in message
     print(f"\nvllm bad flag refused after {elapsed:.1f} s: {message[-160:]}")
+
+
+def _venv_vllm_version() -> str:
+    done = subprocess.run([VLLM_PYTHON, "-c", "import vllm; print(vllm.__version__)"],
+                          capture_output=True, text=True, timeout=120)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _grep(log: Path, needle: str) -> list[str]:
+    return [" ".join(ANSI_ESCAPE.sub("", line).split()) for line in log.read_text(
+        errors="replace").splitlines() if needle in line.lower() and not line.startswith("#")]
+
+
+def test_the_server_record_is_the_servers_own_word(engine):
+    """/version is the venv's vLLM, /v1/models has the variant's max_model_len (not the
+    common one), and the log lines stored are the log's (a Llama logs no bounded-replay
+    line: replay is V4.1's; the stand-in test covers lines that are there)."""
+    meta = engine.server_metadata()
+    version = _venv_vllm_version()
+    assert meta["server"]["version"] == version and served_vllm_version(meta) == version
+    assert meta["server"]["owned_by"] == "vllm" and meta["server"]["unanswered"] == []
+    assert [(m["id"], m["max_model_len"]) for m in meta["server"]["models"]] == [
+        ("tiny-llama", 256)]
+    assert "'max_model_len': 256" in meta["settings_log_line"]
+    assert meta["settings_log_line"] == _grep(engine.server.log_path, "non-default args:")[0]
+    assert meta["replay_log_lines"] == _grep(engine.server.log_path, "bounded replay")
+
+
+def test_a_vllm_plan_stores_the_servers_version_and_log_lines(tiny_model, tmp_path):
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(f"""
+name = "real-vllm-records"
+baseline = "replay"
+[engine]
+kind = "vllm"
+model = "{tiny_model}"
+python = "{VLLM_PYTHON}"
+served_model_name = "tiny-llama"
+common_args = {json.dumps(list(COMMON_ARGS))}
+startup_timeout_s = 300.0
+stream = false
+[variants.replay]
+args = []
+[[tasks]]
+name = "testbed_arith"
+limit = 2
+max_gen_toks = 4
+""")
+    plan = load_plan(plan_path)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ResultsStore.open(workspace / "results.sqlite") as store:
+        outcome = run_plan(plan, store, workspace=workspace)
+        assert outcome.variants[0].stored == 2, outcome
+        [record] = store.servers(plan.hash, "replay")
+        [run] = store.runs(plan.hash)
+    [log] = (workspace / "vllm-logs").glob("replay-*.log")
+    version = _venv_vllm_version()
+    assert record["server"]["version"] == version == run.identity["vllm"]
+    assert [m["max_model_len"] for m in record["server"]["models"]] == [512]
+    assert record["log_path"] == str(log.absolute())
+    assert record["replay_log_lines"] == _grep(log, "bounded replay")
+    assert "'max_model_len': 512" in record["settings_log_line"]
+    assert record["argv"][1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
 
 
 def test_stop_ends_every_server_process_and_keeps_the_log(engine):

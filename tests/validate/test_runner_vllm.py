@@ -43,8 +43,25 @@ API_SERVER = textwrap.dedent("""
     state = srv.State(golds=json.load(open(os.environ["RUNNER_GOLDS"])))
     import threading
     app = srv.build_app(state, threading.Event())
+    # vLLM's own account of itself: its settings line, a bounded-replay line when the
+    # switch is on but a precondition fails, /version and the effective max_model_len
+    print(f"(APIServer pid=1) INFO [api_utils.py:286] non-default args: "
+          f"{{'max_model_len': {args.max_model_len}}}", flush=True)
+    if not args.no_swa_bounded_replay:
+        print("(Worker pid=2) WARNING \x1b[1;36m[model.py:1238]\x1b[0m Decoder SWA bounded "
+              "replay is off: a stand-in reason.", flush=True)
+
+    @app.get("/version")
+    async def version():
+        return {"version": STAND_IN_VERSION}
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [{"id": args.model, "owned_by": "vllm",
+                                            "max_model_len": int(args.max_model_len)}]}
+
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-""")
+""").replace("STAND_IN_VERSION", repr("0.32.0+stand-in"))
 
 
 def stand_in_python(root: Path, golds: Path) -> Path:
@@ -114,6 +131,21 @@ limit = {LIMIT}
         analysis = analyze_run(store)
         rows = store.responses(plan.hash, "exact")
         assert all(r.record.engine["engine"] == "vllm" for r in rows)
+        for variant, replay in (("exact", []), ("bounded", [
+                "(Worker pid=2) WARNING [model.py:1238] Decoder SWA bounded replay is off: "
+                "a stand-in reason."])):
+            [record] = store.servers(plan.hash, variant)
+            assert record["replay_log_lines"] == replay  # ANSI colours stripped
+            assert record["settings_log_line"].endswith("non-default args: {'max_model_len': 4096}")
+            assert record["server"]["version"] == "0.32.0+stand-in"  # not the probed 0.32.0
+            assert record["vllm_version"] == "0.32.0"
+            assert record["server"]["models"] == [{"id": "/models/tiny", "owned_by": "vllm",
+                                                   "max_model_len": 4096}]
+            assert record["argv"][-1] == ("--no-swa-bounded-replay" if variant == "exact"
+                                          else "4096")
+            assert record["log_path"] in {str(p) for p in logs}
+        [first] = store.runs(plan.hash)
+        assert first.identity["vllm"] == "0.32.0+stand-in"  # the runner has no vLLM at all
         run_plan(plan, store, workspace=workspace)  # everything stored: no server starts
         assert sorted((workspace / "vllm-logs").glob("*.log")) == logs
     import tasks

@@ -67,4 +67,4 @@ def test_a_store_from_before_the_ledger_opens_and_reads_unknown(tmp_path):
             assert store.counters(LEGACY_HASH, variant) == []
     with sqlite3.connect(path) as conn:
         now = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert int(now[0]) == SCHEMA_VERSION == 4
+    assert int(now[0]) == SCHEMA_VERSION == 5

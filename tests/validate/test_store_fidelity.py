@@ -37,7 +37,7 @@ def test_the_legacy_fidelity_file_is_imported_and_travels_with_the_store(tmp_pat
     with ResultsStore.open(path) as store:
         assert store.fidelity_document(LEGACY_HASH)["records"]["bounded"]["gsm8k"] == RECORDS
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     conn.close()
     copied = tmp_path / "elsewhere" / "results.sqlite"  # the store alone, no JSON beside it
     copied.parent.mkdir()

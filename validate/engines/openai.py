@@ -85,6 +85,19 @@ class OpenAIEngine:
             return None
         return prefix_cache_counters(reply.text)
 
+    def server_report(self):
+        """The server's own ``/version`` and ``/v1/models`` (``server_info``)."""
+        from validate.engines.server_info import server_report
+
+        c = self.config
+        return server_report(c.base_url, timeout_s=c.connect_timeout_s, api_key=c.api_key)
+
+    def server_metadata(self) -> dict:
+        """What the run stores for this variant's endpoint."""
+        c = self.config
+        return {"engine": self.name, "base_url": c.base_url, "model": c.model,
+                "server": self.server_report().to_dict()}
+
     async def complete(self, request: Request) -> EngineResult:
         """Answer one request (raises the engine errors instead of yielding failures)."""
         async with client_for(self.config) as client:

@@ -114,15 +114,29 @@ def _probe(python: str) -> dict:
 
 def replay_log_lines(log_path: Path, limit: int = 20) -> list[str]:
     """The server's own words about SWA bounded replay ("SWA bounded replay needs model
-    runner V2", "Decoder SWA bounded replay is off: <reason>"). vLLM turns replay off
-    with a log line, not an error, when a precondition fails; an A/B of replay on vs off
-    whose "on" side logged that is comparing a variant with itself, and these lines in
-    the run's metadata are how a reader finds out."""
+    runner V2", and the decoder side's trim: "Decoder SWA bounded replay is off:
+    <reason>"). vLLM turns replay off with a log line, not an error, when a precondition
+    fails; an A/B of replay on vs off whose "on" side logged that is comparing a variant
+    with itself, and these lines in the run's metadata are how a reader finds out."""
+    return _log_lines(log_path, lambda line: "bounded replay" in line.lower(), limit)
+
+
+SETTINGS_MARK = "non-default args:"
+
+
+def settings_log_line(log_path: Path) -> str | None:
+    """vLLM's own account of the settings it took that differ from its defaults (its
+    ``non-default args: {...}`` line, after argparse kept the last of repeated flags)."""
+    found = _log_lines(log_path, lambda line: SETTINGS_MARK in line, 1)
+    return found[0] if found else None
+
+
+def _log_lines(log_path: Path, keep, limit: int) -> list[str]:
     found: list[str] = []
     try:
         with open(log_path, encoding="utf-8", errors="replace") as log:
             for line in log:
-                if "bounded replay" in line.lower() and not line.startswith(LAUNCH_HEADER):
+                if keep(line) and not line.startswith(LAUNCH_HEADER):
                     found.append(" ".join(ANSI_ESCAPE.sub("", line).split()))
                     if len(found) >= limit:
                         break
@@ -196,6 +210,7 @@ class VllmServer:
                 "vllm_distribution": r and r.distribution, "vllm_version": r and r.version,
                 "log_path": str(self.log_path) if self.log_path else None,
                 "startup_s": self.startup_s,
+                "settings_log_line": settings_log_line(self.log_path) if self.log_path else None,
                 "replay_log_lines": replay_log_lines(self.log_path) if self.log_path else []}
 
     def __enter__(self) -> VllmServer:
@@ -265,6 +280,12 @@ class VllmEngine:
 
     def metadata(self) -> dict:
         return self.server.metadata()
+
+    def server_metadata(self) -> dict:
+        """What the run stores for this variant: the launch (argv, environment, the
+        probed distribution, the log and its settings and bounded-replay lines) and
+        the running server's own report (``/version``, ``/v1/models``)."""
+        return {**self.server.metadata(), "server": self.openai.server_report().to_dict()}
 
     async def stream(self, requests: Sequence[Request]) -> AsyncIterator[EngineOutcome]:
         """Answer ``requests`` through the openai engine, starting the server first if

@@ -37,6 +37,12 @@ def hardware() -> dict:
 
 
 def run_identity(engine_kind: str) -> dict:
+    """The runner's environment and hardware. For a server engine (vllm, openai) the
+    runner's own vLLM package says nothing about the server, so ``vllm`` starts unknown
+    (None) and is filled in from what the servers report (``validate.runner.servers``)."""
     from validate.identity import environment_identity
 
-    return {**environment_identity(), "hardware": hardware(), "engine": engine_kind}
+    ident = {**environment_identity(), "hardware": hardware(), "engine": engine_kind}
+    if engine_kind in ("vllm", "openai"):
+        ident["vllm"] = None
+    return ident

@@ -48,6 +48,7 @@ from validate.runner.fidelity_pass import fidelity_pass
 from validate.runner.identity import run_identity
 from validate.runner.requests import load_tasks, planned_requests, priming_request
 from validate.runner.rounds_pass import rounds_pass
+from validate.runner.servers import record_server
 from validate.runner.speed_pass import speed_pass
 from validate.scoring import score_pending
 from validate.store import PlannedRequest, ResponseRecord, ResultsStore, RunInfo
@@ -149,6 +150,7 @@ def _run_variant(store: ResultsStore, run: RunInfo, plan: Plan, factory: EngineF
                     bar.advance()
             if read is not None:
                 _store_counters(store, run, variant, engine, before, read())
+            record_server(store, run, variant, engine)
     stats = VariantRunStats(variant, len(planned), len(planned) - len(todo), len(todo), stored,
                             failed, first_failure)
     if failed and not stored and variant == plan.baseline:

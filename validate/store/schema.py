@@ -12,7 +12,8 @@ sweep of each variant); 3 adds ``fidelity`` (teacher-forced fidelity records, un
 then a JSON file beside the store); 4 adds the engagement ledger (``engagement``: what
 each response's optimization did, NULL = unknown; ``engagement_counters``: counters read
 before and after each variant's quality pass) and ``speed_rounds`` (interleaved speed
-rounds). Opening an older store upgrades it in place by
+rounds); 5 adds ``variant_servers`` (what each variant's server said about itself in
+each run: version, effective config, log lines). Opening an older store upgrades it in place by
 running ``MIGRATIONS[v]`` for each version v it is behind (each only adds a table, so
 nothing stored before changes meaning); the store then imports the legacy fidelity
 files beside it (``validate.store.fidelity``).
@@ -20,7 +21,7 @@ files beside it (``validate.store.fidelity``).
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION_ID = 0x56343156  # "V41V": marks the SQLite file as a v41val results store
 APPLICATION_NAME = "v41val-results"
 
@@ -185,7 +186,23 @@ CREATE TABLE speed_rounds (
 );
 """
 
-DDL = DDL + SPEED_SWEEPS_DDL + FIDELITY_DDL + ENGAGEMENT_DDL + SPEED_ROUNDS_DDL
+# The server behind each variant in each run (validate.engines.server_info): its
+# /version, its /v1/models (effective max_model_len), and for a launched vLLM the launch
+# (argv, environment, log path) and the log's bounded-replay / decoder-trim lines.
+VARIANT_SERVERS_DDL = """
+CREATE TABLE variant_servers (
+    plan_hash   TEXT NOT NULL,
+    variant     TEXT NOT NULL,
+    run_id      INTEGER NOT NULL REFERENCES runs (run_id),
+    server_json TEXT NOT NULL,
+    stored_at   REAL NOT NULL,
+    PRIMARY KEY (plan_hash, variant, run_id)
+);
+"""
+
+DDL = (DDL + SPEED_SWEEPS_DDL + FIDELITY_DDL + ENGAGEMENT_DDL + SPEED_ROUNDS_DDL
+       + VARIANT_SERVERS_DDL)
 
 # version v -> the DDL that turns a version-v store into version v + 1
-MIGRATIONS = {1: SPEED_SWEEPS_DDL, 2: FIDELITY_DDL, 3: ENGAGEMENT_DDL + SPEED_ROUNDS_DDL}
+MIGRATIONS = {1: SPEED_SWEEPS_DDL, 2: FIDELITY_DDL, 3: ENGAGEMENT_DDL + SPEED_ROUNDS_DDL,
+              4: VARIANT_SERVERS_DDL}

@@ -18,6 +18,7 @@ A rerun of the same plan hash calls ``pending`` again and gets only what is miss
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 import threading
 import time
@@ -211,7 +212,7 @@ class ResultsStore:
             if not moved:
                 return 0
             for table in ("requests", "speed_sweeps", "fidelity", "engagement_counters",
-                          "speed_rounds"):
+                          "speed_rounds", "variant_servers"):
                 conn.execute(f"UPDATE {table} SET plan_hash = ? WHERE plan_hash = ?",
                              (new_hash, old_hash))
             for name, config in configs.items():
@@ -429,6 +430,31 @@ class ResultsStore:
 
     def counters(self, plan_hash: str, variant: str) -> list[ServerCounters]:
         return list(self._read(lambda conn: engagement.counters(conn, plan_hash, variant)))
+
+    def put_server(self, run: RunInfo, variant: str, server: Mapping) -> None:
+        """Store what ``variant``'s server said about itself in this run
+        (``validate.engines.server_info``)."""
+        self._write(lambda conn: conn.execute(
+            "INSERT OR REPLACE INTO variant_servers VALUES (?, ?, ?, ?, ?)",
+            (run.plan_hash, variant, run.run_id, dumps(dict(server)), time.time())))
+
+    def servers(self, plan_hash: str, variant: str) -> list[dict]:
+        """Every stored server record of one variant, oldest run first."""
+        return self._read(lambda conn: [json.loads(row[0]) for row in conn.execute(
+            "SELECT server_json FROM variant_servers WHERE plan_hash = ? AND variant = ?"
+            " ORDER BY run_id", (plan_hash, variant))])
+
+    def amend_identity(self, run: RunInfo, fields: Mapping) -> None:
+        """Set ``fields`` in the run's stored identity (what is known only once a server
+        answered: the vLLM that served, not the runner's own package)."""
+
+        def update(conn: sqlite3.Connection) -> None:
+            row = conn.execute("SELECT identity_json FROM runs WHERE run_id = ?",
+                               (run.run_id,)).fetchone()
+            conn.execute("UPDATE runs SET identity_json = ? WHERE run_id = ?",
+                         (dumps({**json.loads(row[0]), **dict(fields)}), run.run_id))
+
+        self._write(update)
 
     def integrity_ok(self) -> bool:
         return self._read(
