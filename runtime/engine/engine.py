@@ -213,7 +213,8 @@ class Engine:
         scores = row
         if penalties.needs_adjusting(req):
             scores = penalties.adjusted_logits(row, req, live.prompt, live.tokens, live.stop_ids)
-        token = sampling.sample(scores, req.temperature, live.generator, req.top_k, req.top_p)
+        token = sampling.sample(scores, req.temperature, live.generator, req.top_k, req.top_p,
+                                    req.min_p)
         live.tokens.append(token)
         live.token_times.append(now_s)
         if req.logprobs is not None:

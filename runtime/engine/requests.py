@@ -27,6 +27,8 @@ class GenerateRequest:
     ``return_logits`` returns the full float32 logits of every generated step (and of
     the prompt, with ``prompt_logprobs``).
 
+    ``min_p`` drops, before top-k and top-p, every token less likely than ``min_p``
+    times the most likely one (vLLM's min-p; 0 = off; greedy is unchanged).
     ``logit_bias`` ((token id, bias) pairs), ``min_tokens``, ``presence_penalty``,
     ``frequency_penalty`` and ``repetition_penalty`` change the logits a token is chosen
     from (``runtime.engine.penalties``; 0 / 1.0 are no-ops), never the reported logprobs.
@@ -42,6 +44,7 @@ class GenerateRequest:
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
+    min_p: float = 0.0
     seed: int | None = None
     logprobs: int | None = None
     prompt_logprobs: int | None = None
@@ -71,6 +74,8 @@ class GenerateRequest:
             raise EngineError(f"GenerateRequest.temperature: expected >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise EngineError(f"GenerateRequest.top_p: expected in (0, 1], got {self.top_p}")
+        if not 0 <= self.min_p <= 1:
+            raise EngineError(f"GenerateRequest.min_p: expected in [0, 1] (0 = off), got {self.min_p}")
         if self.top_k < 0:
             raise EngineError(f"GenerateRequest.top_k: expected >= 0 (0 = off), got {self.top_k}")
         for name in ("logprobs", "prompt_logprobs"):

@@ -35,11 +35,16 @@ def greedy(logits: torch.Tensor) -> int:
 
 
 def filtered_probs(logits: torch.Tensor, temperature: float, top_k: int = 0,
-                   top_p: float = 1.0) -> torch.Tensor:
-    """The sampling distribution [V] (float64): softmax(logits / T), then top-k, then top-p
-    (keep the smallest set of most likely tokens whose mass reaches ``top_p``), renormalised."""
+                   top_p: float = 1.0, min_p: float = 0.0) -> torch.Tensor:
+    """The sampling distribution [V] (float64): softmax(logits / T), then min-p (drop the
+    tokens less likely than ``min_p`` times the most likely one, renormalised: vLLM's
+    order, min-p before top-k/top-p), then top-k, then top-p (keep the smallest set of
+    most likely tokens whose mass reaches ``top_p``), renormalised."""
     z = logits.detach().to("cpu", torch.float64) / temperature
     probs = torch.softmax(z, dim=-1)
+    if min_p > 0:
+        probs = torch.where(probs >= min_p * probs.max(), probs, torch.zeros_like(probs))
+        probs = probs / probs.sum()
     order = _descending(probs)
     keep = torch.ones_like(probs, dtype=torch.bool)
     if top_k > 0:
@@ -55,12 +60,12 @@ def filtered_probs(logits: torch.Tensor, temperature: float, top_k: int = 0,
 
 
 def sample(logits: torch.Tensor, temperature: float, generator: torch.Generator,
-           top_k: int = 0, top_p: float = 1.0) -> int:
+           top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0) -> int:
     """One token from a [V] row. Always draws exactly one uniform from ``generator``."""
     u = float(torch.rand((), generator=generator, dtype=torch.float64))
     if temperature == 0:
         return greedy(logits)
-    probs = filtered_probs(logits, temperature, top_k, top_p)
+    probs = filtered_probs(logits, temperature, top_k, top_p, min_p)
     cdf = torch.cumsum(probs, 0)
     idx = int(torch.searchsorted(cdf, torch.tensor([u * float(cdf[-1])], dtype=torch.float64),
                                  right=True)[0])

@@ -77,7 +77,9 @@ class _Served:
                               f"{self.model_name!r})")
 
     def encode(self, text: str) -> tuple[int, ...]:
-        ids = tuple(self.tokenizer.encode(text))
+        """Text -> ids as vLLM's tokenizer does it: special-token strings in the text
+        (``<|eos|>``) become their ids."""
+        ids = tuple(self.tokenizer.encode(text, allow_special=True))
         if not ids:
             raise ServerInputError("the prompt encodes to no tokens")
         return ids
@@ -198,8 +200,6 @@ def create_app(scheduler: Scheduler, tokenizer, model_name: str,
         served.check_model(body.model)
         _checked(body)
         k = body.logprobs
-        if body.echo and body.stream and k is not None:
-            raise ServerInputError("echo: with logprobs, not supported together with stream")
         prompts = body.prompts
         ids = [await asyncio.to_thread(served.prompt_ids, p) for p in prompts]  # off the loop
         echoes = [p if isinstance(p, str) else tokenizer.decode(i)
@@ -275,7 +275,7 @@ def _generate_request(served: _Served, body, ids, max_tokens, k, prompt_k) -> Ge
     return GenerateRequest(
         prompt_ids=ids, max_tokens=max_tokens, stop=body.stops,
         stop_token_ids=tuple(body.stop_token_ids or ()), temperature=body.temperature,
-        top_p=body.top_p, top_k=max(body.top_k, 0), logprobs=k, prompt_logprobs=prompt_k,
+        top_p=body.top_p, top_k=max(body.top_k, 0), min_p=body.min_p, logprobs=k, prompt_logprobs=prompt_k,
         ignore_eos=body.ignore_eos, logit_bias=body.bias_pairs(served.vocab_size),
         min_tokens=body.min_tokens, presence_penalty=body.presence_penalty,
         frequency_penalty=body.frequency_penalty, repetition_penalty=body.repetition_penalty,
@@ -292,14 +292,33 @@ async def _stream_completion(served: _Served, jobs: list[Job], body: CompletionR
                                    "created": render.now(), "model": served.model_name}
     sent = [""] * len(jobs)
     results = [None] * len(jobs)
-    if body.echo:
+    # The echo goes first. With logprobs it carries the prompt's, known once the prefill is
+    # done (the "prompt" event, or the result of a request that generates nothing).
+    with_prompt_lps = body.echo and body.logprobs is not None
+    echoed = [not body.echo] * len(jobs)
+
+    def echo_chunk(index: int, prompt_ids=(), prompt_lps=None) -> str:
+        echoed[index] = True
+        text = echoes[index // body.n]
+        logprobs = None if prompt_lps is None else render.completion_logprobs(
+            tok, prompt_ids, prompt_lps, (), (), text, body.logprobs)
+        return _sse({**base, "choices": [{"index": index, "text": text, "logprobs": logprobs,
+                                          "finish_reason": None}]})
+
+    if body.echo and not with_prompt_lps:
         for index in range(len(jobs)):
-            yield _sse({**base, "choices": [{"index": index, "text": echoes[index // body.n],
-                                             "logprobs": None, "finish_reason": None}]})
+            yield echo_chunk(index)
     async for index, event in merged(jobs):
         if event[0] == "error":
             yield _error_chunk(event[1])
             break
+        if event[0] == "prompt":
+            if not echoed[index]:
+                yield echo_chunk(index, event[1], event[2])
+            continue
+        if not echoed[index] and event[0] == "done":  # generated nothing: no prompt event
+            result = event[1]
+            yield echo_chunk(index, result.prompt_ids, result.prompt_logprobs)
         if event[0] == "token":
             _, token_id, safe, lp = event
             delta = (safe or "")[len(sent[index]):]
@@ -340,6 +359,8 @@ async def _stream_chat(served: _Served, jobs: list[Job], body: ChatRequest):
         if event[0] == "error":
             yield _error_chunk(event[1])
             break
+        if event[0] == "prompt":  # prompt_logprobs come with the last chunk
+            continue
         if event[0] == "token":
             _, _token_id, safe, lp = event
             delta = (safe or "")[len(sent[index]):]

@@ -3,9 +3,10 @@
 
 ``/tokenize`` encodes exactly as the completion routes do (a prompt, or chat messages
 through the chat template), so the ids a client counts are the ids the server feeds;
-special-token strings in text are not parsed into special ids (the in-process engine does
-not either), and ``add_special_tokens`` changes nothing because this tokenizer adds no
-BOS/EOS. ``/detokenize`` decodes as completions decode (special tokens skipped).
+special-token strings in text become their ids, as in vLLM (a client that decodes
+sampled ids without skipping specials, like ``vllm bench serve``'s random prompts, gets
+the same count back), and ``add_special_tokens`` changes nothing because this tokenizer
+adds no BOS/EOS. ``/detokenize`` decodes as completions decode (special tokens skipped).
 ``/tokenizer_info`` carries what lm-eval's remote tokenizer reads (``eos_token``,
 ``bos_token``, ``pad_token``, ``chat_template``: the Jinja twin of the chat template)
 plus the special ids themselves, the tokenizer's type and vocabulary size.
@@ -96,7 +97,7 @@ def add_extra_routes(app: FastAPI, served) -> None:
         if body.messages is not None:
             text = render_chat(((m.role, m.text(i)) for i, m in enumerate(body.messages)),
                                body.add_generation_prompt)
-        ids = await asyncio.to_thread(lambda: list(tokenizer.encode(text)))
+        ids = await asyncio.to_thread(lambda: list(tokenizer.encode(text, allow_special=True)))
         return {"count": len(ids), "max_model_len": served.scheduler.max_positions,
                 "tokens": ids,
                 "token_strs": [render.token_text(tokenizer, t) for t in ids]

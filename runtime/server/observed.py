@@ -9,7 +9,10 @@ has it may raise there to abandon the batch between two model steps (a client th
 stopped listening; a prefill-only batch chooses no token, so ``on_token`` alone could
 not stop it). ``cancelled`` is optional too: the indices of requests to end now (finish
 reason ``abort``) while the rest of the batch goes on (a streaming client that
-disconnected must not hold its neighbours or the queue).
+disconnected must not hold its neighbours or the queue). ``on_prompt`` is optional: a
+request that asked for prompt logprobs has them all once its prefill is done, and the
+observer hears them then, just before the first token (a stream that echoes the prompt
+with its logprobs sends them first, as vLLM does).
 """
 
 from __future__ import annotations
@@ -80,6 +83,10 @@ class ObservedEngine(Engine):
     def _choose(self, live, row, now_s):  # noqa: D401 - engine hook
         super()._choose(live, row, now_s)
         observer = getattr(self, "_observer", None)
+        on_prompt = getattr(observer, "on_prompt", None)
+        if on_prompt is not None and len(live.tokens) == 1 and \
+                live.request.prompt_logprobs is not None:
+            on_prompt(live.index, tuple(live.prompt), tuple(live.prompt_logprobs))
         if observer is not None:
             text = safe_text(live.matcher) if live.detok is not None else None
             logprob = live.logprobs[-1] if live.request.logprobs is not None else None

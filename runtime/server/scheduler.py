@@ -1,8 +1,9 @@
 """Runs the runtime engine on a worker thread and feeds HTTP handlers as tokens appear.
 
-Handlers submit a ``GenerateRequest`` and read events from an asyncio queue: one
-``("token", token_id, safe_text, logprob)`` per chosen token, then ``("done",
-result)`` or ``("error", exception)``. The worker takes every waiting request (up to
+Handlers submit a ``GenerateRequest`` and read events from an asyncio queue: for a
+request with prompt logprobs ``("prompt", prompt_ids, prompt_logprobs)`` once its
+prefill is done, one ``("token", token_id, safe_text, logprob)`` per chosen token, then
+``("done", result)`` or ``("error", exception)``. The worker takes every waiting request (up to
 ``max_batch``) into one ``generate`` call, so concurrent clients are decoded together;
 requests that arrive while a batch runs wait for the next one (waves, not continuous
 admission across HTTP requests). Requests are checked before they are queued, so one
@@ -38,7 +39,7 @@ class Job:
     def send(self, *event) -> None:
         if event[0] == "token":
             self.tokens_sent += 1
-        else:
+        elif event[0] in ("done", "error"):
             self.finished = True
         if not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.events.put_nowait, event)
@@ -50,6 +51,9 @@ class Job:
 class _Dispatch:
     def __init__(self, jobs: list[Job]) -> None:
         self.jobs = jobs
+
+    def on_prompt(self, index, prompt_ids, prompt_logprobs) -> None:
+        self.jobs[index].send("prompt", prompt_ids, prompt_logprobs)
 
     def on_token(self, index, token_id, safe_text, logprob) -> None:
         self.jobs[index].send("token", token_id, safe_text, logprob)

@@ -11,7 +11,7 @@ What is honoured, besides the OpenAI basics: ``n`` choices per prompt, several p
 one /completions request, token-id prompts (a list of ints, or a list of such lists),
 ``presence_penalty`` / ``frequency_penalty`` / ``repetition_penalty``, ``logit_bias``,
 ``min_tokens``, ``stop_token_ids``, ``include_stop_str_in_output``, ``prompt_logprobs``,
-``top_k`` (0 or -1: off), chat content as a list of text parts, role ``developer`` (a
+``top_k`` (0 or -1: off), ``min_p``, chat content as a list of text parts, role ``developer`` (a
 system message), ``response_format: {"type": "text"}``.
 """
 
@@ -88,7 +88,6 @@ def _is_default(value, default) -> bool:
 # field -> (its no-op value, why another value cannot be honoured)
 UNHONOURED: dict[str, tuple[Any, str]] = {
     "use_beam_search": (False, "this server has no beam search"),
-    "min_p": (0.0, "this runtime's sampler has no min-p filter"),
     "guided_json": (None, "this server has no guided decoding"),
     "guided_regex": (None, "this server has no guided decoding"),
     "guided_choice": (None, "this server has no guided decoding"),
@@ -125,7 +124,7 @@ class _Sampling(_Lenient):
     prompt_logprobs: int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     response_format: ResponseFormat | None = None
     use_beam_search: bool = False
-    min_p: float = 0.0
+    min_p: float = Field(0.0, ge=0.0, le=1.0)
     guided_json: Any = None
     guided_regex: Any = None
     guided_choice: Any = None
@@ -256,11 +255,13 @@ class ChatRequest(_Sampling):
     continue_final_message: bool = False
 
     @property
-    def token_limit(self) -> int:
+    def token_limit(self) -> int | None:
+        """``max_completion_tokens``, else ``max_tokens``, else None: what the context
+        leaves (vLLM's chat default; only completions default to 16)."""
         for value in (self.max_completion_tokens, self.max_tokens):
             if value is not None:
                 return value
-        return 16
+        return None
 
     def refusals(self) -> str | None:
         if self.tools and self.tool_choice not in (None, "none"):

@@ -252,7 +252,7 @@ def test_unknown_fields_are_ignored_with_a_logged_warning(client, reference, cap
     assert any("frobnicate" in m and "priority" in m for m in warned)
     for body, fragment in ((({"use_beam_search": True}), "use_beam_search"),
                            ({"guided_json": {"type": "object"}}, "guided_json"),
-                           ({"min_p": 0.1}, "min_p")):
+                           ({"min_p": 1.5}, "min_p")):
         with pytest.raises(openai.BadRequestError, match=fragment):
             client.completions.create(model=NAME, prompt="x", max_tokens=1, extra_body=body)
     with pytest.raises(openai.BadRequestError, match="json_object"):
