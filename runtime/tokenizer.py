@@ -46,8 +46,31 @@ def _pretokens(text: str) -> list[bytes]:
     return [p.encode("utf-8") for p in pieces]
 
 
+class SpecialIds:
+    """What every tokenizer of the toolkit derives from its ``special_id`` and
+    ``token_bytes``: the named special ids and an incremental decoder."""
+
+    def special_id(self, name: str) -> int:  # pragma: no cover - each tokenizer has its own
+        raise NotImplementedError
+
+    @property
+    def bos_id(self) -> int:
+        return self.special_id("<|bos|>")
+
+    @property
+    def eos_id(self) -> int:
+        return self.special_id("<|eos|>")
+
+    @property
+    def pad_id(self) -> int:
+        return self.special_id("<|pad|>")
+
+    def incremental_decoder(self) -> IncrementalDetokenizer:
+        return IncrementalDetokenizer(self)
+
+
 @dataclass(frozen=True)
-class ByteTokenizer:
+class ByteTokenizer(SpecialIds):
     """Specials + 256 byte ids + ranked merges, all inside ``vocab_size``."""
 
     vocab_size: int = 512
@@ -95,18 +118,6 @@ class ByteTokenizer:
             return self.specials.index(name)
         except ValueError:
             raise TokenizerError(f"unknown special token {name!r}") from None
-
-    @property
-    def bos_id(self) -> int:
-        return self.special_id("<|bos|>")
-
-    @property
-    def eos_id(self) -> int:
-        return self.special_id("<|eos|>")
-
-    @property
-    def pad_id(self) -> int:
-        return self.special_id("<|pad|>")
 
     # ---- encode ---------------------------------------------------------------------
     def encode(self, text: str, *, add_bos: bool = False, allow_special: bool = False) -> list[int]:
@@ -161,9 +172,6 @@ class ByteTokenizer:
             buf.append(i)
         out.append(self.decode_bytes(buf).decode("utf-8", "replace"))
         return "".join(out)
-
-    def incremental_decoder(self) -> IncrementalDetokenizer:
-        return IncrementalDetokenizer(self)
 
     # ---- files ----------------------------------------------------------------------
     def to_hf(self):

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from runtime.engine.errors import TokenizerError
-from runtime.tokenizer import FORMAT_NAME, IncrementalDetokenizer
+from runtime.tokenizer import FORMAT_NAME, SpecialIds
 from runtime.tokenizer_hf import byte_level_chars
 
 EXPECTED = "expected a Hugging Face tokenizers tokenizer.json"
@@ -49,7 +49,7 @@ def load_tokenizer(path: str | Path, vocab_size: int | None = None) -> FileToken
     return FileTokenizer(read_tokenizer_json(path), str(path), vocab_size)
 
 
-class FileTokenizer:
+class FileTokenizer(SpecialIds):
     """A byte-level ``tokenizers.Tokenizer`` behind the engine's tokenizer interface.
 
     ``vocab_size``: the model's; ids past the file's own size (an embedding padded past
@@ -100,18 +100,6 @@ class FileTokenizer:
         except KeyError:
             raise TokenizerError(f"{self.source}: no special token {name!r}") from None
 
-    @property
-    def bos_id(self) -> int:
-        return self.special_id("<|bos|>")
-
-    @property
-    def eos_id(self) -> int:
-        return self.special_id("<|eos|>")
-
-    @property
-    def pad_id(self) -> int:
-        return self.special_id("<|pad|>")
-
     # ---- encode / decode ------------------------------------------------------------
     def encode(self, text: str, *, add_bos: bool = False, allow_special: bool = False) -> list[int]:
         """Text -> ids. With ``allow_special`` literal special strings become their ids."""
@@ -132,6 +120,3 @@ class FileTokenizer:
             self.token_bytes(i)  # range check
         return self._hf.decode([i for i in ids if i < self.file_size],
                                skip_special_tokens=skip_special)
-
-    def incremental_decoder(self) -> IncrementalDetokenizer:
-        return IncrementalDetokenizer(self)
