@@ -36,8 +36,8 @@ from tasks.testbed.probe_spec import PROBE_TASKS
 from tasks.testbed.testset import jsonl_bytes
 
 REPO = Path(__file__).resolve().parents[2]
-TOKENIZER = load_tokenizer(checkpoint_dir() / "tokenizer.json")
 CONFIG = presets.testbed_config()
+TOKENIZER = load_tokenizer(checkpoint_dir() / "tokenizer.json", vocab_size=CONFIG.vocab_size)
 W = CONFIG.sliding_window
 BLOCK = EngineConfig().prefix_block_tokens
 CHUNK = EngineConfig().prefill_chunk_tokens

@@ -28,7 +28,8 @@ def _version_one_store(path) -> None:
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE speed_sweeps")
     conn.execute("DROP TABLE fidelity")
-    for table in ("engagement", "engagement_counters", "speed_rounds"):  # version 4's
+    for table in ("engagement", "engagement_counters", "speed_rounds",  # version 4's
+                  "variant_servers"):  # version 5's
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     conn.execute("PRAGMA user_version = 1")
@@ -39,7 +40,7 @@ def _version_one_store(path) -> None:
 def test_a_version_one_store_is_upgraded_and_keeps_its_rows(tmp_path):
     db = tmp_path / "results.sqlite"
     _version_one_store(db)
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     with ResultsStore.open(db) as store:
         [stored] = store.responses("h" * 64)
         assert stored.record.response.text == "4" and stored.record.timings.ttft_s == 0.1
@@ -48,8 +49,8 @@ def test_a_version_one_store_is_upgraded_and_keeps_its_rows(tmp_path):
         store.put_sweep(run, "a", settings={"x": 1}, sweep={"levels": []}, headline={"v": 2.5})
     conn = sqlite3.connect(db)
     meta = dict(conn.execute("SELECT key, value FROM meta"))
-    assert meta["schema_version"] == "4"
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+    assert meta["schema_version"] == str(SCHEMA_VERSION) == "5"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
     assert conn.execute("SELECT count(*) FROM speed_sweeps").fetchone()[0] == 1
     conn.close()
 
