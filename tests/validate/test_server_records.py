@@ -88,3 +88,26 @@ max_gen_toks = 4
         [run] = store.runs(plan.hash)
         assert run.run_id == outcome.run.run_id and run.identity["vllm"] == identity
     fake_openai.state.reset()
+
+
+def test_the_store_keeps_server_records_per_run_and_amends_only_the_identity_fields(tmp_path):
+    from validate.store.owner import OWNER_KEY
+
+    path = tmp_path / "r.sqlite"
+    with ResultsStore.open(path) as store:
+        first = store.begin_run("h" * 64, identity={"git": None, "vllm": None})
+        second = store.begin_run("h" * 64, identity={"git": None, "vllm": None})
+        store.put_server(second, "a", {"server": {"version": "2"}})
+        store.put_server(first, "a", {"server": {"version": "1"}})
+        store.put_server(first, "a", {"server": {"version": "1b"}})  # a rerun replaces
+        store.amend_identity(first, {"vllm": "1b"})
+        assert [r["server"]["version"] for r in store.servers("h" * 64, "a")] == ["1b", "2"]
+        assert store.servers("h" * 64, "b") == []
+        runs = {r.run_id: r for r in store.runs("h" * 64)}
+    assert runs[first.run_id].identity["vllm"] == "1b"
+    assert runs[second.run_id].identity["vllm"] is None
+    # the run's owner (pid, host, start) lives in the same JSON and survives the amendment
+    assert runs[first.run_id].owner == first.owner is not None
+    assert OWNER_KEY not in runs[first.run_id].identity
+    with ResultsStore.open(path, read_only=True) as store:
+        assert len(store.servers("h" * 64, "a")) == 2
