@@ -95,6 +95,14 @@ def entries_from_latents(
     ``rope_quant`` is the registry's "rope_quant" op."""
     positions = first_group_position + ratio * torch.arange(latent.shape[0])
     cos, sin = rope.compress.lookup(positions, latent.device)
+    return entries_at(latent, cos, sin, w_attn, config, num, rope_quant=rope_quant)
+
+
+def entries_at(latent: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, w_attn, config: V41Config,
+               num: Numerics, rope_quant=rope_then_quant) -> tuple[torch.Tensor, torch.Tensor]:
+    """``entries_from_latents`` given the compressed RoPE rows of each latent's group
+    position (cos/sin [G, rope/2]): no table lookup, so no host sync (the table's
+    ``lookup`` reads the largest position on the host); runtime.static calls this."""
     entries = rope_quant(latent, cos, sin, "nvfp4")
     idx = w_attn.indexer
     key = rms_norm(num.linear(latent, idx.wk.weight), idx.k_norm.weight, config.rms_norm_eps)

@@ -1,0 +1,217 @@
+"""The static decode path (runtime/static) against the engine's V41Model decode.
+
+Requests are prefilled by V41Model (cold prompts below, at and past the window, odd and
+even so ratio-2 groups are half full at load; a bounded-replay prefix hit; a hit with a
+replay shorter than the window, whose window floor lies inside the decode window and
+whose window KV holds NaN below it), loaded into a DecodeSlab and decoded W + 3 steps,
+teacher-forced with the same tokens, through V41Model.forward (decode SeqChunks) and
+StaticDecodeStep.step. The ring wraps and groups complete inside those steps.
+
+``tiny`` with a test-only window of 8 and small top-k / candidate sizes (so the indexer
+truncates and the candidate blocks mask within a few dozen positions), float32 on CPU.
+Batch-invariant numerics are compared bit for bit: there the engine's row results do
+not depend on the row count, and the static step reproduces its layouts. Fast numerics
+(different GEMM row counts per call) are compared to 1e-5 of the logits' scale.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from runtime.compressor import entries_at, entries_from_latents
+from runtime.config import V41Config
+from runtime.errors import ConfigError, StateError
+from runtime.model import SeqChunk, V41Model
+from runtime.numerics import Numerics
+from runtime.options import RuntimeOptions
+from runtime.rope import RopePair
+from runtime.static import DecodeSlab, StaticDecodeStep
+from runtime.weights import V41Weights
+
+W = 8
+STEPS = W + 3
+MAX_LEN = 64
+CUDA = torch.cuda.is_available()
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@functools.lru_cache(maxsize=1)
+def weights() -> V41Weights:
+    cfg = V41Config.preset("tiny").replace(sliding_window=W, index_topk=8, candidate_topk_blocks=3,
+                                           candidate_block_size=4)
+    return V41Weights.random(cfg, seed=3)
+
+
+def tokens(n: int, seed: int) -> torch.Tensor:
+    return torch.randint(0, 512, (n,), generator=torch.Generator().manual_seed(seed))
+
+
+def prefilled(options: RuntimeOptions, lengths=(5, W - 1, W, W + 1), hits=((22, 12, None), (15, 12, 3))):
+    """Engine states: cold prompts of ``lengths``, then per (prompt, hit, replay) a prompt
+    continuing a cached prefix of ``hit`` tokens by bounded replay (replay None: W)."""
+    w = weights()
+    exact = V41Model(w, options)
+    states = []
+    for i, n in enumerate(lengths):
+        st = exact.new_state()
+        exact.forward([SeqChunk(st, tokens(n, seed=i))])
+        states.append(st)
+    for j, (n, hit, replay) in enumerate(hits):
+        prompt = tokens(n, seed=100 + j)
+        donor = exact.new_state()
+        exact.forward([SeqChunk(donor, prompt[:hit])])
+        # A replay shorter than the window: no decoder trim (it would leave holes the
+        # decode window reads), the window floor inside the first decode windows.
+        bounded = V41Model(w, options.with_(swa="bounded", encoder_replay=True, replay_tokens=replay,
+                                            decoder_trim=replay is None))
+        st = bounded.new_state(donor.export_prefix(hit))
+        assert st.window_floor == hit - (replay or W) > 0
+        bounded.forward([SeqChunk(st, st.tokens_to_feed_after_hit(prompt))])
+        states.append(st)
+    return exact, states
+
+
+def decode_both(options: RuntimeOptions, check, **prefill):
+    """Decode STEPS teacher-forced tokens through the engine and the static step; ``check``
+    compares every step's logits; returns (engine states, slab, step)."""
+    engine, states = prefilled(options, **prefill)
+    slab = DecodeSlab(engine.config, len(states) + 1, MAX_LEN, torch.float32, "cpu")
+    for slot, st in enumerate(states):
+        slab.load(slot, st)
+    static = StaticDecodeStep(weights(), options, slab)
+    feed = torch.randint(0, 512, (STEPS, len(states)), generator=torch.Generator().manual_seed(7))
+    for s in range(STEPS):
+        outs = engine.forward([SeqChunk(st, feed[s, i : i + 1]) for i, st in enumerate(states)])
+        check(s, static.step(feed[s]), torch.cat([o.logits for o in outs]))
+    return states, slab, static
+
+
+def bitwise(s, got, want):
+    assert torch.equal(got, want), f"step {s}: max |diff| {(got - want).abs().max():.3g}"
+
+
+def within_1e5(s, got, want):
+    scale = want.abs().amax(dim=-1, keepdim=True)
+    rel = ((got - want).abs() / scale).max()
+    assert rel <= 1e-5, f"step {s}: max relative diff {rel:.3g}"
+
+
+def assert_state_equal(got, want, exact: bool):
+    """Exported slot vs the engine's state: everything the next step reads."""
+    same = torch.equal if exact else functools.partial(torch.allclose, rtol=1e-5, atol=1e-6)
+    n = want.num_computed
+    assert (got.num_computed, got.window_floor, got.write_floor) == (n, want.window_floor, want.write_floor)
+    assert torch.equal(got.tokens[:n], want.tokens[:n])
+    for src in want.global_kv:
+        assert same(got.global_kv[src], want.global_kv[src]), f"global_kv[{src}]"
+        assert same(got.index_keys[src], want.index_keys[src]), f"index_keys[{src}]"
+        if src in want.comp_buffer:
+            for a, b in zip(got.comp_buffer[src], want.comp_buffer[src], strict=True):
+                assert a.shape == b.shape and same(a, b), f"comp_buffer[{src}]"
+    lo = max(0, n - (W - 1), want.window_floor)
+    for layer, buf in enumerate(want.swa):
+        assert same(got.swa[layer][lo:n], buf[lo:n]), f"window KV of layer {layer}"
+        assert torch.isnan(got.swa[layer][:lo]).all()
+
+
+@pytest.mark.slow
+def test_batch_invariant_decode_is_bitwise_the_engine():
+    """~6 s on 2 cores: every GEMM of both paths runs on 64-row tiles."""
+    options = RuntimeOptions(batch_invariant=True)
+    states, slab, _ = decode_both(options, bitwise)
+    for slot, st in enumerate(states):
+        assert_state_equal(slab.export(slot), st, exact=True)
+
+
+def test_fast_decode_matches_the_engine():
+    options = RuntimeOptions()
+    states, slab, static = decode_both(options, within_1e5)
+    assert static.stacked is not None  # the grouped MoE path
+    for slot, st in enumerate(states):
+        assert_state_equal(slab.export(slot), st, exact=False)
+
+
+@pytest.mark.slow
+def test_fused_decode_matches_the_engine(monkeypatch):
+    """Fused kernels through the interpreter (float32). The engine runs attention and the
+    indexer as its reference too: the static step runs those two as batched torch, and
+    the engine's fused twins reduce in another order (a last-bit difference a later FP8
+    rounding turns into a step), so only the ops both paths run fused are compared."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    options = RuntimeOptions(kernels=("all", "-attention", "-indexer"))
+    _, _, static = decode_both(options, within_1e5, lengths=(W, W + 1), hits=((15, 12, 3),))
+    fused = {op for op, how in static.kernels_used.items() if how == "fused"}
+    assert fused == {"mhc", "gate", "topk", "inv_rope", "compress", "rope_quant", "engram"}
+
+
+def test_kernels_used_names_the_batched_ops():
+    slab = DecodeSlab(weights().config, 1, MAX_LEN, torch.float32, "cpu")
+    used = StaticDecodeStep(weights(), RuntimeOptions(), slab).kernels_used
+    assert {op for op, how in used.items() if how.startswith("batched")} == {"attention", "indexer"}
+    assert {how for op, how in used.items() if op not in ("attention", "indexer")} == {"reference"}
+
+
+@pytest.mark.parametrize("invariant", [False, True])
+def test_step_reads_nothing_on_the_host(monkeypatch, invariant):
+    """Every host read of a tensor's value raises inside ``step`` (loading may read)."""
+    options = RuntimeOptions(batch_invariant=invariant)
+    engine, states = prefilled(options, lengths=(W + 1,), hits=((15, 12, 3),))
+    slab = DecodeSlab(engine.config, 2, MAX_LEN, torch.float32, "cpu")
+    for slot, st in enumerate(states):
+        slab.load(slot, st)
+    static = StaticDecodeStep(weights(), options, slab)
+    feed = tokens(2, seed=9)
+    want = torch.cat([o.logits for o in engine.forward([SeqChunk(st, feed[i : i + 1])
+                                                         for i, st in enumerate(states)])])
+
+    def refuse(*_a, **_k):
+        raise AssertionError("host sync inside the decode step")
+
+    with monkeypatch.context() as m:
+        for name in ("item", "tolist", "__int__", "__bool__", "__index__", "__float__"):
+            m.setattr(torch.Tensor, name, refuse)
+        got = static.step(feed)
+    within_1e5(0, got, want)
+
+
+def test_load_then_export_gives_the_state_back():
+    _, states = prefilled(RuntimeOptions())
+    slab = DecodeSlab(weights().config, len(states), MAX_LEN, torch.float32, "cpu")
+    for slot, st in enumerate(states):
+        slab.load(slot, st)
+    for slot, st in enumerate(states):
+        assert_state_equal(slab.export(slot), st, exact=True)
+    assert slab.export(0).hit_tokens == 0 and slab.export(len(states) - 1).hit_tokens == 12
+
+
+def test_slab_limits_are_one_line_errors():
+    cfg = weights().config
+    with pytest.raises(ConfigError, match="DecodeSlab.max_len"):
+        DecodeSlab(cfg, 2, 63, torch.float32, "cpu")  # ratio-2 sources need an even length
+    _, states = prefilled(RuntimeOptions(), lengths=(W + 1,), hits=())
+    small = DecodeSlab(cfg, 1, W + 2, torch.float32, "cpu")
+    with pytest.raises(StateError, match="the slab 8"):
+        DecodeSlab(cfg, 1, W, torch.float32, "cpu").load(0, states[0])
+    small.load(0, states[0])
+    static = StaticDecodeStep(weights(), RuntimeOptions(), small)
+    static.step(tokens(1, seed=1))
+    with pytest.raises(StateError, match="slot 0 is full"):
+        static.step(tokens(1, seed=2))
+    with pytest.raises(StateError, match="batch 2"):
+        static.step(tokens(2, seed=2))
+
+
+def test_entries_at_is_entries_from_latents_without_the_lookup():
+    """The sync-free twin (RoPE rows passed in) gives the engine's entries bit for bit."""
+    cfg = weights().config
+    lw = weights().layers[2]
+    latent = torch.randn(5, cfg.head_dim, generator=torch.Generator().manual_seed(4))
+    rope = RopePair(cfg)
+    want = entries_from_latents(latent, 6, 2, lw.attn, cfg, rope, Numerics())
+    cos, sin = rope.compress.lookup(6 + 2 * torch.arange(5), latent.device)
+    got = entries_at(latent, cos, sin, lw.attn, cfg, Numerics())
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
