@@ -18,7 +18,10 @@ equal the engine's for that request; the fast path runs exactly B rows.
 
 The caller keeps every slot in 0..B-1 active (padding with dummy slots, e.g. a
 ``DecodeSlab.reset`` one) and checks room on the host: ``step`` calls
-``DecodeSlab.reserve`` (host-side counters only) before it writes anything.
+``DecodeSlab.reserve`` (host-side counters only) before it writes anything; a replayed
+CUDA graph of ``step`` runs none of its Python, so call ``slab.reserve(B)`` before each
+replay. ``tokens`` should already be on the slab's device (a host tensor costs a
+synchronous copy) and hold ids in [0, vocab): nothing checks them on the host.
 """
 
 from __future__ import annotations
