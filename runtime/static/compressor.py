@@ -12,6 +12,8 @@ group's second row: the pooled value is then meaningless, and discarded by the m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from runtime.compressor import entries_at
@@ -19,42 +21,63 @@ from runtime.config import V41Config
 from runtime.numerics import Numerics, rms_norm
 
 
-def write_rows(cache: torch.Tensor, index: torch.Tensor, rows: torch.Tensor,
-               where: torch.Tensor | None = None) -> None:
-    """cache [B, N, C]: cache[b, index[b]] = rows[b] (only where ``where[b]``, if given)."""
+def write_rows(cache: torch.Tensor, at: torch.Tensor, rows: torch.Tensor, where: torch.Tensor | None = None) -> None:
+    """cache [B, N, C]: cache[b, at[b]] = rows[b] (only where ``where[b]``, if given);
+    ``at`` and ``where`` are [B, 1, 1] (built once per step, shared by the layers)."""
     b, _, width = cache.shape
-    at = index.view(b, 1, 1).expand(b, 1, width)
+    at = at.expand(b, 1, width)
     new = rows.reshape(b, 1, width).to(cache.dtype)
     if where is not None:
-        new = torch.where(where.view(b, 1, 1), new, cache.gather(1, at))
+        new = torch.where(where, new, cache.gather(1, at))
     cache.scatter_(1, at, new)
 
 
-def update_kv_source(slab, src: int, x: torch.Tensor, pos: torch.Tensor, lw, config: V41Config,
+@dataclass(frozen=True)
+class GroupIndex:
+    """Where one step's rows go for compress ratio ``ratio``, per slot (device tensors):
+    ``row`` p % ratio and ``entry`` p // ratio as [B, 1, 1] write indices, ``start``
+    the group's first position [B], ``complete`` (p + 1) % ratio == 0 as [B, 1, 1]."""
+
+    ratio: int
+    row: torch.Tensor
+    entry: torch.Tensor
+    start: torch.Tensor
+    complete: torch.Tensor
+
+    @classmethod
+    def at(cls, pos: torch.Tensor, ratio: int) -> GroupIndex:
+        b = pos.shape[0]
+        row = pos % ratio
+        return cls(ratio, row.view(b, 1, 1), (pos // ratio).view(b, 1, 1), pos - row,
+                   ((row + 1) == ratio).view(b, 1, 1))
+
+
+def update_kv_source(slab, src: int, x: torch.Tensor, groups: GroupIndex, lw, config: V41Config,
                      num: Numerics, ops, comp_cos: torch.Tensor, comp_sin: torch.Tensor,
                      comp_weights: tuple[torch.Tensor, torch.Tensor] | None) -> None:
-    """x [B, D]: the attention-norm rows of slots 0..B-1 at positions ``pos`` [B];
-    ``comp_cos``/``comp_sin``: the compressed RoPE table (all positions of the slab);
-    ``comp_weights``: (wkv, wgate) in float32 for ratio 2 (cast once, not every step)."""
+    """x [B, D]: the attention-norm rows of slots 0..B-1; ``groups``: their positions'
+    group indices at this source's ratio; ``comp_cos``/``comp_sin``: the compressed
+    RoPE table (all positions of the slab); ``comp_weights``: (wkv, wgate) in float32
+    for ratio 2 (cast once, not every step)."""
     c = config
-    ratio = c.compress_ratios[src]
+    ratio = groups.ratio
     comp = lw.attn.compressor
     b = x.shape[0]
     eps = c.rms_norm_eps
     if ratio == 1:
         latent = rms_norm(num.linear(x, comp.wkv.weight), comp.norm.weight, eps)
-        group_pos, complete = pos, None
+        complete = None
     else:
         wkv, wgate = comp_weights
         kv = num.linear(x.float(), wkv)  # [B, hd] float32, as compress_rows computes it
         gate = num.linear(x.float(), wgate)
         buf_kv, buf_gate = slab.comp_kv[src][:b], slab.comp_gate[src][:b]
-        write_rows(buf_kv, pos % ratio, kv)
-        write_rows(buf_gate, pos % ratio, gate)
+        write_rows(buf_kv, groups.row, kv)
+        write_rows(buf_gate, groups.row, gate)
         latent = ops.compress(buf_kv.reshape(b * ratio, -1), buf_gate.reshape(b * ratio, -1), ratio,
                               comp.norm.weight, eps, x.dtype)
-        group_pos, complete = pos - pos % ratio, (pos + 1) % ratio == 0
-    entries, keys = entries_at(latent, comp_cos[group_pos], comp_sin[group_pos], lw.attn, c, num,
+        complete = groups.complete
+    entries, keys = entries_at(latent, comp_cos[groups.start], comp_sin[groups.start], lw.attn, c, num,
                                rope_quant=ops.rope_quant)
-    write_rows(slab.global_kv[src][:b], pos // ratio, entries, complete)
-    write_rows(slab.index_keys[src][:b], pos // ratio, keys, complete)
+    write_rows(slab.global_kv[src][:b], groups.entry, entries, complete)
+    write_rows(slab.index_keys[src][:b], groups.entry, keys, complete)

@@ -39,7 +39,7 @@ from runtime.numerics import Numerics, rms_norm
 from runtime.options import RuntimeOptions
 from runtime.rope import RopePair, apply_rope
 from runtime.static.attention import KeyLayout, decode_attention
-from runtime.static.compressor import update_kv_source, write_rows
+from runtime.static.compressor import GroupIndex, update_kv_source, write_rows
 from runtime.static.indexer import select
 from runtime.static.moe import every_expert_moe
 from runtime.static.slab import DecodeSlab
@@ -111,7 +111,10 @@ class StaticDecodeStep:
         streams = w.embed.weight[tok_rows].unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
         pre = first_pre(rows, c.hc_mult, self.device)
         pending = None
+        # Per-step indices every layer shares (built once, not per layer):
         window = KeyLayout.for_window(pos, floor, slab.window, c.head_dim)
+        ring_at = (pos % slab.window).view(b, 1, 1)
+        groups = {r: GroupIndex.at(pos, r) for r in {c.compress_ratios[s] for s in c.kv_source_layer_ids}}
         selection = {"layout": window, "candidates": None}
         for layer in range(c.num_hidden_layers):
             lw = w.layers[layer]
@@ -122,9 +125,9 @@ class StaticDecodeStep:
                 streams = self.ops.engram(streams, hash_ids[:, k], lw.engram, c, num)
             streams, mix_a, x = mhc_site(streams, pending, pre, lw, "attn", lw.attn_norm.weight, self.ctx)
             if layer in c.kv_source_layer_ids:
-                update_kv_source(slab, layer, x[:b], pos, lw, c, num, self.ops, self.rope_comp.cos,
-                                 self.rope_comp.sin, self.comp_weights.get(layer))
-            attn_out = self._attention(layer, x, pos, tables, selection, window, lw)
+                update_kv_source(slab, layer, x[:b], groups[c.compress_ratios[layer]], lw, c, num, self.ops,
+                                 self.rope_comp.cos, self.rope_comp.sin, self.comp_weights.get(layer))
+            attn_out = self._attention(layer, x, pos, tables, selection, window, ring_at, lw)
             streams, mix_f, f_in = mhc_site(streams, (attn_out, mix_a), mix_a.pre, lw, "ffn",
                                             lw.ffn_norm.weight, self.ctx)
             pending, pre = (self._moe(layer, f_in, lw.ffn), mix_f), mix_f.pre
@@ -156,7 +159,7 @@ class StaticDecodeStep:
         return ids
 
     def _attention(self, layer: int, x: torch.Tensor, pos: torch.Tensor, tables: dict, selection: dict,
-                   window: KeyLayout, lw) -> torch.Tensor:
+                   window: KeyLayout, ring_at: torch.Tensor, lw) -> torch.Tensor:
         """runtime.layer.attention for one token per slot: window KV into the ring, the
         index source's selection (its key layout kept in ``selection`` for the layers
         that follow), the batched sparse attention and the output projection."""
@@ -172,7 +175,7 @@ class StaticDecodeStep:
         q = apply_rope(q, cos, sin)
         kv = self.ops.rope_quant(kv, cos, sin, "fp8")
         ring = slab.swa[layer][:b]
-        write_rows(ring, pos % slab.window, kv[:b])
+        write_rows(ring, ring_at, kv[:b])
         src = c.kv_source_of(layer)
         if layer in c.index_source_layer_ids:
             cos_c, sin_c = tables[1]
