@@ -65,21 +65,21 @@ def decode_attention(q: torch.Tensor, ring: torch.Tensor, entries: torch.Tensor 
     """q [B, H, hd] (RoPE'd), ring [B, W, hd], entries [B, N, hd] (None for ratio 0) ->
     attention output [B, H, hd] float32 (still carrying the query's RoPE)."""
     b, n_heads, hd = q.shape
-    keys = ring.gather(1, layout.window)
+    window = layout.window.shape[1]
+    block = INVARIANT_QUERY_BLOCK if num.row_tile > 1 else b  # invariant: the engine's query block
+    rows = -(-b // block) * block
+    # The float32 key rows are filled in place from the gathers (no concatenation and no
+    # separate float copy of the model-dtype keys); padding rows are zero, as the
+    # engine's padded queries read its zero row.
+    keys = torch.empty(rows, layout.bias.shape[1], hd, dtype=torch.float32, device=q.device)
+    keys[:b, :window] = ring.gather(1, layout.window)
     if entries is not None:
-        keys = torch.cat([keys, entries.gather(1, layout.entries)], dim=1)
-    keys = keys.float()
-    bias = layout.bias
-    qf = q.float()
-    if num.row_tile > 1:  # the engine's invariant query block: every product has one shape
-        block = INVARIANT_QUERY_BLOCK
-        full = -(-b // block) * block
-        if full > b:
-            keys = torch.cat([keys, keys.new_zeros(full - b, *keys.shape[1:])])
-            bias = torch.cat([bias, bias.new_full((full - b, bias.shape[1]), NEG_INF)])
-            qf = torch.cat([qf, qf.new_zeros(full - b, n_heads, hd)])
-    else:
-        block = b
+        keys[:b, window:] = entries.gather(1, layout.entries)
+    bias, qf = layout.bias, q.float()
+    if rows > b:
+        keys[b:].zero_()
+        bias = torch.cat([bias, bias.new_full((rows - b, bias.shape[1]), NEG_INF)])
+        qf = torch.cat([qf, qf.new_zeros(rows - b, n_heads, hd)])
     sinks = sink.float().view(1, n_heads, 1)
     outs = []
     for s in range(0, qf.shape[0], block):
