@@ -279,3 +279,16 @@ def test_mid_bf16_static_step_has_no_sync_and_the_engines_accuracy(kernels):
     print(f"mid {kernels}: {result}")
     assert med["static"] <= max(1.25 * med["engine"], 1e-2), result
     assert agree["static"] >= agree["engine"] - 0.1 * 8 * len(prompts), result
+
+
+def test_load_refuses_window_holes_a_decode_would_read():
+    """A decoder-trimmed prefill with a replay shorter than the window leaves the trimmed
+    layers' window KV uncomputed (NaN) above the window floor; the engine's own decode then
+    reads NaN (its logits are NaN). The slab refuses such a state in one line."""
+    w = weights()
+    trimmed = V41Model(w, RuntimeOptions(swa="bounded", replay_tokens=3))
+    st = trimmed.new_state()
+    trimmed.forward([SeqChunk(st, tokens(20, seed=1))])
+    slab = DecodeSlab(w.config, 1, MAX_LEN, torch.float32, "cpu")
+    with pytest.raises(StateError, match=r"layer \d+'s window KV has a hole above the window floor 0"):
+        slab.load(0, st)
