@@ -52,7 +52,12 @@ BATCHED_REFERENCE = "batched reference (runtime.static; a fused batched twin is 
 
 
 class StaticDecodeStep:
-    """``step(tokens [B]) -> float32 logits [B, vocab]`` for slots 0..B-1 of ``slab``."""
+    """``step(tokens [B]) -> float32 logits [B, vocab]`` for slots 0..B-1 of ``slab``.
+
+    Of ``options`` the decode step reads ``kernels`` and ``batch_invariant``; the SWA
+    switches act at prefill and prefix restore, which the loaded states carry already
+    (their window floors). ``kernels_used``: op -> "fused" / "reference" for the
+    registry ops the step calls, and a note for the two it runs as batched torch."""
 
     def __init__(self, weights: V41Weights, options: RuntimeOptions | None, slab: DecodeSlab):
         self.weights = weights
