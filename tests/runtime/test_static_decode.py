@@ -292,3 +292,20 @@ def test_load_refuses_window_holes_a_decode_would_read():
     slab = DecodeSlab(w.config, 1, MAX_LEN, torch.float32, "cpu")
     with pytest.raises(StateError, match=r"layer \d+'s window KV has a hole above the window floor 0"):
         slab.load(0, st)
+
+
+def test_steps_of_different_batch_sizes_leave_the_other_slots_alone():
+    """Bucketed use: slots past B do not move while B-slot steps run, and a later, larger
+    step continues them where they were (positions, window ring, partial groups)."""
+    options = RuntimeOptions()
+    engine, states = prefilled(options, lengths=(W - 1, W + 1, W), hits=())
+    slab = DecodeSlab(engine.config, 3, MAX_LEN, torch.float32, "cpu")
+    for slot, st in enumerate(states):
+        slab.load(slot, st)
+    static = StaticDecodeStep(weights(), options, slab)
+    feed = torch.randint(0, 512, (6, 3), generator=torch.Generator().manual_seed(8))
+    for s in range(6):
+        b = 2 if s < 3 else 3
+        outs = engine.forward([SeqChunk(st, feed[s, i : i + 1]) for i, st in enumerate(states[:b])])
+        within_1e5(s, static.step(feed[s, :b]), torch.cat([o.logits for o in outs]))
+    assert slab.lengths == [st.num_computed for st in states] == [W - 1 + 6, W + 1 + 6, W + 3]
