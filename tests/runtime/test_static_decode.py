@@ -142,7 +142,7 @@ def test_fused_decode_matches_the_engine(monkeypatch):
     indexer as its reference too: the static step runs those two as batched torch, and
     the engine's fused twins reduce in another order (a last-bit difference a later FP8
     rounding turns into a step), so only the ops both paths run fused are compared."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # ~1 min: the interpreter runs every kernel
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # ~2 min: the interpreter runs every kernel
     options = RuntimeOptions(kernels=("all", "-attention", "-indexer"))
     _, _, static = decode_both(options, within_1e5, lengths=(W + 1,), hits=((15, 12, 3),))
     fused = {op for op, how in static.kernels_used.items() if how == "fused"}
