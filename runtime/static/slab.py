@@ -68,6 +68,8 @@ class DecodeSlab:
         self.window = window if window is not None else config.sliding_window
         self.dtype = dtype
         self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:  # "cuda" is the current device
+            self.device = torch.device("cuda", torch.cuda.current_device())
         b, w, hd = max_batch, self.window, config.head_dim
         zeros = dict(dtype=dtype, device=self.device)
         self.swa = [torch.zeros(b, w, hd, **zeros) for _ in range(config.num_hidden_layers)]

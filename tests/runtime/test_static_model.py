@@ -1,0 +1,141 @@
+"""decode = "static" / "graphs" (runtime.static.model.StaticDecodeModel) through the engine,
+against the engine's own decode path (decode = "engine") on the same weights.
+
+With batch-invariant numerics every GEMM runs in fixed row tiles on both paths, so a
+request's numbers do not depend on how it was batched and the two paths must agree bit for
+bit: tokens and every step's logits. The fast numerics are checked to a tolerance."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from runtime.build import build_model
+from runtime.config import V41Config
+from runtime.engine import Engine, EngineConfig
+from runtime.engine.requests import GenerateRequest
+from runtime.errors import ConfigError
+from runtime.options import RuntimeOptions
+from runtime.static.model import StaticDecodeModel
+from runtime.weights import V41Weights
+
+CFG = V41Config.preset("tiny")
+CUDA = torch.cuda.is_available()
+
+
+@pytest.fixture(scope="module")
+def weights():
+    return V41Weights.random(CFG, seed=5)
+
+
+def requests(lengths_and_tokens, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return [GenerateRequest(prompt_ids=tuple(torch.randint(0, CFG.vocab_size, (n,), generator=gen).tolist()),
+                            max_tokens=m, temperature=0.0, return_logits=True, ignore_eos=True)
+            for n, m in lengths_and_tokens]
+
+
+def generate(weights, options, reqs, max_batch=2, max_len=64):
+    """A short slab by default: the static step's indexer cost grows with max_len."""
+    model = build_model(weights, options, max_batch=max_batch)
+    if isinstance(model, StaticDecodeModel):
+        model = StaticDecodeModel(model.model, max_batch=max_batch, max_len=max_len,
+                                  graphs=options.decode == "graphs")
+    engine = Engine(model, config=EngineConfig(max_batch_requests=max_batch, prefix_block_tokens=16))
+    return engine.generate(reqs), model
+
+
+# Requests that finish at different times (slots freed and reused), more requests than
+# slots (queueing) and, last, a repeat of the 40-token prompt (a prefix-cache hit).
+MIX = [(5, 4), (40, 2), (17, 5)]
+
+
+def mix():
+    reqs = requests(MIX)
+    return reqs + [reqs[1]]
+
+
+@pytest.mark.parametrize("swa", ["exact", "bounded"])
+def test_static_decode_equals_the_engine_bit_for_bit(weights, swa):
+    # bounded: replay on a short window so these short prompts hit; no decoder trim (a trim
+    # to fewer rows than the attention window leaves window KV the decode step would read
+    # uncomputed, which the slab refuses to load).
+    opts = dict(swa=swa, batch_invariant=True)
+    if swa == "bounded":
+        opts.update(replay_tokens=16, decoder_trim=False)
+    reqs = mix()
+    ref, ref_model = generate(weights, RuntimeOptions(**opts), reqs)
+    got, model = generate(weights, RuntimeOptions(decode="static", **opts), reqs)
+    for r, g in zip(ref, got, strict=True):
+        assert g.token_ids == r.token_ids
+        assert torch.equal(g.logits, r.logits)
+    decode_steps = sum(len(r.token_ids) - 1 for r in ref)
+    assert model.counters.static_decode_tokens == decode_steps
+    assert model.counters.static_fallback_tokens == 0
+    assert ref_model.counters.static_decode_tokens == 0
+    # the repeated prompt hit the prefix cache on both paths (and was replayed with bounded)
+    assert model.counters.prefix_hits == ref_model.counters.prefix_hits > 0
+    assert model.counters.replayed_tokens == ref_model.counters.replayed_tokens
+
+
+def test_fast_numerics_agree_to_float_noise(weights):
+    """Fast numerics, after the decoder-trimmed prefill of a prompt past the window (its
+    trimmed layers' window KV is the last W rows, all the decode reads)."""
+    reqs = requests([(9, 6), (180, 4)], seed=3)
+    ref, _ = generate(weights, RuntimeOptions(swa="bounded"), reqs)
+    got, model = generate(weights, RuntimeOptions(swa="bounded", decode="static"), reqs)
+    assert model.counters.trimmed_rows > 0
+    for r, g in zip(ref, got, strict=True):
+        assert g.token_ids == r.token_ids
+        assert float((g.logits - r.logits).abs().max() / r.logits.abs().max()) < 1e-4
+
+
+def test_the_slab_grows_when_a_request_needs_more_room(weights):
+    reqs = requests([(16, 14), (6, 3)], seed=4)
+    ref, _ = generate(weights, RuntimeOptions(), reqs)
+    got, model = generate(weights, RuntimeOptions(decode="static"), reqs, max_len=20)
+    assert model.slab.max_len == 40 and model.counters.static_fallback_tokens == 0
+    for r, g in zip(ref, got, strict=True):
+        assert g.token_ids == r.token_ids
+        assert float((g.logits - r.logits).abs().max() / r.logits.abs().max()) < 1e-4
+
+
+def test_a_state_leaving_the_slab_gets_its_caches_back(weights):
+    """A state decoded on the slab, then given a multi-token chunk, continues as if the
+    engine had decoded it."""
+    from runtime.model import SeqChunk
+
+    opts = RuntimeOptions(batch_invariant=True)
+    prompt = torch.randint(0, CFG.vocab_size, (21,), generator=torch.Generator().manual_seed(8))
+    extra = torch.tensor([3, 1, 4, 1, 5])
+    outs = {}
+    for decode in ("engine", "static"):
+        model = build_model(weights, opts.with_(decode=decode), max_batch=2)
+        if decode == "static":
+            model = StaticDecodeModel(model.model, max_batch=2, max_len=64)
+        st = model.new_state()
+        model.forward([SeqChunk(st, prompt)])
+        for t in (7, 8, 9):
+            model.forward([SeqChunk(st, torch.tensor([t]), decode=True)])
+        outs[decode] = model.forward([SeqChunk(st, extra, "all")])[0].logits
+        assert st.num_computed == 21 + 3 + 5
+    assert torch.equal(outs["static"], outs["engine"])
+
+
+def test_graphs_need_cuda(weights):
+    if CUDA:
+        pytest.skip("CUDA present")
+    with pytest.raises(ConfigError, match="needs the model on a CUDA device"):
+        build_model(weights, RuntimeOptions(decode="graphs"))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+def test_graphs_equal_the_static_step_bit_for_bit_on_the_gpu():
+    w = V41Weights.random(CFG, seed=5, dtype=torch.bfloat16, device="cuda")
+    reqs = mix()
+    static, _ = generate(w, RuntimeOptions(decode="static", kernels="fused"), reqs, max_batch=4)
+    graphs, model = generate(w, RuntimeOptions(decode="graphs", kernels="fused"), reqs, max_batch=4)
+    for s, g in zip(static, graphs, strict=True):
+        assert g.token_ids == s.token_ids and torch.equal(g.logits, s.logits)
+    assert model.counters.graph_replays > 0
