@@ -105,8 +105,18 @@ def check_pool_norm(pool_norm, gen, groups, ratio, channels, dtype, weight_dtype
         err64 = float((a.double() - f64).abs().max())
         assert err64 <= bound, f"compress fp32 vs float64: max error {err64:.3g} > {bound:.3g} (seed {seed})"
     else:
+        # Three bf16 roundings (pooled, normed, weight * normed). The fused sums differ from
+        # torch's in the last float32 bits (fast exp, another order), so the first two may
+        # each land one bf16 ulp of the *normalised* value away; the weight carries those
+        # into the output (|w| ulp(normed), up to two ulps of a smaller output binade), and
+        # the last rounding may flip once more. Measured on the H200 at mid (2048 groups):
+        # up to 2.4 ulps of the output vs float64 where |w| < 1.
+        # Without a weight there are two roundings: one ulp of each.
+        normed = pool_norm_float64(kv.cpu(), gate.cpu(), ratio, None, eps, dtype).float()
+        carried = 2 * weight.float().abs().cpu() * bf16_ulp(normed) if weight is not None else bf16_ulp(normed)
         for ref, what in ((b, "reference"), (f64.float(), "float64")):
-            bad = (a - ref).abs() > 2 * bf16_ulp(ref) + 1e-6 * float(ref.abs().max())
+            bound = carried + bf16_ulp(ref) + 1e-6 * float(ref.abs().max())
+            bad = (a - ref).abs() > bound
             assert not bad.any(), (f"compress {dtype} vs {what}: {int(bad.sum())} elements beyond 2 bf16 ulps, "
                                    f"worst {float((a - ref).abs().max()):.3g} (seed {seed})")
         equal = float((a == b).float().mean())
