@@ -237,13 +237,16 @@ def test_ablation_needs_the_builtin_engine():
 
 
 @pytest.mark.parametrize("name", ["tiny-ab.toml", "testbed-gate.toml", "testbed-probes.toml",
-                                  "flash-vllm.toml", "endpoints.toml"])
+                                  "flash-vllm.toml", "endpoints.toml", "cuda-graphs.toml"])
 def test_shipped_example_plans_are_valid(name, repo_root):
     plan = load_plan(repo_root / "validate" / "plan" / "examples" / name)
     assert plan.baseline in plan.variant_names and plan.policy is not None
     if plan.engine.kind == "vllm":
         assert plan.variant("exact").args == ("--no-swa-bounded-replay",)
         assert plan.policy.source.endswith("gate.toml")
+    if name == "cuda-graphs.toml":  # the graphs variant differs from its baseline in decode only
+        a, b = (plan.variant(n).runtime_options().to_dict() for n in ("eager", "graphs"))
+        assert {k for k in a if a[k] != b[k]} == {"decode"} and b["decode"] == "graphs"
 
 
 def test_probe_plan_runs_each_half_of_bounded_replay_alone_and_both(repo_root):
