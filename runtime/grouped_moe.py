@@ -10,8 +10,7 @@ Here every step has the same shapes and kernels whatever the routing:
     h = grouped_mm(x[rows], W13^T, offsets)             [T*k, 2I]  one GEMM for W1 and W3
     y = w * silu(min(h1, L)) * clamp(h3, -L, L)
     o = grouped_mm(y, W2^T, offsets)                    [T*k, D]
-    out[t] = sum over t's picks in expert order         (the reference's summation order)
-          + shared expert
+    out[t] = sum over t's k picks (float32)              + shared expert
 
 ``torch._grouped_mm`` runs one GEMM per expert group inside one kernel, with the group
 boundaries read on the device. Where it cannot run (no such op, or a dtype/device it does not
@@ -83,15 +82,12 @@ def _grouped_mm_supported(x: torch.Tensor, weight: torch.Tensor) -> bool:
 
 def grouped_moe(x: torch.Tensor, ffn, stacked: StackedExperts, config: V41Config, num: Numerics,
                 route_fn=route) -> torch.Tensor:
-    """x [T, D] -> [T, D], equal in math to ``runtime.moe.moe`` (same routing, same per-row
-    summation order), with no host sync and routing-independent shapes."""
+    """x [T, D] -> [T, D], equal in math to ``runtime.moe.moe`` (same routing; the picks of a
+    row summed in one reduction), with no host sync and routing-independent shapes."""
     if num.row_tile != 1:
         raise ValueError("grouped_moe: batch-invariant numerics need runtime.moe.moe's tiled GEMMs")
     t, k = x.shape[0], config.num_experts_per_tok
     weights, ids = route_fn(x, ffn.gate.weight, ffn.gate.bias, config, num)  # [T, k]
-    # Each row's picks in ascending expert order: the reference adds experts in that order.
-    ids, perm = ids.sort(dim=1)
-    weights = weights.gather(1, perm)
     flat = ids.reshape(-1)  # [T*k]
     order = torch.sort(flat, stable=True).indices  # pairs grouped by expert, rows ascending
     experts_sorted = flat[order]
@@ -112,10 +108,9 @@ def grouped_moe(x: torch.Tensor, ffn, stacked: StackedExperts, config: V41Config
 
     per_pick = torch.empty_like(o)
     per_pick[order] = o
-    per_pick = per_pick.reshape(t, k, -1)
-    out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
-    for j in range(k):
-        out = out + per_pick[:, j].float()
+    # One reduction over the k picks (two kernels, not 2k): its order is the kernel's, so
+    # a row equals the reference's expert-ordered sum to float32 rounding, not bit for bit.
+    out = per_pick.reshape(t, k, -1).float().sum(dim=1)
     if config.n_shared_experts:
         sh = ffn.shared_experts
         out = out + expert(x, sh.w1.weight, sh.w2.weight, sh.w3.weight, limit, num).float()
