@@ -289,3 +289,14 @@ def test_cli_ablate_refuses_a_server_plan_in_one_line(repo_root, tmp_path, capsy
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.count("\n") == 1
     assert "engine.kind: --ablate needs the builtin engine (got 'openai')" in err
+
+
+def test_cuda_graphs_on_a_cpu_engine_is_refused_before_anything_runs():
+    from validate.runner.engines import BuiltinFactory, check_engines
+
+    d = doc()
+    d["engine"]["device"] = "cpu"
+    d["variants"]["bounded"]["decode"] = "graphs"
+    with pytest.raises(PlanError, match=r"a.toml: variants.bounded: .*decode = 'graphs' needs the builtin engine "
+                                        r"on a CUDA device, got device = 'cpu'"):
+        check_engines(parse_plan(d, "a.toml"), BuiltinFactory())

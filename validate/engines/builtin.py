@@ -77,6 +77,9 @@ class BuiltinEngineConfig:
     def __post_init__(self) -> None:
         if self.top_logprobs is not None and self.top_logprobs < 0:
             raise EngineError(f"builtin engine: top_logprobs must be >= 0, got {self.top_logprobs}")
+        if self.options.decode == "graphs" and not self.source.device.startswith("cuda"):
+            raise EngineError(f"variant {self.variant}: decode = 'graphs' needs the builtin engine on a CUDA "
+                              f"device, got device = {self.source.device!r}")
 
     @property
     def max_batch_requests(self) -> int:
