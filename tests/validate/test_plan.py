@@ -299,4 +299,5 @@ def test_cuda_graphs_on_a_cpu_engine_is_refused_before_anything_runs():
     d["variants"]["bounded"]["decode"] = "graphs"
     with pytest.raises(PlanError, match=r"a.toml: variants.bounded: .*decode = 'graphs' needs the builtin engine "
                                         r"on a CUDA device, got device = 'cpu'"):
-        check_engines(parse_plan(d, "a.toml"), BuiltinFactory())
+        plan = parse_plan(d, "a.toml")
+        check_engines(plan, BuiltinFactory(plan))
