@@ -1,10 +1,11 @@
 """Exact probabilities of the gate's outcomes on one paired 0/1 task, one row per item.
 
 The gate (``validate.gate.verdict``) runs Tango's score test: with z = z_{1-alpha},
-PASS when Z(-M) >= z (the PASS p-value is below alpha), FAIL when it does not pass and
+PASS when Z(-M) >= z and the exact never-better edge test agrees (``pass_p_greater``
+below alpha), FAIL when it does not pass and
 the continuity-corrected Z_fail(-M) <= -z (``fail_p_less``), and the WARN test
 "significantly worse" is Z(0) <= -z; with ``equivalence`` (TOST) PASS also needs
-Z(+M) <= -z and FAIL is declared when 2 min(Phi(Z_fail(-M)), 1 - Phi(Z_fail(+M))) <= alpha. Every one of these depends on the table
+``pass_p_less``(+M) <= alpha and FAIL is declared when 2 min(Phi(Z_fail(-M)), 1 - Phi(Z_fail(+M))) <= alpha. Every one of these depends on the table
 only through (b, c, n), so its probability is a sum over (b, c) tables:
 
 - ``fresh_outcome_probabilities``: n *fresh* items, each discordant with probability
@@ -32,7 +33,13 @@ import numpy as np
 from scipy import special, stats
 
 from validate.errors import StatsInputError
-from validate.stats.score_interval import fail_p_greater, fail_p_less, score_z
+from validate.stats.score_interval import (
+    fail_p_greater,
+    fail_p_less,
+    pass_p_greater,
+    pass_p_less,
+    score_z,
+)
 
 
 @dataclass(frozen=True)
@@ -51,10 +58,10 @@ def _regions(b: np.ndarray, c: np.ndarray, n: int, margin: float, alpha: float,
              equivalence: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean (pass, fail, worse) per (b, c) table, as the gate decides them."""
     z = stats.norm.ppf(1.0 - alpha)
-    passed = score_z(b, c, n, -margin) >= z
+    passed = pass_p_greater(b, c, n, -margin) <= alpha
     p_fail = fail_p_less(b, c, n, -margin)
     if equivalence:
-        passed = passed & (score_z(b, c, n, margin) <= -z)
+        passed = passed & (pass_p_less(b, c, n, margin) <= alpha)
         p_fail = np.minimum(1.0, 2.0 * np.minimum(p_fail, fail_p_greater(b, c, n, margin)))
     fail = ~passed & (p_fail <= alpha)
     worse = score_z(b, c, n, 0.0) <= -z

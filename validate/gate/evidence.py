@@ -41,7 +41,11 @@ from validate.stats.paired import discordance_table
 from validate.stats.proportions import clt_se, clustered_se
 from validate.stats.score_interval import (
     FAIL_CONTINUITY,
+    edge_p_greater,
+    edge_p_less,
     fail_upper,
+    pass_lower,
+    pass_upper,
     score_lower,
     score_upper,
     score_z,
@@ -99,6 +103,32 @@ class ScoreEvidence:
     def upper(self, alpha: float) -> float:
         return float(score_upper(self.b, self.c, self.n, self._level(alpha)))
 
+    def pass_p_greater(self, theta0: float) -> float:
+        """The PASS claim's p: the score test's, and with one row per item also the exact
+        test's at the never-better edge (the larger; ``validate.stats.score_interval``)."""
+        p = self.p_greater(theta0)
+        return max(p, float(edge_p_greater(self.b, self.c, self.n, theta0))) if self._edge else p
+
+    def pass_p_less(self, theta0: float) -> float:
+        """TOST's other PASS side (H0 delta >= theta0), the mirror of ``pass_p_greater``."""
+        p = self.p_less(theta0)
+        return max(p, float(edge_p_less(self.b, self.c, self.n, theta0))) if self._edge else p
+
+    def pass_lower(self, alpha: float) -> float:
+        if not self._edge:
+            return self.lower(alpha)
+        return float(pass_lower(self.b, self.c, self.n, alpha))
+
+    def pass_upper(self, alpha: float) -> float:
+        if not self._edge:
+            return self.upper(alpha)
+        return float(pass_upper(self.b, self.c, self.n, alpha))
+
+    @property
+    def _edge(self) -> bool:
+        """The edge test is a binomial of items: one row per item only."""
+        return self.design_effect == 1.0
+
     def fail_p_less(self, theta0: float) -> float:
         return float(stats.norm.cdf(self._z(theta0, FAIL_CONTINUITY)))
 
@@ -129,6 +159,10 @@ class ClusteredEvidence(ScoreEvidence):
     @property
     def n_rows(self) -> int:
         return self.n
+
+    @property
+    def _edge(self) -> bool:
+        return False  # rows of one item are no binomial sample: the score test alone
 
 
 def se_floor(n_rows: int) -> float:

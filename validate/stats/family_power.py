@@ -30,7 +30,7 @@ import numpy as np
 from validate.stats.multiplicity import adjust
 from validate.stats.power import paired_table_distribution
 from validate.stats.power_repeats import effective_items
-from validate.stats.score_interval import p_greater, p_less
+from validate.stats.score_interval import p_greater, p_less, pass_p_greater, pass_p_less
 
 DRAWS = 20_000  # Monte Carlo SE of a per-claim rate at most 0.0035
 
@@ -50,9 +50,11 @@ class ClaimModel:
 
     def pass_pvalues(self, b: np.ndarray, c: np.ndarray, n: int) -> np.ndarray:
         """The gate's PASS p-value of each (b, c) table: the non-inferiority score test,
-        or with equivalence the larger of the two one-sided tests (``validate.gate.verdict``)."""
-        p = p_greater(b, c, n, -self.margin)
-        return np.maximum(p, p_less(b, c, n, self.margin)) if self.equivalence else p
+        or with equivalence the larger of the two one-sided tests (``validate.gate.verdict``);
+        the exact edge test joins them with one row per item, as in the gate."""
+        above, below = (pass_p_greater, pass_p_less) if self.repeats == 1 else (p_greater, p_less)
+        p = above(b, c, n, -self.margin)
+        return np.maximum(p, below(b, c, n, self.margin)) if self.equivalence else p
 
     def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """(b, c, probability, n) of every table the claim can give (at the effective n
