@@ -157,8 +157,11 @@ def test_repeated_rows_use_the_clustered_test():
     assert "clustered" in v.test and v.n_items == items
     d = b - a
     sums = np.bincount(clusters, weights=d - d.mean())
-    se = math.sqrt(items / (items - 1) * np.sum(sums**2) / d.size**2)
-    deff = (se / (np.std(d, ddof=1) / math.sqrt(d.size))) ** 2  # clustered / independent
+    # clustered over independent sums of squares, with the prior of one discordant row
+    # at r = 3 rows per item (validate.gate.evidence)
+    s_cl = items / (items - 1) * np.sum(sums**2)
+    k_rows = d.size * np.var(d, ddof=1)
+    deff = (s_cl + reps) / (k_rows + 1)
     # Tango's score statistic on the row counts, nuisance fitted by scipy, / sqrt(deff)
     nb, nc, rows, theta = int(np.sum(d == -1)), int(np.sum(d == 1)), d.size, -0.03
     q = optimize.minimize_scalar(

@@ -142,7 +142,10 @@ def simulate_repeats(runs, seed, items, reps, disc, rho, margin):
     return passed / runs
 
 
-REPEAT_SETTINGS = [(198, 4, 0.10, 0.3, 0.03), (198, 4, 0.06, 0.8, 0.04)]
+REPEAT_SETTINGS = [(198, 4, 0.10, 0.3, 0.03), (198, 4, 0.06, 0.8, 0.04),
+                   # few discordant items (12 rows expected): plan was 5.5 points off the
+                   # gate here before the design effect's prior (issue 13)
+                   (100, 4, 0.03, 0.9, 0.02)]
 
 
 def check_repeats(runs, seed, items, reps, disc, rho, margin, tolerance):
@@ -158,8 +161,10 @@ def check_repeats(runs, seed, items, reps, disc, rho, margin, tolerance):
         observed * (1 - observed) / runs)
     assert abs(observed - plan.power_at_full) <= limit
     assert plan.power_at_full == clustered_power(items, reps, rho, disc, margin, ALPHA)
-    # the check has teeth: ignoring the repeats, or their correlation, misses
-    assert abs(unrepeated.power_at_full - observed) > 0.05
+    # the check has teeth: ignoring the repeats, or their correlation, misses (at rho
+    # 0.9 four repeats are worth barely more than one, so only the second applies)
+    if rho < 0.9:
+        assert abs(unrepeated.power_at_full - observed) > 0.05
     assert abs(independent.power_at_full - observed) > 0.05
 
 

@@ -59,7 +59,8 @@ class ClaimModel:
     def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """(b, c, probability, n) of every table the claim can give (at the effective n
         with repeats)."""
-        n = self.n if self.repeats == 1 else effective_items(self.n, self.repeats, self.rho)
+        n = self.n if self.repeats == 1 else effective_items(
+            self.n, self.repeats, self.rho, self.discordance, self.true_delta)
         b, c, weight = paired_table_distribution(n, self.discordance, self.true_delta)
         return b, c, weight, n
 

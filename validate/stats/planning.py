@@ -192,7 +192,8 @@ def _one(spec: ClaimSpec, discordance: float, alpha: float, power: float,
         needed = clustered_sample_size(repeats, rho, discordance, margin, level, power,
                                        true_delta)
         mde = clustered_mde(n, repeats, rho, discordance, level, power, true_delta)
-        difference = difference_mde(effective_n(n, repeats, rho), discordance, alpha, power)
+        difference = difference_mde(effective_n(n, repeats, rho, discordance, true_delta),
+                                    discordance, alpha, power)
     else:
         alone = noninferiority_power_exact(n, discordance, margin, alpha, true_delta)
         alone_normal = noninferiority_power(n, discordance, margin, alpha, true_delta)

@@ -169,7 +169,8 @@ def decisive_sample_size(
 
 
 def noninferiority_power_exact(
-    n: int, discordance: float, margin: float, alpha: float, true_delta: float = 0.0
+    n: int, discordance: float, margin: float, alpha: float, true_delta: float = 0.0,
+    edge: bool = True,
 ) -> float:
     """Exact PASS probability of the gate's score test at this n, by enumeration.
 
@@ -178,12 +179,14 @@ def noninferiority_power_exact(
     score statistic clears z_{1-alpha} gives the power without a normal approximation,
     which matters when few items are discordant (D n below ~30): there the normal
     formula is off by several points because the test statistic is discrete.
+    ``edge``: the gate's exact never-better edge test joins the score test (one row per
+    item; the clustered path, at an effective n, runs the score test alone).
     """
-    from validate.stats.score_interval import pass_p_greater
+    from validate.stats.score_interval import p_greater, pass_p_greater
 
     _check(discordance, margin, alpha)
     b, c, weight = paired_table_distribution(n, discordance, true_delta)
-    passes = pass_p_greater(b, c, n, -margin) <= alpha
+    passes = (pass_p_greater if edge else p_greater)(b, c, n, -margin) <= alpha
     return float(np.sum(np.where(passes, weight, 0.0)))
 
 
