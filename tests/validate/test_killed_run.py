@@ -70,6 +70,69 @@ def test_owner_checks():
     assert not is_gone(None) and not is_gone({"pid": "x", "host": me["host"]})
 
 
+def _dead_pid() -> int:
+    """A pid that no process holds now: a child that has exited and been reaped."""
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(proc.stdout)
+
+
+def test_owner_records_where_its_pid_means_something():
+    """Host, pid and start time, and the boot id and pid namespace, read back from /proc
+    by hand."""
+    me = this_process()
+    assert me["pid"] == os.getpid()
+    assert me["boot_id"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert me["pid_namespace"] == os.readlink("/proc/self/ns/pid")
+    stat = Path(f"/proc/{os.getpid()}/stat").read_text()
+    assert me["process_start"] == int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def test_a_dead_pid_elsewhere_is_never_marked_interrupted():
+    """The same dead pid is interrupted when the owner ran here, and left alone when it
+    ran on another machine that shares the host name (another boot id), in another
+    container on this kernel (another pid namespace), or on another host."""
+    me = this_process()
+    dead = {**me, "pid": _dead_pid()}
+    assert is_gone(dead)
+    assert not is_gone({**dead, "boot_id": "00000000-0000-0000-0000-000000000000"})
+    assert not is_gone({**dead, "pid_namespace": "pid:[1]"})
+    assert not is_gone({**dead, "host": "another-host"})
+    legacy = {k: dead[k] for k in ("pid", "host", "process_start")}  # before boot id
+    assert is_gone(legacy)
+
+
+def test_a_run_from_another_machine_stays_running_in_the_store(tmp_path):
+    """A store on a shared disk: a run begun on another machine with this host name and
+    a pid that is dead here reads as running, and the next writer does not settle it."""
+    path = tmp_path / "results.sqlite"
+    with ResultsStore.open(path) as store:
+        run = store.begin_run("f" * 64, identity={})
+    elsewhere = {**this_process(), "pid": _dead_pid(), "boot_id": "another-boot"}
+    _set_owner(path, run.run_id, elsewhere)
+    with ResultsStore.open(path) as store:
+        assert [r.status for r in store.runs()] == ["running"]
+        assert store.settle_abandoned() == []
+    _set_owner(path, run.run_id, {**elsewhere, "boot_id": this_process()["boot_id"]})
+    with ResultsStore.open(path) as store:  # the same owner, had it been this machine
+        assert [r.status for r in store.runs()] == ["interrupted"]
+
+
+def _set_owner(path: Path, run_id: int, owner: dict) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        identity = json.loads(conn.execute("SELECT identity_json FROM runs WHERE run_id = ?",
+                                           (run_id,)).fetchone()[0])
+        identity["owner"] = owner
+        with conn:
+            conn.execute("UPDATE runs SET identity_json = ? WHERE run_id = ?",
+                         (json.dumps(identity), run_id))
+    finally:
+        conn.close()
+
+
 def _raw_statuses(path: Path) -> list[str]:
     import sqlite3
 
