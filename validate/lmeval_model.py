@@ -20,7 +20,8 @@ every ``RuntimeOptions`` switch by its field name (``swa``, ``encoder_replay``,
 kernel entries with ``|``: ``kernels=+gate|-mhc``); ``device``, ``dtype``;
 ``batch_size`` (requests decoded together); ``threads`` (torch CPU threads: lm-eval runs
 the model in its main thread, where torch's default of one thread per core
-oversubscribes a shared machine); ``warmup`` (true: prefill every prompt once before
+oversubscribes a shared machine; 1 to 4 per core, as ``v41val demo --threads``:
+``validate.threads``); ``warmup`` (true: prefill every prompt once before
 the scored pass, so the prefix cache holds the shared few-shot prefixes and bounded
 replay engages, as on a warm server; it costs a second prefill). A subclass sets
 ``options_type`` to a ``RuntimeOptions`` subclass to take its switches too.
@@ -57,6 +58,7 @@ from runtime.scheduling import EngineConfig
 from runtime.server.chat_template import render_chat
 from validate.engines.builtin_source import ModelSource, WeightsPool
 from validate.errors import ValidateInputError
+from validate.threads import check_threads
 
 DEFAULT_MAX_GEN_TOKS = 256
 
@@ -242,12 +244,7 @@ def _flag(name: str, value: bool | str) -> bool:
 def _set_threads(threads: int | str | None) -> None:
     if threads is None:
         return
-    try:
-        count = int(threads)
-    except (TypeError, ValueError):
-        count = 0
-    if count < 1:
-        raise ValidateInputError(f"v41val model_args: threads: expected an integer >= 1, got {threads!r}")
+    count = check_threads(threads, "v41val model_args: threads")  # the demo's check and cap
     import torch
 
     torch.set_num_threads(count)

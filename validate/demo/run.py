@@ -7,7 +7,6 @@ afterwards, and a second demo in the same workspace resumes instead of recomputi
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,13 +17,9 @@ from validate.demo.plan import DEFAULT_ITEMS, demo_plan
 from validate.plan.fused import FusedAvailability, fused_availability
 from validate.plan.schema import Plan
 from validate.progress import QUIET, Progress
+from validate.threads import check_threads
 
 DEFAULT_WORKSPACE = DEMO_WORKSPACE
-
-
-# torch.set_num_threads(100000) crashes the process (a segfault, no message): more
-# threads than a few per core never helps, so anything past that is refused.
-MAX_THREADS_PER_CORE = 4
 
 
 @dataclass(frozen=True)
@@ -39,10 +34,8 @@ class DemoSettings:
     threads: int | None = 1
 
     def __post_init__(self) -> None:
-        most = MAX_THREADS_PER_CORE * (os.cpu_count() or 1)
-        if self.threads is not None and not 1 <= self.threads <= most:
-            raise DemoError(f"--threads: expected 1 to {most} ({MAX_THREADS_PER_CORE} per "
-                            f"core of this machine), got {self.threads}")
+        if self.threads is not None:
+            check_threads(self.threads, "--threads", DemoError)  # validate.threads
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
             raise DemoError(f"--device: expected cpu or cuda[:N], got {self.device!r}")
 
