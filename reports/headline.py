@@ -13,7 +13,8 @@ from __future__ import annotations
 from reports import fmt
 
 TITLE = "Headline operating points"
-NOT_MEASURED = f"{TITLE}: not measured (the plan has no [speed] table)"
+NOT_MEASURED = (f"{TITLE}: not measured (the plan has no [speed] table, or its [speed] "
+                "runs interleaved rounds alone)")
 COLUMNS = ("variant", "1-user tok/s p50", "1-user TTFT p50", "tok/s at target", "concurrency",
            "user tok/s at q", "1-user tok/s p50 ratio [CI]", "1-user TTFT p50 speed-up [CI]",
            "throughput ratio")

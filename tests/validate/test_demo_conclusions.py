@@ -134,3 +134,19 @@ def test_floor_line_uses_the_tasks_chance(accuracy, expected):
                       "variants": [{"is_baseline": True, "accuracy": accuracy}]}]}
     (line,) = floor_lines(doc)
     assert f"the baseline scores {100 * accuracy:.1f} %, {expected}, so accuracy" in line
+
+
+def test_interleaved_rounds_are_read_with_their_intervals():
+    """With rounds in the run, the sentence adds their TTFT and TPOT ratios and what each
+    interval says, and labels the quality pass's figure as one window per variant."""
+    doc = _doc({"t": [_comparison("v", 0, 0, 10, "INCONCLUSIVE", -0.3, ttft=0.5)]},
+               {"v": {"swa": "bounded"}}, {}, warm=True)
+    doc["interleaved"] = [{"variant": "v", "rounds": 6, "concurrency": 32, "speedups": {
+        "ttft": {"ratio": 1.04, "ci": [0.84, 1.33], "n": 6, "statistic": "means"},
+        "tpot": {"ratio": 0.82, "ci": [0.70, 0.95], "n": 6, "statistic": "means"}}}]
+    (s,) = optimization_sentences(doc)
+    assert "2.00x slower than the baseline" in s and "(quality pass, one window per variant)" in s
+    assert ("in 6 interleaved rounds on cold prompts (95 % interval over rounds): "
+            "TTFT 1.04x [0.84, 1.33], no change resolved; TPOT 0.82x [0.70, 0.95], slower") in s
+    doc["interleaved"] = []
+    assert "interleaved" not in optimization_sentences(doc)[0]

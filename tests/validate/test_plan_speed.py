@@ -61,7 +61,9 @@ def test_sweep_settings_do_not_change_the_plan_hash():
 BAD = [
     ({"levels": [1]}, r"speed.levels: unknown key"),
     ({"sweep_levels": "1,2"}, r"speed.sweep_levels: expected an array"),
-    ({"sweep_levels": []}, r"speed.sweep_levels: expected strictly increasing integers"),
+    ({"sweep_levels": []}, r"speed.sweep_levels: expected strictly increasing integers "
+                           r">= 1 \(or \[\] with speed.rounds > 0: rounds alone\), got \[\]"),
+    ({"sweep_levels": [], "rounds": 0}, r"speed.sweep_levels: .*rounds alone"),
     ({"sweep_levels": [1, 4, 2]}, r"speed.sweep_levels: expected strictly increasing"),
     ({"sweep_levels": [1, 2, 2]}, r"speed.sweep_levels: expected strictly increasing"),
     ({"sweep_levels": [0, 1]}, r"speed.sweep_levels: expected strictly increasing integers >= 1"),
@@ -106,3 +108,11 @@ def test_the_sweep_needs_streamed_replies():
     d["engine"]["stream"] = False
     with pytest.raises(PlanError, match=r"^p.toml: speed: the concurrency sweep needs streamed replies"):
         parse_plan(d, "p.toml")
+
+
+def test_rounds_alone_parse():
+    """``sweep_levels = []`` is the rounds alone: accepted with rounds > 0, and any
+    requests_per_level >= 1 will do (no sweep level to hold)."""
+    plan = parse_plan(doc({"sweep_levels": [], "rounds": 3, "requests_per_level": 2}))
+    assert plan.speed.sweep_levels == () and plan.speed.rounds == 3
+    assert plan.to_dict()["speed"]["sweep_levels"] == []

@@ -65,6 +65,23 @@ def test_rounds_are_measured_stored_analysed_and_reused(tmp_path):
     doc = report_document(analysis)
     assert doc["interleaved"][0]["speedups"]["e2e"]["n"] == 4
     assert "Interleaved speed rounds" in render_markdown(doc)
+    # the sweep beside the rounds is found (its key leaves rounds out, as the runner's)
+    assert analysis.headline is not None and not any("no stored sweep" in n
+                                                     for n in analysis.notes)
+
+
+def test_rounds_alone_without_a_sweep(tmp_path):
+    """``sweep_levels = []``: the rounds are measured, no variant is swept, and the
+    report says the headline was not measured instead of asking for a rerun."""
+    path = tmp_path / "plan.toml"
+    path.write_text(PLAN.replace("sweep_levels = [1, 2]", "sweep_levels = []"))
+    plan = load_plan(path)
+    with ResultsStore.open(tmp_path / "r.sqlite") as store:
+        run_plan(plan, store)
+        assert store.sweeps(plan.hash) == [] and store.rounds(plan.hash) is not None
+        analysis = analyze_run(store)
+    assert analysis.headline is None and len(analysis.interleaved) == 1
+    assert not any("no stored sweep" in n for n in analysis.notes)
 
 
 def test_bad_rounds_and_vllm_are_refused(tmp_path):

@@ -18,11 +18,13 @@ from validate.store import ResultsStore
 
 def expected_settings(doc: Mapping) -> dict | None:
     """The settings a sweep of this stored plan was run with (the runner's
-    ``sweep_settings``: the [speed] table and the plan seed); None without [speed]."""
+    ``sweep_settings``: the [speed] table less ``rounds``, and the plan seed); None
+    without [speed] or with rounds alone."""
     speed = doc.get("speed")
-    if not speed:
+    if not speed or not speed.get("sweep_levels"):  # no [speed], or rounds alone
         return None
-    return {**dict(speed), "seed": doc.get("seed", 0)}
+    # the runner keys a sweep without ``rounds`` (rounds_pass's own), so must this
+    return {**{k: v for k, v in dict(speed).items() if k != "rounds"}, "seed": doc.get("seed", 0)}
 
 
 def headline_section(store: ResultsStore, plan_hash: str, doc: Mapping, baseline: str,

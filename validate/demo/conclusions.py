@@ -116,9 +116,13 @@ def ttft_ratio(doc: dict, variant: str) -> float | None:
 
 
 def speed_phrase(doc: dict, variant: str) -> str:
+    """The quality pass's TTFT ratio (warm prompts, one window per variant, so labelled),
+    then the interleaved rounds' ratio with its interval over rounds when the run has
+    them (``interleaved_phrase``)."""
     ratio = ttft_ratio(doc, variant)
+    rounds = interleaved_phrase(doc, variant)
     if ratio is None:
-        return "no speed measured"
+        return rounds or "no speed measured"
     if abs(ratio - 1.0) < SAME_SPEED:
         text = f"time to first token as the baseline's ({ratio:.2f}x)"
     elif ratio >= 1.0:
@@ -128,7 +132,29 @@ def speed_phrase(doc: dict, variant: str) -> str:
     bounded = _options(doc, variant).get("swa") == "bounded"
     if ratio < 1.0 and bounded and (doc.get("run") or {}).get("warm"):
         text += f", as expected: {WARM_REPLAY_COST}"
+    if rounds:
+        text = f"{text} (quality pass, one window per variant); {rounds}"
     return text
+
+
+def interleaved_phrase(doc: dict, variant: str) -> str | None:
+    """TTFT and TPOT speed-ups of the interleaved rounds (cold synthetic prompts,
+    baseline / variant, > 1 faster) with their intervals over rounds, and what the
+    intervals say; None without rounds for this variant."""
+    found = [x for x in doc.get("interleaved") or () if x.get("variant") == variant]
+    ups = found[0].get("speedups") or {} if found else {}
+    parts = []
+    for metric, label in (("ttft", "TTFT"), ("tpot", "TPOT")):
+        up = ups.get(metric)
+        if not up or up.get("ratio") is None or not up.get("ci"):
+            continue
+        lo, hi = up["ci"]
+        reading = "faster" if lo > 1.0 else "slower" if hi < 1.0 else "no change resolved"
+        parts.append(f"{label} {up['ratio']:.2f}x [{lo:.2f}, {hi:.2f}], {reading}")
+    if not parts:
+        return None
+    return (f"in {found[0]['rounds']} interleaved rounds on cold prompts (95 % interval "
+            f"over rounds): " + "; ".join(parts))
 
 
 def optimization_sentences(doc: dict) -> list[str]:

@@ -16,6 +16,15 @@ Why it looks the way it does (the demo prints this too):
   1 ms per prompt token at this size, so prompt tokens are the budget.
 - **Warm mode**, so encoder-side replay engages on prefix hits; requests batched 32 at
   a time; teacher-forced fidelity on the first 4 prompts of each task, 16 tokens each.
+- **Speed in interleaved rounds** (``[speed] rounds``): after the quality passes every
+  variant serves the same few synthetic prompts once per round, the order alternating
+  (``validate.speed.interleaved``), so the speed-ups come with intervals over rounds
+  that host drift between variants widens instead of faking. The prompts are cold
+  (random letters, no shared prefix), so they measure what an optimization costs or
+  buys on an uncached prompt; the quality pass's warm figures stay, labelled as single
+  windows per variant. Sized to a few seconds (SPEED): a round is one batch of four
+  prompts per variant, and the table runs the rounds alone (``sweep_levels = []``: the
+  headline sweep would be one window per variant again).
 - **Variants**: the ablation matrix of ``validate.plan.ablate`` against the
   all-reference exact baseline: encoder replay only, decoder trim only, both (bounded),
   and one variant per fused op only where the device runs fused kernels (on a CPU
@@ -40,6 +49,10 @@ CONCURRENCY = 32
 FIDELITY_PROMPTS = 4
 FIDELITY_TOKENS = 16
 MARGIN_POINTS = 3.0  # non-inferiority margin of every task's claim, in accuracy points
+# Interleaved speed rounds alone (module doc): 4 cold prompts of 3 windows, 8 output
+# tokens, 6 rounds.
+SPEED = {"rounds": 6, "sweep_levels": [], "requests_per_level": 4, "prompt_tokens": 96,
+         "max_tokens": 8}
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,7 @@ def plan_document(items: int = DEFAULT_ITEMS, device: str = "cpu") -> dict:
         "engine": {"kind": "builtin", "preset": DEMO_MODEL, "device": device, "dtype": "float32"},
         "variants": {"reference": {"swa": "exact"}},
         "tasks": [{"name": t, "limit": n} for t, n in zip(DEMO_TASKS, split.per_task, strict=True)],
+        "speed": dict(SPEED),
         "policy": {
             "gate": {"alpha": 0.05, "correction": "holm", "mode": "standard"},
             "health": {"min_coverage": 1.0},

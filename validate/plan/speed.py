@@ -14,6 +14,9 @@ Example::
     ignore_eos = true               # over HTTP: send vLLM/SGLang's ignore_eos (see below)
     rounds = 8                      # optional: interleaved rounds at the plan's concurrency
 
+``sweep_levels = []`` with ``rounds`` > 0 measures the rounds alone, with no headline
+sweep (the demo does: the sweep is one window per variant, the rounds are not).
+
 ``rounds`` > 0 adds interleaved speed rounds after every variant's quality pass: each
 round serves ``requests_per_level`` synthetic requests once per variant at the plan's
 ``concurrency``, the variants' order alternating from round to round, and the speed-ups
@@ -80,10 +83,13 @@ def parse_speed(w, value) -> SpeedSpec:
     levels = tuple(t.get("sweep_levels", defaults.sweep_levels))
     for i, level in enumerate(levels):
         w.typed(level, int, f"speed.sweep_levels[{i}]")
-    if not levels or any(c < 1 for c in levels) or list(levels) != sorted(set(levels)):
+    if not levels and not t.get("rounds"):
+        raise w.error("speed.sweep_levels", "expected strictly increasing integers >= 1 "
+                                            "(or [] with speed.rounds > 0: rounds alone), got []")
+    if levels and (any(c < 1 for c in levels) or list(levels) != sorted(set(levels))):
         raise w.error("speed.sweep_levels", f"expected strictly increasing integers >= 1, "
                                             f"got {list(levels)}")
-    if levels[0] != 1:
+    if levels and levels[0] != 1:
         raise w.error("speed.sweep_levels", f"must start at 1 (the single-stream point), "
                                             f"got {list(levels)}")
     target = t.get("target_tokens_per_s", defaults.target_tokens_per_s)
@@ -97,7 +103,7 @@ def parse_speed(w, value) -> SpeedSpec:
         if key in t and t[key] < low:
             raise w.error(f"speed.{key}", f"expected >= {low}, got {t[key]}")
     n = t.get("requests_per_level", defaults.requests_per_level)
-    if n < levels[-1]:
+    if levels and n < levels[-1]:
         raise w.error("speed.requests_per_level", f"expected >= the highest sweep level "
                                                   f"({levels[-1]}), got {n}")
     return SpeedSpec(sweep_levels=levels, target_tokens_per_s=float(target),

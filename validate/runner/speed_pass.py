@@ -36,7 +36,7 @@ def speed_pass(plan: Plan, store: ResultsStore, run: RunInfo, factory: EngineFac
     """Sweep ``variant`` unless the plan has no [speed] table or its sweep with these
     settings is stored; returns whether it swept. One bar over the sweep's measured
     requests (every level serves all of them)."""
-    if plan.speed is None:
+    if plan.speed is None or not plan.speed.sweep_levels:  # none, or rounds alone
         return False
     settings = sweep_settings(plan)
     stored = store.sweep(plan.hash, variant)
