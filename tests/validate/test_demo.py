@@ -65,6 +65,10 @@ def test_demo_finishes_with_a_report_that_matches_the_store(tmp_path):
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == stored_before
     assert doc["demo"]["variants"][0] == "reference"
+    rounds = {x["variant"]: x for x in doc["interleaved"]}
+    assert set(rounds) == {"encoder_replay", "decoder_trim", "both_bounded"}
+    assert all(x["rounds"] == 8 and x["speedups"]["ttft"]["n"] == 8 for x in rounds.values())
+    assert doc["headline"] is None
 
     by_task = {t["task"]: t for t in doc["tasks"]}
     assert set(by_task) == set(DEMO_TASKS)
@@ -163,6 +167,8 @@ def test_demo_plan_runs_the_trained_testbed_on_its_tasks():
     ident = plan.identity()
     assert ident["engine"]["preset"] == "testbed"
     assert [(t.name, t.limit) for t in plan.tasks] == list(zip(DEMO_TASKS, (7, 7, 6), strict=True))
+    # speed in interleaved rounds alone (no one-window-per-variant sweep)
+    assert plan.speed.rounds == 8 and plan.speed.sweep_levels == ()
 
 
 def test_demo_plan_with_fused_ops_adds_one_variant_per_op_and_all_on():
