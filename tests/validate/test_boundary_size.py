@@ -118,6 +118,15 @@ def test_the_edge_test_costs_little_power():
     assert max(losses) <= 0.026 and float(np.mean(losses)) <= 0.001
 
 
+def gate_table(policy, b: int, c: int, n: int):
+    """``evaluate_gate``'s verdict on one paired table of n items: b baseline-only and c
+    candidate-only right, the rest right under both."""
+    a_out = np.r_[np.ones(b), np.zeros(c), np.ones(n - b - c)]
+    b_out = np.r_[np.zeros(b), np.ones(c), np.ones(n - b - c)]
+    paired = PairedOutcomes.from_arrays(a_out, b_out, task="t", metric="m")
+    return evaluate_gate(policy, {"t": GateInput(paired, HealthReport())}).tasks[0]
+
+
 def test_evaluate_gate_pass_agrees_with_the_edge_test_and_its_bound():
     """Every table at n = 268, margin 1 pt with few discordant items: the gate PASSes
     exactly where both the reference score test and scipy's exact edge test reject,
@@ -128,10 +137,7 @@ def test_evaluate_gate_pass_agrees_with_the_edge_test_and_its_bound():
     z = stats.norm.ppf(1 - ALPHA)
     for b in range(0, 5):
         for c in range(0, 5):
-            a_out = np.r_[np.ones(b), np.zeros(c), np.ones(n - b - c)]
-            b_out = np.r_[np.zeros(b), np.ones(c), np.ones(n - b - c)]
-            paired = PairedOutcomes.from_arrays(a_out, b_out, task="t", metric="m")
-            v = evaluate_gate(policy, {"t": GateInput(paired, HealthReport())}).tasks[0]
+            v = gate_table(policy, b, c, n)
             edge_p = stats.binom.cdf(b - c, n, margin) if b >= c else 0.0
             expected = tango_z(b, c, n, -margin, 0.0) >= z and edge_p <= ALPHA
             assert (v.verdict in ("PASS", "WARN")) == expected, (b, c, v.verdict)
@@ -185,10 +191,7 @@ def test_evaluate_gate_fails_exactly_on_the_enumerated_region():
     changed = 0  # tables the uncorrected test would FAIL and the gate does not
     for b in range(0, 13):
         for c in range(0, 4):
-            a_out = np.r_[np.ones(b), np.zeros(c), np.ones(n - b - c)]
-            b_out = np.r_[np.zeros(b), np.ones(c), np.ones(n - b - c)]
-            paired = PairedOutcomes.from_arrays(a_out, b_out, task="t", metric="m")
-            v = evaluate_gate(policy, {"t": GateInput(paired, HealthReport())}).tasks[0]
+            v = gate_table(policy, b, c, n)
             expected = (tango_z(b, c, n, -margin, 0.0) < z
                         and tango_z(b, c, n, -margin, 0.5) <= -z)
             assert (v.verdict == "FAIL") == expected, (b, c, v.verdict)
