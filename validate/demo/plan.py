@@ -22,7 +22,7 @@ Why it looks the way it does (the demo prints this too):
   that host drift between variants widens instead of faking. The prompts are cold
   (random letters, no shared prefix), so they measure what an optimization costs or
   buys on an uncached prompt; the quality pass's warm figures stay, labelled as single
-  windows per variant. Sized to a few seconds (SPEED): a round is one batch of four
+  windows per variant. Sized to a few seconds (SPEED): a round is one batch of two
   prompts per variant, and the table runs the rounds alone (``sweep_levels = []``: the
   headline sweep would be one window per variant again).
 - **Variants**: the ablation matrix of ``validate.plan.ablate`` against the
@@ -49,10 +49,10 @@ CONCURRENCY = 32
 FIDELITY_PROMPTS = 4
 FIDELITY_TOKENS = 16
 MARGIN_POINTS = 3.0  # non-inferiority margin of every task's claim, in accuracy points
-# Interleaved speed rounds alone (module doc): 4 cold prompts of 2 windows, 8 output
+# Interleaved speed rounds alone (module doc): 2 cold prompts of 2 windows, 8 output
 # tokens, 8 rounds (as many as the A/A check of benchmarks/speed_interleaved.py, whose
 # intervals all contained 1; fewer clusters make a percentile bootstrap too narrow).
-SPEED = {"rounds": 8, "sweep_levels": [], "requests_per_level": 4, "prompt_tokens": 64,
+SPEED = {"rounds": 8, "sweep_levels": [], "requests_per_level": 2, "prompt_tokens": 64,
          "max_tokens": 8}
 
 
