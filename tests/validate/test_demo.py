@@ -48,6 +48,7 @@ def test_demo_finishes_with_a_report_that_matches_the_store(tmp_path):
     assert "Fidelity vs the baseline" in lead and rest, "fidelity must come before the report"
     for variant in ("encoder_replay", "decoder_trim", "both_bounded"):
         assert variant in lead
+    assert "speed: 8 interleaved rounds" in " ".join(lead.split())
     if "not available on this device" not in text:
         assert "fused_" in text  # a CUDA machine runs the fused variants
 

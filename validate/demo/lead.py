@@ -48,6 +48,12 @@ def budget_lines(demo: dict) -> list[str]:
         f"{plan['concurrency']} requests batched; fidelity teacher-forced on "
         f"{plan['fidelity']['prompts']} prompts x {plan['fidelity']['tokens']} tokens per task",
     ]
+    speed = plan.get("speed") or {}
+    if speed.get("rounds"):
+        lines.append(f"speed: {speed['rounds']} interleaved rounds, each serving "
+                     f"{speed['requests_per_level']} cold {speed['prompt_tokens']}-token prompts "
+                     f"per variant in alternating order (speed-ups with intervals over rounds; "
+                     f"the quality pass's warm figures are one window per variant)")
     if fused["skipped"]:
         lines.append(f"fused kernels: {', '.join(fused['skipped'])} {fused['reason']}; "
                      f"not run (they would fall back to the reference)")
