@@ -63,6 +63,23 @@ def tango_lower(b, c, n, alpha):
     return optimize.brentq(lambda t: tango_z(b, c, n, t) - z, -1 + 1e-9, est - 1e-9, xtol=1e-12)
 
 
+def edge_p(b, c, n, margin):
+    """The PASS claim's exact test at the never-better edge (validate.stats.score_interval):
+    P(Binomial(n, margin) <= b - c), by scipy."""
+    return float(stats.binom.cdf(b - c, n, margin)) if b >= c else 0.0
+
+
+def pass_lower(b, c, n, alpha):
+    """The PASS claim's lower bound: the smaller of the score bound and the edge test's,
+    a Clopper-Pearson bound on the signed count c - b (scipy's beta quantiles)."""
+    k = b - c
+    if k >= 0:
+        edge = -1.0 if k >= n else -float(stats.beta.ppf(1 - alpha, k + 1, n - k))
+    else:
+        edge = float(stats.beta.ppf(alpha, -k, n + k + 1))
+    return min(tango_lower(b, c, n, alpha), edge)
+
+
 def tango_upper(b, c, n, alpha, shift=0.5):
     """The FAIL claim's upper bound: the continuity-corrected statistic inverted."""
     z = stats.norm.ppf(1 - alpha)
@@ -108,7 +125,7 @@ def test_json_interval_is_the_gates_bounds_at_the_holm_levels(shown):
     for task, c in claims:
         n, _, b, cc = tables[(task, c["variant"])]
         z = tango_z(b, cc, n, -c["verdict"]["margin"])
-        p_pass.append(stats.norm.sf(z))
+        p_pass.append(max(stats.norm.sf(z), edge_p(b, cc, n, c["verdict"]["margin"])))
         p_fail.append(stats.norm.cdf(tango_z(b, cc, n, -c["verdict"]["margin"], 0.5)))
     adj_pass = multipletests(p_pass, alpha=alpha, method="holm")[1]
     adj_fail = multipletests(p_fail, alpha=alpha, method="holm")[1]
@@ -118,7 +135,7 @@ def test_json_interval_is_the_gates_bounds_at_the_holm_levels(shown):
         assert interval["kind"] == "gate"
         assert interval["low_alpha"] == pytest.approx(alpha * p_pass[i] / adj_pass[i], rel=1e-6)
         assert interval["high_alpha"] == pytest.approx(alpha * p_fail[i] / adj_fail[i], rel=1e-6)
-        assert interval["low"] == pytest.approx(tango_lower(b, cc, n, interval["low_alpha"]),
+        assert interval["low"] == pytest.approx(pass_lower(b, cc, n, interval["low_alpha"]),
                                                 abs=1e-7)
         assert interval["high"] == pytest.approx(tango_upper(b, cc, n, interval["high_alpha"]),
                                                  abs=1e-7)
@@ -135,8 +152,12 @@ def test_zero_flips_show_the_gates_bound_not_a_collapsed_interval():
     for task, c in _claims(doc):
         n = ZERO_FLIPS[(task, c["variant"])][0]
         assert c["ci_wald"] == [0.0, 0.0]  # the figure issue 17 found in the Delta column
-        z = stats.norm.ppf(1 - c["interval"]["low_alpha"])
-        assert c["interval"]["low"] == pytest.approx(-z * z / (n + z * z), abs=1e-9)
+        low_alpha = c["interval"]["low_alpha"]
+        z = stats.norm.ppf(1 - low_alpha)
+        # the score bound's closed form at b = c = 0, or the exact edge test's (no
+        # discordant item in n has probability (1 + theta)^n at the edge) where lower
+        expected = min(-z * z / (n + z * z), -(1 - low_alpha ** (1 / n)))
+        assert c["interval"]["low"] == pytest.approx(expected, abs=1e-9)
         assert c["interval"]["low"] < -0.018  # several points wide at these n
     status = {task: c["status"] for task, c in _claims(doc)}
     # gsm8k: n = 100 cannot clear a 2-point margin (bound about -3.7); GPQA's 5 points can
@@ -190,7 +211,7 @@ def test_verdict_recomputed_from_the_shown_text(shown, fmt):
         n, _, b, cc = tables[(task, c["variant"])]
         (lo, lo_alpha), (hi, hi_alpha) = _bound(lower), _bound(upper)
         # the shown numbers are the gate's, to the printed precision
-        assert lo == pytest.approx(100 * tango_lower(b, cc, n, lo_alpha), abs=0.01)
+        assert lo == pytest.approx(100 * pass_lower(b, cc, n, lo_alpha), abs=0.01)
         assert hi == pytest.approx(100 * tango_upper(b, cc, n, hi_alpha), abs=0.01)
         assert float(delta) == pytest.approx(100 * (cc - b) / n, abs=0.005)
         assert float(neg_margin) == pytest.approx(-100 * c["verdict"]["margin"])
@@ -227,7 +248,7 @@ def test_junit_messages_carry_the_bound_the_verdict_rests_on(shown):
             assert f"about {c['verdict']['n_to_decide']} items would decide" in skipped.get(
                 "message")
         assert float(m.group(1)) == pytest.approx(
-            100 * (tango_upper if c["status"] == "FAIL" else tango_lower)(
+            100 * (tango_upper if c["status"] == "FAIL" else pass_lower)(
                 b, cc, n, float(m.group(2))), abs=0.01)
 
 
@@ -246,7 +267,8 @@ def test_task_tables_delta_cell_shows_the_gate_interval(shown):
 
 def test_stored_run_with_zero_flips_in_every_format(tmp_path):
     """No item flips: the document, the Markdown and the terminal all show the gate's
-    lower bound -z^2/(n + z^2) at the policy's alpha (one claim: Holm leaves it), and the
+    lower bound at the policy's alpha (one claim: Holm leaves it): the smaller of the
+    score bound -z^2/(n + z^2) and the exact edge test's -(1 - alpha^(1/n)), and the
     verdict follows from it (INCONCLUSIVE at margin 2, with an n to decide)."""
     n = 120
     base, cand = outcomes_with(n, 90, 0, 0)
@@ -258,7 +280,7 @@ def test_stored_run_with_zero_flips_in_every_format(tmp_path):
     validate_document(json.loads(render_json(doc)))
     (c,) = doc["tasks"][0]["comparisons"]
     z = stats.norm.ppf(0.95)
-    want = -z * z / (n + z * z)
+    want = min(-z * z / (n + z * z), -(1 - 0.05 ** (1 / n)))
     assert c["interval"]["low"] == pytest.approx(want, abs=1e-9)
     assert c["interval"]["low_alpha"] == pytest.approx(0.05)
     assert c["ci_wald"] == [0.0, 0.0] and c["status"] == "INCONCLUSIVE"
