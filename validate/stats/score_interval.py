@@ -52,10 +52,10 @@ discordant item at all PASSed from n M >= z^2 (1 - M) = 2.7 where P(b = 0) = (1 
 is still 0.067. So PASS also needs the exact test at that edge (``edge_p_greater``:
 P(Binomial(n, M) <= b - c), every discordant item counted against the candidate), and
 its p-value is the larger of the two (``pass_p_greater``). By exact enumeration at
-every third n from 40 to 1,400 (margins 0.5-5 pt, discordance 1-2 x margin) its size is at most
-0.050 at the edge and 0.054 anywhere (the score test's own, at D = 2 M); it costs 0.04
-points of power on average at true delta 0 (at most 2.5), where the half-step correction
-would cost 3.8. TOST's other PASS side mirrors it (``pass_p_less``, the edge where the
+every third n from 40 to 1,400 (margins 0.5-5 pt, discordance 1-2 x margin) its size is
+at most 0.050 at the edge and 0.054 anywhere (the score test's own, at D = 2 M); it
+costs 0.04 points of power on average at true delta 0 (at most 2.5), where the
+half-step correction would cost 3.8. TOST's other PASS side mirrors it (``pass_p_less``, the edge where the
 candidate is never worse).
 
 Everything here is vectorised over numpy arrays of counts, so the calibration
