@@ -3,8 +3,9 @@ fused kernels, as a fraction of the bandwidth roofline.
 
 Variants are (path, kernels): path ``engine`` (V41Model.forward over one SeqChunk per
 request), ``static`` (runtime.static's fixed-shape step over a preallocated slab) or
-``graphs`` (that step replayed from a CUDA graph captured for the batch size); kernels
-``reference`` or ``fused``. Every request is prefilled once to ``--context`` tokens and
+``graphs`` (that step replayed from a CUDA graph captured for the batch size), each of the
+last two also ``+compile`` (``decode_compile``: the step's small ops through torch.compile,
+runtime/static/helpers.py); kernels ``reference`` or ``fused``. Every request is prefilled once to ``--context`` tokens and
 snapshotted; every variant decodes from its own copies of the same snapshots.
 
 Checks before timing, with identical inputs (the first decode step, same snapshot, same
@@ -37,7 +38,7 @@ from pathlib import Path
 import torch
 
 HBM_BYTES_PER_S = 4.3e12
-PATHS = ("engine", "static", "graphs")
+PATHS = ("engine", "static", "graphs", "static+compile", "graphs+compile")
 
 
 def step_bytes(config, batch: int, context: int) -> dict:
@@ -91,13 +92,13 @@ class EngineRunner:
 class StaticRunner:
     """runtime.static: the slab loaded from the snapshots, the step eager or from a graph."""
 
-    def __init__(self, weights, kernels: str, snaps, max_len: int, graphs: bool):
+    def __init__(self, weights, kernels: str, snaps, max_len: int, graphs: bool, compiled: bool = False):
         from runtime.model import V41Model
         from runtime.options import RuntimeOptions
         from runtime.static.slab import DecodeSlab
         from runtime.static.step import StaticDecodeStep
 
-        options = RuntimeOptions(kernels=kernels)
+        options = RuntimeOptions(kernels=kernels, decode="static", decode_compile=compiled)
         loader = V41Model(weights, options)
         c = weights.config
         self.batch = len(snaps)
@@ -108,10 +109,17 @@ class StaticRunner:
         self.kernels_used = getattr(self.decoder, "kernels_used", None)
         self.capture_s = None
         self.graphs = None
+        t0 = time.perf_counter()
+        if compiled:  # compile on a side slab so the measured one keeps its state
+            self.decoder.step(torch.zeros(self.batch, dtype=torch.int64, device=loader.device))
+            self.slab = DecodeSlab(c, self.batch, max_len, loader.dtype, loader.device)
+            for slot, snap in enumerate(snaps):
+                self.slab.load(slot, loader.new_state(snap))
+            self.decoder.slab = self.slab
+            self.capture_s = time.perf_counter() - t0
         if graphs:
             from runtime.static.graphs import DecodeGraphs
 
-            t0 = time.perf_counter()
             self.graphs = DecodeGraphs(self.decoder.step, self.slab, (self.batch,), device=loader.device)
             self.capture_s = time.perf_counter() - t0
 
@@ -178,7 +186,8 @@ def run_batch(args, weights, batch: int, variants: list[tuple[str, str]], gen) -
         if path == "engine":
             runners[(path, kernels)] = EngineRunner(weights, kernels, snaps)
         else:
-            runners[(path, kernels)] = StaticRunner(weights, kernels, snaps, max_len, graphs=path == "graphs")
+            runners[(path, kernels)] = StaticRunner(weights, kernels, snaps, max_len, graphs=path.startswith("graphs"),
+                                                    compiled=path.endswith("+compile"))
     first = torch.tensor([int(p[-1]) for p in prompts], device=device)
     # The first decode step feeds the prompt's last token again (any token works, the same for all).
     logits0 = {key: r(first).clone() for key, r in runners.items()}
@@ -189,12 +198,13 @@ def run_batch(args, weights, batch: int, variants: list[tuple[str, str]], gen) -
         path, kernels = key
         row = {"batch": batch, "context": args.context, "path": path, "kernels": kernels,
                "prefill_s": prefill_s, "vs_first_variant": compare(logits0[key], logits0[base_key])}
-        if path == "graphs" and ("static", kernels) in logits0:
-            row["graphs_vs_static_bitwise"] = bool(torch.equal(logits0[key], logits0[("static", kernels)]))
+        eager_twin = (path.replace("graphs", "static"), kernels)
+        if path.startswith("graphs") and eager_twin in logits0:
+            row["graphs_vs_static_bitwise"] = bool(torch.equal(logits0[key], logits0[eager_twin]))
         if path != "engine":
             row["capture_s"] = r.capture_s
             row["kernels_used"] = r.kernels_used
-        if path == "static":
+        if path.startswith("static"):
             row["host_syncs"] = sync_free(r, first)
         rows[key] = row
 
@@ -242,7 +252,7 @@ def run(args) -> dict:
                                 dtype=torch.bfloat16 if device.type == "cuda" else torch.float32)
     sync(device)
     init_s = time.perf_counter() - t0
-    paths = [p for p in args.paths if p != "graphs" or device.type == "cuda"]
+    paths = [p for p in args.paths if not p.startswith("graphs") or device.type == "cuda"]
     variants = [(p, k) for p in paths for k in args.kernels]
     gen = torch.Generator().manual_seed(args.seed)
     rows = []
@@ -308,7 +318,9 @@ def markdown(doc: dict) -> str:
         "(order reversed every other round); roofline = batch / (bytes per step / 4.3 TB/s), bytes = dense "
         "weights + touched experts + per-request KV (window, selected compressed entries, indexer keys).",
         "- `rel diff` / `greedy`: first decode step with identical inputs, logits vs the first variant "
-        "(max |diff| / max |logit|; rows whose argmax agrees). `graphs = static`: bitwise equal logits.", "",
+        "(max |diff| / max |logit|; rows whose argmax agrees). `graphs = static`: bitwise equal logits "
+        "to the eager static step with the same compile setting. `+compile`: decode_compile "
+        "(runtime/static/helpers.py); capture s includes compiling.", "",
         "| batch | context | path | kernels | step ms | tokens/s | roofline tokens/s | fraction | rel diff | greedy "
         "| graphs = static | host syncs |",
         "|---:|---:|---|---|---:|---:|---:|---:|---:|---|---|---|",

@@ -214,6 +214,12 @@ class RuntimeOptions:
              "(runtime/static, no host sync); that step replayed from CUDA graphs, one per "
              "batch-size bucket (CUDA only). Same math; a different order of float "
              "operations, so logits may differ in the last bits.")
+    decode_compile: bool = switch(
+        False, kind=bool,
+        help="With decode = static or graphs: the decode step's small ops (RMSNorm, RoPE, the "
+             "attention core, the grouped MoE) compiled by torch.compile (inductor), about half "
+             "the kernels per step; float order differs (bf16 noise), graphs still equal the "
+             "eager step with the same setting bit for bit.")
     replay_tokens: int | None = switch(
         None, kind=int, optional=True, minimum=1,
         help="W used for replay and trimming (default: the config's sliding_window).")
@@ -231,6 +237,9 @@ class RuntimeOptions:
             object.__setattr__(self, "encoder_replay", bounded)
         if self.decoder_trim is None:
             object.__setattr__(self, "decoder_trim", bounded)
+        if self.decode_compile and self.decode == "engine":
+            raise ConfigError("RuntimeOptions.decode_compile: needs decode = 'static' or 'graphs' "
+                              "(the engine's decode step is not compiled)")
 
     @classmethod
     def from_text(cls, settings: Mapping[str, Any]) -> RuntimeOptions:

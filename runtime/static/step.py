@@ -32,14 +32,15 @@ from runtime.attention import output_projection
 from runtime.batched.common import RopeRows
 from runtime.engram import EngramHasher
 from runtime.errors import StateError
-from runtime.grouped_moe import grouped_moe, stack_all_layers
+from runtime.grouped_moe import stack_all_layers
 from runtime.layer import StepContext, mhc_site
 from runtime.mhc import collapse, expand, first_pre
-from runtime.numerics import Numerics, rms_norm
+from runtime.numerics import Numerics
 from runtime.options import RuntimeOptions
-from runtime.rope import RopePair, apply_rope
-from runtime.static.attention import KeyLayout, decode_attention
+from runtime.rope import RopePair
+from runtime.static.attention import KeyLayout
 from runtime.static.compressor import GroupIndex, update_kv_source, write_rows
+from runtime.static.helpers import StepHelpers
 from runtime.static.indexer import select
 from runtime.static.moe import every_expert_moe
 from runtime.static.slab import DecodeSlab
@@ -87,6 +88,9 @@ class StaticDecodeStep:
         self.rope_comp = RopeRows(rope.compress, slab.max_len, device)
         self.hasher = EngramHasher(c, weights.engram_token_map).to(device) if c.engram_layer_ids else None
         self.stacked = stack_all_layers(weights) if self.num.row_tile == 1 else None
+        # decode_compile: RMSNorm, RoPE, the attention core and the grouped MoE through
+        # torch.compile (runtime/static/helpers.py); everything else as written.
+        self.fn = StepHelpers.build(self.options.decode_compile, device)
         self.comp_weights = {
             src: (weights.layers[src].attn.compressor.wkv.weight.float(),
                   weights.layers[src].attn.compressor.wgate.weight.float())
@@ -137,7 +141,7 @@ class StaticDecodeStep:
                                             lw.ffn_norm.weight, self.ctx)
             pending, pre = (self._moe(layer, f_in, lw.ffn), mix_f), mix_f.pre
         streams = expand(pending[0], streams, pending[1])
-        hidden = rms_norm(collapse(streams, pre), w.norm.weight, c.rms_norm_eps)
+        hidden = self.fn.rms_norm(collapse(streams, pre), w.norm.weight, c.rms_norm_eps)
         logits = num.linear(hidden[:b], w.head.weight).float()
         slab.num_computed[:b] += 1
         return logits
@@ -173,11 +177,11 @@ class StaticDecodeStep:
         b = pos.shape[0]
         ratio = c.compress_ratios[layer]
         eps = c.rms_norm_eps
-        q_r = rms_norm(num.linear(x, a.wq_a.weight), a.q_norm.weight, eps)
+        q_r = self.fn.rms_norm(num.linear(x, a.wq_a.weight), a.q_norm.weight, eps)
         q = num.linear(q_r, a.wq_b.weight).reshape(-1, c.num_attention_heads, c.head_dim)
-        kv = rms_norm(num.linear(x, a.wkv.weight), a.kv_norm.weight, eps)
+        kv = self.fn.rms_norm(num.linear(x, a.wkv.weight), a.kv_norm.weight, eps)
         cos, sin = tables[1 if ratio > 0 else 0]
-        q = apply_rope(q, cos, sin)
+        q = self.fn.apply_rope(q, cos, sin)
         kv = self.ops.rope_quant(kv, cos, sin, "fp8")
         ring = slab.swa[layer][:b]
         write_rows(ring, ring_at, kv[:b])
@@ -189,13 +193,13 @@ class StaticDecodeStep:
                 num, self.ops)
             selection["layout"] = window.with_topk(topk)
         if src is None:
-            core = decode_attention(q[:b], ring, None, window, a.attn_sink, num)
+            core = self.fn.attention(q[:b], ring, None, window, a.attn_sink, num)
         else:
-            core = decode_attention(q[:b], ring, slab.global_kv[src][:b], selection["layout"], a.attn_sink, num)
+            core = self.fn.attention(q[:b], ring, slab.global_kv[src][:b], selection["layout"], a.attn_sink, num)
         out = core if q.shape[0] == b else torch.cat([core, core.new_zeros(q.shape[0] - b, *core.shape[1:])])
         return output_projection(out, cos, sin, a, c.o_groups, num, x.dtype, inv_rope=self.ops.inv_rope)
 
     def _moe(self, layer: int, x: torch.Tensor, ffn) -> torch.Tensor:
         if self.stacked is None:
             return every_expert_moe(x, ffn, self.config, self.num, route_fn=self.ops.gate)
-        return grouped_moe(x, ffn, self.stacked[layer], self.config, self.num, route_fn=self.ops.gate)
+        return self.fn.grouped_moe(x, ffn, self.stacked[layer], self.config, self.num, route_fn=self.ops.gate)
