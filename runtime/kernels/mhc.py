@@ -1,26 +1,24 @@
 """Fused "Mega-mHC" site: the previous sublayer's post (X' = post*out + C^T X), this site's
 coefficients (unweighted RMS over 4D, the 24-wide GEMM with ``fn``, sigmoid / 2*sigmoid /
 row softmax + Sinkhorn), the collapse with the shifted (previous) pre and the weighted
-RMSNorm, in one Triton kernel (DeepGEMM ``mega_mhc``; vLLM #56962).
+RMSNorm (DeepGEMM ``mega_mhc``; vLLM #56962).
 
-Same signature and math as :func:`runtime.kernels.reference.mhc_site`. A program owns
-BLOCK_T rows. Sweep 1 over D: X' (rounded to the stream dtype, as the reference rounds
-it) is written, the 24 projections accumulate as four [BLOCK_T, BLOCK_D] x [BLOCK_D, 32]
-GEMMs (one per stream), and sum(X'^2), the collapsed row and its sum of squares
-accumulate. The projections go through a small scratch row so they can be re-read as
-[BLOCK_T, 4] / [BLOCK_T, 4, 4] tiles; the Sinkhorn runs on [BLOCK_T, 4, 4] in registers.
-Sweep 2 applies the RMSNorm to the collapsed row.
+Same signature and math as :func:`runtime.kernels.reference.mhc_site`, in two kernels on a
+grid of row blocks (BLOCK_T rows) x D splits:
+- ``_mhc_split_kernel`` sweeps its D range: X' (rounded to the stream dtype, as the
+  reference rounds it) is written, the 24 projections accumulate as four
+  [BLOCK_T, BLOCK_D] x [BLOCK_D, 32] GEMMs (one per stream), and sum(X'^2), the collapsed
+  row and its sum of squares accumulate; it writes those partials per split;
+- ``_mhc_finish_kernel`` adds the partials in split order (deterministic), computes the
+  coefficients (every program: the [BLOCK_T, 4, 4] Sinkhorn is cheap; split 0 stores
+  them) and normalises its D range of the collapsed row.
 
-Decode shapes (few rows) leave that grid with one or a handful of programs, each sweeping
-all of D and the whole 24 x 4D ``fn`` alone: 0.33 ms per site at ``mid`` with one row,
-two thirds of a static decode step (benchmarks/results/decode_h200.md). Below
-``SPLIT_BELOW_PROGRAMS`` row blocks the site runs split over D instead, in two kernels:
-``_mhc_split_kernel`` (grid row blocks x D splits) does sweep 1 on its D range and writes
-its partial projections and sums of squares; ``_mhc_finish_kernel`` (same grid) adds the
-partials in split order (deterministic), computes the coefficients (every program, the
-4 x 4 Sinkhorn is cheap; split 0 stores them) and normalises its D range of the collapsed
-row. Same math; the float sums are grouped per split, so results differ from the one-kernel
-form in the last bits only.
+Why split over D: with one program per row block sweeping all of D, decode shapes (one or
+a handful of row blocks) left a site to one or a few SMs reading the whole 24 x 4D ``fn``
+alone: 0.33 ms per site at ``mid`` with one row, two thirds of a static decode step
+(benchmarks/results/decode_h200.md); split, 12 us per kernel. Many rows need no split
+(one per row block, ``SPLIT_BELOW_PROGRAMS``); the float sums are then grouped exactly as
+in one sweep.
 """
 
 from __future__ import annotations
@@ -40,118 +38,13 @@ SPLIT_PROGRAMS = 256  # programs the split grid aims for (row blocks x splits)
 BLOCK_D = 64
 
 
-def _mhc_kernel(
-    streams_ptr, out_ptr, prev_post_ptr, prev_comb_ptr, pre_shift_ptr,
-    fn_ptr, base_ptr, scale_ptr, norm_w_ptr,
-    new_streams_ptr, pre_ptr, post_ptr, comb_ptr, x_ptr, scratch_ptr,
-    T, D, norm_eps, hc_eps, sinkhorn_iters,
-    HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
-):
-    HC: tl.constexpr = 4
-    NCOL: tl.constexpr = 32
-    pid = tl.program_id(0)
-    rows = pid * BLOCK_T + tl.arange(0, BLOCK_T)
-    r_ok = rows < T
-    rows64 = rows.to(tl.int64)
-    cols = tl.arange(0, NCOL)
-    c_ok = cols < 6 * HC
-    width = HC * D
-    # Per-row scalars of the previous site (post, comb) and the shifted pre, as [BLOCK_T].
-    p0 = tl.load(pre_shift_ptr + rows64 * HC + 0, mask=r_ok, other=0.0)
-    p1 = tl.load(pre_shift_ptr + rows64 * HC + 1, mask=r_ok, other=0.0)
-    p2 = tl.load(pre_shift_ptr + rows64 * HC + 2, mask=r_ok, other=0.0)
-    p3 = tl.load(pre_shift_ptr + rows64 * HC + 3, mask=r_ok, other=0.0)
-    m = tl.zeros((BLOCK_T, NCOL), dtype=tl.float32)
-    sq = tl.zeros((BLOCK_T, BLOCK_D), dtype=tl.float32)
-    xsq = tl.zeros((BLOCK_T, BLOCK_D), dtype=tl.float32)
-    for d0 in range(0, D, BLOCK_D):
-        ds = d0 + tl.arange(0, BLOCK_D)
-        d_ok = ds < D
-        ok = r_ok[:, None] & d_ok[None, :]
-        base = rows64[:, None] * width + ds[None, :]
-        x0 = tl.load(streams_ptr + base + 0 * D, mask=ok, other=0.0).to(tl.float32)
-        x1 = tl.load(streams_ptr + base + 1 * D, mask=ok, other=0.0).to(tl.float32)
-        x2 = tl.load(streams_ptr + base + 2 * D, mask=ok, other=0.0).to(tl.float32)
-        x3 = tl.load(streams_ptr + base + 3 * D, mask=ok, other=0.0).to(tl.float32)
-        if HAS_OUT:
-            o = tl.load(out_ptr + rows64[:, None] * D + ds[None, :], mask=ok, other=0.0).to(tl.float32)
-            cb = prev_comb_ptr + rows64 * HC * HC
-            y0 = (tl.load(prev_post_ptr + rows64 * HC + 0, mask=r_ok, other=0.0)[:, None] * o
-                  + (tl.load(cb + 0, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 4, mask=r_ok, other=0.0)[:, None] * x1
-                     + tl.load(cb + 8, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 12, mask=r_ok, other=0.0)[:, None] * x3))
-            y1 = (tl.load(prev_post_ptr + rows64 * HC + 1, mask=r_ok, other=0.0)[:, None] * o
-                  + (tl.load(cb + 1, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 5, mask=r_ok, other=0.0)[:, None] * x1
-                     + tl.load(cb + 9, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 13, mask=r_ok, other=0.0)[:, None] * x3))
-            y2 = (tl.load(prev_post_ptr + rows64 * HC + 2, mask=r_ok, other=0.0)[:, None] * o
-                  + (tl.load(cb + 2, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 6, mask=r_ok, other=0.0)[:, None] * x1
-                     + tl.load(cb + 10, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 14, mask=r_ok, other=0.0)[:, None] * x3))
-            y3 = (tl.load(prev_post_ptr + rows64 * HC + 3, mask=r_ok, other=0.0)[:, None] * o
-                  + (tl.load(cb + 3, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 7, mask=r_ok, other=0.0)[:, None] * x1
-                     + tl.load(cb + 11, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 15, mask=r_ok, other=0.0)[:, None] * x3))
-            x0 = y0.to(DTYPE).to(tl.float32)
-            x1 = y1.to(DTYPE).to(tl.float32)
-            x2 = y2.to(DTYPE).to(tl.float32)
-            x3 = y3.to(DTYPE).to(tl.float32)
-            tl.store(new_streams_ptr + base + 0 * D, x0.to(DTYPE), mask=ok)
-            tl.store(new_streams_ptr + base + 1 * D, x1.to(DTYPE), mask=ok)
-            tl.store(new_streams_ptr + base + 2 * D, x2.to(DTYPE), mask=ok)
-            tl.store(new_streams_ptr + base + 3 * D, x3.to(DTYPE), mask=ok)
-        sq += x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3
-        f_ok = d_ok[:, None] & c_ok[None, :]
-        fcol = fn_ptr + cols[None, :] * width + ds[:, None]  # [BLOCK_D, NCOL] = fn^T slice
-        m += tl.dot(x0, tl.load(fcol + 0 * D, mask=f_ok, other=0.0), input_precision="ieee")
-        m += tl.dot(x1, tl.load(fcol + 1 * D, mask=f_ok, other=0.0), input_precision="ieee")
-        m += tl.dot(x2, tl.load(fcol + 2 * D, mask=f_ok, other=0.0), input_precision="ieee")
-        m += tl.dot(x3, tl.load(fcol + 3 * D, mask=f_ok, other=0.0), input_precision="ieee")
-        xc = (p0[:, None] * x0 + p1[:, None] * x1 + p2[:, None] * x2 + p3[:, None] * x3).to(DTYPE)
-        tl.store(x_ptr + rows64[:, None] * D + ds[None, :], xc, mask=ok)
-        xcf = xc.to(tl.float32)
-        xsq += xcf * xcf
-    rstd = 1.0 / tl.sqrt(tl.sum(sq, axis=1) / width + norm_eps)  # [BLOCK_T]
-    # Round-trip the projections through scratch to re-read them as per-site tiles.
-    tl.store(scratch_ptr + rows64[:, None] * NCOL + cols[None, :], m * rstd[:, None], mask=r_ok[:, None])
-    tl.debug_barrier()
-    h = tl.arange(0, HC)
-    s0 = tl.load(scale_ptr + 0)
-    s1 = tl.load(scale_ptr + 1)
-    s2 = tl.load(scale_ptr + 2)
-    mrow = scratch_ptr + rows64[:, None] * NCOL
-    z_pre = tl.load(mrow + h[None, :], mask=r_ok[:, None], other=0.0) * s0 + tl.load(base_ptr + h)[None, :]
-    z_post = tl.load(mrow + HC + h[None, :], mask=r_ok[:, None], other=0.0) * s1 + tl.load(base_ptr + HC + h)[None, :]
-    c_idx = h[:, None] * HC + h[None, :]  # [4, 4]
-    z_comb = (tl.load(scratch_ptr + rows64[:, None, None] * NCOL + 2 * HC + c_idx[None, :, :],
-                      mask=r_ok[:, None, None], other=0.0) * s2
-              + tl.load(base_ptr + 2 * HC + c_idx)[None, :, :])  # [BLOCK_T, 4, 4]
-    pre = 1.0 / (1.0 + tl.exp(-z_pre)) + hc_eps
-    post = 2.0 / (1.0 + tl.exp(-z_post))
-    e = tl.exp(z_comb - tl.max(z_comb, axis=2)[:, :, None])
-    c = e / tl.sum(e, axis=2)[:, :, None] + hc_eps
-    c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
-    for _ in range(sinkhorn_iters - 1):
-        c = c / (tl.sum(c, axis=2)[:, :, None] + hc_eps)
-        c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
-    tl.store(pre_ptr + rows64[:, None] * HC + h[None, :], pre, mask=r_ok[:, None])
-    tl.store(post_ptr + rows64[:, None] * HC + h[None, :], post, mask=r_ok[:, None])
-    tl.store(comb_ptr + rows64[:, None, None] * HC * HC + c_idx[None, :, :], c, mask=r_ok[:, None, None])
-    rstd_x = 1.0 / tl.sqrt(tl.sum(xsq, axis=1) / D + norm_eps)
-    for d0 in range(0, D, BLOCK_D):
-        ds = d0 + tl.arange(0, BLOCK_D)
-        d_ok = ds < D
-        ok = r_ok[:, None] & d_ok[None, :]
-        ptr = x_ptr + rows64[:, None] * D + ds[None, :]
-        xc = tl.load(ptr, mask=ok, other=0.0).to(tl.float32)
-        y = (xc * rstd_x[:, None]).to(DTYPE).to(tl.float32)
-        w = tl.load(norm_w_ptr + ds, mask=d_ok, other=0.0).to(tl.float32)
-        tl.store(ptr, (w[None, :] * y).to(DTYPE), mask=ok)
-
-
 def _mhc_split_kernel(
     streams_ptr, out_ptr, prev_post_ptr, prev_comb_ptr, pre_shift_ptr, fn_ptr,
     new_streams_ptr, x_ptr, part_ptr,
     T, D, SPLIT_D,
     HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    """Sweep 1 of ``_mhc_kernel`` over D range [split * SPLIT_D, (split + 1) * SPLIT_D);
+    """Sweep 1 over D range [split * SPLIT_D, (split + 1) * SPLIT_D);
     partials [split, T, 34]: 32 projection columns, sum X'^2, sum x^2."""
     HC: tl.constexpr = 4
     NCOL: tl.constexpr = 32
@@ -289,14 +182,13 @@ class FusedMhc:
 
     def __init__(self, split: bool | None = None) -> None:
         """``split``: None chooses by the row count (see the module doc); True/False force
-        the split-over-D or the one-kernel form (tests compare the two)."""
-        self.kernel = jit(_mhc_kernel)
+        a split over D or one D range per row block (tests run both)."""
         self.split_kernel = jit(_mhc_split_kernel)
         self.finish_kernel = jit(_mhc_finish_kernel)
         self.split = split
 
     def splits_for(self, t: int, d: int, block_t: int) -> int:
-        """D splits for ``t`` rows (1: the one-kernel form)."""
+        """D splits for ``t`` rows (1: one program sweeps all of D for its rows)."""
         row_blocks = -(-t // block_t)
         use = self.split if self.split is not None else row_blocks < SPLIT_BELOW_PROGRAMS
         if not use:
@@ -328,15 +220,6 @@ class FusedMhc:
         base, scale, norm_weight = base.float().contiguous(), scale.float().contiguous(), norm_weight.contiguous()
         dtype = TL_DTYPES[streams.dtype]
         splits = self.splits_for(t, d, block_t)
-        if splits == 1:
-            scratch = torch.empty(t, MIX_COLS, dtype=torch.float32, device=dev)
-            self.kernel[(-(-t // block_t),)](
-                streams, out_arg, post_arg, comb_arg, pre_shift, fn, base, scale, norm_weight,
-                new_streams, pre, post, comb, x, scratch,
-                t, d, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters,
-                HAS_OUT=out is not None, DTYPE=dtype, BLOCK_T=block_t, BLOCK_D=BLOCK_D,
-            )
-            return new_streams, HcMix(pre, post, comb), x
         split_d = -(-d // (splits * BLOCK_D)) * BLOCK_D
         splits = -(-d // split_d)
         part = torch.empty(splits, t, MIX_COLS + 2, dtype=torch.float32, device=dev)

@@ -166,8 +166,8 @@ def test_mhc_parity_small(fused, gen, t, with_out, dtype):
 
 @pytest.mark.parametrize("t", [1, 5, 40])
 @pytest.mark.parametrize("split", [True, False])
-def test_mhc_split_and_one_kernel_forms_match_the_reference(fused, gen, t, split):
-    """Both tilings of the fused site (split over D for decode shapes, one kernel per row
+def test_mhc_split_and_unsplit_tilings_match_the_reference(fused, gen, t, split):
+    """Both tilings of the fused site (split over D, as for decode shapes; one D range per row
     block) against the reference, whichever the row count would choose."""
     from runtime.kernels.mhc import FusedMhc
 
