@@ -19,7 +19,8 @@ end of the slab is reset before it could overflow. The slab starts at
 ``INITIAL_MAX_LEN`` positions and doubles (slots moved, step rebuilt, graphs recaptured)
 when a request needs more; a request that would pass ``max_position_embeddings`` decodes
 on the engine path instead, counted in ``counters.static_fallback_tokens`` so a run can
-see the optimization did not engage.
+see the optimization did not engage; so does a state the slab refuses to load (window KV the
+decode would read was never computed), which keeps decoding on the engine path.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import weakref
 
 import torch
 
-from runtime.errors import ConfigError
+from runtime.errors import ConfigError, StateError
 from runtime.state import SequenceState
 from runtime.static.graphs import DEFAULT_BUCKETS, DecodeGraphs
 from runtime.static.slab import DecodeSlab
@@ -52,6 +53,7 @@ class StaticDecodeModel:
         self.max_len_limit = (c.max_position_embeddings // self._group) * self._group
         self._slot_of: dict[int, int] = {}  # id(state) -> slot
         self._owner: list[weakref.ref | None] = [None] * max_batch
+        self._refused: weakref.WeakSet = weakref.WeakSet()  # states the slab cannot hold
         self.slab = self.decoder = self.graphs = None
         self._build(min(self.max_len_limit, max_len or INITIAL_MAX_LEN))
 
@@ -83,7 +85,8 @@ class StaticDecodeModel:
         outputs: list = [None] * len(chunks)
         static, engine = [], []
         for i, ch in enumerate(chunks):
-            (static if getattr(ch, "decode", False) and self._fits(ch.state) else engine).append(i)
+            takes = getattr(ch, "decode", False) and self._fits(ch.state) and self._loads(ch.state)
+            (static if takes else engine).append(i)
         for i in engine:
             self._write_back(chunks[i].state)
             if getattr(chunks[i], "decode", False):
@@ -108,6 +111,21 @@ class StaticDecodeModel:
         while grown < needed:
             grown *= 2
         self._build(min(grown, self.max_len_limit))
+        return True
+
+    def _loads(self, state: SequenceState) -> bool:
+        """The state is in a slot, or can be put in one. A state the slab refuses (window KV
+        the decode would read was never computed: a decoder trim to fewer rows than the
+        window) stays on the engine path, where its NaN marks the bad read."""
+        if id(state) in self._slot_of:
+            return True
+        if state in self._refused:
+            return False
+        try:
+            self._slot(state)
+        except StateError:
+            self._refused.add(state)
+            return False
         return True
 
     def _decode(self, chunks: list) -> list:

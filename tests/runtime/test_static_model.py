@@ -135,6 +135,21 @@ def test_compiled_helpers_agree_with_the_engine(weights):
         assert float((g.logits - r.logits).abs().max() / r.logits.abs().max()) < 1e-4
 
 
+def test_a_state_the_slab_refuses_decodes_on_the_engine_path(weights):
+    """A decoder trim to fewer rows than the window (replay_tokens 16 < W 128, the planted
+    break of testbed-gate.toml) leaves window KV the decode reads uncomputed: the slab
+    refuses the state, the request decodes on the engine path (same tokens as decode =
+    engine), and the counters say the static path did not engage."""
+    reqs = requests([(60, 3)], seed=9)
+    opts = dict(swa="bounded", replay_tokens=16)
+    ref, _ = generate(weights, RuntimeOptions(**opts), reqs)
+    got, model = generate(weights, RuntimeOptions(decode="static", **opts), reqs)
+    assert got[0].token_ids == ref[0].token_ids
+    assert model.counters.trimmed_rows > 0
+    assert model.counters.static_decode_tokens == 0
+    assert model.counters.static_fallback_tokens == len(ref[0].token_ids) - 1 > 0
+
+
 def test_graphs_need_cuda(weights):
     if CUDA:
         pytest.skip("CUDA present")
