@@ -110,12 +110,11 @@ class StaticRunner:
         self.capture_s = None
         self.graphs = None
         t0 = time.perf_counter()
-        if compiled:  # compile on a side slab so the measured one keeps its state
-            self.decoder.step(torch.zeros(self.batch, dtype=torch.int64, device=loader.device))
-            self.slab = DecodeSlab(c, self.batch, max_len, loader.dtype, loader.device)
-            for slot, snap in enumerate(snaps):
-                self.slab.load(slot, loader.new_state(snap))
-            self.decoder.slab = self.slab
+        if compiled:  # compile with one step whose writes are undone
+            from runtime.static.graphs import preserved
+
+            with preserved(self.slab):
+                self.decoder.step(torch.zeros(self.batch, dtype=torch.int64, device=loader.device))
             self.capture_s = time.perf_counter() - t0
         if graphs:
             from runtime.static.graphs import DecodeGraphs

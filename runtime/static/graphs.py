@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -56,6 +57,21 @@ def _host_bookkeeping(obj) -> dict:
     return out
 
 
+@contextmanager
+def preserved(slab):
+    """Run steps for their side effects only (warm-up, compiling, capture): the slab's
+    tensors and host bookkeeping are copied on entry and put back on exit."""
+    saved = [(t, t.clone()) for t in slab_tensors(slab)]
+    host = _host_bookkeeping(slab)
+    try:
+        yield
+    finally:
+        for live, kept in saved:
+            live.copy_(kept)
+        for name, value in host.items():
+            setattr(slab, name, value)
+
+
 class DecodeGraphs:
     """Captured decode steps by bucket; ``__call__(tokens) -> logits [n, vocab]``."""
 
@@ -71,10 +87,8 @@ class DecodeGraphs:
         self._inputs: dict[int, torch.Tensor] = {}
         self._outputs: dict[int, torch.Tensor] = {}
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
-        saved = [(t, t.clone()) for t in slab_tensors(slab)]
-        host = _host_bookkeeping(slab)
         pool = torch.cuda.graph_pool_handle()
-        try:
+        with preserved(slab):
             for b in sorted(self.buckets, reverse=True):  # largest first: the pool fits the rest
                 tokens = torch.zeros(b, dtype=torch.int64, device=device)
                 side = torch.cuda.Stream(device)
@@ -87,12 +101,7 @@ class DecodeGraphs:
                 with torch.cuda.graph(graph, pool=pool):
                     out = step(tokens)
                 self._inputs[b], self._outputs[b], self._graphs[b] = tokens, out, graph
-        finally:
-            for live, kept in saved:
-                live.copy_(kept)
-            for name, value in host.items():
-                setattr(slab, name, value)
-            torch.cuda.synchronize(device)
+        torch.cuda.synchronize(device)
 
     def bucket(self, n: int) -> int:
         for b in self.buckets:
