@@ -59,7 +59,8 @@ class StaticDecodeModel:
 
     def _build(self, max_len: int) -> None:
         """(Re)build the slab at ``max_len`` positions per slot, moving the occupied slots
-        over, with its step and (graphs) its captured buckets. The step's cost grows with
+        over, with its step (reusing the previous step's stacked experts and compiled
+        helpers) and (graphs) its captured buckets. The step's cost grows with
         ``max_len`` (the indexer scores every key row), so the slab starts small and
         doubles when a request needs more room."""
         m = self.model
@@ -70,7 +71,7 @@ class StaticDecodeModel:
                 if owner is not None:
                     slab.load(slot, self.slab.export(slot))
         self.slab = slab
-        self.decoder = StaticDecodeStep(m.weights, m.options, slab)
+        self.decoder = StaticDecodeStep(m.weights, m.options, slab, reuse=self.decoder)
         buckets = tuple(b for b in DEFAULT_BUCKETS if b < self.max_batch) + (self.max_batch,)
         self.graphs = DecodeGraphs(self.decoder.step, slab, buckets, device=m.device) if self.use_graphs else None
 

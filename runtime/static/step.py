@@ -60,7 +60,13 @@ class StaticDecodeStep:
     (their window floors). ``kernels_used``: op -> "fused" / "reference" for the
     registry ops the step calls, and a note for the two it runs as batched torch."""
 
-    def __init__(self, weights: V41Weights, options: RuntimeOptions | None, slab: DecodeSlab):
+    def __init__(self, weights: V41Weights, options: RuntimeOptions | None, slab: DecodeSlab,
+                 reuse: StaticDecodeStep | None = None):
+        """``reuse``: a step of the same weights and options (on a smaller slab) whose
+        stacked experts, float32 compressor weights and compiled helpers this one takes
+        instead of copying and compiling them again."""
+        if reuse is not None and (reuse.weights is not weights or reuse.options != (options or RuntimeOptions())):
+            raise StateError("StaticDecodeStep: reuse needs a step of the same weights and options")
         self.weights = weights
         self.options = options or RuntimeOptions()
         c = self.config = weights.config
@@ -87,6 +93,9 @@ class StaticDecodeStep:
         self.rope_main = RopeRows(rope.main, slab.max_len, device)
         self.rope_comp = RopeRows(rope.compress, slab.max_len, device)
         self.hasher = EngramHasher(c, weights.engram_token_map).to(device) if c.engram_layer_ids else None
+        if reuse is not None:
+            self.stacked, self.fn, self.comp_weights = reuse.stacked, reuse.fn, reuse.comp_weights
+            return
         self.stacked = stack_all_layers(weights) if self.num.row_tile == 1 else None
         # decode_compile: RMSNorm, RoPE, the attention core and the grouped MoE through
         # torch.compile (runtime/static/helpers.py); everything else as written.

@@ -94,8 +94,12 @@ def test_fast_numerics_agree_to_float_noise(weights):
 def test_the_slab_grows_when_a_request_needs_more_room(weights):
     reqs = requests([(16, 14), (6, 3)], seed=4)
     ref, _ = generate(weights, RuntimeOptions(), reqs)
-    got, model = generate(weights, RuntimeOptions(decode="static"), reqs, max_len=20)
+    model = StaticDecodeModel(build_model(weights, RuntimeOptions(decode="static")).model, max_batch=2,
+                              max_len=20)
+    stacked = model.decoder.stacked
+    got = Engine(model, config=EngineConfig(max_batch_requests=2, prefix_block_tokens=16)).generate(reqs)
     assert model.slab.max_len == 40 and model.counters.static_fallback_tokens == 0
+    assert model.decoder.stacked is stacked  # the rebuilt step reused the stacked experts
     for r, g in zip(ref, got, strict=True):
         assert g.token_ids == r.token_ids
         assert float((g.logits - r.logits).abs().max() / r.logits.abs().max()) < 1e-4
