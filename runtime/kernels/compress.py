@@ -23,7 +23,7 @@ import triton.language as tl
 from runtime.kernels.backend import jit, next_pow2
 from runtime.kernels.mhc import TL_DTYPES
 
-TILE_ELEMENTS = 4096  # groups per program: about this many channels
+TILE_ELEMENTS = 512  # groups per program: about this many channels (best of 512-8192, benchmarks/tile_sweep.py)
 
 
 def _pool_norm_kernel(
@@ -84,8 +84,11 @@ def _pool_norm_kernel(
 class FusedPoolNorm:
     """Callable with :func:`runtime.compressor.pool_and_norm`'s signature."""
 
-    def __init__(self) -> None:
+    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int = 4) -> None:
+        """``tile_elements`` (channels per program) and ``num_warps``: for benchmark sweeps."""
         self.kernel = jit(_pool_norm_kernel)
+        self.tile_elements = tile_elements
+        self.num_warps = num_warps
 
     def __call__(self, kv: torch.Tensor, gate: torch.Tensor, ratio: int, norm_weight: torch.Tensor | None,
                  eps: float, dtype: torch.dtype) -> torch.Tensor:
@@ -105,13 +108,13 @@ class FusedPoolNorm:
         if groups == 0:
             return out
         block_c = next_pow2(channels)
-        block_g = max(1, min(64, TILE_ELEMENTS // block_c))
+        block_g = max(1, min(64, self.tile_elements // block_c))
         weight = norm_weight.contiguous() if norm_weight is not None else kv
         self.kernel[(-(-groups // block_g),)](
             kv.float().contiguous(), gate.float().contiguous(), weight, out, groups, channels, float(eps),
             RATIO=ratio, HAS_WEIGHT=norm_weight is not None, DTYPE=TL_DTYPES[dtype],
             OUT_DTYPE=TL_DTYPES[out_dtype],
             ROUND_BF16=dtype == torch.bfloat16, ROUND_BF16_OUT=out_dtype == torch.bfloat16,
-            BLOCK_G=block_g, BLOCK_C=block_c, enable_fp_fusion=False,
+            BLOCK_G=block_g, BLOCK_C=block_c, enable_fp_fusion=False, num_warps=self.num_warps,
         )
         return out

@@ -56,8 +56,15 @@ def _index_logits_kernel(
 class FusedIndexLogits:
     """Callable with :func:`runtime.kernels.reference.index_logits`'s signature."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared_query_rows: int = 128, num_warps: int | None = None) -> None:
+        """Up to 16 queries, one program's dot holds ``shared_query_rows`` (query x head)
+        rows, so that many queries share each key tile read from memory: with one query per
+        program, 8 queries read the keys 8 times (16 % of the roofline at mid, T=8, 128k
+        keys; 37 % with 128 rows and 8 warps, benchmarks/tile_sweep.py on the H200).
+        ``num_warps`` None: 8 for a 128-row dot, else 4. Both are for benchmark sweeps."""
         self.kernel = jit(_index_logits_kernel)
+        self.shared_query_rows = shared_query_rows
+        self.num_warps = num_warps
 
     def __call__(self, q: torch.Tensor, head_w: torch.Tensor, keys: torch.Tensor, counts: torch.Tensor,
                  num: Numerics) -> torch.Tensor:
@@ -73,11 +80,15 @@ class FusedIndexLogits:
         if q.dtype != keys.dtype:
             q, keys = q.float(), keys.float()
         ieee = q.dtype == torch.float32
-        block_t = max(1, 16 // n_heads) if t <= 16 else max(1, 64 // n_heads)
+        if t <= 16:
+            block_t = max(1, min(next_pow2(t), self.shared_query_rows // n_heads))
+        else:
+            block_t = max(1, 64 // n_heads)
         block_n = 64
         grid = (-(-t // block_t), -(-n // block_n))
         self.kernel[grid](
             q, head_w.float().contiguous(), keys, counts.long().contiguous(), out, t, n, dim**-0.5,
             NI=n_heads, DI=dim, BLOCK_T=block_t, BLOCK_N=block_n, IEEE=ieee,
+            num_warps=self.num_warps or (8 if block_t * n_heads >= 128 else 4),
         )
         return out

@@ -19,7 +19,7 @@ from runtime.kernels.mhc import TL_DTYPES
 def _inv_rope_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, H,
                      BLOCK_H: tl.constexpr, HD: tl.constexpr, HALF: tl.constexpr, DTYPE: tl.constexpr):
     r = tl.program_id(0).to(tl.int64)
-    heads = tl.arange(0, BLOCK_H)
+    heads = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     h_ok = heads < H
     base = (r * H + heads[:, None]) * HD  # [BLOCK_H, 1]
     dim = tl.arange(0, HD)
@@ -36,11 +36,23 @@ def _inv_rope_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, H,
     tl.store(out_ptr + even_at + 1, (even * s + odd * c).to(DTYPE), mask=h_ok[:, None])
 
 
-class FusedInverseRope:
-    """Callable with :func:`runtime.kernels.reference.inverse_rope`'s signature."""
+TILE_ELEMENTS = 1024  # per program: one row's heads in blocks of at most this many values
 
-    def __init__(self) -> None:
+
+class FusedInverseRope:
+    """Callable with :func:`runtime.kernels.reference.inverse_rope`'s signature.
+
+    A program owns one row and a block of its heads: one program for all 64 heads of a
+    ``flash`` row held a [64, 512] tile and spilled (41-54 % of the roofline from 512 rows
+    up), and a single-row call waited on one program's long chain of loads. Blocks of
+    TILE_ELEMENTS values (the best of 1k-32k in benchmarks/mhc_rope_tiles.py on the H200:
+    88-97 % of the roofline from 64 flash rows up, 1.5 us for one row) keep every tile in
+    registers and spread a row over several SMs."""
+
+    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int = 4) -> None:
         self.kernel = jit(_inv_rope_kernel)
+        self.tile_elements = tile_elements
+        self.num_warps = num_warps
 
     def __call__(self, out: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         rows, n_heads, hd = out.shape
@@ -50,8 +62,9 @@ class FusedInverseRope:
         result = torch.empty(rows, n_heads, hd, dtype=dtype, device=out.device)
         if rows == 0:
             return result
-        self.kernel[(rows,)](
+        block_h = max(1, min(next_pow2(n_heads), self.tile_elements // hd))
+        self.kernel[(rows, -(-n_heads // block_h))](
             out.float().contiguous(), cos.float().contiguous(), sin.float().contiguous(), result, n_heads,
-            BLOCK_H=next_pow2(n_heads), HD=hd, HALF=half, DTYPE=TL_DTYPES[dtype],
+            BLOCK_H=block_h, HD=hd, HALF=half, DTYPE=TL_DTYPES[dtype], num_warps=self.num_warps,
         )
         return result

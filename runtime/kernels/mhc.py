@@ -9,7 +9,7 @@ grid of row blocks (BLOCK_T rows) x D splits:
   reference rounds it) is written, the 24 projections accumulate as four
   [BLOCK_T, BLOCK_D] x [BLOCK_D, 32] GEMMs (one per stream), and sum(X'^2), the collapsed
   row and its sum of squares accumulate; it writes those partials per split;
-- ``_mhc_finish_kernel`` adds the partials in split order (deterministic), computes the
+- ``_mhc_finish_kernel`` adds the partials (one fixed reduction tree: deterministic), computes the
   coefficients (every program: the [BLOCK_T, 4, 4] Sinkhorn is cheap; split 0 stores
   them) and normalises its D range of the collapsed row.
 
@@ -35,7 +35,15 @@ TL_DTYPES = {torch.float32: tl.float32, torch.bfloat16: tl.bfloat16, torch.float
 MIX_COLS = 32  # 24 projections padded to a power of two
 SPLIT_BELOW_PROGRAMS = 64  # row blocks under which the site is split over D
 SPLIT_PROGRAMS = 256  # programs the split grid aims for (row blocks x splits)
-BLOCK_D = 64
+BLOCK_D = 32
+NUM_WARPS = 2
+# The 24 projections on CUDA: three TF32 tensor-core products (hi*hi + hi*lo + lo*hi),
+# float32-accurate. The "ieee" form runs them as FMA loops, which made the site
+# compute-bound: 6 % of the bandwidth roofline from 512 rows up (benchmarks/kernels.py,
+# H200). The interpreter computes in float32 whatever the request. BLOCK_D, NUM_WARPS and
+# 16 rows per program were the best of benchmarks/tile_sweep.py on the H200 (2.2-3.4x the
+# old FMA tiling from 512 rows up; larger row or D tiles and more warps were slower).
+CUDA_PRECISION = "tf32x3"
 
 
 def _mhc_split_kernel(
@@ -43,6 +51,7 @@ def _mhc_split_kernel(
     new_streams_ptr, x_ptr, part_ptr,
     T, D, SPLIT_D,
     HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):
     """Sweep 1 over D range [split * SPLIT_D, (split + 1) * SPLIT_D);
     partials [split, T, 34]: 32 projection columns, sum X'^2, sum x^2."""
@@ -64,6 +73,29 @@ def _mhc_split_kernel(
     m = tl.zeros((BLOCK_T, NCOL), dtype=tl.float32)
     sq = tl.zeros((BLOCK_T, BLOCK_D), dtype=tl.float32)
     xsq = tl.zeros((BLOCK_T, BLOCK_D), dtype=tl.float32)
+    if HAS_OUT:  # the previous sublayer's post and combination, loaded once (not per D tile)
+        cb = prev_comb_ptr + rows64 * HC * HC
+        pp = prev_post_ptr + rows64 * HC
+        q0 = tl.load(pp + 0, mask=r_ok, other=0.0)[:, None]
+        q1 = tl.load(pp + 1, mask=r_ok, other=0.0)[:, None]
+        q2 = tl.load(pp + 2, mask=r_ok, other=0.0)[:, None]
+        q3 = tl.load(pp + 3, mask=r_ok, other=0.0)[:, None]
+        c00 = tl.load(cb + 0, mask=r_ok, other=0.0)[:, None]
+        c01 = tl.load(cb + 1, mask=r_ok, other=0.0)[:, None]
+        c02 = tl.load(cb + 2, mask=r_ok, other=0.0)[:, None]
+        c03 = tl.load(cb + 3, mask=r_ok, other=0.0)[:, None]
+        c10 = tl.load(cb + 4, mask=r_ok, other=0.0)[:, None]
+        c11 = tl.load(cb + 5, mask=r_ok, other=0.0)[:, None]
+        c12 = tl.load(cb + 6, mask=r_ok, other=0.0)[:, None]
+        c13 = tl.load(cb + 7, mask=r_ok, other=0.0)[:, None]
+        c20 = tl.load(cb + 8, mask=r_ok, other=0.0)[:, None]
+        c21 = tl.load(cb + 9, mask=r_ok, other=0.0)[:, None]
+        c22 = tl.load(cb + 10, mask=r_ok, other=0.0)[:, None]
+        c23 = tl.load(cb + 11, mask=r_ok, other=0.0)[:, None]
+        c30 = tl.load(cb + 12, mask=r_ok, other=0.0)[:, None]
+        c31 = tl.load(cb + 13, mask=r_ok, other=0.0)[:, None]
+        c32 = tl.load(cb + 14, mask=r_ok, other=0.0)[:, None]
+        c33 = tl.load(cb + 15, mask=r_ok, other=0.0)[:, None]
     d_lo = split * SPLIT_D
     for d0 in range(d_lo, d_lo + SPLIT_D, BLOCK_D):
         ds = d0 + tl.arange(0, BLOCK_D)
@@ -76,20 +108,11 @@ def _mhc_split_kernel(
         x3 = tl.load(streams_ptr + base + 3 * D, mask=ok, other=0.0).to(tl.float32)
         if HAS_OUT:
             o = tl.load(out_ptr + rows64[:, None] * D + ds[None, :], mask=ok, other=0.0).to(tl.float32)
-            cb = prev_comb_ptr + rows64 * HC * HC
-            pp = prev_post_ptr + rows64 * HC
-            y0 = (tl.load(pp + 0, mask=r_ok, other=0.0)[:, None] * o
-                  + (tl.load(cb + 0, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 4, mask=r_ok, other=0.0)[:, None] * x1
-                     + tl.load(cb + 8, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 12, mask=r_ok, other=0.0)[:, None] * x3))
-            y1 = (tl.load(pp + 1, mask=r_ok, other=0.0)[:, None] * o
-                  + (tl.load(cb + 1, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 5, mask=r_ok, other=0.0)[:, None] * x1
-                     + tl.load(cb + 9, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 13, mask=r_ok, other=0.0)[:, None] * x3))
-            y2 = (tl.load(pp + 2, mask=r_ok, other=0.0)[:, None] * o
-                  + (tl.load(cb + 2, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 6, mask=r_ok, other=0.0)[:, None] * x1
-                     + tl.load(cb + 10, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 14, mask=r_ok, other=0.0)[:, None] * x3))
-            y3 = (tl.load(pp + 3, mask=r_ok, other=0.0)[:, None] * o
-                  + (tl.load(cb + 3, mask=r_ok, other=0.0)[:, None] * x0 + tl.load(cb + 7, mask=r_ok, other=0.0)[:, None] * x1
-                     + tl.load(cb + 11, mask=r_ok, other=0.0)[:, None] * x2 + tl.load(cb + 15, mask=r_ok, other=0.0)[:, None] * x3))
+            # X'_j = post_j * out + sum_i comb[i, j] * X_i (comb [hc, hc] row-major)
+            y0 = q0 * o + (c00 * x0 + c10 * x1 + c20 * x2 + c30 * x3)
+            y1 = q1 * o + (c01 * x0 + c11 * x1 + c21 * x2 + c31 * x3)
+            y2 = q2 * o + (c02 * x0 + c12 * x1 + c22 * x2 + c32 * x3)
+            y3 = q3 * o + (c03 * x0 + c13 * x1 + c23 * x2 + c33 * x3)
             x0 = y0.to(DTYPE).to(tl.float32)
             x1 = y1.to(DTYPE).to(tl.float32)
             x2 = y2.to(DTYPE).to(tl.float32)
@@ -101,10 +124,10 @@ def _mhc_split_kernel(
         sq += x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3
         f_ok = d_ok[:, None] & c_ok[None, :]
         fcol = fn_ptr + cols[None, :] * width + ds[:, None]
-        m += tl.dot(x0, tl.load(fcol + 0 * D, mask=f_ok, other=0.0), input_precision="ieee")
-        m += tl.dot(x1, tl.load(fcol + 1 * D, mask=f_ok, other=0.0), input_precision="ieee")
-        m += tl.dot(x2, tl.load(fcol + 2 * D, mask=f_ok, other=0.0), input_precision="ieee")
-        m += tl.dot(x3, tl.load(fcol + 3 * D, mask=f_ok, other=0.0), input_precision="ieee")
+        m += tl.dot(x0, tl.load(fcol + 0 * D, mask=f_ok, other=0.0), input_precision=PRECISION)
+        m += tl.dot(x1, tl.load(fcol + 1 * D, mask=f_ok, other=0.0), input_precision=PRECISION)
+        m += tl.dot(x2, tl.load(fcol + 2 * D, mask=f_ok, other=0.0), input_precision=PRECISION)
+        m += tl.dot(x3, tl.load(fcol + 3 * D, mask=f_ok, other=0.0), input_precision=PRECISION)
         xc = (p0[:, None] * x0 + p1[:, None] * x1 + p2[:, None] * x2 + p3[:, None] * x3).to(DTYPE)
         tl.store(x_ptr + rows64[:, None] * D + ds[None, :], xc, mask=ok)
         xcf = xc.to(tl.float32)
@@ -119,13 +142,16 @@ def _mhc_finish_kernel(
     part_ptr, base_ptr, scale_ptr, norm_w_ptr,
     pre_ptr, post_ptr, comb_ptr, x_ptr,
     T, D, SPLIT_D, N_SPLITS, norm_eps, hc_eps, sinkhorn_iters,
-    DTYPE: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+    DTYPE: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, SPLITS_P2: tl.constexpr,
 ):
-    """Partials summed in split order -> coefficients (split 0 stores them) and the
-    RMSNorm of this program's D range of the collapsed row."""
+    """Partials summed over the splits -> coefficients (split 0 stores them) and the
+    RMSNorm of this program's D range of the collapsed row. Every split's partials are
+    loaded at once ([BLOCK_T, SPLITS_P2, ...] tiles, one memory round trip) and reduced
+    by one fixed tree, so the sum is deterministic; a loop over the splits waited for
+    one load per split (32 at ``mid`` decode)."""
     HC: tl.constexpr = 4
-    NCOL: tl.constexpr = 32
     PART: tl.constexpr = 34
+    NCOL: tl.constexpr = 32
     pid = tl.program_id(0)
     split = tl.program_id(1)
     rows = pid * BLOCK_T + tl.arange(0, BLOCK_T)
@@ -133,18 +159,15 @@ def _mhc_finish_kernel(
     rows64 = rows.to(tl.int64)
     h = tl.arange(0, HC)
     c_idx = h[:, None] * HC + h[None, :]
-    z_pre = tl.zeros((BLOCK_T, HC), dtype=tl.float32)
-    z_post = tl.zeros((BLOCK_T, HC), dtype=tl.float32)
-    z_comb = tl.zeros((BLOCK_T, HC, HC), dtype=tl.float32)
-    sq = tl.zeros((BLOCK_T,), dtype=tl.float32)
-    xsq = tl.zeros((BLOCK_T,), dtype=tl.float32)
-    for s in range(0, N_SPLITS):
-        part = part_ptr + (s * T + rows64) * PART
-        z_pre += tl.load(part[:, None] + h[None, :], mask=r_ok[:, None], other=0.0)
-        z_post += tl.load(part[:, None] + HC + h[None, :], mask=r_ok[:, None], other=0.0)
-        z_comb += tl.load(part[:, None, None] + 2 * HC + c_idx[None, :, :], mask=r_ok[:, None, None], other=0.0)
-        sq += tl.load(part + NCOL, mask=r_ok, other=0.0)
-        xsq += tl.load(part + NCOL + 1, mask=r_ok, other=0.0)
+    sp = tl.arange(0, SPLITS_P2)
+    ok2 = r_ok[:, None] & (sp[None, :] < N_SPLITS)  # [BLOCK_T, SPLITS_P2]
+    at = part_ptr + (sp[None, :].to(tl.int64) * T + rows64[:, None]) * PART  # [BLOCK_T, SPLITS_P2]
+    z_pre = tl.sum(tl.load(at[:, :, None] + h[None, None, :], mask=ok2[:, :, None], other=0.0), axis=1)
+    z_post = tl.sum(tl.load(at[:, :, None] + HC + h[None, None, :], mask=ok2[:, :, None], other=0.0), axis=1)
+    z_comb = tl.sum(tl.load(at[:, :, None, None] + 2 * HC + c_idx[None, None, :, :], mask=ok2[:, :, None, None],
+                            other=0.0), axis=1)
+    sq = tl.sum(tl.load(at + NCOL, mask=ok2, other=0.0), axis=1)
+    xsq = tl.sum(tl.load(at + NCOL + 1, mask=ok2, other=0.0), axis=1)
     rstd = 1.0 / tl.sqrt(sq / (HC * D) + norm_eps)
     s0 = tl.load(scale_ptr + 0)
     s1 = tl.load(scale_ptr + 1)
@@ -180,12 +203,20 @@ def _mhc_finish_kernel(
 class FusedMhc:
     """Callable with :func:`runtime.kernels.reference.mhc_site`'s signature (hc = 4)."""
 
-    def __init__(self, split: bool | None = None) -> None:
+    def __init__(self, split: bool | None = None, precision: str | None = None, num_warps: int = NUM_WARPS,
+                 block_t: int = 16, block_d: int = BLOCK_D) -> None:
         """``split``: None chooses by the row count (see the module doc); True/False force
-        a split over D or one D range per row block (tests run both)."""
+        a split over D or one D range per row block (tests run both). ``precision``: the
+        projections' ``tl.dot`` input precision (None: ``CUDA_PRECISION`` on CUDA, "ieee"
+        interpreted); ``num_warps``, ``block_t`` (rows per program of the split kernel, >= 16
+        for ``tl.dot``) and ``block_d``: tile choices for benchmark sweeps."""
         self.split_kernel = jit(_mhc_split_kernel)
         self.finish_kernel = jit(_mhc_finish_kernel)
         self.split = split
+        self.precision = precision
+        self.num_warps = num_warps
+        self.block_t = block_t
+        self.block_d = block_d
 
     def splits_for(self, t: int, d: int, block_t: int) -> int:
         """D splits for ``t`` rows (1: one program sweeps all of D for its rows)."""
@@ -193,7 +224,7 @@ class FusedMhc:
         use = self.split if self.split is not None else row_blocks < SPLIT_BELOW_PROGRAMS
         if not use:
             return 1
-        d_blocks = -(-d // BLOCK_D)
+        d_blocks = -(-d // self.block_d)
         return max(1, min(d_blocks, -(-SPLIT_PROGRAMS // row_blocks)))
 
     def __call__(self, streams, out, prev: HcMix | None, pre_shift, fn, base, scale, norm_weight,
@@ -215,22 +246,28 @@ class FusedMhc:
             post_arg, comb_arg = prev.post.float().contiguous(), prev.comb.float().contiguous()
         else:
             out_arg, post_arg, comb_arg = x, pre, comb  # unused (HAS_OUT=False)
-        block_t = 16
+        block_t, block_d = self.block_t, self.block_d
         pre_shift, fn = pre_shift.float().contiguous(), fn.float().contiguous()
         base, scale, norm_weight = base.float().contiguous(), scale.float().contiguous(), norm_weight.contiguous()
         dtype = TL_DTYPES[streams.dtype]
         splits = self.splits_for(t, d, block_t)
-        split_d = -(-d // (splits * BLOCK_D)) * BLOCK_D
+        split_d = -(-d // (splits * block_d)) * block_d
         splits = -(-d // split_d)
         part = torch.empty(splits, t, MIX_COLS + 2, dtype=torch.float32, device=dev)
         grid = (-(-t // block_t), splits)
+        precision = self.precision or (CUDA_PRECISION if dev.type == "cuda" else "ieee")
         self.split_kernel[grid](
             streams, out_arg, post_arg, comb_arg, pre_shift, fn, new_streams, x, part,
-            t, d, split_d, HAS_OUT=out is not None, DTYPE=dtype, BLOCK_T=block_t, BLOCK_D=BLOCK_D,
+            t, d, split_d, HAS_OUT=out is not None, DTYPE=dtype, BLOCK_T=block_t, BLOCK_D=block_d,
+            PRECISION=precision, num_warps=self.num_warps,
         )
-        self.finish_kernel[grid](
+        # The finish kernel needs no tl.dot: few rows get small row blocks (more programs,
+        # fewer masked lanes), many rows the split kernel's.
+        finish_t = min(block_t, max(2, 1 << (t - 1).bit_length()))
+        self.finish_kernel[(-(-t // finish_t), splits)](
             part, base, scale, norm_weight, pre, post, comb, x,
             t, d, split_d, splits, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters,
-            DTYPE=dtype, BLOCK_T=block_t, BLOCK_D=BLOCK_D,
+            DTYPE=dtype, BLOCK_T=finish_t, BLOCK_D=block_d, SPLITS_P2=max(2, 1 << (splits - 1).bit_length()),
+            num_warps=self.num_warps,
         )
         return new_streams, HcMix(pre, post, comb), x

@@ -40,7 +40,7 @@ from runtime.kernels.mhc import TL_DTYPES
 # exposes the kernel's rotated values.
 FORMATS = {"fp8": (1, 32), "nvfp4": (2, 16), "mxfp4": (3, 32)}
 ROTATE_ONLY = 0
-TILE_ELEMENTS = 4096  # vectors per program: about this many channels
+TILE_ELEMENTS = 1024  # vectors per program: about this many channels (best of 512-8192, benchmarks/tile_sweep.py)
 
 
 def _rope_quant_kernel(
@@ -122,8 +122,11 @@ def _rope_quant_kernel(
 class FusedRopeQuant:
     """Callable with :func:`runtime.compressor.rope_then_quant`'s signature."""
 
-    def __init__(self) -> None:
+    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int = 4) -> None:
+        """``tile_elements`` (channels per program) and ``num_warps``: for benchmark sweeps."""
         self.kernel = jit(_rope_quant_kernel)
+        self.tile_elements = tile_elements
+        self.num_warps = num_warps
 
     def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fmt: str) -> torch.Tensor:
         if fmt not in FORMATS:
@@ -155,10 +158,10 @@ class FusedRopeQuant:
         if vectors == 0:
             return out
         n_blocks = next_pow2(-(-channels // block))
-        block_v = max(1, min(64, TILE_ELEMENTS // (n_blocks * block)))
+        block_v = max(1, min(64, self.tile_elements // (n_blocks * block)))
         self.kernel[(-(-vectors // block_v),)](
             x, cos.float().contiguous(), sin.float().contiguous(), out, vectors, heads, channels,
             FMT=code, QB=block, NB=n_blocks, HALF=half, BLOCK_V=block_v, DTYPE=TL_DTYPES[x.dtype],
-            ROUND_BF16=x.dtype == torch.bfloat16, enable_fp_fusion=False,
+            ROUND_BF16=x.dtype == torch.bfloat16, enable_fp_fusion=False, num_warps=self.num_warps,
         )
         return out

@@ -1,0 +1,204 @@
+"""Tile sweep of the fused mHC site, inverse RoPE, RoPE + quant, compress and indexer
+kernels on one GPU: which dot precision, warps and tile sizes put them nearest the
+roofline (issue 16), each variant checked against the reference before it is timed.
+
+    PYTHONPATH=. python benchmarks/tile_sweep.py --out benchmarks/results [--ops mhc,inv_rope]
+
+Device time per call from CUDA-graph replay (``benchmarks/kernels.py``'s ``graph_ms``), next
+to an empty Triton kernel and a one-load-one-store kernel replayed the same way (the floor
+of an op that touches memory at all). Writes tile_sweep_<gpu>.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+import triton.language as tl
+
+from benchmarks.kernels import (
+    HBM_BYTES_PER_S,
+    ROPE_QUANT_USES,
+    compress_case,
+    empty_launch_ms,
+    environment,
+    graph_ms,
+    indexer_case,
+    inv_rope_case,
+    mhc_case,
+    rope_quant_case,
+)
+from runtime.config import V41Config
+from runtime.kernels.backend import jit
+from runtime.kernels.compress import FusedPoolNorm
+from runtime.kernels.indexer import FusedIndexLogits
+from runtime.kernels.inv_rope import FusedInverseRope
+from runtime.kernels.mhc import FusedMhc
+from runtime.kernels.reference import REFERENCE_OPS
+from runtime.kernels.rope_quant import FusedRopeQuant
+
+INV_ROPE_TILES = (1024, 2048, 32768)
+ELEMENTWISE_TILES = ((4096, 4), (2048, 4), (1024, 4), (512, 4), (8192, 8), (2048, 2))  # (channels, warps)
+INDEXER_TILES = ((16, 4), (32, 4), (64, 4), (64, 8), (128, 8))  # ((query x head) rows per dot, warps)
+OPS = ("mhc", "inv_rope", "rope_quant", "compress", "indexer")
+MHC_CONFIGS = (  # (dot precision, warps, rows per program, D tile, split over D: None = by row count)
+    ("tf32x3", 2, 16, 32, None),
+    ("tf32x3", 4, 16, 64, None),
+    ("tf32x3", 1, 16, 32, None),
+    ("tf32x3", 2, 16, 16, None),
+    ("tf32x3", 2, 16, 32, True),
+)
+
+
+def _load_store_kernel(x_ptr, y_ptr):
+    tl.store(y_ptr, tl.load(x_ptr) + 1.0)
+
+
+def load_store_ms() -> float:
+    kernel = jit(_load_store_kernel)
+    x, y = torch.zeros(1, device="cuda"), torch.zeros(1, device="cuda")
+    return graph_ms(lambda: kernel[(1,)](x, y))
+
+
+def worst_rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.double(), b.double()
+    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
+
+
+def timed(op_name: str, scale: str, rows: int, config: str, mb: float, fn, got, want) -> dict:
+    """One sweep row: ``fn`` replayed from a graph, ``got`` vs ``want`` (tensors or tuples)."""
+    pairs = list(zip(got, want, strict=True)) if isinstance(want, tuple) else [(got, want)]
+    err = max(worst_rel(a, b) for a, b in pairs)
+    ms = graph_ms(fn)
+    row = {"op": op_name, "scale": scale, "rows": rows, "config": config, "mb": mb, "us": ms * 1e3,
+           "roofline": mb * 1e6 / HBM_BYTES_PER_S / (ms * 1e-3), "max_rel_err": err}
+    print(row, flush=True)
+    return row
+
+
+def kernel_breakdown(fn, calls: int = 20) -> dict[str, float]:
+    """Mean device microseconds per call of each CUDA kernel ``fn`` launches (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return {e.key[:60]: e.device_time_total / calls for e in prof.key_averages() if e.device_time_total > 0}
+
+
+def flat_mhc(result) -> tuple:
+    streams, mix, x = result
+    return streams, x, mix.pre, mix.post, mix.comb
+
+
+def sweep_mhc(name: str, c: V41Config, t: int) -> list[dict]:
+    case, args = mhc_case(None, c, name, t)
+    want = flat_mhc(REFERENCE_OPS["mhc"](*args))
+    rows = []
+    for precision, warps, block_t, block_d, split in MHC_CONFIGS:
+        op = FusedMhc(split=split, precision=precision, num_warps=warps, block_t=block_t, block_d=block_d)
+        config = f"{precision} w{warps} t{block_t} d{block_d}" + ("" if split is None else f" split={split}")
+        rows.append(timed("mhc", name, t, config, case.bytes / 1e6, lambda op=op, a=args: op(*a),
+                          flat_mhc(op(*args)), want))
+    rows[-1]["kernels_us"] = kernel_breakdown(lambda a=args: FusedMhc()(*a))
+    print(f"mhc {name} T={t} default, per kernel (us):", rows[-1]["kernels_us"], flush=True)
+    return rows
+
+
+def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label: str = "") -> list[dict]:
+    """Every (label, op) of ``variants`` on one case, against the reference op."""
+    case, args = case_and_args
+    want = REFERENCE_OPS[op_name](*args)
+    rows = []
+    for config, op in variants:
+        rows.append(timed(op_name, name, t, f"{label}{config}", case.bytes / 1e6, lambda op=op, a=args: op(*a),
+                          op(*args), want))
+    return rows
+
+
+def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...]) -> list[dict]:
+    out = []
+    for name in ("mid", "flash"):
+        c = V41Config.preset(name)
+        for t in rows_list:
+            if "mhc" in ops:
+                out += sweep_mhc(name, c, t)
+            if "inv_rope" in ops:
+                out += sweep_simple("inv_rope", inv_rope_case(None, c, name, t),
+                                    [(f"tile {tile} w4", FusedInverseRope(tile_elements=tile)) for tile in INV_ROPE_TILES],
+                                    name, t)
+            if "rope_quant" in ops:
+                for use in ROPE_QUANT_USES:
+                    out += sweep_simple("rope_quant", rope_quant_case(None, c, name, t, use),
+                                        [(f"tile {tile} w{w}", FusedRopeQuant(tile_elements=tile, num_warps=w))
+                                         for tile, w in ELEMENTWISE_TILES], name, t, label=f"{use}: ")
+            if "compress" in ops:
+                out += sweep_simple("compress", compress_case(None, c, name, max(2, t)),
+                                    [(f"tile {tile} w{w}", FusedPoolNorm(tile_elements=tile, num_warps=w))
+                                     for tile, w in ELEMENTWISE_TILES], name, max(2, t))
+        if "indexer" in ops:
+            for t, n in ((1, 131072), (8, 131072), (8, 8192)):
+                out += sweep_simple("indexer", indexer_case(None, c, name, t, n),
+                                    [(f"rows {r} w{w}", FusedIndexLogits(shared_query_rows=r, num_warps=w))
+                                     for r, w in INDEXER_TILES], name, t, label=f"N={n}: ")
+    return out
+
+
+def markdown(env: dict, rows: list[dict], floors: dict, command: str) -> str:
+    lines = ["# Tile sweep: mHC, inverse RoPE, RoPE + quant, compress, indexer", "",
+             f"- GPU: {env['gpu']}; torch {env['torch']}, triton {env['triton']}, CUDA {env['cuda']}",
+             f"- Command: `{command}`",
+             f"- Floors, graph replay: empty kernel {floors['empty_us']:.2f} us, one load + one store "
+             f"{floors['load_store_us']:.2f} us.",
+             "- max rel err: worst |fused - reference| / max |reference| over every output (bf16 inputs).", "",
+             "| op | scale | rows | config | MB | us | roofline | max rel err |", "|---|---|---:|---|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['op']} | {r['scale']} | {r['rows']} | {r['config']} | {r['mb']:.2f} | {r['us']:.2f} | "
+                     f"{r['roofline']:.0%} | {r['max_rel_err']:.1e} |")
+    lines += ["", "Default mHC tiling, device time per kernel (torch.profiler, eager):", ""]
+    for r in rows:
+        if "kernels_us" in r:
+            parts = ", ".join(f"{k.split('(')[0]} {v:.2f} us" for k, v in r["kernels_us"].items())
+            lines.append(f"- {r['scale']} T={r['rows']}: {parts}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--rows", type=int, nargs="+", default=[1, 64, 512, 4096])
+    parser.add_argument("--ops", default=",".join(OPS), help=f"comma-separated, of {', '.join(OPS)}")
+    args = parser.parse_args(argv)
+    ops = tuple(op.strip() for op in args.ops.split(",") if op.strip())
+    unknown = sorted(set(ops) - set(OPS))
+    if unknown:
+        print(f"benchmarks/tile_sweep.py: --ops: unknown {', '.join(unknown)} (expected some of {', '.join(OPS)})",
+              file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("benchmarks/tile_sweep.py: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    torch.manual_seed(0)
+    floors = {"empty_us": empty_launch_ms() * 1e3, "load_store_us": load_store_ms() * 1e3}
+    print(floors, flush=True)
+    rows = sweep(tuple(args.rows), ops)
+    env = environment()
+    command = "PYTHONPATH=. python " + " ".join(["benchmarks/tile_sweep.py", *(argv or sys.argv[1:])])
+    tag = env["gpu"].split()[-1].lower()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"tile_sweep_{tag}.json").write_text(
+        json.dumps({"environment": env, "command": command, **floors, "rows": rows}, indent=2) + "\n")
+    doc = markdown(env, rows, floors, command)
+    (args.out / f"tile_sweep_{tag}.md").write_text(doc)
+    print(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
