@@ -35,15 +35,15 @@ TL_DTYPES = {torch.float32: tl.float32, torch.bfloat16: tl.bfloat16, torch.float
 MIX_COLS = 32  # 24 projections padded to a power of two
 SPLIT_BELOW_PROGRAMS = 64  # row blocks under which the site is split over D
 SPLIT_PROGRAMS = 256  # programs the split grid aims for (row blocks x splits)
-BLOCK_D = 32
-NUM_WARPS = 2
-# The 24 projections on CUDA: three TF32 tensor-core products (hi*hi + hi*lo + lo*hi),
-# float32-accurate. The "ieee" form runs them as FMA loops, which made the site
-# compute-bound: 6 % of the bandwidth roofline from 512 rows up (benchmarks/kernels.py,
-# H200). The interpreter computes in float32 whatever the request. BLOCK_D, NUM_WARPS and
-# 16 rows per program were the best of benchmarks/tile_sweep.py on the H200 (2.2-3.4x the
-# old FMA tiling from 512 rows up; larger row or D tiles and more warps were slower).
-CUDA_PRECISION = "tf32x3"
+BLOCK_D = 64
+NUM_WARPS = 4
+# The 24 projections' tl.dot precision on CUDA. "tf32x3" (three TF32 tensor-core products,
+# float32-accurate in theory) was 1.6-3.4x faster from 512 rows up in
+# benchmarks/tile_sweep.py on the H200 (best with 2 warps and 32-wide D tiles), but in one of
+# ten GPU parity runs a coefficient given the same streams was 9.6e-5 off (bound 5e-5, bf16,
+# mid, 2,048 rows), so the float32 FMA form ("ieee", 4 warps, 64-wide D tiles) stays the
+# default until that is understood. The interpreter computes in float32 whatever the request.
+CUDA_PRECISION = "ieee"
 
 
 def _mhc_split_kernel(
