@@ -1,0 +1,90 @@
+"""How far the fused mHC site's coefficients (pre, post, comb) are from a float64 oracle,
+with the projections in float32 FMA ("ieee") or three TF32 products ("tf32x3"), next to
+the float32 reference op, on the same bf16 streams (what the GPU parity test's "same
+streams" check compares).
+
+    PYTHONPATH=. python benchmarks/mhc_precision.py --out benchmarks/results
+
+Writes mhc_precision_<gpu>.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from benchmarks.kernels import environment
+from runtime.config import V41Config
+from runtime.kernels.mhc import FusedMhc
+from runtime.kernels.reference import REFERENCE_OPS
+from runtime.mhc import sinkhorn
+from runtime.numerics import Numerics
+
+
+def oracle(streams, fn, base, scale, c: V41Config):
+    """The site's coefficients in float64 from the same streams."""
+    t, hc, _ = streams.shape
+    flat = streams.reshape(t, -1).double()
+    flat = flat * torch.rsqrt(flat.pow(2).mean(-1, keepdim=True) + c.rms_norm_eps)
+    m = flat @ fn.double().T
+    b, s = base.double(), scale.double()
+    pre = torch.sigmoid(m[:, :hc] * s[0] + b[:hc]) + c.hc_eps
+    post = 2.0 * torch.sigmoid(m[:, hc:2 * hc] * s[1] + b[hc:2 * hc])
+    comb = sinkhorn((m[:, 2 * hc:] * s[2] + b[2 * hc:]).reshape(t, hc, hc), c.hc_sinkhorn_iters, c.hc_eps)
+    return {"pre": pre, "post": post, "comb": comb}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--rows", type=int, default=2048)
+    parser.add_argument("--seeds", type=int, default=6)
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("benchmarks/mhc_precision.py: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    c = V41Config.preset("mid")
+    d, t = c.hidden_size, args.rows
+    variants = {"reference (torch float32)": None, "fused ieee": FusedMhc(precision="ieee"),
+                "fused tf32x3": FusedMhc(precision="tf32x3")}
+    worst = {name: {"pre": 0.0, "post": 0.0, "comb": 0.0} for name in variants}
+    for seed in range(args.seeds):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        streams = torch.randn(t, 4, d, generator=g, device="cuda").bfloat16()
+        fn = torch.randn(24, 4 * d, generator=g, device="cuda") * (4 * d) ** -0.5
+        base = torch.randn(24, generator=g, device="cuda") * 0.5
+        scale = torch.randn(3, generator=g, device="cuda").abs() + 0.5
+        pre_shift = torch.rand(t, 4, generator=g, device="cuda")
+        norm_w = torch.randn(d, generator=g, device="cuda").bfloat16()
+        want = oracle(streams, fn, base, scale, c)
+        for name, op in variants.items():
+            fn_call = op if op is not None else REFERENCE_OPS["mhc"]
+            _, mix, _ = fn_call(streams, None, None, pre_shift, fn, base, scale, norm_w, c, Numerics())
+            for k in worst[name]:
+                err = float((getattr(mix, k).double() - want[k]).abs().max())
+                worst[name][k] = max(worst[name][k], err)
+    env = environment()
+    env["allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
+    command = "PYTHONPATH=. python " + " ".join(["benchmarks/mhc_precision.py", *(argv or sys.argv[1:])])
+    lines = ["# mHC coefficients vs a float64 oracle", "",
+             f"- GPU: {env['gpu']}; torch {env['torch']}, triton {env['triton']}; torch matmul TF32: "
+             f"{env['allow_tf32']}", f"- Command: `{command}`",
+             f"- mid, {t} rows of bf16 streams, {args.seeds} seeds; max |coefficient - float64| over all.", "",
+             "| variant | pre | post | comb |", "|---|---:|---:|---:|"]
+    lines += [f"| {name} | {w['pre']:.2e} | {w['post']:.2e} | {w['comb']:.2e} |" for name, w in worst.items()]
+    tag = env["gpu"].split()[-1].lower()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"mhc_precision_{tag}.json").write_text(json.dumps(
+        {"environment": env, "command": command, "rows": t, "seeds": args.seeds, "max_abs_error": worst},
+        indent=2) + "\n")
+    (args.out / f"mhc_precision_{tag}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
