@@ -155,12 +155,27 @@ class V41Weights(nn.Module):
             for spec in parameter_specs(config):
                 value = _init_value(spec, gen, where)
                 if spec.name.endswith("engram.embed.weight"):
-                    value = fake_quant_fp8_ue8m0(value)
-                params[spec.name].copy_(value)
+                    copy_fp8_snapped(params[spec.name], value)
+                else:
+                    params[spec.name].copy_(value)
         return weights
 
     def layer(self, i: int) -> nn.Module:
         return self.layers[i]
+
+
+SNAP_ROWS = 1 << 20  # table rows snapped at once (1 GiB of float32 temporaries at head dim 256)
+
+
+def copy_fp8_snapped(param: torch.Tensor, value: torch.Tensor, rows: int = SNAP_ROWS) -> None:
+    """``param <- fake_quant_fp8_ue8m0(value)``, ``rows`` table rows at a time.
+
+    Why in row blocks: the fake-quant keeps a few float32 copies of its input alive, which
+    for the tables of a flash-dimension model (8.4M rows x 256, 8 GiB in float32; docs/model.md
+    §7c) is 20+ GiB on top of the weights. Its scale blocks lie inside one row, so every row's
+    result is the same whichever block the row is snapped in."""
+    for start in range(0, value.shape[0], rows):
+        param[start:start + rows].copy_(fake_quant_fp8_ue8m0(value[start:start + rows]))
 
 
 def _init_value(spec: ParamSpec, gen: torch.Generator, device: torch.device) -> torch.Tensor:

@@ -73,3 +73,17 @@ def test_draw_on_device_uses_that_devices_generator():
     assert cpu.keys() == drawn.keys()
     for name, value in cpu.items():
         assert torch.equal(value, drawn[name]), name
+
+
+def test_engram_tables_snapped_in_row_blocks_equal_one_snap():
+    """copy_fp8_snapped bounds the fake-quant's temporaries by snapping a table in row
+    blocks; the scale blocks lie inside a row, so the result is the one-shot snap's."""
+    from runtime.weights import copy_fp8_snapped
+
+    value = torch.randn(37, 64, generator=torch.Generator().manual_seed(0)) * torch.logspace(-3, 3, 64)
+    for dtype in (torch.float32, torch.bfloat16):
+        whole = fake_quant_fp8_ue8m0(value).to(dtype)
+        for rows in (1, 5, 37, 100):
+            out = torch.empty(37, 64, dtype=dtype)
+            copy_fp8_snapped(out, value, rows=rows)
+            assert torch.equal(out, whole), (dtype, rows)
