@@ -119,3 +119,27 @@ def identity_token_map(config: V41Config) -> CompressedTokenMap:
         )
     return CompressedTokenMap(torch.arange(config.vocab_size, dtype=torch.int64),
                               config.engram_compressed_vocab_size, "identity")
+
+
+def case_fold_tokenizer(vocab_size: int, n_classes: int):
+    """A stand-in for a release tokenizer where only its sizes matter (a random-weight
+    model at the released vocabulary; tests): a word-level ``tokenizers.Tokenizer`` of
+    ``vocab_size`` tokens that rule 3 folds onto ``n_classes`` compressed ids. The words
+    are "w<j>" for every class j, then "W<j>" (which lower-cases onto "w<j>") for the first
+    ``vocab_size - n_classes`` classes, so token t has compressed id t, or t - n_classes
+    for the upper-case words."""
+    from tokenizers import Tokenizer, models
+
+    if not 0 < n_classes <= vocab_size <= 2 * n_classes:
+        raise ConfigError(f"case-fold tokenizer: {vocab_size} tokens cannot fold onto {n_classes} "
+                          "compressed ids (needs n_classes <= vocab_size <= 2 x n_classes)")
+    words = [f"w{j}" for j in range(n_classes)] + [f"W{j}" for j in range(vocab_size - n_classes)]
+    return Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="w0"))
+
+
+def case_fold_token_map(config: V41Config) -> CompressedTokenMap:
+    """The map of ``case_fold_tokenizer`` at ``config``'s sizes, built by the release rule
+    (``token_map_from_tokenizer``): what a random-weight model whose vocabulary exceeds the
+    compressed one (``flash``) hashes with, since it has no release tokenizer."""
+    tokenizer = case_fold_tokenizer(config.vocab_size, config.engram_compressed_vocab_size)
+    return token_map_from_tokenizer(tokenizer, config, "case-fold stand-in tokenizer")

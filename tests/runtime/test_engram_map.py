@@ -17,6 +17,8 @@ from runtime.config import V41Config
 from runtime.engram import EngramHasher
 from runtime.engram_map import (
     CompressedTokenMap,
+    case_fold_token_map,
+    case_fold_tokenizer,
     identity_token_map,
     number_keys,
     token_keys,
@@ -153,14 +155,6 @@ def test_identity_map_is_refused_past_the_compressed_vocabulary():
         EngramHasher(flash, wrong)
 
 
-def flash_tokenizer(cfg: V41Config) -> Tokenizer:
-    """129,280 tokens in 99,092 classes: "w<j>" for every class, then "W<j>" (upper case
-    folds onto "w<j>") for the first 30,188 classes."""
-    n_classes = cfg.engram_compressed_vocab_size
-    words = [f"w{j}" for j in range(n_classes)] + [f"W{j}" for j in range(cfg.vocab_size - n_classes)]
-    return Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="w0"))
-
-
 def flash_primes(cfg: V41Config, k: int) -> list[list[int]]:
     """Bucket primes of engram layer k, from sympy: for every (layer, n-gram) the heads
     take the next primes above engram_vocab_size - 1 that no earlier head took."""
@@ -198,8 +192,10 @@ def flash_hash_ref(ids: list[int], pos: int, layer_id: int, primes: list[list[in
 
 @pytest.fixture(scope="module")
 def flash_map():
+    """129,280 tokens in 99,092 classes (runtime/engram_map.py, ``case_fold_token_map``:
+    "w<j>" for every class, then "W<j>" folding onto "w<j>" for the first 30,188)."""
     cfg = V41Config.preset("flash")
-    return cfg, token_map_from_tokenizer(flash_tokenizer(cfg), cfg, "flash tokenizer")
+    return cfg, case_fold_token_map(cfg)
 
 
 def test_flash_engram_hashes_like_a_pure_python_recompute(flash_map):
@@ -225,6 +221,16 @@ def test_flash_engram_hashes_like_a_pure_python_recompute(flash_map):
             want = flash_hash_ref(ids, pos, layer_id, primes, pad, cfg)
             assert got[pos, k].tolist() == want, (layer_id, pos)
             assert max(want) < cfg.engram_num_embeddings[k]
+
+
+def test_case_fold_stand_in_folds_upper_case_onto_its_class():
+    cfg = V41Config.preset("tiny").replace(vocab_size=7, engram_compressed_vocab_size=5)
+    tmap = case_fold_token_map(cfg)
+    assert tmap.ids.tolist() == [0, 1, 2, 3, 4, 0, 1] and tmap.size == 5
+    for vocab, classes in ((11, 5), (4, 5), (3, 0)):
+        with pytest.raises(ConfigError, match=f"{vocab} tokens cannot fold onto {classes} ") as info:
+            case_fold_tokenizer(vocab, classes)
+        assert "\n" not in str(info.value)
 
 
 @pytest.mark.slow  # about 3 s: 47k parameters (62k modules) are registered, on meta
