@@ -171,9 +171,9 @@ def copy_fp8_snapped(param: torch.Tensor, value: torch.Tensor, rows: int = SNAP_
     """``param <- fake_quant_fp8_ue8m0(value)``, ``rows`` table rows at a time.
 
     Why in row blocks: the fake-quant keeps a few float32 copies of its input alive, which
-    for the tables of a flash-dimension model (8.4M rows x 256, 8 GiB in float32; docs/model.md
-    §7c) is 20+ GiB on top of the weights. Its scale blocks lie inside one row, so every row's
-    result is the same whichever block the row is snapped in."""
+    for the tables of a flash-dimension model (8.4M rows x 256, 8 GiB in float32;
+    docs/model.md §7c) is 20+ GiB on top of the weights. Its scale blocks lie inside one
+    row, so every row's result is the same whichever block the row is snapped in."""
     for start in range(0, value.shape[0], rows):
         param[start:start + rows].copy_(fake_quant_fp8_ue8m0(value[start:start + rows]))
 
