@@ -20,7 +20,10 @@ Memory (parameter_specs of the reduced config, bf16, mHC/sinks/gate bias in floa
     weights                                                                            113.6 GiB
     + drawing the largest tensor (one table, float32, 8.0 GiB) while snapping it in
       1M-row blocks (runtime/weights.py, copy_fp8_snapped), then the prefill's activations
-      (a few GiB at 3k tokens), on a 139 GiB H200. A fifth layer (+25.6 GiB) leaves nothing.
+      (estimated, not yet measured: about 1 GiB at 3k tokens, the largest being the float32
+      attention output [T, 64, 512] and mHC input [T, 20480]), on a 139 GiB H200; the weights
+      plus HEADROOM_BYTES (8 GiB) must be free before anything is built. A fifth layer
+      (+25.6 GiB) would need 139.2 GiB for the weights alone.
 The released tables (384,006,168 and 384,016,682 rows x 256, 196.7 GB in bf16) fit neither
 the GPU nor the 128 GiB host, so only their row count shrinks (the bucket primes start at
 350,000 instead of 16,000,000): head dim, 8 heads, n-grams 2..4, pad id and the compressed
@@ -38,12 +41,18 @@ The check, per (kernels, numerics) variant, all through the runtime's engine
                     hit of |P| tokens (the model's counters say how many), the rest fed.
 Warm and chunked cold run the same math (the prefix came from an identical chunk of A),
 so they must be equal bit for bit in every variant. Warm against one-shot cold differ in
-GEMM row counts; the runtime promises bit-exactness there on its batch-invariant path
-(``RuntimeOptions(batch_invariant=True)``, fixed-tile GEMMs: runtime/numerics.py), so the
-verdict requires it for the reference kernels in ``invariant`` numerics. The fused kernels
-and the ``fast`` numerics make no such promise: their one-shot difference is reported
-(max |diff| / max(1, max |logit|) over all steps, and whether the greedy tokens agree),
-not judged. Exit 0 when every required check holds, 1 when one fails, 2 on bad flags.
+GEMM row counts, and the prefix rows were scored by the indexer against fewer entries
+(one chunk's worth, not all of B's); the runtime promises bit-exactness across both on its
+batch-invariant path (``RuntimeOptions(batch_invariant=True)``: fixed-tile GEMMs, padded
+key axes; runtime/numerics.py), so the verdict requires it for the reference kernels in
+``invariant`` numerics. (On the CPU that holds at these dimensions; on the GPU it rests on
+cuBLAS giving a row the same float32 index scores whatever the padded entry count, which
+this run is the first to test.) The fused kernels and the ``fast`` numerics make no such
+promise: their one-shot difference is reported (max |diff| / max(1, max |logit|) over
+all steps, and whether the greedy tokens agree), not judged. A variant that raises is
+recorded with its error and fails the verdict; the others still run, and the files are
+rewritten after every variant. Exit 0 when every required check holds, 1 when one fails,
+2 on bad flags.
 
     PYTHONPATH=. python benchmarks/flash_forward.py --out benchmarks/results
 
@@ -252,7 +261,11 @@ def build_weights(s: FlashForward, config):
     return weights, {"weights_init_s": init_s, "token_map_s": time.perf_counter() - t0}
 
 
-def run(s: FlashForward) -> dict:
+def run(s: FlashForward, on_variant=None) -> dict:
+    """Build once, run every variant; ``on_variant(doc)`` gets the partial document after
+    each one (a run cut short leaves what it finished). A variant that raises (a kernel
+    that cannot take these shapes, out of memory) is recorded with its error and fails the
+    verdict; the others still run."""
     from runtime.roles import layer_roles
 
     config = s.config()
@@ -272,18 +285,32 @@ def run(s: FlashForward) -> dict:
     a, b = prompts(s, config.vocab_size)
     for kernels in s.kernels:
         for numerics in s.numerics:
-            row = run_variant(weights, kernels, numerics, s, a, b)
+            try:
+                row = run_variant(weights, kernels, numerics, s, a, b)
+            except Exception as exc:  # noqa: BLE001 - recorded, judged as a failure, the rest go on
+                row = {"kernels": kernels, "numerics": numerics,
+                       "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+                if s.device.startswith("cuda"):
+                    torch.cuda.empty_cache()
             doc["variants"].append(row)
+            doc["passed"] = passed(doc["variants"])
             print(summary_line(row), file=sys.stderr, flush=True)
-    required = [ok for row in doc["variants"] for ok in row.get("checks", {}).values()]
-    doc["passed"] = bool(required) and all(required)
+            if on_variant is not None:
+                on_variant(doc)
+    doc["passed"] = passed(doc["variants"])
     return doc
+
+
+def passed(variants: list[dict]) -> bool:
+    """Every variant ran (or was skipped as unavailable) and every required check holds."""
+    required = [ok for row in variants for ok in row.get("checks", {}).values()]
+    return bool(required) and all(required) and not any("error" in row for row in variants)
 
 
 def summary_line(row: dict) -> str:
     head = f"{row['kernels']:9s} {row['numerics']:9s}"
-    if "skipped" in row:
-        return f"{head} skipped: {row['skipped']}"
+    if "skipped" in row or "error" in row:
+        return f"{head} {'skipped: ' + row['skipped'] if 'skipped' in row else 'ERROR ' + row['error']}"
     one = row["warm_vs_cold_one_shot"]
     return (f"{head} hit {row['hit_tokens_counted']} tokens; warm = chunked cold bitwise "
             f"{row['warm_vs_cold_chunked']['bitwise']}; warm vs one-shot cold bitwise {one['bitwise']} "
@@ -333,8 +360,10 @@ def markdown(doc: dict) -> str:
         "| --- | --- | ---: | --- | --- | --- | --- | ---: | --- |",
     ]
     for r in doc["variants"]:
-        if "skipped" in r:
-            lines.append(f"| {r['kernels']} | {r['numerics']} | skipped: {r['skipped']} | | | | | | |")
+        if "skipped" in r or "error" in r:
+            what = f"skipped: {r['skipped']}" if "skipped" in r else f"ERROR {r['error']}"
+            lines.append(f"| {r['kernels']} | {r['numerics']} | {what} | | | | | | "
+                         f"{'-' if 'skipped' in r else 'FAIL'} |")
             continue
         one = r["warm_vs_cold_one_shot"]
         ok = all(r["checks"].values())
@@ -345,7 +374,9 @@ def markdown(doc: dict) -> str:
             f"{'yes' if one['tokens_equal'] else 'no'} | {r['cold_one_shot']['ttft_s']:.2f} / "
             f"{r['cold_chunked']['ttft_s']:.2f} / {r['warm']['ttft_s']:.2f} | "
             f"{r.get('peak_allocated_gib', float('nan')):.1f} | {'pass' if ok else 'FAIL'} |")
-    lines += ["", f"Verdict: {'PASS' if doc['passed'] else 'FAIL'}.", ""]
+    planned = len(s["kernels"]) * len(s["numerics"])
+    lines += ["", f"Verdict: {'PASS' if doc['passed'] else 'FAIL'} ({len(doc['variants'])} of {planned} variants run"
+              + (f", {doc['wall_s']:.0f} s in all" if "wall_s" in doc else "") + ").", ""]
     return "\n".join(lines)
 
 
@@ -382,16 +413,22 @@ def main(argv: list[str] | None = None) -> int:
     if why:
         print(f"flash_forward.py: {why}", file=sys.stderr)
         return 2
-    doc = run(settings)
-    doc["environment"] = environment(settings.device)
-    doc["command"] = "PYTHONPATH=. python benchmarks/flash_forward.py " + " ".join(
-        sys.argv[1:] if argv is None else argv)
-    tag = (doc["environment"]["gpu"] or "cuda").split()[-1].lower() if settings.device.startswith("cuda") else "cpu"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"flash_forward_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    note = markdown(doc)
-    (args.out / f"flash_forward_{tag}.md").write_text(note)
-    print(note)
+    env = environment(settings.device)
+    command = "PYTHONPATH=. python benchmarks/flash_forward.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    tag = (env["gpu"] or "cuda").split()[-1].lower() if settings.device.startswith("cuda") else "cpu"
+
+    def write(doc: dict) -> str:
+        doc.update(environment=env, command=command)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"flash_forward_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
+        note = markdown(doc)
+        (args.out / f"flash_forward_{tag}.md").write_text(note)
+        return note
+
+    t0 = time.perf_counter()
+    doc = run(settings, on_variant=write)
+    doc["wall_s"] = time.perf_counter() - t0
+    print(write(doc))
     return 0 if doc["passed"] else 1
 
 

@@ -87,6 +87,31 @@ def test_the_check_holds_on_a_cpu_model_and_can_fail(testbed_weights, one_thread
     assert not compare(first, second)["bitwise"] and compare(first, second)["max_rel_diff"] > 0
 
 
+def test_a_variant_that_raises_is_recorded_and_fails_the_verdict(monkeypatch):
+    """run() without the flash build: one variant passes, one raises; the run goes on,
+    each partial document is handed out, and the note names the error."""
+    import benchmarks.flash_forward as ff
+
+    def fake_variant(weights, kernels, numerics, s, a, b):
+        if kernels == "fused":
+            raise RuntimeError("boom\nsecond line")
+        same = {"bitwise": True, "max_rel_diff": 0.0, "tokens_equal": True}
+        times = {"ttft_s": 1.0, "total_s": 1.0}
+        return {"kernels": kernels, "numerics": numerics, "hit_tokens_counted": s.prefix,
+                "warm_vs_cold_chunked": same, "warm_vs_cold_one_shot": same, "cold_one_shot": times,
+                "cold_chunked": times, "warm": times, "checks": {"warm_equals_chunked_cold_bitwise": True}}
+
+    monkeypatch.setattr(ff, "build_weights", lambda s, config: (None, {"weights_init_s": 0.0, "token_map_s": 0.0}))
+    monkeypatch.setattr(ff, "run_variant", fake_variant)
+    seen = []
+    doc = ff.run(FlashForward(numerics=("fast",), device="cpu"), on_variant=lambda d: seen.append(d["passed"]))
+    assert seen == [True, False] and not doc["passed"]
+    assert doc["variants"][1] == {"kernels": "fused", "numerics": "fast", "error": "RuntimeError: boom"}
+    doc.update(environment=ff.environment("cpu"), command="c")
+    note = ff.markdown(doc)
+    assert "| fused | fast | ERROR RuntimeError: boom |" in note and "Verdict: FAIL (2 of 2 variants run)" in note
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_flash_dimensions_two_layers_hit_equals_cold_on_the_gpu(record_property):
