@@ -373,7 +373,8 @@ def markdown(doc: dict) -> str:
             f"{'yes' if r['warm_vs_cold_chunked']['bitwise'] else 'NO'} | {one_shot} | "
             f"{'yes' if one['tokens_equal'] else 'no'} | {r['cold_one_shot']['ttft_s']:.2f} / "
             f"{r['cold_chunked']['ttft_s']:.2f} / {r['warm']['ttft_s']:.2f} | "
-            f"{r.get('peak_allocated_gib', float('nan')):.1f} | {'pass' if ok else 'FAIL'} |")
+            f"{format(r['peak_allocated_gib'], '.1f') if 'peak_allocated_gib' in r else '-'} | "
+            f"{'pass' if ok else 'FAIL'} |")
     planned = len(s["kernels"]) * len(s["numerics"])
     lines += ["", f"Verdict: {'PASS' if doc['passed'] else 'FAIL'} ({len(doc['variants'])} of {planned} variants run"
               + (f", {doc['wall_s']:.0f} s in all" if "wall_s" in doc else "") + ").", ""]
