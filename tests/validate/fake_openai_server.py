@@ -194,7 +194,10 @@ def build_app(state: ServerState, ready: threading.Event) -> FastAPI:
             "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in tokens.\n"
             "# TYPE vllm:prefix_cache_hits_total counter\n"
             f"vllm:prefix_cache_hits_total{{{label}}} {float(hits)}\n"
-            "vllm:num_requests_running{model_name=\"fake-model\"} 0.0\n")
+            "vllm:num_requests_running{model_name=\"fake-model\"} 0.0\n"
+            "# TYPE vllm:cache_config_info gauge\n"
+            f'vllm:cache_config_info{{block_size="{CACHE_BLOCK}",enable_prefix_caching="True",'
+            'engine="0"} 1.0\n')
 
     async def misbehave(prompt_key: str):
         n = state.count(prompt_key)

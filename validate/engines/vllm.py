@@ -284,8 +284,11 @@ class VllmEngine:
     def server_metadata(self) -> dict:
         """What the run stores for this variant: the launch (argv, environment, the
         probed distribution, the log and its settings and bounded-replay lines) and
-        the running server's own report (``/version``, ``/v1/models``)."""
-        return {**self.server.metadata(), "server": self.openai.server_report().to_dict()}
+        the running server's own report (``/version``, ``/v1/models``, and the cache
+        settings it resolved: ``cache_config_info`` from ``/metrics``, which says
+        whether prefix caching is on and the block size hits are counted in)."""
+        return {**self.server.metadata(), "server": self.openai.server_report().to_dict(),
+                "cache_config_info": self.openai.cache_config_info()}
 
     async def stream(self, requests: Sequence[Request]) -> AsyncIterator[EngineOutcome]:
         """Answer ``requests`` through the openai engine, starting the server first if

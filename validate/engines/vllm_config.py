@@ -34,6 +34,7 @@ DEFAULT_ENV: Mapping[str, str] = {
 CPU_ENV: Mapping[str, str] = {"TORCHDYNAMO_DISABLE": "1"}
 
 PROMPT_TOKENS_DETAILS = "--enable-prompt-tokens-details"
+PREFIX_CACHING = "--enable-prefix-caching"
 
 # The launcher owns these: the server must listen on loopback, on the port we probe.
 _RESERVED_FLAGS = ("--host", "--port", "--model")
@@ -61,7 +62,11 @@ class VllmLaunchConfig:
     ``prompt_tokens_details``: pass ``--enable-prompt-tokens-details`` so every reply
     whose prompt hit the prefix cache says how many tokens it found
     (``usage.prompt_tokens_details.cached_tokens``; the engagement ledger reads it, and
-    without the flag vLLM reports nothing).
+    without the flag vLLM reports nothing). ``prefix_caching``: True passes
+    ``--enable-prefix-caching`` (a warm plan's launches do: its hits are the point),
+    None leaves vLLM's default. Both are vLLM boolean pairs (``--no-...`` turns one off)
+    and argparse keeps the last one given, so the launcher's flags come before the
+    common and variant flags and a variant's ``--no-enable-prefix-caching`` still wins.
     """
 
     model: str
@@ -77,6 +82,7 @@ class VllmLaunchConfig:
     label: str = "vllm"
     env: Mapping[str, str | None] = field(default_factory=dict)
     prompt_tokens_details: bool = True
+    prefix_caching: bool | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
@@ -115,20 +121,26 @@ class VllmLaunchConfig:
         return {**DEFAULT_ENV, **(CPU_ENV if cpu_build else {}), **self.env}
 
     def server_args(self, port: int) -> list[str]:
-        """Everything after the model: loopback binding, then common, then variant flags."""
+        """Everything after the model: loopback binding, the launcher's own switches,
+        then common, then variant flags (so those override the launcher's)."""
         args = ["--host", LOOPBACK, "--port", str(port)]
         if self.served_model_name:
             args += ["--served-model-name", self.served_model_name]
-        if self.reports_cached_tokens and PROMPT_TOKENS_DETAILS not in (
-                *self.common_args, *self.variant_args):
+        given = (*self.common_args, *self.variant_args)
+        if self.prompt_tokens_details and flag_state(given, PROMPT_TOKENS_DETAILS) is None:
             args.append(PROMPT_TOKENS_DETAILS)
+        if self.prefix_caching and flag_state(given, PREFIX_CACHING) is None:
+            args.append(PREFIX_CACHING)
         return args + list(self.common_args) + list(self.variant_args)
 
     @property
     def reports_cached_tokens(self) -> bool:
-        """Whether the server reports cached prompt tokens in every reply's usage."""
-        given = (*self.common_args, *self.variant_args)
-        return self.prompt_tokens_details or PROMPT_TOKENS_DETAILS in given
+        """Whether the server reports cached prompt tokens in every reply's usage: the
+        last of ``--[no-]enable-prompt-tokens-details`` in the flags decides, else the
+        launcher's own setting. A variant's ``--no-enable-prompt-tokens-details`` makes it
+        False, so its replies' missing field reads as unknown, not as 0 hits."""
+        given = flag_state((*self.common_args, *self.variant_args), PROMPT_TOKENS_DETAILS)
+        return self.prompt_tokens_details if given is None else given
 
     def argv(self, launcher: Literal["cli", "module"], python: str, vllm_script: str | None,
              port: int) -> tuple[str, ...]:
@@ -148,6 +160,19 @@ class VllmLaunchConfig:
                     ) -> VllmLaunchConfig:
         """The same server with one variant's flags; its logs are named after it."""
         return replace(self, variant_args=tuple(variant_args), label=name)
+
+
+def flag_state(args: tuple[str, ...] | list[str], flag: str) -> bool | None:
+    """The value argparse gives a vLLM boolean pair (``flag`` / ``--no-`` + its name)
+    from ``args``: the last one given wins; None when neither is there."""
+    off = "--no-" + flag[2:]
+    state = None
+    for arg in args:
+        if arg == flag:
+            state = True
+        elif arg == off:
+            state = False
+    return state
 
 
 def launch_config_from_mapping(settings: Mapping, source: str) -> VllmLaunchConfig:

@@ -99,7 +99,9 @@ class VllmFactory:
 
     def launch_config(self, variant: VariantSpec):
         """The server of ``variant``: common flags then the variant's, its log kept in
-        the workspace under the variant's name."""
+        the workspace under the variant's name. A warm plan asks for prefix caching
+        explicitly (its priming pass exists for the hits; a variant's
+        ``--no-enable-prefix-caching`` still turns it off)."""
         from validate.engines.vllm_config import VllmLaunchConfig
 
         s = self.plan.engine.settings
@@ -108,7 +110,7 @@ class VllmFactory:
         return VllmLaunchConfig(model=s["model"], common_args=tuple(s.get("common_args", ())),
                                 variant_args=tuple(variant.args), env=dict(variant.env),
                                 log_dir=str(self.workspace / "vllm-logs"), label=variant.name,
-                                **launch)
+                                prefix_caching=True if self.plan.warm else None, **launch)
 
     def check(self, variant: VariantSpec) -> None:
         """The launch and the client settings, built (and so checked) without a server;
