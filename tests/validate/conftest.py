@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -25,6 +27,23 @@ def fake_openai():
     srv = module.FakeServer().start()
     yield srv
     srv.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """The tiny random-weight Llama that the real-vLLM tests serve
+    (tests/fixtures/build_tiny_llama.py, run by the vLLM venv's python from
+    V41VAL_VLLM_PYTHON), built once per session for every module that serves it."""
+    python = os.environ.get("V41VAL_VLLM_PYTHON")
+    if not python:
+        pytest.skip("V41VAL_VLLM_PYTHON is not set: no vLLM venv (create it with "
+                    ".ci/vllm-env.sh)")
+    out = tmp_path_factory.mktemp("tiny-llama")
+    script = Path(__file__).resolve().parent.parent / "fixtures" / "build_tiny_llama.py"
+    done = subprocess.run([python, str(script), str(out)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, f"building the tiny model failed: {done.stderr[-2000:]}"
+    return out
 
 
 TOY_DOCS = [

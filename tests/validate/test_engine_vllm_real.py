@@ -58,14 +58,7 @@ CONTEXT = "Question: how many apples are there?\nAnswer:"
 CHOICES = ((CONTEXT, (" five", " ten apples")), ("Seven plus five equals", ("are with ",)))
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tiny-llama")
-    done = subprocess.run([VLLM_PYTHON, str(FIXTURES / "build_tiny_llama.py"), str(out)],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert done.returncode == 0, f"building the tiny model failed: {done.stderr[-2000:]}"
-    return out
+# tiny_model: conftest.py (one build per session, shared with test_engagement_vllm_real.py)
 
 
 @pytest.fixture(scope="module")
