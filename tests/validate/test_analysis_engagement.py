@@ -64,3 +64,9 @@ def test_warm_run_flags():
     hit = {("i", 0): Engagement("usage", prompt_tokens=300, hit_tokens=64)}
     [note] = hit_notes("v", "t", hit, 1, [metrics])
     assert "counted 900 prefix-cache query tokens and 0 hits" in note
+    # vLLM with prefix caching off never queries its cache: both counters stand still
+    still = ServerCounters("metrics", {"prefix_cache_queries": 5.0, "prefix_cache_hits": 0.0},
+                           {"prefix_cache_queries": 5.0, "prefix_cache_hits": 0.0})
+    [note] = hit_notes("v", "t", unknown, 1, [still])[1:]
+    assert "counted no prefix-cache queries" in note and "off" in note
+    assert hit_notes("v", "t", hit, 0, [still]) == []  # nothing was sent: nothing to say

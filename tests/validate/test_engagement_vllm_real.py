@@ -210,7 +210,7 @@ max_tokens = 8
     for u in speed.speedups:
         low, high = u.ci
         assert low <= u.ratio <= high and u.n == ROUNDS
-        print(f"\nreal vLLM A/A interleaved {u.metric}: b/a ratio {u.ratio:.3f}, "
+        print(f"\nreal vLLM A/A interleaved {u.metric}: speed-up of b (a/b) {u.ratio:.3f}, "
               f"95 % CI [{low:.3f}, {high:.3f}] over {u.n} rounds, contains 1: "
               f"{low <= 1.0 <= high}")
 
@@ -300,6 +300,8 @@ def test_prefix_caching_off_is_zero_hits_known_and_the_gate_says_did_not_engage(
     assert (f"did not engage: encoder_replay engaged on 0 of {LIMIT} items ({LIMIT} known, "
             f"0 unknown)") in row.verdict.reasons[0]
     assert any("no prefix-cache hit" in n and f"nocache/{TASK}" in n for n in analysis.notes)
+    assert any("nocache: the server's /metrics counted no prefix-cache queries" in n
+               for n in analysis.notes)
 
 
 def test_a_server_that_does_not_report_cached_tokens_leaves_hits_unknown(warm_run):

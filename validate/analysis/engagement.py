@@ -182,9 +182,15 @@ def hit_notes(variant: str, task: str, ledger: Ledger, n_rows: int,
                      f"so nothing shows the warm pass hit")
     for p in passes:
         delta = p.delta()
-        if p.source == "metrics" and delta.get("prefix_cache_queries", 0) > 0 \
-                and delta.get("prefix_cache_hits") == 0:
+        if p.source != "metrics":
+            continue
+        if delta.get("prefix_cache_queries", 0) > 0 and delta.get("prefix_cache_hits") == 0:
             notes.append(f"warm run: {variant}: the server's /metrics counted "
                          f"{delta['prefix_cache_queries']:.0f} prefix-cache query tokens and "
                          f"0 hits during the quality pass")
+        elif n_rows and delta.get("prefix_cache_queries") == 0:
+            # vLLM with --no-enable-prefix-caching does not even look (docs/vllm-cpu.md §4)
+            notes.append(f"warm run: {variant}: the server's /metrics counted no "
+                         f"prefix-cache queries during the quality pass: its prefix cache "
+                         f"is off")
     return notes
