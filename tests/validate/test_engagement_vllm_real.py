@@ -34,11 +34,7 @@ from validate.runner import run_plan
 from validate.store import ResultsStore
 
 VLLM_PYTHON = os.environ.get("V41VAL_VLLM_PYTHON")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not VLLM_PYTHON, reason="V41VAL_VLLM_PYTHON is not set: no vLLM venv "
-                       "(create it with .ci/vllm-env.sh)"),
-]
+pytestmark = pytest.mark.slow  # every test needs tiny_model, which skips without the venv
 # as in test_engine_vllm_real.py (docs/vllm-cpu.md §2e): float32, eager, a 64 MiB KV cache
 COMMON_ARGS = ("--dtype", "float32", "--max-model-len", "512", "--enforce-eager",
                "--max-num-seqs", "8", "--kv-cache-memory-bytes", "67108864")
