@@ -86,9 +86,14 @@ def rel_err(got, want):
 
 @pytest.mark.parametrize("b,splits,with_topk", [(5, None, True), (4, 3, True), (3, 2, False), (1, 4, True)])
 def test_ring_attention_matches_the_batched_core(kernel_cls, gen, b, splits, with_topk):
-    window, hd = 8, 32
-    case = slab_case(gen, b, 4, hd, window, 6, 10, torch.float32, "cpu", with_topk=with_topk)
-    got, want = both(kernel_cls(splits=splits), case, window, hd)
+    """splits None: the table's tiling (one split off CUDA); else 16-key tiles in that many
+    splits of the 32 + 20 keys (3 -> 2 launched, 4 -> 4; the window alone, 2 -> 2)."""
+    from runtime.kernels.attention_tiles import AttentionTile
+
+    window, hd = 32, 32
+    case = slab_case(gen, b, 4, hd, window, 20, 30, torch.float32, "cpu", with_topk=with_topk)
+    kernel = kernel_cls() if splits is None else kernel_cls(tile=AttentionTile(16, 16, splits=splits))
+    got, want = both(kernel, case, window, hd)
     assert got.dtype == torch.float32 and got.shape == want.shape
     err = rel_err(got, want)
     assert err <= 2e-5, f"max error {err:.3g} (seed {gen.initial_seed()})"
