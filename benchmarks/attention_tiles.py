@@ -137,12 +137,12 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     return tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split
 
 
-def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, timer=graph_ms,
+def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
                **where) -> CaseResult:
-    """``timer``: fn -> ms per call (benchmarks/kernels.py's graph replay; the CPU smoke
-    test passes a stand-in); ``where``: ``inputs``' device and dtype (default: bf16 on the GPU)."""
-    from runtime.kernels.attention import FusedSparseAttention
-
+    """``base``: a FusedSparseAttention whose kernels every candidate shares
+    (``with_tile``); ``timer``: fn -> ms per call (benchmarks/kernels.py's graph replay; the
+    CPU smoke test passes a stand-in); ``where``: ``inputs``' device and dtype (default:
+    bf16 on the GPU)."""
     fused, reference = inputs(shape, gen, **where)
     want = reference().float()
     scale = max(1.0, float(want.abs().max()))
@@ -155,11 +155,11 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
             if tile.label() not in {x.tile for x in result.timings}:
                 result.timings.append(Timing(tile.label(), seen[key].ms, seen[key].max_rel_err, seen[key].error))
             continue
-        op = FusedSparseAttention(tile=tile)
+        op = base.with_tile(tile)
         try:
             err = float((fused(op).float() - want).abs().max()) / scale
         except Exception as exc:  # noqa: BLE001 - a tiling that does not compile (resources) is a result
-            timing = Timing(tile.label(), None, None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+            timing = Timing(tile.label(), None, None, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}")
         else:
             ms = timer(lambda op=op: fused(op))
             problem = "no CUDA graph" if ms is None else ""
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--block-n", nargs="+", type=int, default=[16, 32, 64])
     parser.add_argument("--warps", nargs="+", type=int, default=[4, 8])
     parser.add_argument("--stages", nargs="+", type=int, default=[2, 3])
-    parser.add_argument("--splits", nargs="+", type=int, default=[1, 2, 4, 8, 16, 32])
+    parser.add_argument("--splits", nargs="+", type=int, default=[1, 2, 4, 8, 16, 32, 64])
     args = parser.parse_args(argv)
     if args.quick:
         args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]
@@ -285,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("benchmarks/attention_tiles.py: needs a CUDA GPU", file=sys.stderr)
         return 2
-    gen = torch.Generator().manual_seed(0)
+    from runtime.kernels.attention import FusedSparseAttention
+
+    gen, base = torch.Generator().manual_seed(0), FusedSparseAttention()
     empty_ms = empty_launch_ms()
     print(f"empty Triton kernel: {empty_ms * 1e3:.2f} us per call (graph replay)", flush=True)
     results = []
@@ -294,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         for t in args.t:
             for layout in args.layouts:
                 shape = Shape(scale, t, layout, c.num_attention_heads, c.head_dim, c.sliding_window, c.index_topk)
-                result = sweep_case(shape, candidates, gen)
+                result = sweep_case(shape, candidates, gen, base)
                 best = result.best()
                 print(f"{shape.label:24s} {shape.bytes / 1e6:6.2f} MB  table {result.table_tile} "
                       f"{(result.ms_of(result.table_tile) or float('nan')) * 1e3:7.1f} us  best "

@@ -27,6 +27,8 @@ so there is no in-kernel FP8/NVFP4 dequant (the reference state stores no packed
 
 from __future__ import annotations
 
+import copy
+
 import torch
 import triton.language as tl
 
@@ -158,6 +160,14 @@ class FusedSparseAttention:
         self.table = table
         self.partial = jit(_attn_partial_kernel)
         self.merge = jit(_attn_merge_kernel)
+
+    def with_tile(self, tile: AttentionTile) -> FusedSparseAttention:
+        """A twin that forces ``tile`` and shares this one's kernels, so their compiled
+        variants are reused (a new instance wraps the kernels again; the sweep times
+        hundreds of tilings)."""
+        twin = copy.copy(self)
+        twin.forced_tile = tile
+        return twin
 
     def __call__(self, q, positions, floor, swa, window: int, compressed, topk, sink,
                  num: Numerics) -> torch.Tensor:

@@ -77,6 +77,7 @@ def test_sweep_case_runs_every_candidate_once_and_checks_it(monkeypatch, layout)
     import torch
 
     from benchmarks.attention_tiles import sweep_case
+    from runtime.kernels.attention import FusedSparseAttention
 
     calls = []
 
@@ -90,7 +91,8 @@ def test_sweep_case_runs_every_candidate_once_and_checks_it(monkeypatch, layout)
     # splits of 32 keys, x8 and x16 both 3 splits of 16
     tiles = [AttentionTile(16, 16, splits=2), AttentionTile(32, 16, splits=2),
              AttentionTile(16, 16, splits=8), AttentionTile(16, 16, splits=16)]
-    result = sweep_case(shape, tiles, torch.Generator().manual_seed(0), timer=timer, device="cpu",
+    result = sweep_case(shape, tiles, torch.Generator().manual_seed(0), FusedSparseAttention(), timer=timer,
+                        device="cpu",
                         dtype=torch.float32)
     labels = [x.tile for x in result.timings]
     assert set(labels) == {result.table_tile, *(t.label() for t in tiles)} and len(labels) == len(set(labels))
