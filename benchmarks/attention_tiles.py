@@ -8,7 +8,8 @@ one query per slot), every candidate tiling is timed as CUDA-graph replay device
 checked against the reference (max |fused - reference| <= 2e-2 of max |reference|, the
 bf16 parity tolerance of tests/runtime/test_kernels_parity.py). An empty Triton kernel is
 timed the same way, in the same run: the issue-16 goal for an op moving < 4 MB is a
-device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MB.
+device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MB. In the ring
+layout the batched torch core the kernel replaces in the static step is timed too.
 
 Candidates are the product of --block-h, --block-n, --warps, --stages and --splits
 (tilings that run the same program, e.g. a head cap above the head count, are timed
@@ -77,6 +78,7 @@ class CaseResult:
     shape: Shape
     table_tile: str
     timings: list[Timing] = field(default_factory=list)
+    core_ms: float | None = None  # ring layout: the batched torch core it replaces (float32 gathers + bmm)
 
     def best(self) -> Timing | None:
         ok = [x for x in self.timings if x.ms is not None and not x.error]
@@ -148,6 +150,8 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     scale = max(1.0, float(want.abs().max()))
     table = tile_for(shape.t, shape.head_dim)
     result = CaseResult(shape, table.label())
+    if shape.layout == "ring":  # the engine's reference reads positions on the host: no graph
+        result.core_ms = timer(reference)
     seen: dict[tuple, Timing] = {}
     for tile in [table, *candidates]:
         key = effective(tile, shape)
@@ -232,18 +236,21 @@ def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: d
         "`graph_ms`). Roofline: bytes / 4.3 TB/s. Goal (issue 16): < 4 MB moved: <= 2x the empty kernel; "
         f">= 4 MB: >= 60 % of the roofline. Empty Triton kernel: **{empty_ms * 1e3:.2f} us**.",
         "- Tile label: h = heads per program (cap), n = keys per tile, w = warps, s = stages, x = splits asked.", "",
-        "| case | bytes | table tile | table us | best tile | best us | roofline (best) | goal (best) |",
-        "|---|---:|---|---:|---|---:|---:|---|",
+        "- `core us`: the ring layout's batched torch core (runtime/static/attention.py, float32 gathers "
+        "+ bmm), the static step's attention before the fused ring kernel.", "",
+        "| case | bytes | core us | table tile | table us | best tile | best us | roofline (best) | goal (best) |",
+        "|---|---:|---:|---|---:|---|---:|---:|---|",
     ]
     for r in results:
         best, table_ms = r.best(), r.ms_of(r.table_tile)
+        core = f"{r.core_ms * 1e3:.1f}" if r.core_ms is not None else "-"
+        head = f"| {r.shape.label} | {r.shape.bytes / 1e6:.2f} MB | {core} | {r.table_tile} |"
         if best is None:
-            lines.append(f"| {r.shape.label} | {r.shape.bytes / 1e6:.2f} MB | {r.table_tile} | - | none ran | - | - | - |")
+            lines.append(f"{head} - | none ran | - | - | - |")
             continue
         fraction, goal = verdict(r.shape, best.ms, empty_ms)
         table_us = f"{table_ms * 1e3:.1f}" if table_ms is not None else "-"
-        lines.append(f"| {r.shape.label} | {r.shape.bytes / 1e6:.2f} MB | {r.table_tile} | {table_us} | "
-                     f"{best.tile} | {best.ms * 1e3:.1f} | {fraction:.0%} | {goal} |")
+        lines.append(f"{head} {table_us} | {best.tile} | {best.ms * 1e3:.1f} | {fraction:.0%} | {goal} |")
     lines += ["", "Suggested rows of runtime/kernels/attention_tiles.py `TILES` (best geometric mean of "
               "time / the case's best over the bucket's cases):", "", "```python"]
     lines += [f"{as_row(b, 512, label)}  # {score:.2f}x of each case's best" for b, (label, score) in best_rows.items()]
@@ -309,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
            "empty_kernel_ms": empty_ms,
            "suggested_rows": {str(b): {"tile": label, "geomean_vs_best": score}
                               for b, (label, score) in best_rows.items()},
-           "cases": [{"shape": asdict(r.shape), "bytes": r.shape.bytes, "table_tile": r.table_tile,
+           "cases": [{"shape": asdict(r.shape), "bytes": r.shape.bytes, "table_tile": r.table_tile, "core_ms": r.core_ms,
                       "timings": [asdict(x) for x in r.timings]} for r in results]}
     tag = env["gpu"].split()[-1].lower()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -53,7 +53,7 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     assert AttentionTile(16, 32, num_warps=8, num_stages=2, splits=8).label() == b
     env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
     note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
-    assert row in note and f"| mid T=1 ring | 0.71 MB | a | - | {b} | 1000.0 |" in note
+    assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note
     assert f"failed: {c} (no CUDA graph)" in note
 
 
@@ -96,6 +96,8 @@ def test_sweep_case_runs_every_candidate_once_and_checks_it(monkeypatch, layout)
                         dtype=torch.float32)
     labels = [x.tile for x in result.timings]
     assert set(labels) == {result.table_tile, *(t.label() for t in tiles)} and len(labels) == len(set(labels))
-    assert len(calls) == 3  # the table row (h32 n32 x16: 2 splits of 32 keys), x2, x8 (= x16)
+    # the ring's batched core (ring only), the table row (h32 n32 x16: 2 splits of 32 keys), x2, x8 (= x16)
+    assert len(calls) == 3 + (layout == "ring")
+    assert (result.core_ms is not None) == (layout == "ring")
     assert all(x.error == "" and x.max_rel_err <= 2e-5 for x in result.timings)
     assert result.ms_of(tiles[0].label()) == result.ms_of(tiles[1].label())
