@@ -60,7 +60,7 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
 def test_verdicts_follow_the_issue_goals():
     small = Shape("mid", 1, "ring", 16, 512, 128, 512)  # 0.71 MB: launch-bound goal
     big = Shape("mid", 64, "ring", 16, 512, 128, 512)  # 45.4 MB: roofline goal
-    assert small.bytes < 4e6 <= big.bytes
+    assert small.bytes < 4 * 2**20 <= big.bytes
     assert verdict(small, 0.005, 0.0025)[1].startswith("met (2.0x")
     assert verdict(small, 0.006, 0.0025)[1].startswith("not met")
     ideal_ms = big.bytes / 4.3e12 * 1e3
