@@ -1,0 +1,141 @@
+"""Top-k of indexer scores on one GPU: a dense stable sort vs the torch.topk threshold path
+(the reference op, ``runtime.indexer.top_k_entries``: one select for the k-th value, a
+cumulative count for the ties, a scatter) vs the Triton radix select
+(``runtime.kernels.topk.FusedTopk``), at N = 8192 / 65536 / 131072, T = 1 / 8 / 64,
+k = 512 / 2048, on two score distributions:
+
+- ``randn``: float32 N(0, 1), no ties (the kernel's candidate list is about k long);
+- ``relu``: ReLU(N(0, 1) - 2), about 98 % exact zeros; where fewer than k scores are
+  positive the k-th value is 0 and every zero is a candidate (the kernel's worst case).
+
+Every case first checks that the Triton ids equal the sort's (exactly, ties included).
+Times: the median of CUDA-event timings of eager calls (Python and launches included), and
+the per-call device time replaying 20 calls from one CUDA graph (timing helpers of
+``benchmarks/kernels.py``).
+
+    PYTHONPATH=. python benchmarks/topk.py --out benchmarks/results
+
+Writes topk_<gpu>.json and topk_<gpu>.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from benchmarks.kernels import environment, graph_ms, median_ms
+from benchmarks.records import write
+from runtime.kernels.reference import REFERENCE_OPS
+
+SHAPES = [(n, t, k) for n in (8192, 65536, 131072) for t in (1, 8, 64) for k in (512, 2048)]
+DISTRIBUTIONS = ("randn", "relu")
+
+
+@dataclass
+class Row:
+    dist: str
+    n: int
+    t: int
+    k: int
+    ids_equal: bool
+    sort_ms: float
+    topk_ms: float
+    triton_ms: float
+    sort_graph_ms: float | None
+    topk_graph_ms: float | None
+    triton_graph_ms: float | None
+
+
+def sort_entries(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """The rule as a full stable sort: the first k of (score desc, index asc) that are
+    > -inf, their ids ascending, -1 padded."""
+    t, n = scores.shape
+    take = min(k, n)
+    values, ids = torch.sort(scores, dim=-1, descending=True, stable=True)
+    ids = torch.where(values[:, :take] > float("-inf"), ids[:, :take], n).sort(dim=-1).values
+    ids = torch.where(ids == n, -1, ids)
+    return torch.cat([ids, ids.new_full((t, k - take), -1)], dim=1)
+
+
+def scores_for(dist: str, t: int, n: int) -> torch.Tensor:
+    x = torch.randn(t, n, device="cuda")
+    return torch.relu(x - 2.0) if dist == "relu" else x
+
+
+def measure(fused, dist: str, n: int, t: int, k: int) -> Row:
+    scores = scores_for(dist, t, n)
+    impls = {"sort": sort_entries, "topk": REFERENCE_OPS["topk"], "triton": fused}
+    equal = torch.equal(fused(scores, k), sort_entries(scores, k))
+    eager = {name: median_ms(lambda f=f: f(scores, k), iters=20) for name, f in impls.items()}
+    graph = {name: graph_ms(lambda f=f: f(scores, k)) for name, f in impls.items()}
+    return Row(dist, n, t, k, equal, eager["sort"], eager["topk"], eager["triton"],
+               graph["sort"], graph["topk"], graph["triton"])
+
+
+def fmt(ms: float | None) -> str:
+    return "n/a" if ms is None else f"{ms:.4f}"
+
+
+def markdown(env: dict, rows: list[Row], command: str) -> str:
+    lines = [
+        "# Top-k benchmark: dense sort vs torch.topk path vs Triton radix select", "",
+        f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, "
+        f"CUDA {env['cuda']}",
+        f"- Command: `{command}`",
+        "- eager = median of 20 CUDA-event timings of one call (Python + launches); graph = per-call "
+        "device time replaying 20 calls from one CUDA graph. ids equal = Triton ids == the sort's.", "",
+        "| scores | N | T | k | ids equal | sort eager ms | torch.topk eager ms | Triton eager ms "
+        "| sort graph ms | torch.topk graph ms | Triton graph ms | Triton vs torch.topk (graph) |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        ratio = (f"{r.topk_graph_ms / r.triton_graph_ms:.1f}x"
+                 if r.topk_graph_ms is not None and r.triton_graph_ms else "n/a")
+        lines.append(f"| {r.dist} | {r.n} | {r.t} | {r.k} | {'yes' if r.ids_equal else '**NO**'} | "
+                     f"{r.sort_ms:.4f} | {r.topk_ms:.4f} | {r.triton_ms:.4f} | {fmt(r.sort_graph_ms)} | "
+                     f"{fmt(r.topk_graph_ms)} | {fmt(r.triton_graph_ms)} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--dist", default=",".join(DISTRIBUTIONS),
+                        help=f"comma-separated score distributions ({', '.join(DISTRIBUTIONS)})")
+    args = parser.parse_args(argv)
+    dists = [d.strip() for d in args.dist.split(",") if d.strip()]
+    unknown = [d for d in dists if d not in DISTRIBUTIONS]
+    if unknown or not dists:
+        print(f"benchmarks/topk.py: --dist: expected some of {', '.join(DISTRIBUTIONS)}, got {args.dist!r}",
+              file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("benchmarks/topk.py: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    from runtime.kernels.topk import FusedTopk
+
+    torch.manual_seed(0)
+    fused = FusedTopk()
+    rows = []
+    for dist in dists:
+        for n, t, k in SHAPES:
+            row = measure(fused, dist, n, t, k)
+            rows.append(row)
+            print(f"{dist:5s} N={n:6d} T={t:2d} k={k:4d} equal={row.ids_equal!s:5s} eager sort "
+                  f"{row.sort_ms:.4f} topk {row.topk_ms:.4f} triton {row.triton_ms:.4f} | graph sort "
+                  f"{fmt(row.sort_graph_ms)} topk {fmt(row.topk_graph_ms)} triton {fmt(row.triton_graph_ms)}",
+                  flush=True)
+    env = environment()
+    command = "PYTHONPATH=. python " + " ".join(["benchmarks/topk.py", *(argv or sys.argv[1:])])
+    doc = {"environment": env, "command": command, "rows": [asdict(r) for r in rows]}
+    tag = env["gpu"].split()[-1].lower()
+    write(args.out, f"topk_{tag}", doc, markdown(env, rows, command))
+    return 0 if all(r.ids_equal for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
