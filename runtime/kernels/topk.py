@@ -51,11 +51,15 @@ class TopkTiling:
     """``groups``: interleaved groups of phase 1 (power of two; their maxima sit in
     registers: 16 per thread at 4096 groups and 8 warps); ``block``: elements per step
     over the candidate list (power of two); ``num_warps``: per program. Tests shrink
-    ``groups`` so the candidate path runs on tiny rows."""
+    ``groups`` so the candidate path runs on tiny rows. ``scratch_entries``: the most
+    entries of each scratch list (key, id: 4 bytes each) one launch may use; a row needs
+    max(N, groups) of them (its worst case: every score a candidate), so a long prefill
+    runs in several launches of that many rows instead of holding 8 bytes x T x N."""
 
     groups: int = 4096
     block: int = 1024
     num_warps: int = 8
+    scratch_entries: int = 1 << 25
 
     def __post_init__(self) -> None:
         for name in ("groups", "block"):
@@ -88,6 +92,8 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, N, K, STRIDE,
     need = tl.minimum(tl.sum(finite, axis=0), K)
     enough_groups = tl.sum((best > KEY_NEG_INF).to(tl.int32), axis=0) >= need
     tl.store(cand_key + lanes, best.to(tl.int32, bitcast=True))
+    # other threads of this program read what was just stored: a CTA barrier orders it
+    tl.debug_barrier()
     count = tl.full([], GROUPS, dtype=tl.int32)
     prefix = tl.zeros([], dtype=tl.uint32)
     left = need
@@ -109,6 +115,7 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, N, K, STRIDE,
                 tl.store(cand_key + slot, keys.to(tl.int32, bitcast=True), mask=take)
                 tl.store(cand_id + slot, offs, mask=take)
                 count += tl.sum(take.to(tl.int32), axis=0)
+            tl.debug_barrier()
             prefix = tl.zeros([], dtype=tl.uint32)
             left = need
         q: tl.constexpr = p - 4 * (p >= 4)
@@ -166,8 +173,12 @@ class FusedTopk:
         out = torch.empty(t, k, dtype=torch.int64, device=scores.device)
         groups = min(self.tiling.groups, max(RADIX_BINS, next_pow2(n)))
         stride = max(n, groups)  # a row's scratch holds its group maxima, then its candidates
-        cand_keys = torch.empty(t, stride, dtype=torch.int32, device=scores.device)
-        cand_ids = torch.empty(t, stride, dtype=torch.int32, device=scores.device)
-        self.kernel[(t,)](scores, cand_keys, cand_ids, out, n, k, stride, GROUPS=groups,
-                          BLOCK=self.tiling.block, num_warps=self.tiling.num_warps)
+        rows = max(1, min(t, self.tiling.scratch_entries // stride))
+        cand_keys = torch.empty(rows, stride, dtype=torch.int32, device=scores.device)
+        cand_ids = torch.empty(rows, stride, dtype=torch.int32, device=scores.device)
+        for first in range(0, t, rows):  # row slices of contiguous tensors stay contiguous
+            last = min(t, first + rows)
+            self.kernel[(last - first,)](scores[first:last], cand_keys, cand_ids, out[first:last], n, k,
+                                         stride, GROUPS=groups, BLOCK=self.tiling.block,
+                                         num_warps=self.tiling.num_warps)
         return out

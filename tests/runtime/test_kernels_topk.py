@@ -166,6 +166,18 @@ def test_k_at_or_above_the_row_length(topk, gen, k):
     check(topk, scores, k, gen.initial_seed(), f"k={k} >= N")
 
 
+def test_rows_split_over_launches(monkeypatch, gen):
+    """A scratch budget of 2 rows: 7 rows run in 4 launches, each row's ids unchanged."""
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.topk import FusedTopk, TopkTiling
+
+    scores = torch.randn(7, 60, generator=gen)
+    scores[3] = NEG_INF
+    check(FusedTopk(TopkTiling(groups=32, block=32, scratch_entries=128)), scores, 12,
+          gen.initial_seed(), "split launches")
+
+
 def test_empty_shapes(topk):
     assert topk(torch.randn(0, 50, device=DEVICE), 8).shape == (0, 8)
     out = topk(torch.empty(3, 0, device=DEVICE), 4)
