@@ -41,6 +41,7 @@ class Row:
     n: int
     t: int
     k: int
+    tiling: str  # the Triton kernel's groups:num_warps
     ids_equal: bool
     sort_ms: float
     topk_ms: float
@@ -66,14 +67,34 @@ def scores_for(dist: str, t: int, n: int) -> torch.Tensor:
     return torch.relu(x - 2.0) if dist == "relu" else x
 
 
-def measure(fused, dist: str, n: int, t: int, k: int) -> Row:
+def times(fn, scores: torch.Tensor, k: int) -> tuple[float, float | None]:
+    return median_ms(lambda: fn(scores, k), iters=20), graph_ms(lambda: fn(scores, k))
+
+
+def measure(kernels: dict, dist: str, n: int, t: int, k: int) -> list[Row]:
+    """One row per Triton tiling; the sort and torch.topk paths are timed once per shape."""
     scores = scores_for(dist, t, n)
-    impls = {"sort": sort_entries, "topk": REFERENCE_OPS["topk"], "triton": fused}
-    equal = torch.equal(fused(scores, k), sort_entries(scores, k))
-    eager = {name: median_ms(lambda f=f: f(scores, k), iters=20) for name, f in impls.items()}
-    graph = {name: graph_ms(lambda f=f: f(scores, k)) for name, f in impls.items()}
-    return Row(dist, n, t, k, equal, eager["sort"], eager["topk"], eager["triton"],
-               graph["sort"], graph["topk"], graph["triton"])
+    want = sort_entries(scores, k)
+    sort_ms, sort_graph = times(sort_entries, scores, k)
+    topk_ms, topk_graph = times(REFERENCE_OPS["topk"], scores, k)
+    rows = []
+    for name, fused in kernels.items():
+        equal = torch.equal(fused(scores, k), want)
+        triton_ms, triton_graph = times(fused, scores, k)
+        rows.append(Row(dist, n, t, k, name, equal, sort_ms, topk_ms, triton_ms, sort_graph, topk_graph,
+                        triton_graph))
+    return rows
+
+
+def parse_tilings(text: str) -> dict[str, tuple[int, int]] | None:
+    """"4096:8,8192:16" -> {"4096:8": (4096, 8), ...}; None when malformed."""
+    out = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        groups, _, warps = part.partition(":")
+        if not (groups.isdigit() and warps.isdigit()):
+            return None
+        out[part] = (int(groups), int(warps))
+    return out or None
 
 
 def fmt(ms: float | None) -> str:
@@ -88,14 +109,14 @@ def markdown(env: dict, rows: list[Row], command: str) -> str:
         f"- Command: `{command}`",
         "- eager = median of 20 CUDA-event timings of one call (Python + launches); graph = per-call "
         "device time replaying 20 calls from one CUDA graph. ids equal = Triton ids == the sort's.", "",
-        "| scores | N | T | k | ids equal | sort eager ms | torch.topk eager ms | Triton eager ms "
+        "| scores | N | T | k | tiling | ids equal | sort eager ms | torch.topk eager ms | Triton eager ms "
         "| sort graph ms | torch.topk graph ms | Triton graph ms | Triton vs torch.topk (graph) |",
-        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         ratio = (f"{r.topk_graph_ms / r.triton_graph_ms:.1f}x"
                  if r.topk_graph_ms is not None and r.triton_graph_ms else "n/a")
-        lines.append(f"| {r.dist} | {r.n} | {r.t} | {r.k} | {'yes' if r.ids_equal else '**NO**'} | "
+        lines.append(f"| {r.dist} | {r.n} | {r.t} | {r.k} | {r.tiling} | {'yes' if r.ids_equal else '**NO**'} | "
                      f"{r.sort_ms:.4f} | {r.topk_ms:.4f} | {r.triton_ms:.4f} | {fmt(r.sort_graph_ms)} | "
                      f"{fmt(r.topk_graph_ms)} | {fmt(r.triton_graph_ms)} | {ratio} |")
     return "\n".join(lines) + "\n"
@@ -106,7 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--dist", default=",".join(DISTRIBUTIONS),
                         help=f"comma-separated score distributions ({', '.join(DISTRIBUTIONS)})")
+    parser.add_argument("--tilings", default="4096:8",
+                        help="comma-separated Triton tilings to time, groups:num_warps (TopkTiling)")
     args = parser.parse_args(argv)
+    tilings = parse_tilings(args.tilings)
+    if tilings is None:
+        print(f"benchmarks/topk.py: --tilings: expected groups:num_warps[,...] e.g. 4096:8,8192:16, "
+              f"got {args.tilings!r}", file=sys.stderr)
+        return 2
     dists = [d.strip() for d in args.dist.split(",") if d.strip()]
     unknown = [d for d in dists if d not in DISTRIBUTIONS]
     if unknown or not dists:
@@ -116,19 +144,23 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("benchmarks/topk.py: needs a CUDA GPU", file=sys.stderr)
         return 2
-    from runtime.kernels.topk import FusedTopk
+    from runtime.kernels.topk import FusedTopk, TopkTiling
 
+    try:
+        kernels = {name: FusedTopk(TopkTiling(groups=g, num_warps=w)) for name, (g, w) in tilings.items()}
+    except ValueError as exc:
+        print(f"benchmarks/topk.py: --tilings: {exc}", file=sys.stderr)
+        return 2
     torch.manual_seed(0)
-    fused = FusedTopk()
     rows = []
     for dist in dists:
         for n, t, k in SHAPES:
-            row = measure(fused, dist, n, t, k)
-            rows.append(row)
-            print(f"{dist:5s} N={n:6d} T={t:2d} k={k:4d} equal={row.ids_equal!s:5s} eager sort "
-                  f"{row.sort_ms:.4f} topk {row.topk_ms:.4f} triton {row.triton_ms:.4f} | graph sort "
-                  f"{fmt(row.sort_graph_ms)} topk {fmt(row.topk_graph_ms)} triton {fmt(row.triton_graph_ms)}",
-                  flush=True)
+            for row in measure(kernels, dist, n, t, k):
+                rows.append(row)
+                print(f"{dist:5s} N={n:6d} T={t:2d} k={k:4d} {row.tiling:8s} equal={row.ids_equal!s:5s} "
+                      f"eager sort {row.sort_ms:.4f} topk {row.topk_ms:.4f} triton {row.triton_ms:.4f} | "
+                      f"graph sort {fmt(row.sort_graph_ms)} topk {fmt(row.topk_graph_ms)} "
+                      f"triton {fmt(row.triton_graph_ms)}", flush=True)
     env = environment()
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/topk.py", *(argv or sys.argv[1:])])
     doc = {"environment": env, "command": command, "rows": [asdict(r) for r in rows]}
