@@ -105,7 +105,9 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, N, K, STRIDE,
     # a lower bound lo of v), 4-10 over the candidate list (all 32 bits of v)
     for p in tl.static_range(11):
         if p == 4:
-            # 3. the candidate list: finite keys >= lo, in index order
+            # 3. the candidate list: finite keys >= lo, in index order (it overwrites the
+            # maxima: every thread's last read of them is done before the first write)
+            tl.debug_barrier()
             lo = tl.where(enough_groups, prefix, KEY_NEG_INF + 1)
             count = tl.zeros([], dtype=tl.int32)
             limit = tl.where(need > 0, N, 0)  # no candidates when nothing is picked
