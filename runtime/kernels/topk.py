@@ -4,14 +4,15 @@ Same rule as :func:`runtime.kernels.reference.topk_entries` (a stable sort): eac
 largest scores, ties at the k-th value to the lowest indices, -inf never picked, the ids
 returned ascending, -1 padded when fewer than k scores are > -inf.
 
-Why this shape. Triton lowers ``tl.histogram`` (its HistogramOp to LLVM) to one warp
-ballot per bit of the bin index plus, per element, an AND chain and a popcount for every
-bin a lane owns (bins / 32 of them), so its cost per element grows with the number of
-bins: counting that lowering's instructions (not measured), about one warp instruction
-per element at 32 bins and about 60 at 4096. A 12-bit radix pass over a 128k row in one
-program would then cost more than the ``torch.topk`` path it replaces, so the kernel runs
-5-bit passes (32 bins), and only over a short candidate list found in two element-wise
-sweeps of the row:
+Why this shape. Triton's older lowering of ``tl.histogram`` is one warp ballot per bit
+of the bin index plus, per element, an AND chain and a popcount for every bin a lane owns
+(bins / 32 of them): counting its instructions (not measured), about one warp instruction
+per element at 32 bins and about 60 at 4096, so a 12-bit radix pass over a 128k row in
+one program would cost more than the ``torch.topk`` path it replaces. Newer Triton emits
+one shared-memory atomic per element instead (triton 3.9.0 here: this kernel compiled for
+sm_90 has ``atom.shared.add`` and no ballot); which lowering the H200's triton 3.6.0 has
+was not checked. Either way the kernel runs 5-bit passes (32 bins) and only over a short
+candidate list, found in two element-wise sweeps of the row:
 
 1. scores -> order-preserving uint32 keys (``-0.0`` canonicalised to ``+0.0`` first, so
    key order == float order and equal floats have equal keys); the row is read as
@@ -45,8 +46,8 @@ import triton.language as tl
 
 from runtime.kernels.backend import jit, next_pow2
 
-RADIX_BINS = 32  # 5-bit digits: the cheapest bits per warp instruction of tl.histogram
-KEY_NEG_INF = 0x007FFFFF  # the key of -inf (bits 0xFF800000 inverted)
+RADIX_BINS = 32  # 5-bit digits: the cheapest bits per warp instruction of the ballot lowering
+KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inverted)
 
 
 @dataclass(frozen=True)
@@ -123,24 +124,24 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, N, K, STRIDE,
             tl.debug_barrier()
             prefix = tl.zeros([], dtype=tl.uint32)
             left = need
-        q: tl.constexpr = p - 4 * (p >= 4)
-        SHIFT: tl.constexpr = (27 - 5 * q) * (q < 6)
-        WIDTH: tl.constexpr = 5 - 3 * (q == 6)
+        q = p - 4 * (p >= 4)  # constexpr (from p), re-bound every unrolled pass
+        shift = (27 - 5 * q) * (q < 6)
+        width = 5 - 3 * (q == 6)
         hist = tl.zeros((32,), dtype=tl.int32)
         for start in range(0, count, BLOCK):
             offs = start + tl.arange(0, BLOCK)
             keys = tl.load(cand_key + offs, mask=offs < count, other=0).to(tl.uint32, bitcast=True)
             ok = (offs < count) & (keys > KEY_NEG_INF)
-            if SHIFT + WIDTH < 32:
-                ok = ok & ((keys >> (SHIFT + WIDTH)) == (prefix >> (SHIFT + WIDTH)))
-            digit = ((keys >> SHIFT) & ((1 << WIDTH) - 1)).to(tl.int32)
+            if shift + width < 32:
+                ok = ok & ((keys >> (shift + width)) == (prefix >> (shift + width)))
+            digit = ((keys >> shift) & ((1 << width) - 1)).to(tl.int32)
             dropped = tl.sum((ok == 0).to(tl.int32), axis=0)  # counted in bin 0, taken out
             hist += tl.histogram(tl.where(ok, digit, 0), 32) - tl.where(bins == 0, dropped, 0)
         # the bin holding the left-th largest key; keys in higher bins are above it
         at_least = tl.sum(hist, axis=0) - tl.cumsum(hist, axis=0) + hist
         pick = tl.maximum(tl.sum((at_least >= left).to(tl.int32), axis=0) - 1, 0)
         left -= tl.sum(tl.where(bins == pick, at_least - hist, 0), axis=0)
-        prefix = prefix | (pick.to(tl.uint32) << SHIFT)
+        prefix = prefix | (pick.to(tl.uint32) << shift)
     v = prefix  # the need-th largest key; left = entries equal to v that are taken
 
     # 5. ascending ids of the picked entries, then -1 up to k

@@ -14,6 +14,10 @@ Seeds are drawn fresh every run and printed in every failure message.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -190,6 +194,41 @@ def test_tiling_rejects_a_non_power_of_two():
 
     with pytest.raises(ValueError, match="TopkTiling.groups: expected a power of two"):
         TopkTiling(groups=48)
+
+
+COMPILE = textwrap.dedent("""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from runtime.kernels.topk import _topk_kernel
+    sig = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
+           "N": "i32", "K": "i32", "STRIDE": "i32", "GROUPS": "constexpr", "BLOCK": "constexpr"}
+    src = ASTSource(fn=triton.jit(_topk_kernel), signature=sig, constexprs={"GROUPS": 4096, "BLOCK": 1024})
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+    print(len(kernel.asm["cubin"]), kernel.asm["ptx"].count("bar.sync"))
+""")
+
+
+@pytest.mark.slow
+def test_compiles_for_sm90_without_a_gpu(tmp_path):
+    """The interpreter runs code the compiler refuses (a plain global int read in the
+    kernel, a constexpr re-bound in an unrolled loop: both met while writing it), so the
+    kernel is also compiled to a Hopper cubin with Triton's bundled ptxas. A fresh process:
+    this session's ``triton.language`` was imported for the interpreter (tests/conftest.py)."""
+    try:
+        from triton.backends import backends
+    except ImportError:
+        pytest.skip("triton without backends")
+    if "nvidia" not in backends:
+        pytest.skip("triton has no NVIDIA backend")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), TRITON_CACHE_DIR=str(tmp_path),
+               TRITON_DEFAULT_FP_FUSION="1")
+    done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    cubin_bytes, barriers = (int(x) for x in done.stdout.split()[-2:])
+    assert cubin_bytes > 0 and barriers > 0
 
 
 # ---------------------------------------------------------------------------- GPU, real shapes
