@@ -41,7 +41,7 @@ class Row:
     n: int
     t: int
     k: int
-    tiling: str  # the Triton kernel's groups:num_warps
+    tiling: str  # the Triton kernel's groups:num_warps[:unroll]
     ids_equal: bool
     sort_ms: float
     topk_ms: float
@@ -86,14 +86,15 @@ def measure(kernels: dict, dist: str, n: int, t: int, k: int) -> list[Row]:
     return rows
 
 
-def parse_tilings(text: str) -> dict[str, tuple[int, int]] | None:
-    """"4096:8,8192:16" -> {"4096:8": (4096, 8), ...}; None when malformed."""
+def parse_tilings(text: str) -> dict[str, tuple[int, ...]] | None:
+    """"4096:8,8192:16:4" -> {"4096:8": (4096, 8), "8192:16:4": (8192, 16, 4)}: groups,
+    num_warps and optionally unroll (TopkTiling's default otherwise); None when malformed."""
     out = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):
-        groups, _, warps = part.partition(":")
-        if not (groups.isdigit() and warps.isdigit()):
+        fields = part.split(":")
+        if len(fields) not in (2, 3) or not all(f.isdigit() for f in fields):
             return None
-        out[part] = (int(groups), int(warps))
+        out[part] = tuple(int(f) for f in fields)
     return out or None
 
 
@@ -128,11 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dist", default=",".join(DISTRIBUTIONS),
                         help=f"comma-separated score distributions ({', '.join(DISTRIBUTIONS)})")
     parser.add_argument("--tilings", default="4096:8",
-                        help="comma-separated Triton tilings to time, groups:num_warps (TopkTiling)")
+                        help="comma-separated Triton tilings to time, groups:num_warps[:unroll] (TopkTiling)")
     args = parser.parse_args(argv)
     tilings = parse_tilings(args.tilings)
     if tilings is None:
-        print(f"benchmarks/topk.py: --tilings: expected groups:num_warps[,...] e.g. 4096:8,8192:16, "
+        print(f"benchmarks/topk.py: --tilings: expected groups:num_warps[:unroll][,...] e.g. 4096:8,8192:16:4, "
               f"got {args.tilings!r}", file=sys.stderr)
         return 2
     dists = [d.strip() for d in args.dist.split(",") if d.strip()]
@@ -147,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     from runtime.kernels.topk import FusedTopk, TopkTiling
 
     try:
-        kernels = {name: FusedTopk(TopkTiling(groups=g, num_warps=w)) for name, (g, w) in tilings.items()}
+        names = ("groups", "num_warps", "unroll")
+        kernels = {name: FusedTopk(TopkTiling(**dict(zip(names[: len(fields)], fields, strict=True))))
+                   for name, fields in tilings.items()}
     except ValueError as exc:
         print(f"benchmarks/topk.py: --tilings: {exc}", file=sys.stderr)
         return 2

@@ -54,7 +54,9 @@ KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inver
 class TopkTiling:
     """``groups``: interleaved groups of phase 1 (power of two; their maxima sit in
     registers: 16 per thread at 4096 groups and 8 warps); ``block``: elements per step
-    over the candidate list (power of two); ``num_warps``: per program. Tests shrink
+    over the candidate list (power of two); ``num_warps``: per program; ``unroll``: tiles
+    of ``groups`` scores each sweep of the row loads per loop iteration (more loads in
+    flight for the one program that reads a whole row). Tests shrink
     ``groups`` so the candidate path runs on tiny rows. ``scratch_entries``: the most
     entries of each scratch list (key, id: 4 bytes each) one launch may use; a row needs
     max(N, groups) of them (its worst case: every score a candidate), so a long prefill
@@ -63,6 +65,7 @@ class TopkTiling:
     groups: int = 4096
     block: int = 1024
     num_warps: int = 8
+    unroll: int = 2
     scratch_entries: int = 1 << 25
 
     def __post_init__(self) -> None:
@@ -70,10 +73,12 @@ class TopkTiling:
             value = getattr(self, name)
             if value < RADIX_BINS or value != next_pow2(value):
                 raise ValueError(f"TopkTiling.{name}: expected a power of two >= {RADIX_BINS}, got {value}")
+        if self.unroll < 1:
+            raise ValueError(f"TopkTiling.unroll: expected >= 1, got {self.unroll}")
 
 
 def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, N, K, STRIDE,
-                 GROUPS: tl.constexpr, BLOCK: tl.constexpr):
+                 GROUPS: tl.constexpr, BLOCK: tl.constexpr, UNROLL: tl.constexpr):
     """One program per row. Triton helpers would have to be jitted at import, which the
     registry's interpreter/compiler rule forbids (backend.py), so the passes are one loop."""
     row = tl.program_id(0).to(tl.int64)
@@ -87,12 +92,13 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, N, K, STRIDE,
     # 1. group maxima (as keys: -0.0 -> +0.0, sign-flipped bits) and the count of scores > -inf
     best = tl.full((GROUPS,), KEY_NEG_INF, dtype=tl.uint32)
     finite = tl.zeros((GROUPS,), dtype=tl.int32)
-    for start in range(0, N, GROUPS):
-        offs = start + lanes
-        bits = (tl.load(src + offs, mask=offs < N, other=float("-inf")) + 0.0).to(tl.uint32, bitcast=True)
-        keys = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
-        best = tl.maximum(best, keys)
-        finite += (keys > KEY_NEG_INF).to(tl.int32)
+    for start in range(0, N, GROUPS * UNROLL):
+        for u in tl.static_range(UNROLL):  # UNROLL tiles in flight per iteration
+            offs = start + u * GROUPS + lanes
+            bits = (tl.load(src + offs, mask=offs < N, other=float("-inf")) + 0.0).to(tl.uint32, bitcast=True)
+            keys = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+            best = tl.maximum(best, keys)
+            finite += (keys > KEY_NEG_INF).to(tl.int32)
     need = tl.minimum(tl.sum(finite, axis=0), K)
     enough_groups = tl.sum((best > KEY_NEG_INF).to(tl.int32), axis=0) >= need
     tl.store(cand_key + lanes, best.to(tl.int32, bitcast=True))
@@ -112,15 +118,17 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, N, K, STRIDE,
             lo = tl.where(enough_groups, prefix, KEY_NEG_INF + 1)
             count = tl.zeros([], dtype=tl.int32)
             limit = tl.where(need > 0, N, 0)  # no candidates when nothing is picked
-            for start in range(0, N, GROUPS):
-                offs = start + lanes
-                bits = (tl.load(src + offs, mask=offs < N, other=float("-inf")) + 0.0).to(tl.uint32, bitcast=True)
-                keys = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
-                take = (offs < limit) & (keys > KEY_NEG_INF) & (keys >= lo)
-                slot = count + tl.cumsum(take.to(tl.int32), axis=0) - 1
-                tl.store(cand_key + slot, keys.to(tl.int32, bitcast=True), mask=take)
-                tl.store(cand_id + slot, offs, mask=take)
-                count += tl.sum(take.to(tl.int32), axis=0)
+            for start in range(0, N, GROUPS * UNROLL):
+                for u in tl.static_range(UNROLL):
+                    offs = start + u * GROUPS + lanes
+                    bits = (tl.load(src + offs, mask=offs < N, other=float("-inf")) + 0.0).to(tl.uint32,
+                                                                                             bitcast=True)
+                    keys = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+                    take = (offs < limit) & (keys > KEY_NEG_INF) & (keys >= lo)
+                    slot = count + tl.cumsum(take.to(tl.int32), axis=0) - 1
+                    tl.store(cand_key + slot, keys.to(tl.int32, bitcast=True), mask=take)
+                    tl.store(cand_id + slot, offs, mask=take)
+                    count += tl.sum(take.to(tl.int32), axis=0)
             tl.debug_barrier()
             prefix = tl.zeros([], dtype=tl.uint32)
             left = need
@@ -179,12 +187,13 @@ class FusedTopk:
         out = torch.empty(t, k, dtype=torch.int64, device=scores.device)
         groups = min(self.tiling.groups, max(RADIX_BINS, next_pow2(n)))
         stride = max(n, groups)  # a row's scratch holds its group maxima, then its candidates
+        unroll = max(1, min(self.tiling.unroll, -(-n // groups)))  # no wholly empty tiles
         rows = max(1, min(t, self.tiling.scratch_entries // stride))
         cand_keys = torch.empty(rows, stride, dtype=torch.int32, device=scores.device)
         cand_ids = torch.empty(rows, stride, dtype=torch.int32, device=scores.device)
         for first in range(0, t, rows):  # row slices of contiguous tensors stay contiguous
             last = min(t, first + rows)
             self.kernel[(last - first,)](scores[first:last], cand_keys, cand_ids, out[first:last], n, k,
-                                         stride, GROUPS=groups, BLOCK=self.tiling.block,
+                                         stride, GROUPS=groups, BLOCK=self.tiling.block, UNROLL=unroll,
                                          num_warps=self.tiling.num_warps)
         return out

@@ -38,7 +38,7 @@ def topk(monkeypatch):
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     from runtime.kernels.topk import FusedTopk, TopkTiling
 
-    return FusedTopk(TopkTiling(groups=32, block=32))
+    return FusedTopk(TopkTiling(groups=32, block=32, unroll=3))
 
 
 @pytest.fixture
@@ -194,6 +194,8 @@ def test_tiling_rejects_a_non_power_of_two():
 
     with pytest.raises(ValueError, match="TopkTiling.groups: expected a power of two"):
         TopkTiling(groups=48)
+    with pytest.raises(ValueError, match="TopkTiling.unroll: expected >= 1"):
+        TopkTiling(unroll=0)
 
 
 COMPILE = textwrap.dedent("""
@@ -202,8 +204,10 @@ COMPILE = textwrap.dedent("""
     from triton.compiler import ASTSource
     from runtime.kernels.topk import _topk_kernel
     sig = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
-           "N": "i32", "K": "i32", "STRIDE": "i32", "GROUPS": "constexpr", "BLOCK": "constexpr"}
-    src = ASTSource(fn=triton.jit(_topk_kernel), signature=sig, constexprs={"GROUPS": 4096, "BLOCK": 1024})
+           "N": "i32", "K": "i32", "STRIDE": "i32", "GROUPS": "constexpr", "BLOCK": "constexpr",
+           "UNROLL": "constexpr"}
+    src = ASTSource(fn=triton.jit(_topk_kernel), signature=sig,
+                    constexprs={"GROUPS": 4096, "BLOCK": 1024, "UNROLL": 2})
     kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
     print(len(kernel.asm["cubin"]), kernel.asm["ptx"].count("bar.sync"))
 """)
