@@ -158,11 +158,14 @@ def _mhc_finish_kernel(
     r_ok = rows < T
     rows64 = rows.to(tl.int64)
     h = tl.arange(0, HC)
+    c_idx = h[:, None] * HC + h[None, :]
     sp = tl.arange(0, SPLITS_P2)
     ok2 = r_ok[:, None] & (sp[None, :] < N_SPLITS)  # [BLOCK_T, SPLITS_P2]
     at = part_ptr + (sp[None, :].to(tl.int64) * T + rows64[:, None]) * PART  # [BLOCK_T, SPLITS_P2]
     z_pre = tl.sum(tl.load(at[:, :, None] + h[None, None, :], mask=ok2[:, :, None], other=0.0), axis=1)
     z_post = tl.sum(tl.load(at[:, :, None] + HC + h[None, None, :], mask=ok2[:, :, None], other=0.0), axis=1)
+    z_comb = tl.sum(tl.load(at[:, :, None, None] + 2 * HC + c_idx[None, None, :, :], mask=ok2[:, :, None, None],
+                            other=0.0), axis=1)
     sq = tl.sum(tl.load(at + NCOL, mask=ok2, other=0.0), axis=1)
     xsq = tl.sum(tl.load(at + NCOL + 1, mask=ok2, other=0.0), axis=1)
     rstd = 1.0 / tl.sqrt(sq / (HC * D) + norm_eps)
@@ -171,148 +174,19 @@ def _mhc_finish_kernel(
     s2 = tl.load(scale_ptr + 2)
     z_pre = (z_pre * rstd[:, None]) * s0 + tl.load(base_ptr + h)[None, :]
     z_post = (z_post * rstd[:, None]) * s1 + tl.load(base_ptr + HC + h)[None, :]
+    z_comb = (z_comb * rstd[:, None, None]) * s2 + tl.load(base_ptr + 2 * HC + c_idx)[None, :, :]
     pre = 1.0 / (1.0 + tl.exp(-z_pre)) + hc_eps
     post = 2.0 / (1.0 + tl.exp(-z_post))
-    # The 4 x 4 combination as 16 per-row values c{i}{j} (row i, column j): the softmax over
-    # j and the Sinkhorn sweeps are then per-thread arithmetic, with no cross-lane
-    # reductions (those made the finish kernel ~5 us at decode).
-    c00 = (tl.sum(tl.load(at + 8, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 8)
-    c01 = (tl.sum(tl.load(at + 9, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 9)
-    c02 = (tl.sum(tl.load(at + 10, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 10)
-    c03 = (tl.sum(tl.load(at + 11, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 11)
-    c10 = (tl.sum(tl.load(at + 12, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 12)
-    c11 = (tl.sum(tl.load(at + 13, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 13)
-    c12 = (tl.sum(tl.load(at + 14, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 14)
-    c13 = (tl.sum(tl.load(at + 15, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 15)
-    c20 = (tl.sum(tl.load(at + 16, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 16)
-    c21 = (tl.sum(tl.load(at + 17, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 17)
-    c22 = (tl.sum(tl.load(at + 18, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 18)
-    c23 = (tl.sum(tl.load(at + 19, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 19)
-    c30 = (tl.sum(tl.load(at + 20, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 20)
-    c31 = (tl.sum(tl.load(at + 21, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 21)
-    c32 = (tl.sum(tl.load(at + 22, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 22)
-    c33 = (tl.sum(tl.load(at + 23, mask=ok2, other=0.0), axis=1) * rstd) * s2 + tl.load(base_ptr + 23)
-    m0 = tl.maximum(tl.maximum(c00, c01), tl.maximum(c02, c03))
-    c00 = tl.exp(c00 - m0)
-    c01 = tl.exp(c01 - m0)
-    c02 = tl.exp(c02 - m0)
-    c03 = tl.exp(c03 - m0)
-    r0 = (c00 + c01) + (c02 + c03)
-    c00 = c00 / r0 + hc_eps
-    c01 = c01 / r0 + hc_eps
-    c02 = c02 / r0 + hc_eps
-    c03 = c03 / r0 + hc_eps
-    m1 = tl.maximum(tl.maximum(c10, c11), tl.maximum(c12, c13))
-    c10 = tl.exp(c10 - m1)
-    c11 = tl.exp(c11 - m1)
-    c12 = tl.exp(c12 - m1)
-    c13 = tl.exp(c13 - m1)
-    r1 = (c10 + c11) + (c12 + c13)
-    c10 = c10 / r1 + hc_eps
-    c11 = c11 / r1 + hc_eps
-    c12 = c12 / r1 + hc_eps
-    c13 = c13 / r1 + hc_eps
-    m2 = tl.maximum(tl.maximum(c20, c21), tl.maximum(c22, c23))
-    c20 = tl.exp(c20 - m2)
-    c21 = tl.exp(c21 - m2)
-    c22 = tl.exp(c22 - m2)
-    c23 = tl.exp(c23 - m2)
-    r2 = (c20 + c21) + (c22 + c23)
-    c20 = c20 / r2 + hc_eps
-    c21 = c21 / r2 + hc_eps
-    c22 = c22 / r2 + hc_eps
-    c23 = c23 / r2 + hc_eps
-    m3 = tl.maximum(tl.maximum(c30, c31), tl.maximum(c32, c33))
-    c30 = tl.exp(c30 - m3)
-    c31 = tl.exp(c31 - m3)
-    c32 = tl.exp(c32 - m3)
-    c33 = tl.exp(c33 - m3)
-    r3 = (c30 + c31) + (c32 + c33)
-    c30 = c30 / r3 + hc_eps
-    c31 = c31 / r3 + hc_eps
-    c32 = c32 / r3 + hc_eps
-    c33 = c33 / r3 + hc_eps
-    k0 = (c00 + c10) + (c20 + c30) + hc_eps
-    k1 = (c01 + c11) + (c21 + c31) + hc_eps
-    k2 = (c02 + c12) + (c22 + c32) + hc_eps
-    k3 = (c03 + c13) + (c23 + c33) + hc_eps
-    c00 = c00 / k0
-    c01 = c01 / k1
-    c02 = c02 / k2
-    c03 = c03 / k3
-    c10 = c10 / k0
-    c11 = c11 / k1
-    c12 = c12 / k2
-    c13 = c13 / k3
-    c20 = c20 / k0
-    c21 = c21 / k1
-    c22 = c22 / k2
-    c23 = c23 / k3
-    c30 = c30 / k0
-    c31 = c31 / k1
-    c32 = c32 / k2
-    c33 = c33 / k3
+    e = tl.exp(z_comb - tl.max(z_comb, axis=2)[:, :, None])
+    c = e / tl.sum(e, axis=2)[:, :, None] + hc_eps
+    c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
     for _ in range(sinkhorn_iters - 1):
-        r0 = (c00 + c01) + (c02 + c03) + hc_eps
-        r1 = (c10 + c11) + (c12 + c13) + hc_eps
-        r2 = (c20 + c21) + (c22 + c23) + hc_eps
-        r3 = (c30 + c31) + (c32 + c33) + hc_eps
-        c00 = c00 / r0
-        c01 = c01 / r0
-        c02 = c02 / r0
-        c03 = c03 / r0
-        c10 = c10 / r1
-        c11 = c11 / r1
-        c12 = c12 / r1
-        c13 = c13 / r1
-        c20 = c20 / r2
-        c21 = c21 / r2
-        c22 = c22 / r2
-        c23 = c23 / r2
-        c30 = c30 / r3
-        c31 = c31 / r3
-        c32 = c32 / r3
-        c33 = c33 / r3
-        k0 = (c00 + c10) + (c20 + c30) + hc_eps
-        k1 = (c01 + c11) + (c21 + c31) + hc_eps
-        k2 = (c02 + c12) + (c22 + c32) + hc_eps
-        k3 = (c03 + c13) + (c23 + c33) + hc_eps
-        c00 = c00 / k0
-        c01 = c01 / k1
-        c02 = c02 / k2
-        c03 = c03 / k3
-        c10 = c10 / k0
-        c11 = c11 / k1
-        c12 = c12 / k2
-        c13 = c13 / k3
-        c20 = c20 / k0
-        c21 = c21 / k1
-        c22 = c22 / k2
-        c23 = c23 / k3
-        c30 = c30 / k0
-        c31 = c31 / k1
-        c32 = c32 / k2
-        c33 = c33 / k3
+        c = c / (tl.sum(c, axis=2)[:, :, None] + hc_eps)
+        c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
     if split == 0:
         tl.store(pre_ptr + rows64[:, None] * HC + h[None, :], pre, mask=r_ok[:, None])
         tl.store(post_ptr + rows64[:, None] * HC + h[None, :], post, mask=r_ok[:, None])
-        comb_row = comb_ptr + rows64 * HC * HC
-        tl.store(comb_row + 0, c00, mask=r_ok)
-        tl.store(comb_row + 1, c01, mask=r_ok)
-        tl.store(comb_row + 2, c02, mask=r_ok)
-        tl.store(comb_row + 3, c03, mask=r_ok)
-        tl.store(comb_row + 4, c10, mask=r_ok)
-        tl.store(comb_row + 5, c11, mask=r_ok)
-        tl.store(comb_row + 6, c12, mask=r_ok)
-        tl.store(comb_row + 7, c13, mask=r_ok)
-        tl.store(comb_row + 8, c20, mask=r_ok)
-        tl.store(comb_row + 9, c21, mask=r_ok)
-        tl.store(comb_row + 10, c22, mask=r_ok)
-        tl.store(comb_row + 11, c23, mask=r_ok)
-        tl.store(comb_row + 12, c30, mask=r_ok)
-        tl.store(comb_row + 13, c31, mask=r_ok)
-        tl.store(comb_row + 14, c32, mask=r_ok)
-        tl.store(comb_row + 15, c33, mask=r_ok)
+        tl.store(comb_ptr + rows64[:, None, None] * HC * HC + c_idx[None, :, :], c, mask=r_ok[:, None, None])
     rstd_x = 1.0 / tl.sqrt(xsq / D + norm_eps)
     d_lo = split * SPLIT_D
     for d0 in range(d_lo, d_lo + SPLIT_D, BLOCK_D):
