@@ -71,10 +71,12 @@ def hd_bucket(head_dim: int) -> int:
     return HD_BUCKETS[-1]
 
 
+# The hd-512 decode rows are benchmarks/attention_tiles.py --quick's suggestion on the H200
+# (best geometric mean over mid/flash x engine/ring; benchmarks/results/attention_tiles_h200.md).
 TILES: dict[tuple[int, int], AttentionTile] = {
-    (1, 512): AttentionTile(32, 16, splits=16),
-    (8, 512): AttentionTile(32, 16, splits=16),
-    (64, 512): AttentionTile(32, 16, splits=4),
+    (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16),
+    (8, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16),
+    (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=4),
     (PREFILL, 512): AttentionTile(32, 16),
     (1, 128): AttentionTile(32, 32, splits=16),
     (8, 128): AttentionTile(32, 32, splits=16),
