@@ -4,8 +4,10 @@ Ops (reference twin in ``reference.py``, fused module in parentheses):
 - ``mhc``       Mega-mHC: pending post + coefficients + Sinkhorn + collapse + norm (mhc.py)
 - ``gate``      Mega-Gate: GEMM + sqrtsoftplus + bias + top-k + renormalise (gate.py)
 - ``indexer``   sparse-MQA logits with the visibility mask (indexer.py)
-- ``topk``      top-k ids with the lowest-index tie rule, torch selects (topk.py, not Triton)
-- ``attention`` sparse attention over window + top-k entries with the sink, split-K (attention.py)
+- ``topk``      top-k ids with the lowest-index tie rule: a radix select, one program per row (topk.py)
+- ``attention`` sparse attention over window + top-k entries with the sink, split-K (attention.py;
+                its tiling per query-count bucket: attention_tiles.py; ``ring``: the static
+                decode slab's layout, runtime/static/ring_attention.py)
 - ``inv_rope``  inverse RoPE + cast for wo_a's input (inv_rope.py)
 - ``compress``  the compressor's group softmax pooling + RMSNorm (compress.py)
 - ``rope_quant`` RoPE + the cache's fake-quant in one pass: FP8 window KV, NVFP4 global

@@ -3,10 +3,23 @@ softmax per query over its SWA window and its top-k compressed entries, gathered
 from the caches, with the per-head sink in the denominator.
 
 Same signature and math as :func:`runtime.attention.sparse_attention`. The key list of
-query t is [window positions p-W+1 .. p (valid iff >= floor)] ++ [topk[t] ids (valid iff
->= 0)]. A program owns one query, BLOCK_H heads (MQA: all heads share the keys, so a key
-tile is read once for BLOCK_H heads) and one split of the key list (flash-decoding); with
-more than one split a second kernel merges the partial (max, sum, acc) and adds the sink.
+query t is [window positions p-W+1 .. p (valid iff >= floor and >= 0)] ++ [topk[t] ids
+(valid iff >= 0)]. A program owns one query, a block of heads (MQA: all heads share the
+keys, so a key tile is read once for the block) and one split of the key list
+(flash-decoding); with more than one split a second kernel merges the partial (max, sum,
+acc) and adds the sink. Every partial program writes its own (acc, max, sum), even when
+none of its keys is valid (acc 0, max -1e30, sum 0), so the scratch buffers are never
+filled first: a decode call is two launches (one without splits), nothing else.
+
+Two cache layouts, one kernel (the ``RING`` constexpr):
+- the engine's (``__call__``): one request's window KV by position [P, hd] and its global
+  entries [N, hd], shared by every query of the call;
+- the static decode slab's (``ring``): query b reads its own slot, the window KV as a
+  ring [B, W, hd] (position p in row p % W) and the global KV [B, N, hd] by top-k id, so
+  the step gathers nothing into a key buffer first (runtime/static/ring_attention.py).
+
+The tiling (heads per program, keys per iteration, warps, stages, splits) comes from the
+table in runtime/kernels/attention_tiles.py, which benchmarks/attention_tiles.py sweeps.
 
 Not done here: the caches hold the runtime's fake-quantised values in the model dtype,
 so there is no in-kernel FP8/NVFP4 dequant (the reference state stores no packed bytes).
@@ -14,9 +27,12 @@ so there is no in-kernel FP8/NVFP4 dequant (the reference state stores no packed
 
 from __future__ import annotations
 
+import copy
+
 import torch
 import triton.language as tl
 
+from runtime.kernels.attention_tiles import AttentionTile, tile_for
 from runtime.kernels.backend import jit, next_pow2
 from runtime.numerics import Numerics
 
@@ -26,10 +42,12 @@ NEG_BIG = -1.0e30
 def _attn_partial_kernel(
     q_ptr, pos_ptr, floor_ptr, swa_ptr, comp_ptr, topk_ptr, sink_ptr,
     out_ptr, m_ptr, l_ptr,
-    H, W, K, keys_per_split, scale,
-    HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLITS: tl.constexpr,
-    HAS_TOPK: tl.constexpr, IEEE: tl.constexpr,
+    H, W, K, swa_rows, comp_rows, keys_per_split, n_split, scale,
+    HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
+    HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr,
 ):
+    """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
+    source shared by all queries, the engine's layout)."""
     t = tl.program_id(0).to(tl.int64)
     hb = tl.program_id(1)
     split = tl.program_id(2)
@@ -41,15 +59,17 @@ def _attn_partial_kernel(
         q = q.to(tl.float32)
     p_t = tl.load(pos_ptr + t)
     floor_t = tl.load(floor_ptr + t)
+    swa_base = swa_ptr + t * swa_rows * HD
+    comp_base = comp_ptr + t * comp_rows * HD
     n_keys = W + K
     start = split * keys_per_split
     end = tl.minimum(start + keys_per_split, n_keys)
-    if SPLITS == 1:
-        m_i = tl.load(sink_ptr + heads, mask=h_ok, other=0.0).to(tl.float32)
-        l_i = tl.full((BLOCK_H,), 1.0, dtype=tl.float32)
-    else:
+    if SPLIT:
         m_i = tl.full((BLOCK_H,), -1.0e30, dtype=tl.float32)
         l_i = tl.zeros((BLOCK_H,), dtype=tl.float32)
+    else:
+        m_i = tl.load(sink_ptr + heads, mask=h_ok, other=0.0).to(tl.float32)
+        l_i = tl.full((BLOCK_H,), 1.0, dtype=tl.float32)
     acc = tl.zeros((BLOCK_H, HD), dtype=tl.float32)
     for j0 in range(start, end, BLOCK_N):
         js = j0 + tl.arange(0, BLOCK_N)
@@ -57,18 +77,21 @@ def _attn_partial_kernel(
         is_win = js < W
         pos = p_t - (W - 1) + js
         win_ok = is_win & in_range & (pos >= floor_t) & (pos >= 0)
+        if RING:
+            win_row = tl.where(pos >= 0, pos % W, 0)
+        else:
+            win_row = pos
+        rows_win = swa_base + win_row.to(tl.int64) * HD
         if HAS_TOPK:
             slot = js - W
             tk_ok = (~is_win) & in_range
             ids = tl.load(topk_ptr + t * K + slot, mask=tk_ok, other=-1)
             comp_ok = tk_ok & (ids >= 0)
             ok = win_ok | comp_ok
-            rows_win = swa_ptr + pos.to(tl.int64) * HD
-            rows_comp = comp_ptr + ids.to(tl.int64) * HD
-            kp = tl.where(is_win, rows_win, rows_comp)
+            kp = tl.where(is_win, rows_win, comp_base + ids.to(tl.int64) * HD)
         else:
             ok = win_ok
-            kp = swa_ptr + pos.to(tl.int64) * HD
+            kp = rows_win
         k = tl.load(kp[:, None] + dim[None, :], mask=ok[:, None], other=0.0)  # [BLOCK_N, HD]
         if IEEE:
             k = k.to(tl.float32)
@@ -85,47 +108,83 @@ def _attn_partial_kernel(
         else:
             acc = acc * alpha[:, None] + tl.dot(p.to(k.dtype), k)
         m_i = m_new
-    if SPLITS == 1:
-        o = acc / l_i[:, None]
-        tl.store(out_ptr + (t * H + heads[:, None]) * HD + dim[None, :], o, mask=h_ok[:, None])
-    else:
-        part = (t * H + heads) * SPLITS + split
+    if SPLIT:
+        part = (t * H + heads) * n_split + split
         tl.store(out_ptr + part[:, None] * HD + dim[None, :], acc, mask=h_ok[:, None])
         tl.store(m_ptr + part, m_i, mask=h_ok)
         tl.store(l_ptr + part, l_i, mask=h_ok)
+    else:
+        o = acc / l_i[:, None]
+        tl.store(out_ptr + (t * H + heads[:, None]) * HD + dim[None, :], o, mask=h_ok[:, None])
 
 
 def _attn_merge_kernel(
-    part_ptr, m_ptr, l_ptr, sink_ptr, out_ptr, H,
-    HD: tl.constexpr, SPLITS: tl.constexpr,
+    part_ptr, m_ptr, l_ptr, sink_ptr, out_ptr, H, n_split,
+    HD: tl.constexpr, SPLITS_P2: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)  # t * H + h
     h = row % H
-    sp = tl.arange(0, SPLITS)
+    sp = tl.arange(0, SPLITS_P2)
+    sp_ok = sp < n_split
     dim = tl.arange(0, HD)
-    m = tl.load(m_ptr + row * SPLITS + sp)
-    l_part = tl.load(l_ptr + row * SPLITS + sp)
+    m = tl.load(m_ptr + row * n_split + sp, mask=sp_ok, other=-1.0e30)
+    l_part = tl.load(l_ptr + row * n_split + sp, mask=sp_ok, other=0.0)
     sink = tl.load(sink_ptr + h).to(tl.float32)
     top = tl.maximum(tl.max(m, axis=0), sink)
     f = tl.exp(m - top)
     denom = tl.sum(f * l_part, axis=0) + tl.exp(sink - top)
-    acc = tl.load(part_ptr + (row * SPLITS + sp[:, None]) * HD + dim[None, :])
+    acc = tl.load(part_ptr + (row * n_split + sp[:, None]) * HD + dim[None, :], mask=sp_ok[:, None], other=0.0)
     o = tl.sum(f[:, None] * acc, axis=0) / denom
     tl.store(out_ptr + row * HD + dim, o)
 
 
-class FusedSparseAttention:
-    """Callable with :func:`runtime.attention.sparse_attention`'s signature."""
+def split_plan(n_keys: int, splits: int, block_n: int) -> tuple[int, int]:
+    """(keys per split, splits launched): ``splits`` asked for, each split a whole number
+    of key tiles, and no split past the key list (so none is launched empty)."""
+    per_split = -(-n_keys // max(1, splits))
+    per_split = max(block_n, -(-per_split // block_n) * block_n)
+    return per_split, -(-n_keys // per_split)
 
-    def __init__(self, splits: int | None = None) -> None:
-        """``splits`` forces the key-list split count (a power of two; tests use it to run
-        the merge path on CPU); None picks it from the device and the batch."""
+
+class FusedSparseAttention:
+    """Callable with :func:`runtime.attention.sparse_attention`'s signature; ``ring`` is the
+    static decode slab's twin."""
+
+    def __init__(self, splits: int | None = None, tile: AttentionTile | None = None,
+                 table: dict | None = None) -> None:
+        """``splits`` forces the key-list split count (tests use it to run the merge path on
+        CPU); ``tile`` forces one tiling for every call (the sweep's candidates; its splits
+        apply on any device); ``table`` replaces runtime.kernels.attention_tiles.TILES."""
         self.forced_splits = splits
+        self.forced_tile = tile
+        self.table = table
         self.partial = jit(_attn_partial_kernel)
         self.merge = jit(_attn_merge_kernel)
 
+    def with_tile(self, tile: AttentionTile) -> FusedSparseAttention:
+        """A twin that forces ``tile`` and shares this one's kernels, so their compiled
+        variants are reused (a new instance wraps the kernels again; the sweep times
+        hundreds of tilings)."""
+        twin = copy.copy(self)
+        twin.forced_tile = tile
+        return twin
+
     def __call__(self, q, positions, floor, swa, window: int, compressed, topk, sink,
                  num: Numerics) -> torch.Tensor:
+        """q [T, H, hd]; swa [P, hd] by position; compressed [N, hd]; topk [T, K]."""
+        return self._run(q, positions, floor, swa, window, compressed, topk, sink, ring=False)
+
+    def ring(self, q, positions, floor, ring, entries, topk, sink) -> torch.Tensor:
+        """q [B, H, hd]; ring [B, W, hd] (position p in row p % W); entries [B, N, hd] or
+        None (a ratio-0 layer: window only); topk [B, K] ids into entries (-1 = empty)
+        -> [B, H, hd] float32."""
+        b = q.shape[0]
+        if ring.shape[0] != b or (entries is not None and entries.shape[0] != b):
+            raise ValueError(f"fused ring attention: {b} queries but ring {tuple(ring.shape)}, "
+                             f"entries {None if entries is None else tuple(entries.shape)}")
+        return self._run(q, positions, floor, ring, ring.shape[1], entries, topk, sink, ring=True)
+
+    def _run(self, q, positions, floor, swa, window: int, compressed, topk, sink, ring: bool) -> torch.Tensor:
         t, n_heads, hd = q.shape
         dev = q.device
         out = torch.empty(t, n_heads, hd, dtype=torch.float32, device=dev)
@@ -143,39 +202,29 @@ class FusedSparseAttention:
         comp = compressed.to(dtype).contiguous() if has_topk else swa
         tk = topk.contiguous() if has_topk else positions
         ieee = dtype == torch.float32
-        block_h = 16 if n_heads <= 16 else 32
-        block_n = 32 if hd <= 128 else 16
-        h_blocks = -(-n_heads // block_h)
-        n_keys = window + k_width
-        # Splits: enough programs to fill the GPU at decode, one split when T is large.
-        splits = 1
+        tile = self.forced_tile or tile_for(t, hd, self.table)
+        splits = tile.splits if self.forced_tile is not None or dev.type == "cuda" else 1
         if self.forced_splits is not None:
             splits = self.forced_splits
-        elif dev.type == "cuda":
-            splits = max(1, min(16, 264 // max(1, t * h_blocks)))
-            splits = 1 << (splits.bit_length() - 1)
-        per_split = -(-n_keys // splits)
-        per_split = -(-per_split // block_n) * block_n
-        splits = -(-n_keys // per_split)
-        splits = 1 << (splits - 1).bit_length() if splits > 1 else 1
+        block_h = tile.heads_per_program(n_heads)
+        h_blocks = -(-n_heads // block_h)
+        per_split, n_split = split_plan(window + k_width, splits, tile.block_n)
         sink_f = sink.float().contiguous()
         pos = positions.long().contiguous()
         flo = floor.long().contiguous()
-        if splits == 1:
-            self.partial[(t, h_blocks, 1)](
-                q, pos, flo, swa, comp, tk, sink_f, out, out, out,
-                n_heads, window, k_width, per_split, hd**-0.5,
-                HD=hd, BLOCK_H=block_h, BLOCK_N=block_n, SPLITS=1, HAS_TOPK=has_topk, IEEE=ieee,
-            )
+        swa_rows = window if ring else 0
+        comp_rows = comp.shape[1] if ring and has_topk else 0
+        launch = dict(HD=hd, BLOCK_H=block_h, BLOCK_N=tile.block_n, SPLIT=n_split > 1, HAS_TOPK=has_topk,
+                      RING=ring, IEEE=ieee, num_warps=tile.num_warps, num_stages=tile.num_stages)
+        scalars = (n_heads, window, k_width, swa_rows, comp_rows, per_split, n_split, hd**-0.5)
+        if n_split == 1:
+            self.partial[(t, h_blocks, 1)](q, pos, flo, swa, comp, tk, sink_f, out, out, out, *scalars, **launch)
             return out
-        part = torch.empty(t, n_heads, splits, hd, dtype=torch.float32, device=dev)
-        m = torch.full((t, n_heads, splits), NEG_BIG, dtype=torch.float32, device=dev)
-        lsum = torch.zeros(t, n_heads, splits, dtype=torch.float32, device=dev)
-        part.zero_()
-        self.partial[(t, h_blocks, splits)](
-            q, pos, flo, swa, comp, tk, sink_f, part, m, lsum,
-            n_heads, window, k_width, per_split, hd**-0.5,
-            HD=hd, BLOCK_H=block_h, BLOCK_N=block_n, SPLITS=splits, HAS_TOPK=has_topk, IEEE=ieee,
-        )
-        self.merge[(t * n_heads,)](part, m, lsum, sink_f, out, n_heads, HD=hd, SPLITS=splits)
+        # No fills: every (query, head, split) slot is written by its partial program.
+        part = torch.empty(t, n_heads, n_split, hd, dtype=torch.float32, device=dev)
+        m = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
+        lsum = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
+        self.partial[(t, h_blocks, n_split)](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum, *scalars, **launch)
+        self.merge[(t * n_heads,)](part, m, lsum, sink_f, out, n_heads, n_split,
+                                   HD=hd, SPLITS_P2=next_pow2(n_split))
         return out

@@ -1,36 +1,199 @@
-"""Top-k over indexer scores without a full sort (DeepSelect's role; not a Triton kernel).
+"""Triton top-k over indexer scores: a radix select, one program per row (DeepSelect's role).
 
-``torch.topk`` (a radix select on CUDA) finds each row's k-th largest value v; the pick
-is every score > v plus the lowest-index scores == v up to k (a cumulative count), and a
-second select returns the picked ids in ascending order. That is exactly the reference's
-rule (stable sort: ties to the lowest index; -inf never picked) in O(N) per row instead
-of a full O(N log N) sort of every row.
+Same rule as :func:`runtime.kernels.reference.topk_entries` (a stable sort): each row's k
+largest scores, ties at the k-th value to the lowest indices, -inf never picked, the ids
+returned ascending, -1 padded when fewer than k scores are > -inf.
+
+Why this shape. Triton's older lowering of ``tl.histogram`` is one warp ballot per bit
+of the bin index plus, per element, an AND chain and a popcount for every bin a lane owns
+(bins / 32 of them): counting its instructions (not measured), about one warp instruction
+per element at 32 bins and about 60 at 4096, so a 12-bit radix pass over a 128k row in
+one program would cost more than the ``torch.topk`` path it replaces. Newer Triton emits
+one shared-memory atomic per element instead (triton 3.9.0 here: this kernel compiled for
+sm_90 has ``atom.shared.add`` and no ballot); which lowering the H200's triton 3.6.0 has
+was not checked. Either way the kernel runs 5-bit passes (32 bins) and only over a short
+candidate list, found in two element-wise sweeps of the row:
+
+1. scores -> order-preserving uint32 keys (``-0.0`` canonicalised to ``+0.0`` first, so
+   key order == float order and equal floats have equal keys); the row is read as
+   ``GROUPS`` interleaved groups (group j = positions j, j + GROUPS, ...), keeping each
+   group's largest key and the count of scores > -inf (F). need = min(k, F).
+2. The need-th largest group maximum is a lower bound of the need-th largest key v (there
+   are ``need`` distinct elements at least that large); four radix passes over the
+   ``GROUPS`` maxima (stored to the row's scratch) give its top 20 bits, ``lo``. Fewer
+   than ``need`` finite groups: ``lo`` = the smallest finite key.
+3. A sweep in index order copies every finite key >= lo and its id to a per-row scratch
+   list (positions from a running count + ``tl.cumsum``), so the list stays ascending.
+   For N(0, 1) scores (a numpy emulation of this bound, 4096 groups, 5 rows each) it holds
+   522-560 entries at k = 512 and 2386-2830 at k = 2048 (N = 8192-131072); with heavy
+   ties it can hold the whole row (still exact, just slower).
+4. Seven radix passes (5+5+5+5+5+5+2 bits) over the list give v exactly and ``room``, the
+   number of entries == v that are taken.
+5. A sweep of the list writes picked = key > v or (key == v and tie rank < room) at
+   running count + exclusive cumsum, then -1 up to k.
+
+Out-of-range elements and excluded ones go to bin 0, whose count is then corrected, so
+the kernel does not depend on ``tl.histogram``'s ``mask`` argument (not in every Triton).
+NaN scores are outside the rule (the reference has none to follow) and are not handled.
 """
 
 from __future__ import annotations
 
-import torch
+from dataclasses import dataclass
 
-NEG_INF = float("-inf")
+import torch
+import triton.language as tl
+
+from runtime.kernels.backend import jit, next_pow2
+
+RADIX_BINS = 32  # 5-bit digits: the cheapest bits per warp instruction of the ballot lowering
+KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inverted)
+
+
+@dataclass(frozen=True)
+class TopkTiling:
+    """``groups``: interleaved groups of phase 1 (power of two; their maxima sit in
+    registers: 16 per thread at 4096 groups and 8 warps); ``block``: elements per step
+    over the candidate list (power of two); ``num_warps``: per program; ``unroll``: tiles
+    of ``groups`` scores each sweep of the row loads per loop iteration (more loads in
+    flight for the one program that reads a whole row). Tests shrink
+    ``groups`` so the candidate path runs on tiny rows. ``scratch_entries``: the most
+    entries of each scratch list (key, id: 4 bytes each) one launch may use; a row needs
+    max(N, groups) of them (its worst case: every score a candidate), so a long prefill
+    runs in several launches of that many rows instead of holding 8 bytes x T x N."""
+
+    groups: int = 4096
+    block: int = 1024
+    num_warps: int = 8
+    unroll: int = 2
+    scratch_entries: int = 1 << 25
+
+    def __post_init__(self) -> None:
+        for name in ("groups", "block"):
+            value = getattr(self, name)
+            if value < RADIX_BINS or value != next_pow2(value):
+                raise ValueError(f"TopkTiling.{name}: expected a power of two >= {RADIX_BINS}, got {value}")
+        if self.unroll < 1:
+            raise ValueError(f"TopkTiling.unroll: expected >= 1, got {self.unroll}")
+
+
+def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, N, K, STRIDE,
+                 GROUPS: tl.constexpr, BLOCK: tl.constexpr, UNROLL: tl.constexpr):
+    """One program per row. Triton helpers would have to be jitted at import, which the
+    registry's interpreter/compiler rule forbids (backend.py), so the passes are one loop."""
+    row = tl.program_id(0).to(tl.int64)
+    src = scores_ptr + row * N
+    cand_key = cand_key_ptr + row * STRIDE
+    cand_id = cand_id_ptr + row * STRIDE
+    dst = out_ptr + row * K
+    lanes = tl.arange(0, GROUPS)
+    bins = tl.arange(0, 32)
+
+    # 1. group maxima (as keys: -0.0 -> +0.0, sign-flipped bits) and the count of scores > -inf
+    best = tl.full((GROUPS,), KEY_NEG_INF, dtype=tl.uint32)
+    finite = tl.zeros((GROUPS,), dtype=tl.int32)
+    for start in range(0, N, GROUPS * UNROLL):
+        for u in tl.static_range(UNROLL):  # UNROLL tiles in flight per iteration
+            offs = start + u * GROUPS + lanes
+            bits = (tl.load(src + offs, mask=offs < N, other=float("-inf")) + 0.0).to(tl.uint32, bitcast=True)
+            keys = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+            best = tl.maximum(best, keys)
+            finite += (keys > KEY_NEG_INF).to(tl.int32)
+    need = tl.minimum(tl.sum(finite, axis=0), K)
+    enough_groups = tl.sum((best > KEY_NEG_INF).to(tl.int32), axis=0) >= need
+    tl.store(cand_key + lanes, best.to(tl.int32, bitcast=True))
+    # other threads of this program read what was just stored: a CTA barrier orders it
+    tl.debug_barrier()
+    count = tl.full([], GROUPS, dtype=tl.int32)
+    prefix = tl.zeros([], dtype=tl.uint32)
+    left = need
+
+    # radix passes of 5 bits: 0-3 over the group maxima (top 20 bits of the need-th largest,
+    # a lower bound lo of v), 4-10 over the candidate list (all 32 bits of v)
+    for p in tl.static_range(11):
+        if p == 4:
+            # 3. the candidate list: finite keys >= lo, in index order (it overwrites the
+            # maxima: every thread's last read of them is done before the first write)
+            tl.debug_barrier()
+            lo = tl.where(enough_groups, prefix, KEY_NEG_INF + 1)
+            count = tl.zeros([], dtype=tl.int32)
+            limit = tl.where(need > 0, N, 0)  # no candidates when nothing is picked
+            for start in range(0, N, GROUPS * UNROLL):
+                for u in tl.static_range(UNROLL):
+                    offs = start + u * GROUPS + lanes
+                    bits = (tl.load(src + offs, mask=offs < N, other=float("-inf")) + 0.0).to(tl.uint32,
+                                                                                             bitcast=True)
+                    keys = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+                    take = (offs < limit) & (keys > KEY_NEG_INF) & (keys >= lo)
+                    slot = count + tl.cumsum(take.to(tl.int32), axis=0) - 1
+                    tl.store(cand_key + slot, keys.to(tl.int32, bitcast=True), mask=take)
+                    tl.store(cand_id + slot, offs, mask=take)
+                    count += tl.sum(take.to(tl.int32), axis=0)
+            tl.debug_barrier()
+            prefix = tl.zeros([], dtype=tl.uint32)
+            left = need
+        q = p - 4 * (p >= 4)  # constexpr (from p), re-bound every unrolled pass
+        shift = (27 - 5 * q) * (q < 6)
+        width = 5 - 3 * (q == 6)
+        hist = tl.zeros((32,), dtype=tl.int32)
+        for start in range(0, count, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            keys = tl.load(cand_key + offs, mask=offs < count, other=0).to(tl.uint32, bitcast=True)
+            ok = (offs < count) & (keys > KEY_NEG_INF)
+            if shift + width < 32:
+                ok = ok & ((keys >> (shift + width)) == (prefix >> (shift + width)))
+            digit = ((keys >> shift) & ((1 << width) - 1)).to(tl.int32)
+            dropped = tl.sum((ok == 0).to(tl.int32), axis=0)  # counted in bin 0, taken out
+            hist += tl.histogram(tl.where(ok, digit, 0), 32) - tl.where(bins == 0, dropped, 0)
+        # the bin holding the left-th largest key; keys in higher bins are above it
+        at_least = tl.sum(hist, axis=0) - tl.cumsum(hist, axis=0) + hist
+        pick = tl.maximum(tl.sum((at_least >= left).to(tl.int32), axis=0) - 1, 0)
+        left -= tl.sum(tl.where(bins == pick, at_least - hist, 0), axis=0)
+        prefix = prefix | (pick.to(tl.uint32) << shift)
+    v = prefix  # the need-th largest key; left = entries equal to v that are taken
+
+    # 5. ascending ids of the picked entries, then -1 up to k
+    written = tl.zeros([], dtype=tl.int32)
+    ties = tl.zeros([], dtype=tl.int32)
+    for start in range(0, count, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        ok = offs < count
+        keys = tl.load(cand_key + offs, mask=ok, other=0).to(tl.uint32, bitcast=True)
+        tie = ok & (keys == v)
+        tie_rank = ties + tl.cumsum(tie.to(tl.int32), axis=0) - 1
+        picked = ok & ((keys > v) | (tie & (tie_rank < left)))
+        slot = written + tl.cumsum(picked.to(tl.int32), axis=0) - 1
+        ids = tl.load(cand_id + offs, mask=picked, other=0)
+        tl.store(dst + slot, ids.to(tl.int64), mask=picked)
+        written += tl.sum(picked.to(tl.int32), axis=0)
+        ties += tl.sum(tie.to(tl.int32), axis=0)
+    for start in range(0, K, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        tl.store(dst + offs, tl.full((BLOCK,), -1, dtype=tl.int64), mask=(offs >= written) & (offs < K))
 
 
 class FusedTopk:
     """Callable with :func:`runtime.kernels.reference.topk_entries`'s signature."""
 
+    def __init__(self, tiling: TopkTiling | None = None) -> None:
+        self.tiling = tiling or TopkTiling()
+        self.kernel = jit(_topk_kernel)
+
     def __call__(self, scores: torch.Tensor, k: int) -> torch.Tensor:
         t, n = scores.shape
-        take = min(k, n)
-        if t == 0 or take == 0:
-            return torch.full((t, k), -1, dtype=torch.int64, device=scores.device)
-        kth = torch.topk(scores, take, dim=-1, sorted=False).values.amin(dim=-1, keepdim=True)  # [T, 1]
-        above = scores > kth
-        ties = scores == kth
-        room = take - above.sum(dim=-1, keepdim=True)
-        picked = (above | (ties & (ties.cumsum(dim=-1) <= room))) & (scores > NEG_INF)
-        ids = torch.arange(n, device=scores.device).expand(t, n)
-        ids = torch.where(picked, ids, torch.full_like(ids, n))
-        order = torch.topk(ids, take, dim=-1, largest=False, sorted=True).values
-        order = torch.where(order == n, torch.full_like(order, -1), order)
-        if take < k:
-            order = torch.cat([order, order.new_full((t, k - take), -1)], dim=1)
-        return order
+        if t == 0 or n == 0 or k <= 0:
+            return torch.full((t, max(k, 0)), -1, dtype=torch.int64, device=scores.device)
+        scores = scores.float().contiguous()  # exact for bf16/fp16: same order, same ties
+        out = torch.empty(t, k, dtype=torch.int64, device=scores.device)
+        groups = min(self.tiling.groups, max(RADIX_BINS, next_pow2(n)))
+        stride = max(n, groups)  # a row's scratch holds its group maxima, then its candidates
+        unroll = max(1, min(self.tiling.unroll, -(-n // groups)))  # no wholly empty tiles
+        rows = max(1, min(t, self.tiling.scratch_entries // stride))
+        cand_keys = torch.empty(rows, stride, dtype=torch.int32, device=scores.device)
+        cand_ids = torch.empty(rows, stride, dtype=torch.int32, device=scores.device)
+        for first in range(0, t, rows):  # row slices of contiguous tensors stay contiguous
+            last = min(t, first + rows)
+            self.kernel[(last - first,)](scores[first:last], cand_keys, cand_ids, out[first:last], n, k,
+                                         stride, GROUPS=groups, BLOCK=self.tiling.block, UNROLL=unroll,
+                                         num_warps=self.tiling.num_warps)
+        return out

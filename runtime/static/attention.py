@@ -14,8 +14,8 @@ every layer that reads it, so a layer launches only its gathers and products.
 
 Batch-invariant numerics run the products on blocks of the engine's fixed query block
 (padded with zero queries over zero keys), so each slot's numbers are the ones the
-engine computes for that request alone. A fused batched twin is issue 16's work; the
-registry's fused attention reads one request's by-position window.
+engine computes for that request alone. With fused attention and fast numerics the step
+runs the Triton kernel over the ring instead (runtime/static/ring_attention.py).
 """
 
 from __future__ import annotations

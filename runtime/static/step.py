@@ -38,7 +38,6 @@ from runtime.mhc import collapse, expand, first_pre
 from runtime.numerics import Numerics
 from runtime.options import RuntimeOptions
 from runtime.rope import RopePair
-from runtime.static.attention import KeyLayout
 from runtime.static.compressor import GroupIndex, update_kv_source, write_rows
 from runtime.static.helpers import StepHelpers
 from runtime.static.indexer import select
@@ -49,7 +48,8 @@ from runtime.weights import V41Weights
 # Registry ops this step calls through runtime.kernels (the rest have per-request
 # wrappers and run as batched torch here).
 REGISTRY_OPS = ("mhc", "gate", "topk", "inv_rope", "compress", "rope_quant", "engram")
-BATCHED_REFERENCE = "batched reference (runtime.static; a fused batched twin is issue 16)"
+BATCHED_REFERENCE = "batched reference (runtime.static)"
+FUSED_RING = "fused (slab ring, runtime/static/ring_attention.py)"
 
 
 class StaticDecodeStep:
@@ -58,7 +58,10 @@ class StaticDecodeStep:
     Of ``options`` the decode step reads ``kernels`` and ``batch_invariant``; the SWA
     switches act at prefill and prefix restore, which the loaded states carry already
     (their window floors). ``kernels_used``: op -> "fused" / "reference" for the
-    registry ops the step calls, and a note for the two it runs as batched torch."""
+    registry ops the step calls, and a note for the two it runs in its own form: the
+    indexer as batched torch; attention as batched torch, or, when the registry's
+    attention is fused and the numerics are fast, as the fused kernel over the slab's
+    ring (batch-invariant numerics keep the batched torch core, bitwise the engine's)."""
 
     def __init__(self, weights: V41Weights, options: RuntimeOptions | None, slab: DecodeSlab,
                  reuse: StaticDecodeStep | None = None):
@@ -86,8 +89,11 @@ class StaticDecodeStep:
             # Its id-range check reads the ids on the host (a sync); the hasher's ids are
             # in range by construction, and the kernel reads a zero row for any other.
             self.ops.engram.check_ids = False
+        ring = self.ops.is_fused("attention") and self.num.row_tile == 1
         self.kernels_used = {op: (self.ops.selected[op] if op in REGISTRY_OPS else BATCHED_REFERENCE)
                              for op in self.ops.selected}
+        if ring:
+            self.kernels_used["attention"] = FUSED_RING
         self.ctx = StepContext(c, self.num, None, slab.window, None, self.ops)
         rope = RopePair(c)
         self.rope_main = RopeRows(rope.main, slab.max_len, device)
@@ -99,7 +105,8 @@ class StaticDecodeStep:
         self.stacked = stack_all_layers(weights) if self.num.row_tile == 1 else None
         # decode_compile: RMSNorm, RoPE, the attention core and the grouped MoE through
         # torch.compile (runtime/static/helpers.py); everything else as written.
-        self.fn = StepHelpers.build(self.options.decode_compile, device)
+        self.fn = StepHelpers.build(self.options.decode_compile, device,
+                                    fused_attention=self.ops.attention if ring else None)
         self.comp_weights = {
             src: (weights.layers[src].attn.compressor.wkv.weight.float(),
                   weights.layers[src].attn.compressor.wgate.weight.float())
@@ -130,7 +137,7 @@ class StaticDecodeStep:
         pre = first_pre(rows, c.hc_mult, self.device)
         pending = None
         # Per-step indices every layer shares (built once, not per layer):
-        window = KeyLayout.for_window(pos, floor, slab.window, c.head_dim)
+        window = self.fn.keys.for_window(pos, floor, slab.window, c.head_dim)
         ring_at = (pos % slab.window).view(b, 1, 1)
         groups = {r: GroupIndex.at(pos, r) for r in {c.compress_ratios[s] for s in c.kv_source_layer_ids}}
         selection = {"layout": window, "candidates": None}
@@ -177,7 +184,7 @@ class StaticDecodeStep:
         return ids
 
     def _attention(self, layer: int, x: torch.Tensor, pos: torch.Tensor, tables: dict, selection: dict,
-                   window: KeyLayout, ring_at: torch.Tensor, lw) -> torch.Tensor:
+                   window, ring_at: torch.Tensor, lw) -> torch.Tensor:
         """runtime.layer.attention for one token per slot: window KV into the ring, the
         index source's selection (its key layout kept in ``selection`` for the layers
         that follow), the batched sparse attention and the output projection."""

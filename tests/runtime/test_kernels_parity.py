@@ -22,6 +22,7 @@ import torch
 
 from runtime.config import V41Config
 from runtime.kernels import KernelRegistry
+from runtime.kernels.attention_tiles import AttentionTile
 from runtime.kernels.reference import REFERENCE_OPS
 from runtime.mhc import HcMix
 from runtime.numerics import Numerics
@@ -262,7 +263,8 @@ def check_attention(fused, gen, t, n_heads, hd, window, k, n_comp, dtype, with_t
         topk[0] = -1  # nothing selected
     sink = randn(gen, n_heads)
     pos, flo = positions.to(DEVICE), floor.to(DEVICE)
-    op = fused.attention if splits is None else type(fused.attention)(splits=splits)
+    # A forced split count in 16-key tiles, so that small key lists split too.
+    op = fused.attention if splits is None else type(fused.attention)(tile=AttentionTile(16, 16, splits=splits))
     a = op(q, pos, flo, swa, window, comp, topk, sink, NUM)
     b = REFERENCE_OPS["attention"](q, pos, flo, swa, window, comp, topk, sink, NUM)
     tol = 2e-5 if dtype == torch.float32 else 2e-2

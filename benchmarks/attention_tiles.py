@@ -1,0 +1,323 @@
+"""GPU sweep of the fused attention's tiling (runtime/kernels/attention_tiles.py).
+
+For ``mid`` and ``flash`` decode shapes (H=16/64, hd=512, W=128, top-k 512) at T = 1, 8
+and 64 queries, in both cache layouts of the kernel (``engine``: one request's window by
+position and its global entries; ``ring``: the static slab's per-slot ring and global KV,
+one query per slot), every candidate tiling is timed as CUDA-graph replay device time
+(20 calls per graph, median of 10 replays; benchmarks/kernels.py's ``graph_ms``) and
+checked against the reference (max |fused - reference| <= 2e-2 of max |reference|, the
+bf16 parity tolerance of tests/runtime/test_kernels_parity.py). An empty Triton kernel is
+timed the same way, in the same run: the issue-16 goal for an op moving < 4 MiB is a
+device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MiB
+(benchmarks/kernels.py's limits and empty kernel). In the ring
+layout the batched torch core the kernel replaces in the static step is timed too.
+
+Candidates are the product of --block-h, --block-n, --warps, --stages and --splits
+(tilings that run the same program, e.g. a head cap above the head count, are timed
+once). The table printed last names, per T bucket, the candidate with the best
+geometric mean over mid/flash x engine/ring of (its time / the case's best time), in
+the form of a TILES row to paste into runtime/kernels/attention_tiles.py.
+
+    PYTHONPATH=. python benchmarks/attention_tiles.py --out benchmarks/results
+    PYTHONPATH=. python benchmarks/attention_tiles.py --quick --out "$OUT"
+
+Writes attention_tiles_<gpu>.json and attention_tiles_<gpu>.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from benchmarks.kernels import (
+    HBM_BYTES_PER_S,
+    LARGE_OP_BYTES,
+    LAUNCH_GOAL,
+    ROOFLINE_GOAL,
+    empty_launch_ms,
+    environment,
+    graph_ms,
+)
+from runtime.config import V41Config
+from runtime.kernels.attention_tiles import AttentionTile, t_bucket, tile_for
+
+CONTEXT = 1024  # ring layout: positions ~ the context, the global KV of a 1024-position slot
+
+
+@dataclass
+class Shape:
+    scale: str
+    t: int
+    layout: str
+    heads: int
+    head_dim: int
+    window: int
+    topk: int
+
+    @property
+    def bytes(self) -> float:
+        """Keys read once per query (bf16), q read (bf16), the output written (float32),
+        the top-k ids (int64): benchmarks/kernels.py's attention count."""
+        hd, h = self.head_dim, self.heads
+        return self.t * ((self.window + self.topk) * hd * 2 + h * hd * 2 + h * hd * 4 + 8 * self.topk)
+
+    @property
+    def label(self) -> str:
+        return f"{self.scale} T={self.t} {self.layout}"
+
+
+@dataclass
+class Timing:
+    tile: str
+    ms: float | None
+    max_rel_err: float | None = None
+    error: str = ""
+
+
+@dataclass
+class CaseResult:
+    shape: Shape
+    table_tile: str
+    timings: list[Timing] = field(default_factory=list)
+    core_ms: float | None = None  # ring layout: the batched torch core it replaces (float32 gathers + bmm)
+
+    def best(self) -> Timing | None:
+        ok = [x for x in self.timings if x.ms is not None and not x.error]
+        return min(ok, key=lambda x: x.ms) if ok else None
+
+    def ms_of(self, label: str) -> float | None:
+        for x in self.timings:
+            if x.tile == label and not x.error:
+                return x.ms  # None when the graph could not be captured
+        return None
+
+
+def inputs(shape: Shape, gen: torch.Generator, device: str = "cuda", dtype: torch.dtype = torch.bfloat16):
+    """(fused call, reference call) on random caches of ``shape`` (bf16 on the GPU; the
+    CPU smoke test passes float32, which the interpreter can compute)."""
+    from runtime.attention import sparse_attention
+    from runtime.numerics import Numerics
+    from runtime.static.attention import KeyLayout, decode_attention
+
+    def r(*dims, dtype=dtype):
+        return torch.randn(*dims, generator=gen).to(device, dtype)
+
+    t, h, hd, w, k = shape.t, shape.heads, shape.head_dim, shape.window, shape.topk
+    q, sink = r(t, h, hd), r(h, dtype=torch.float32)
+    num = Numerics()
+    if shape.layout == "engine":
+        ctx = 8192
+        pos = torch.randint(w, ctx, (t,), generator=gen).to(device)
+        floor = torch.zeros(t, dtype=torch.int64, device=device)
+        swa, comp = r(ctx, hd), r(ctx // 2, hd)
+        topk = torch.randint(0, ctx // 2, (t, k), generator=gen).sort(1).values.to(device)
+
+        def fused(op):
+            return op(q, pos, floor, swa, w, comp, topk, sink, num)
+
+        def reference():
+            return sparse_attention(q, pos, floor, swa, w, comp, topk, sink, num)
+        return fused, reference
+    pos = torch.randint(CONTEXT - 64, CONTEXT, (t,), generator=gen).to(device)
+    floor = torch.zeros(t, dtype=torch.int64, device=device)
+    ring, entries = r(t, w, hd), r(t, CONTEXT // 2, hd)
+    topk = torch.randint(0, CONTEXT // 2, (t, k), generator=gen).sort(1).values.to(device)
+    layout = KeyLayout.for_window(pos, floor, w, hd).with_topk(topk)
+
+    def fused(op):
+        return op.ring(q, pos, floor, ring, entries, topk, sink)
+
+    def reference():
+        return decode_attention(q, ring, entries, layout, sink, num)
+    return fused, reference
+
+
+def effective(tile: AttentionTile, shape: Shape) -> tuple:
+    """What the kernel would run: tilings with the same key launch the same program."""
+    from runtime.kernels.attention import split_plan
+
+    _, n_split = split_plan(shape.window + shape.topk, tile.splits, tile.block_n)
+    return tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split
+
+
+def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
+               **where) -> CaseResult:
+    """``base``: a FusedSparseAttention whose kernels every candidate shares
+    (``with_tile``); ``timer``: fn -> ms per call (benchmarks/kernels.py's graph replay; the
+    CPU smoke test passes a stand-in); ``where``: ``inputs``' device and dtype (default:
+    bf16 on the GPU)."""
+    fused, reference = inputs(shape, gen, **where)
+    want = reference().float()
+    scale = max(1.0, float(want.abs().max()))
+    table = tile_for(shape.t, shape.head_dim)
+    result = CaseResult(shape, table.label())
+    if shape.layout == "ring":  # the engine's reference reads positions on the host: no graph
+        result.core_ms = timer(reference)
+    seen: dict[tuple, Timing] = {}
+    for tile in [table, *candidates]:
+        key = effective(tile, shape)
+        if key in seen:
+            if tile.label() not in {x.tile for x in result.timings}:
+                result.timings.append(Timing(tile.label(), seen[key].ms, seen[key].max_rel_err, seen[key].error))
+            continue
+        op = base.with_tile(tile)
+        try:
+            err = float((fused(op).float() - want).abs().max()) / scale
+        except Exception as exc:  # noqa: BLE001 - a tiling that does not compile (resources) is a result
+            timing = Timing(tile.label(), None, None, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}")
+        else:
+            ms = timer(lambda op=op: fused(op))
+            problem = "no CUDA graph" if ms is None else ""
+            timing = Timing(tile.label(), ms, err, f"wrong: max rel err {err:.3g}" if err > 2e-2 else problem)
+        seen[key] = timing
+        result.timings.append(timing)
+    return result
+
+
+def candidates_from(args) -> list[AttentionTile]:
+    return [AttentionTile(h, n, w, s, x) for h, n, w, s, x in
+            itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits)]
+
+
+def suggestions(results: list[CaseResult]) -> dict[int, tuple[str, float]]:
+    """T bucket -> (tile label, geometric mean of time / best time over its cases)."""
+    out = {}
+    for bucket in sorted({t_bucket(r.shape.t) for r in results}):
+        cases = [r for r in results if t_bucket(r.shape.t) == bucket and r.best() is not None]
+        labels = {x.tile for r in cases for x in r.timings}
+        scored = []
+        for label in labels:
+            times = [r.ms_of(label) for r in cases]
+            if all(x is not None for x in times):  # a tiling that failed anywhere is no row
+                ratios = [x / r.best().ms for x, r in zip(times, cases, strict=True)]
+                scored.append((math.exp(sum(math.log(x) for x in ratios) / len(ratios)), label))
+        if scored:
+            score, label = min(scored)
+            out[bucket] = (label, score)
+    return out
+
+
+def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
+    h, n, w, s, x = (int(part[1:]) for part in label.split())
+    return (f"({bucket}, {head_dim_bucket}): AttentionTile({h}, {n}, num_warps={w}, num_stages={s}, "
+            f"splits={x}),")
+
+
+def verdict(shape: Shape, ms: float, empty_ms: float) -> tuple[float, str]:
+    """(roofline fraction, issue 16's goal met or not), with benchmarks/kernels.py's limits."""
+    fraction = shape.bytes / HBM_BYTES_PER_S / (ms * 1e-3)
+    if shape.bytes < LARGE_OP_BYTES:
+        return fraction, ("met" if ms <= LAUNCH_GOAL * empty_ms else "not met") + f" ({ms / empty_ms:.1f}x empty)"
+    return fraction, ("met" if fraction >= ROOFLINE_GOAL else "not met") + f" ({fraction:.0%} of roofline)"
+
+
+def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: dict) -> str:
+    env = doc["environment"]
+    lines = [
+        "# Fused attention tiling sweep", "",
+        f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, CUDA {env['cuda']}",
+        f"- Command: `{doc['command']}`",
+        "- Device time per call: one CUDA graph of 20 calls, median of 10 replays (benchmarks/kernels.py "
+        "`graph_ms`). Roofline: bytes / 4.3 TB/s. Goal (issue 16): < 4 MiB moved: <= 2x the empty kernel; "
+        f">= 4 MiB: >= 60 % of the roofline. Empty Triton kernel (`empty_launch_ms`): **{empty_ms * 1e3:.2f} us**.",
+        "- Tile label: h = heads per program (cap), n = keys per tile, w = warps, s = stages, x = splits asked.", "",
+        "- `core us`: the ring layout's batched torch core (runtime/static/attention.py, float32 gathers "
+        "+ bmm), the static step's attention before the fused ring kernel.", "",
+        "| case | bytes | core us | table tile | table us | best tile | best us | roofline (best) | goal (best) |",
+        "|---|---:|---:|---|---:|---|---:|---:|---|",
+    ]
+    for r in results:
+        best, table_ms = r.best(), r.ms_of(r.table_tile)
+        core = f"{r.core_ms * 1e3:.1f}" if r.core_ms is not None else "-"
+        head = f"| {r.shape.label} | {r.shape.bytes / 1e6:.2f} MB | {core} | {r.table_tile} |"
+        if best is None:
+            lines.append(f"{head} - | none ran | - | - | - |")
+            continue
+        fraction, goal = verdict(r.shape, best.ms, empty_ms)
+        table_us = f"{table_ms * 1e3:.1f}" if table_ms is not None else "-"
+        lines.append(f"{head} {table_us} | {best.tile} | {best.ms * 1e3:.1f} | {fraction:.0%} | {goal} |")
+    lines += ["", "Suggested rows of runtime/kernels/attention_tiles.py `TILES` (best geometric mean of "
+              "time / the case's best over the bucket's cases):", "", "```python"]
+    lines += [f"{as_row(b, 512, label)}  # {score:.2f}x of each case's best" for b, (label, score) in best_rows.items()]
+    lines += ["```", "", "All candidates (us; `-` = did not run):", ""]
+    for r in results:
+        runs = sorted((x for x in r.timings if x.ms is not None and not x.error), key=lambda x: x.ms)
+        failed = [x for x in r.timings if x.ms is None or x.error]
+        lines.append(f"- {r.shape.label}: " + ", ".join(f"{x.tile} {x.ms * 1e3:.1f}" for x in runs)
+                     + ("; failed: " + ", ".join(f"{x.tile} ({x.error or 'no CUDA graph'})" for x in failed)
+                        if failed else ""))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--quick", action="store_true", help="a small candidate set (block-n 16 32, warps 4 8, "
+                        "stages 3, splits 4 16), for a first look")
+    parser.add_argument("--scales", nargs="+", default=["mid", "flash"], choices=["mid", "flash"])
+    parser.add_argument("--t", nargs="+", type=int, default=[1, 8, 64], help="query counts")
+    parser.add_argument("--layouts", nargs="+", default=["engine", "ring"], choices=["engine", "ring"])
+    parser.add_argument("--block-h", nargs="+", type=int, default=[16, 32])
+    parser.add_argument("--block-n", nargs="+", type=int, default=[16, 32, 64])
+    parser.add_argument("--warps", nargs="+", type=int, default=[4, 8])
+    parser.add_argument("--stages", nargs="+", type=int, default=[2, 3])
+    parser.add_argument("--splits", nargs="+", type=int, default=[1, 2, 4, 8, 16, 32, 64])
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]
+    if any(t < 1 for t in args.t):
+        print(f"benchmarks/attention_tiles.py: --t expects positive query counts, got {args.t}", file=sys.stderr)
+        return 2
+    try:
+        candidates = candidates_from(args)
+    except ValueError as exc:
+        print(f"benchmarks/attention_tiles.py: {exc} (from --block-h/--block-n/--warps/--stages/--splits)",
+              file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("benchmarks/attention_tiles.py: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    from runtime.kernels.attention import FusedSparseAttention
+
+    gen, base = torch.Generator().manual_seed(0), FusedSparseAttention()
+    empty_ms = empty_launch_ms()
+    print(f"empty Triton kernel: {empty_ms * 1e3:.2f} us per call (graph replay)", flush=True)
+    results = []
+    for scale in args.scales:
+        c = V41Config.preset(scale)
+        for t in args.t:
+            for layout in args.layouts:
+                shape = Shape(scale, t, layout, c.num_attention_heads, c.head_dim, c.sliding_window, c.index_topk)
+                result = sweep_case(shape, candidates, gen, base)
+                best = result.best()
+                print(f"{shape.label:24s} {shape.bytes / 1e6:6.2f} MB  table {result.table_tile} "
+                      f"{(result.ms_of(result.table_tile) or float('nan')) * 1e3:7.1f} us  best "
+                      f"{best.tile if best else '-'} {(best.ms if best else float('nan')) * 1e3:7.1f} us", flush=True)
+                results.append(result)
+    env = environment()
+    best_rows = suggestions(results)
+    command = "PYTHONPATH=. python " + " ".join(["benchmarks/attention_tiles.py", *(argv or sys.argv[1:])])
+    doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S,
+           "empty_kernel_ms": empty_ms,
+           "suggested_rows": {str(b): {"tile": label, "geomean_vs_best": score}
+                              for b, (label, score) in best_rows.items()},
+           "cases": [{"shape": asdict(r.shape), "bytes": r.shape.bytes, "table_tile": r.table_tile, "core_ms": r.core_ms,
+                      "timings": [asdict(x) for x in r.timings]} for r in results]}
+    tag = env["gpu"].split()[-1].lower()
+    args.out.mkdir(parents=True, exist_ok=True)
+    note = markdown(doc, results, empty_ms, best_rows)
+    (args.out / f"attention_tiles_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (args.out / f"attention_tiles_{tag}.md").write_text(note)
+    print(note)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""The fused attention's tile choice: one explicit row per (query-count bucket, head dim).
+
+Why a table and not a formula: the best tiling of a memory-bound decode kernel depends on
+how many programs fill the GPU, how many registers a [heads x head_dim] accumulator takes
+and how deep the load pipeline can be, and the only reliable way to know is to time the
+candidates on the GPU. ``benchmarks/attention_tiles.py`` sweeps candidates at the ``mid``
+and ``flash`` decode shapes and prints the winners in this table's form; a row edited
+here is the whole change. The rows below are the tiling the kernel used before the
+table existed at ``mid`` (its H200 numbers are in benchmarks/results/kernels_h200.md;
+``flash`` at 64 queries used 2 splits), until a sweep replaces them.
+
+Each row gives, for queries in the bucket:
+- ``block_h``: at most this many heads per program (MQA: a key tile is read once for all
+  of them); at least 16 (``tl.dot``'s smallest M) and at most the head count rounded up;
+- ``block_n``: keys per loop iteration;
+- ``num_warps``, ``num_stages``: Triton's launch options (4 and 3 are its defaults);
+- ``splits``: flash-decoding splits of the key list on CUDA (one merge kernel adds them
+  up when > 1). Off CUDA (the interpreter) the key list is never split unless a caller
+  forces it: splitting only adds work there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+T_BUCKETS = (1, 8, 64)  # upper bounds of the decode buckets; more queries: PREFILL
+PREFILL = 0  # the bucket of more than T_BUCKETS[-1] queries
+HD_BUCKETS = (128, 512)  # head dims up to 128, and larger
+
+
+@dataclass(frozen=True)
+class AttentionTile:
+    block_h: int
+    block_n: int
+    num_warps: int = 4
+    num_stages: int = 3
+    splits: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("block_h", "block_n", "num_warps"):
+            value = getattr(self, name)
+            if value < 1 or value & (value - 1):
+                raise ValueError(f"AttentionTile.{name}: expected a power of two, got {value}")
+        if self.block_h < 16 or self.block_n < 16:
+            raise ValueError(f"AttentionTile: block_h and block_n must be >= 16 (tl.dot), got "
+                             f"{self.block_h}, {self.block_n}")
+        if self.num_stages < 1 or self.splits < 1:
+            raise ValueError(f"AttentionTile: num_stages and splits must be >= 1, got "
+                             f"{self.num_stages}, {self.splits}")
+
+    def heads_per_program(self, n_heads: int) -> int:
+        wanted = max(16, 1 << max(0, (n_heads - 1).bit_length()))
+        return min(self.block_h, wanted)
+
+    def label(self) -> str:
+        return f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}"
+
+
+def t_bucket(t: int) -> int:
+    """The table's query-count bucket of ``t`` queries."""
+    for upper in T_BUCKETS:
+        if t <= upper:
+            return upper
+    return PREFILL
+
+
+def hd_bucket(head_dim: int) -> int:
+    for upper in HD_BUCKETS:
+        if head_dim <= upper:
+            return upper
+    return HD_BUCKETS[-1]
+
+
+# The hd-512 decode rows are benchmarks/attention_tiles.py --quick's suggestion on the H200
+# (best geometric mean over mid/flash x engine/ring; benchmarks/results/attention_tiles_h200.md).
+TILES: dict[tuple[int, int], AttentionTile] = {
+    (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16),
+    (8, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16),
+    (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=4),
+    (PREFILL, 512): AttentionTile(32, 16),
+    (1, 128): AttentionTile(32, 32, splits=16),
+    (8, 128): AttentionTile(32, 32, splits=16),
+    (64, 128): AttentionTile(32, 32, splits=4),
+    (PREFILL, 128): AttentionTile(32, 32),
+}
+
+
+def tile_for(t: int, head_dim: int, table: dict[tuple[int, int], AttentionTile] | None = None) -> AttentionTile:
+    return (TILES if table is None else table)[(t_bucket(t), hd_bucket(head_dim))]

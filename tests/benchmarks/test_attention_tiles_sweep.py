@@ -1,0 +1,103 @@
+"""benchmarks/attention_tiles.py off the GPU: bad flags are one line and exit 2, and the
+suggested TILES rows are the candidates with the best geometric mean of time / best
+time over a bucket's cases (worked out by hand on made-up timings)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.attention_tiles import (
+    CaseResult,
+    Shape,
+    Timing,
+    as_row,
+    main,
+    markdown,
+    suggestions,
+    verdict,
+)
+from runtime.kernels.attention_tiles import AttentionTile
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--block-n", "24"], "AttentionTile.block_n: expected a power of two, got 24"),
+    (["--splits", "0"], "AttentionTile: num_stages and splits must be >= 1"),
+    (["--t", "0", "8"], "--t expects positive query counts, got [0, 8]"),
+])
+def test_bad_flags_are_one_line_and_exit_2(argv, message, capsys, tmp_path):
+    assert main([*argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"benchmarks/attention_tiles.py: {message}") and err.count("\n") == 1
+    assert not list(tmp_path.iterdir())
+
+
+def case(t, scale, times):
+    shape = Shape(scale, t, "ring", 16, 512, 128, 512)
+    return CaseResult(shape, "a", [Timing(label, ms, 0.0) for label, ms in times.items()])
+
+
+def test_suggestions_take_the_best_geometric_mean_per_bucket():
+    a, b, c = "h16 n16 w4 s3 x16", "h16 n32 w8 s2 x8", "h32 n64 w4 s2 x4"
+    results = [
+        # bucket 1: b is 1.0x and 1.21x of the best (geomean 1.1); a is 1.5x and 1.0x (1.22)
+        case(1, "mid", {a: 1.5, b: 1.0, c: 2.0}),
+        case(1, "flash", {a: 1.0, b: 1.21, c: None}),  # c could not be captured at flash: no row
+        # bucket 64: c wins everywhere
+        case(64, "mid", {a: 3.0, b: 2.0, c: 1.0}),
+    ]
+    got = suggestions(results)
+    assert got[1][0] == b and got[1][1] == pytest.approx(1.1)
+    assert got[64] == (c, pytest.approx(1.0))
+    row = as_row(1, 512, b)
+    assert row == "(1, 512): AttentionTile(16, 32, num_warps=8, num_stages=2, splits=8),"
+    assert AttentionTile(16, 32, num_warps=8, num_stages=2, splits=8).label() == b
+    env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
+    note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
+    assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note
+    assert f"failed: {c} (no CUDA graph)" in note
+
+
+def test_verdicts_follow_the_issue_goals():
+    small = Shape("mid", 1, "ring", 16, 512, 128, 512)  # 0.71 MB: launch-bound goal
+    big = Shape("mid", 64, "ring", 16, 512, 128, 512)  # 45.4 MB: roofline goal
+    assert small.bytes < 4 * 2**20 <= big.bytes
+    assert verdict(small, 0.005, 0.0025)[1].startswith("met (2.0x")
+    assert verdict(small, 0.006, 0.0025)[1].startswith("not met")
+    ideal_ms = big.bytes / 4.3e12 * 1e3
+    assert verdict(big, ideal_ms / 0.6, 0.0025)[1].startswith("met (60%")
+    assert verdict(big, ideal_ms / 0.59, 0.0025)[1].startswith("not met")
+
+
+@pytest.mark.parametrize("layout", ["engine", "ring"])
+def test_sweep_case_runs_every_candidate_once_and_checks_it(monkeypatch, layout):
+    """The sweep's loop on CPU (interpreter, float32, a tiny shape, a stand-in timer that
+    counts its calls): tilings that launch the same program are timed once, and every
+    candidate's output is checked against the reference."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import torch
+
+    from benchmarks.attention_tiles import sweep_case
+    from runtime.kernels.attention import FusedSparseAttention
+
+    calls = []
+
+    def timer(fn):
+        fn()
+        calls.append(1)
+        return 0.01 * len(calls)
+
+    shape = Shape("tiny", 2, layout, 4, 32, 8, 40)
+    # 48 keys: h16 and h32 run the same program for 4 heads; in 16-key tiles x2 is 2
+    # splits of 32 keys, x8 and x16 both 3 splits of 16
+    tiles = [AttentionTile(16, 16, splits=2), AttentionTile(32, 16, splits=2),
+             AttentionTile(16, 16, splits=8), AttentionTile(16, 16, splits=16)]
+    result = sweep_case(shape, tiles, torch.Generator().manual_seed(0), FusedSparseAttention(), timer=timer,
+                        device="cpu",
+                        dtype=torch.float32)
+    labels = [x.tile for x in result.timings]
+    assert set(labels) == {result.table_tile, *(t.label() for t in tiles)} and len(labels) == len(set(labels))
+    # the ring's batched core (ring only), the table row (h32 n32 x16: 2 splits of 32 keys), x2, x8 (= x16)
+    assert len(calls) == 3 + (layout == "ring")
+    assert (result.core_ms is not None) == (layout == "ring")
+    assert all(x.error == "" and x.max_rel_err <= 2e-5 for x in result.timings)
+    assert result.ms_of(tiles[0].label()) == result.ms_of(tiles[1].label())

@@ -1,0 +1,48 @@
+"""The fused attention's tile table (runtime/kernels/attention_tiles.py) and its split plan
+(runtime/kernels/attention.py): every bucket has a row, rows are valid Triton tilings,
+and a split plan covers the key list with whole tiles and launches no empty split."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.kernels.attention_tiles import (
+    HD_BUCKETS,
+    PREFILL,
+    T_BUCKETS,
+    TILES,
+    AttentionTile,
+    t_bucket,
+    tile_for,
+)
+
+
+def test_every_bucket_has_a_row():
+    assert set(TILES) == {(t, hd) for t in (*T_BUCKETS, PREFILL) for hd in HD_BUCKETS}
+    assert [t_bucket(t) for t in (1, 2, 8, 9, 64, 65, 4096)] == [1, 8, 8, 64, 64, PREFILL, PREFILL]
+    assert tile_for(1, 512) is TILES[(1, 512)] and tile_for(300, 64) is TILES[(PREFILL, 128)]
+
+
+@pytest.mark.parametrize("field,value", [("block_n", 24), ("block_h", 8), ("num_warps", 3), ("splits", 0)])
+def test_invalid_tiles_are_refused_in_one_line(field, value):
+    fields = dict(block_h=16, block_n=16, num_warps=4, num_stages=2, splits=1)
+    fields[field] = value
+    with pytest.raises(ValueError, match="AttentionTile"):
+        AttentionTile(**fields)
+
+
+def test_heads_per_program_is_capped_by_the_head_count():
+    tile = AttentionTile(block_h=32, block_n=16)
+    assert [tile.heads_per_program(h) for h in (4, 16, 17, 64)] == [16, 16, 32, 32]
+
+
+def test_split_plan_covers_the_keys_with_whole_tiles_and_no_empty_split():
+    pytest.importorskip("triton")
+    from runtime.kernels.attention import split_plan
+
+    for block_n in (16, 32, 64):
+        for splits in range(1, 33):
+            for n_keys in range(1, 700, 7):
+                per_split, n_split = split_plan(n_keys, splits, block_n)
+                assert per_split % block_n == 0 and 1 <= n_split <= splits
+                assert (n_split - 1) * per_split < n_keys <= n_split * per_split

@@ -1,0 +1,250 @@
+"""The Triton top-k (runtime/kernels/topk.py) against an independent oracle: a float64
+numpy lexsort (score descending, then index ascending), the first k ids whose score is
+> -inf, sorted ascending and padded with -1. That is the reference's rule written as a
+full stable sort, so agreement is exact id for id, ties included; the reference op
+(``topk_entries``, a torch.topk threshold) is checked against the same oracle.
+
+Without CUDA the kernel runs in Triton's interpreter on small rows, with a small tiling
+(32 groups, 32-element steps) so that every path of the kernel runs: several groups per
+row, a candidate list longer than one step, the fallback when fewer groups than k hold a
+finite score. With CUDA the same checks run at the indexer's real shapes (N = 131072).
+Seeds are drawn fresh every run and printed in every failure message.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from runtime.kernels.reference import REFERENCE_OPS
+
+CUDA = torch.cuda.is_available()
+DEVICE = "cuda" if CUDA else "cpu"
+NEG_INF = float("-inf")
+
+
+@pytest.fixture
+def topk(monkeypatch):
+    """FusedTopk with the small tiling: compiled on CUDA, interpreted on CPU (the variable
+    is set before the kernel is wrapped, for this test only)."""
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.topk import FusedTopk, TopkTiling
+
+    return FusedTopk(TopkTiling(groups=32, block=32, unroll=3))
+
+
+@pytest.fixture
+def topk_default(monkeypatch):
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.topk import FusedTopk
+
+    return FusedTopk()
+
+
+@pytest.fixture
+def gen():
+    seed = int.from_bytes(os.urandom(4), "little")
+    return torch.Generator().manual_seed(seed)
+
+
+def oracle(scores: torch.Tensor, k: int) -> torch.Tensor:
+    values = scores.double().cpu().numpy()
+    t, n = values.shape
+    out = np.full((t, k), -1, dtype=np.int64)
+    for r in range(t):
+        order = np.lexsort((np.arange(n), -values[r]))  # last key is the primary one
+        chosen = np.sort([i for i in order[:k] if values[r, i] > -np.inf]).astype(np.int64)
+        out[r, : len(chosen)] = chosen
+    return torch.from_numpy(out)
+
+
+def check(fn, scores: torch.Tensor, k: int, seed, what: str) -> None:
+    scores = scores.to(DEVICE)
+    want = oracle(scores, k)
+    got = fn(scores, k)
+    assert got.dtype == torch.int64 and got.shape == want.shape, f"{what}: {got.dtype} {tuple(got.shape)}"
+    got = got.cpu()
+    bad = (got != want).any(1).nonzero().flatten().tolist()
+    assert not bad, (f"{what}: rows {bad[:5]} differ (seed {seed}); row {bad[0]}: "
+                     f"got {got[bad[0]].tolist()[:12]}, want {want[bad[0]].tolist()[:12]}")
+
+
+def few_values(gen, t, n, levels):
+    """Scores drawn from ``levels`` distinct values: most of a row ties with its k-th."""
+    table = torch.randn(levels, generator=gen)
+    return table[torch.randint(0, levels, (t, n), generator=gen)]
+
+
+@pytest.mark.parametrize("t,n,k", [(1, 37, 8), (3, 200, 16), (2, 700, 64), (5, 64, 63), (2, 130, 100)])
+def test_random_scores_match_the_sort(topk, gen, t, n, k):
+    scores = torch.randn(t, n, generator=gen)
+    check(topk, scores, k, gen.initial_seed(), "random")
+    check(REFERENCE_OPS["topk"], scores, k, gen.initial_seed(), "reference op")
+
+
+def test_default_tiling_matches_the_sort(topk_default, gen):
+    """One group per element (rows shorter than 4096 groups): the bound is exact."""
+    scores = torch.randn(3, 300, generator=gen)
+    scores[1, 250:] = NEG_INF
+    check(topk_default, scores, 32, gen.initial_seed(), "default tiling")
+
+
+@pytest.mark.parametrize("levels", [3, 4, 5])
+@pytest.mark.parametrize("k", [1, 16, 90])
+def test_heavy_ties_go_to_the_lowest_indices(topk, gen, levels, k):
+    scores = few_values(gen, 4, 300, levels)
+    check(topk, scores, k, gen.initial_seed(), f"{levels} values")
+    check(REFERENCE_OPS["topk"], scores, k, gen.initial_seed(), "reference op, ties")
+
+
+def test_ties_straddling_the_kth_with_relu_zeros(topk, gen):
+    """Mostly exact zeros (a ReLU'd score), the k-th value among them."""
+    scores = torch.relu(torch.randn(3, 400, generator=gen) - 1.5)
+    check(topk, scores, 120, gen.initial_seed(), "relu zeros")
+
+
+def test_all_equal_row(topk):
+    check(topk, torch.full((2, 150), 0.25), 40, None, "all equal")
+
+
+def test_fewer_groups_than_k_with_finite_scores(topk, gen):
+    """k = 100 > 32 groups: the group maxima cannot bound v; every finite score is a
+    candidate (the kernel's fallback)."""
+    scores = torch.randn(2, 250, generator=gen)
+    check(topk, scores, 100, gen.initial_seed(), "k > groups")
+
+
+def test_best_scores_in_one_group(topk, gen):
+    """Group 0 (positions 0, 32, 64, ...) holds the 10 best scores: one group maximum
+    stands for all of them, so the bound comes from the other groups' maxima."""
+    scores = torch.rand(2, 320, generator=gen)
+    scores[:, 0::32] += 10.0 + torch.arange(10.0)
+    scores[1] = scores[1].flip(0)
+    check(topk, scores, 20, gen.initial_seed(), "one group")
+
+
+def test_neg_inf_never_picked_and_padding(topk, gen):
+    scores = torch.randn(5, 90, generator=gen)
+    scores[0] = NEG_INF  # nothing finite
+    scores[1, 5:] = NEG_INF  # 5 finite < k
+    scores[2, ::2] = NEG_INF  # 45 finite > k
+    scores[3, :80] = NEG_INF  # 10 finite, at the row's end
+    scores[4, 7] = float("inf")  # +inf is a score like any other
+    check(topk, scores, 16, gen.initial_seed(), "-inf")
+
+
+def test_minus_zero_ties_with_plus_zero(topk, gen):
+    """-0.0 == +0.0 in the reference's comparisons: they tie, the lower index wins."""
+    signs = torch.where(torch.rand(2, 100, generator=gen) < 0.5, -1.0, 1.0)
+    scores = torch.zeros(2, 100) * signs  # a mix of -0.0 and +0.0
+    scores[:, 90:] = torch.randn(2, 10, generator=gen).abs() + 1.0
+    scores[1, :40] = -1.0
+    assert torch.signbit(scores).any() and (~torch.signbit(scores[:, :90])).any()
+    check(topk, scores, 30, gen.initial_seed(), "signed zeros")
+
+
+def test_signs_and_exponents_far_apart(topk, gen):
+    """Negative and positive scores over 60 decades, subnormals included: the key's order
+    is the float order across sign and exponent."""
+    mags = 10.0 ** (torch.rand(3, 300, generator=gen) * 60 - 30)
+    signs = torch.where(torch.rand(3, 300, generator=gen) < 0.5, -1.0, 1.0)
+    scores = (mags * signs).float()
+    scores[0, :20] = 1e-40  # subnormal
+    scores[2] = -scores[2].abs()  # all negative
+    check(topk, scores, 50, gen.initial_seed(), "signs/exponents")
+
+
+@pytest.mark.parametrize("k", [70, 71, 200])
+def test_k_at_or_above_the_row_length(topk, gen, k):
+    scores = torch.randn(2, 71, generator=gen)
+    scores[1, 3] = NEG_INF
+    check(topk, scores, k, gen.initial_seed(), f"k={k} >= N")
+
+
+def test_rows_split_over_launches(monkeypatch, gen):
+    """A scratch budget of 2 rows: 7 rows run in 4 launches, each row's ids unchanged."""
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.topk import FusedTopk, TopkTiling
+
+    scores = torch.randn(7, 60, generator=gen)
+    scores[3] = NEG_INF
+    check(FusedTopk(TopkTiling(groups=32, block=32, scratch_entries=128)), scores, 12,
+          gen.initial_seed(), "split launches")
+
+
+def test_empty_shapes(topk):
+    assert topk(torch.randn(0, 50, device=DEVICE), 8).shape == (0, 8)
+    out = topk(torch.empty(3, 0, device=DEVICE), 4)
+    assert out.shape == (3, 4) and bool((out == -1).all())
+    assert topk(torch.randn(3, 10, device=DEVICE), 0).shape == (3, 0)
+
+
+def test_tiling_rejects_a_non_power_of_two():
+    from runtime.kernels.topk import TopkTiling
+
+    with pytest.raises(ValueError, match="TopkTiling.groups: expected a power of two"):
+        TopkTiling(groups=48)
+    with pytest.raises(ValueError, match="TopkTiling.unroll: expected >= 1"):
+        TopkTiling(unroll=0)
+
+
+COMPILE = textwrap.dedent("""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from runtime.kernels.topk import _topk_kernel
+    sig = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
+           "N": "i32", "K": "i32", "STRIDE": "i32", "GROUPS": "constexpr", "BLOCK": "constexpr",
+           "UNROLL": "constexpr"}
+    src = ASTSource(fn=triton.jit(_topk_kernel), signature=sig,
+                    constexprs={"GROUPS": 4096, "BLOCK": 1024, "UNROLL": 2})
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+    print(len(kernel.asm["cubin"]), kernel.asm["ptx"].count("bar.sync"))
+""")
+
+
+@pytest.mark.slow
+def test_compiles_for_sm90_without_a_gpu(tmp_path):
+    """The interpreter runs code the compiler refuses (a plain global int read in the
+    kernel, a constexpr re-bound in an unrolled loop: both met while writing it), so the
+    kernel is also compiled to a Hopper cubin with Triton's bundled ptxas. A fresh process:
+    this session's ``triton.language`` was imported for the interpreter (tests/conftest.py)."""
+    try:
+        from triton.backends import backends
+    except ImportError:
+        pytest.skip("triton without backends")
+    if "nvidia" not in backends:
+        pytest.skip("triton has no NVIDIA backend")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), TRITON_CACHE_DIR=str(tmp_path),
+               TRITON_DEFAULT_FP_FUSION="1")
+    done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    cubin_bytes, barriers = (int(x) for x in done.stdout.split()[-2:])
+    assert cubin_bytes > 0 and barriers > 0
+
+
+# ---------------------------------------------------------------------------- GPU, real shapes
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("t,k", [(1, 512), (8, 2048), (64, 512)])
+def test_indexer_shapes_gpu(topk_default, gen, t, k):
+    n = 131072
+    scores = torch.randn(t, n, generator=gen)
+    visible = torch.randint(n // 2, n + 1, (t,), generator=gen)
+    visible[0] = n
+    scores[torch.arange(n)[None, :] >= visible[:, None]] = NEG_INF  # causal tails
+    check(topk_default, scores, k, gen.initial_seed(), f"gpu T={t}")
+    check(topk_default, few_values(gen, t, n, 4), k, gen.initial_seed(), f"gpu ties T={t}")
+    check(topk_default, torch.relu(scores - 2.0), k, gen.initial_seed(), f"gpu relu T={t}")

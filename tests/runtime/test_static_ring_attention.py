@@ -1,0 +1,207 @@
+"""The static step's fused attention over the slab's ring (runtime/static/ring_attention.py)
+against the batched torch core it replaces (runtime/static/attention.py).
+
+CPU: the Triton interpreter in float32 (it cannot compute bfloat16), tiny shapes, with
+rings that wrapped once or several times, rings not yet full (negative positions),
+window floors inside the window, -1 top-k ids (a row with none), a ratio-0 layer (no
+top-k), every slot's invalid ring rows holding finite garbage, and the key list split
+(the merge path) or not. The scratch buffers of the split path are never filled: one
+test makes every fresh torch.empty NaN, so a slot no partial program wrote would show.
+
+GPU (skipped without CUDA): ``mid`` shapes in float32 (IEEE dots: 2e-5 of the output
+scale; the sharp check of which keys are read) and bf16 against the float32 core on the
+same bf16 values, each element within a bound derived from the kernel's roundings
+(``bf16_bound``; its main term is checked on CPU against an emulation of the rounding).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+import torch
+
+from runtime.config import V41Config
+from runtime.numerics import Numerics
+from runtime.static.attention import KeyLayout, decode_attention
+from runtime.static.ring_attention import RingAttention, RingKeys
+
+CUDA = torch.cuda.is_available()
+NUM = Numerics()
+
+
+@pytest.fixture
+def kernel_cls(monkeypatch):
+    """FusedSparseAttention, wrapped after TRITON_INTERPRET is set (CPU) or compiled (CUDA)."""
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.attention import FusedSparseAttention
+
+    return FusedSparseAttention
+
+
+@pytest.fixture
+def gen():
+    seed = int.from_bytes(os.urandom(4), "little")
+    return torch.Generator().manual_seed(seed)
+
+
+def slab_case(gen, b, n_heads, hd, window, k, n_entries, dtype, device, with_topk=True):
+    """Random slab contents (every ring row finite, valid or not) and per-slot keys."""
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen).to(device, dtype)
+
+    # positions: a ring not yet full, the first full window, wrapped once and several times
+    pos = torch.randint(0, 6 * window, (b,), generator=gen)
+    fixed = [0, window - 1, window + 2, 5 * window + 3]
+    pos[: min(b, len(fixed))] = torch.tensor(fixed[:b])
+    floor = torch.zeros(b, dtype=torch.int64)
+    if b > 2:  # a replay floor inside the window (the current position stays valid)
+        floor[2] = pos[2] - window // 2
+    q, ring, sink = randn(b, n_heads, hd), randn(b, window, hd), randn(n_heads).float()
+    entries = topk = None
+    if with_topk:
+        entries = randn(b, n_entries, hd)
+        topk = torch.randint(-1, n_entries, (b, k), generator=gen).sort(1).values
+        topk[0] = -1  # nothing selected
+        topk = topk.to(device)
+    return q, ring, entries, pos.to(device), floor.to(device), topk, sink.to(device)
+
+
+def both(kernel, case, window, hd):
+    q, ring, entries, pos, floor, topk, sink = case
+    layout = KeyLayout.for_window(pos, floor, window, hd)
+    keys = RingKeys.for_window(pos, floor, window, hd)
+    if topk is not None:
+        layout, keys = layout.with_topk(topk), keys.with_topk(topk)
+    got = RingAttention(kernel)(q, ring, entries, keys, sink, NUM)
+    want = decode_attention(q, ring, entries, layout, sink, NUM)
+    return got, want
+
+
+def rel_err(got, want):
+    return float((got.float() - want.float()).abs().max()) / max(1.0, float(want.abs().max()))
+
+
+@pytest.mark.parametrize("b,splits,with_topk", [(5, None, True), (4, 3, True), (3, 2, False), (1, 4, True)])
+def test_ring_attention_matches_the_batched_core(kernel_cls, gen, b, splits, with_topk):
+    """splits None: the table's tiling (one split off CUDA); else 16-key tiles in that many
+    splits of the 32 + 20 keys (3 -> 2 launched, 4 -> 4; the window alone, 2 -> 2)."""
+    from runtime.kernels.attention_tiles import AttentionTile
+
+    window, hd = 32, 32
+    case = slab_case(gen, b, 4, hd, window, 20, 30, torch.float32, "cpu", with_topk=with_topk)
+    kernel = kernel_cls() if splits is None else kernel_cls(tile=AttentionTile(16, 16, splits=splits))
+    got, want = both(kernel, case, window, hd)
+    assert got.dtype == torch.float32 and got.shape == want.shape
+    err = rel_err(got, want)
+    assert err <= 2e-5, f"max error {err:.3g} (seed {gen.initial_seed()})"
+
+
+def test_split_path_writes_every_scratch_slot(kernel_cls, gen, monkeypatch):
+    """No fill kernels: the partial programs write every (query, head, split) slot, so
+    scratch that starts as NaN gives the same output as the unsplit kernel."""
+    from runtime.kernels.attention_tiles import AttentionTile
+
+    window, hd = 16, 32
+    case = slab_case(gen, 4, 4, hd, window, 8, 12, torch.float32, "cpu")
+    # 16-key tiles, 4 splits of 24 keys: the last split has 16 keys, some splits hold
+    # only invalid keys (slot 0's window before position 0, its all -1 top-k).
+    kernel = kernel_cls(tile=AttentionTile(16, 16, splits=4))
+    empty = torch.empty
+
+    def nan_empty(*shape, **kw):
+        out = empty(*shape, **kw)
+        return out.fill_(float("nan")) if out.is_floating_point() else out
+
+    with monkeypatch.context() as m:
+        m.setattr(torch, "empty", nan_empty)
+        got, _ = both(kernel, case, window, hd)
+    _, want = both(kernel_cls(splits=1), case, window, hd)
+    assert not torch.isnan(got).any()
+    err = rel_err(got, want)
+    assert err <= 2e-5, f"max error {err:.3g} (seed {gen.initial_seed()})"
+
+
+def test_ring_attention_refuses_mismatched_slots(kernel_cls, gen):
+    q, ring, entries, pos, floor, topk, sink = slab_case(gen, 3, 4, 32, 8, 6, 10, torch.float32, "cpu")
+    with pytest.raises(ValueError, match="3 queries but ring"):
+        kernel_cls().ring(q, pos, floor, ring[:2], entries, topk, sink)
+
+
+def bf16_bound(case, window: int) -> torch.Tensor:
+    """Per output element, the largest |fused bf16 - float32 core| the kernel's roundings
+    allow, both computed from the same bf16 values (the core in float32 throughout).
+
+    Logits: both paths multiply bf16 exactly and sum hd products in float32, each within
+    hd * 2^-23 * sum_i |q_i k_i| (a generous accumulation bound), so after the 1/sqrt(hd)
+    scale the two logits differ by at most d = 2 * hd * 2^-23 * scale * max sum_i |q_i k_i|
+    and every probability p_j by a factor within exp(+-2d). The PV product rounds each
+    (unnormalised) probability to bf16 (relative 2^-8); the float32 sums, rescales and the
+    split merge add at most a few ulps per key (4 (W + K) 2^-24, generous). Each error is
+    relative to its term p_j |v_jd|, so element d of a row is within
+    sum_j p_j |v_jd| * (2^-8 + expm1(2d) (1 + 2^-8) + 4 (W + K) 2^-24),
+    p_j the exact probabilities (float64 here, the sink in the denominator)."""
+    q, ring, entries, pos, floor, topk, sink = case
+    b, n_heads, hd = q.shape
+    layout = KeyLayout.for_window(pos, floor, window, hd)
+    index = [ring.double().gather(1, layout.window)]
+    if entries is not None:
+        layout = layout.with_topk(topk)
+        index.append(entries.double().gather(1, layout.entries))
+    keys = torch.cat(index, dim=1)  # [B, W + K, hd]
+    logits = torch.matmul(q.double(), keys.transpose(1, 2)) * hd**-0.5 + layout.bias.double()[:, None, :]
+    sinks = sink.double().view(1, n_heads, 1).expand(b, n_heads, 1)
+    probs = torch.softmax(torch.cat([logits, sinks], dim=-1), dim=-1)[..., :-1]
+    dots = torch.matmul(q.double().abs(), keys.abs().transpose(1, 2))
+    d = 2 * hd * 2.0**-23 * hd**-0.5 * float(dots.max())
+    u = 2.0**-8
+    return torch.matmul(probs, keys.abs()) * (u + math.expm1(2 * d) * (1 + u) + 4 * keys.shape[1] * 2.0**-24)
+
+
+def test_bf16_bound_covers_rounding_the_probabilities(gen):
+    """The bound's main term on CPU: an emulation of the kernel's bf16 PV product (each
+    unnormalised probability rounded to bf16, everything else exact, float64) stays within
+    it, on bf16-valued keys; and the bound is not vacuous (the emulation reaches a
+    sizeable part of it somewhere)."""
+    window, hd = 16, 64
+    case = slab_case(gen, 6, 4, hd, window, 12, 20, torch.bfloat16, "cpu")
+    case = tuple(x.float() if x is not None and x.is_floating_point() else x for x in case)
+    q, ring, entries, pos, floor, topk, sink = case
+    layout = KeyLayout.for_window(pos, floor, window, hd).with_topk(topk)
+    keys = torch.cat([ring.double().gather(1, layout.window), entries.double().gather(1, layout.entries)], 1)
+    logits = torch.matmul(q.double(), keys.transpose(1, 2)) * hd**-0.5 + layout.bias.double()[:, None, :]
+    top = torch.maximum(logits.amax(-1), sink.double()[None, :])[..., None]
+    p = torch.exp(logits - top)
+    denom = p.sum(-1, keepdim=True) + torch.exp(sink.double()[None, :, None] - top)
+    exact = torch.matmul(p, keys) / denom
+    emulated = torch.matmul(p.to(torch.bfloat16).double(), keys) / denom
+    ratio = float(((emulated - exact).abs() / bf16_bound(case, window)).max())
+    assert 0.05 < ratio <= 1.0, f"emulated error / bound {ratio:.3g} (seed {gen.initial_seed()})"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("b", [1, 8, 64, 200])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("with_topk", [True, False])
+def test_ring_attention_gpu(kernel_cls, gen, b, dtype, with_topk):
+    cfg = V41Config.preset("mid")
+    window, hd, k = cfg.sliding_window, cfg.head_dim, cfg.index_topk
+    case = slab_case(gen, b, cfg.num_attention_heads, hd, window, k, 1024 // 2, dtype, "cuda",
+                     with_topk=with_topk)
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        got, want = both(kernel_cls(), case, window, hd)  # the core computes in float32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+    diff = (got - want).abs().double()
+    if dtype == torch.float32:  # the sharp check of which keys are read (IEEE dots)
+        bound = torch.full_like(diff, 2e-5 * max(1.0, float(want.abs().max())))
+    else:
+        bound = bf16_bound(case, window)
+    worst = float((diff / bound).max())
+    print(f"b={b} {dtype} topk={with_topk}: max error {float(diff.max()):.3g}, worst error / bound {worst:.3g}")
+    assert worst <= 1.0, f"error {worst:.3g}x its bound (seed {gen.initial_seed()})"
