@@ -1,10 +1,23 @@
 """Fused "Mega-Gate": gate GEMM + score function + bias-for-selection + top-k +
 renormalise x routed_scaling_factor, in one Triton kernel (DeepGEMM ``bf16_mega_gate``).
 
-Same signature and math as :func:`runtime.moe.route`. One program owns BLOCK_M rows and
-all experts: the [BLOCK_M, E] logits stay in registers, the top-k is k rounds of
-"row max, lowest index among equal values, knock it out", which is exactly the
-reference's stable-sort tie rule.
+Same signature and math as :func:`runtime.moe.route`. The grid is (row blocks, expert
+blocks x D splits), tiled by ``runtime/kernels/gate_tiles.py`` (which says why): each
+program computes [BLOCK_M, BLOCK_E] logits over its D range. With more than one program
+per row block they go to a float32 scratch ``part[split, T, E]``; every program then takes
+a ticket (an acq_rel atomic on the row block's counter) and the program that takes the
+last one sums the splits in split order (so the result does not depend on which program
+finishes last) and selects the row block's top-k, ``SEL_M`` rows at a time, then puts the
+counter back to 0 for the next call: one launch, no host sync, no memset, graph-capturable.
+With one program per row block the logits stay in registers and it selects at once.
+
+Selection: k rounds of one max-reduction over a packed int64 key per expert: the score's
+float bits mapped to an order-preserving int32 (high half) and ``E_PAD - 1 - expert``
+(low half). The maximum is the largest value and, among equal values, the lowest expert,
+exactly the reference's stable-sort tie rule, in one reduction instead of a max and then
+a min over the index. -0.0 is mapped to +0.0 first because the reference compares them
+equal. The chosen expert's score (not score + bias: the bias only selects) is gathered
+with a second reduction.
 """
 
 from __future__ import annotations
@@ -14,77 +27,137 @@ import triton.language as tl
 
 from runtime.config import V41Config
 from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.gate_tiles import GatePolicy
 from runtime.numerics import Numerics
 
 SCORING_CODES = {"sqrtsoftplus": 0, "sigmoid": 1, "softmax": 2}
+MAX_EXPERTS = 1 << 16  # the packed key keeps the expert in its low 16 bits
 
 
 def _gate_kernel(
-    x_ptr, w_ptr, bias_ptr, out_w_ptr, out_ids_ptr,
-    T, E, D,
+    x_ptr, w_ptr, bias_ptr, part_ptr, count_ptr, out_w_ptr, out_ids_ptr,
+    T, E, D, SPLIT_D,
     inv_temp, route_scale,
     TOPK: tl.constexpr, BLOCK_K_OUT: tl.constexpr, SCORING: tl.constexpr, RENORM: tl.constexpr,
     IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr,
+    E_PAD: tl.constexpr, SPLITS: tl.constexpr, SEL_M: tl.constexpr, ONE_PROGRAM: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.arange(0, BLOCK_E)
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    split = pid_n % SPLITS
+    m0 = pid_m * BLOCK_M
+    rows = m0 + tl.arange(0, BLOCK_M)
+    rows64 = rows.to(tl.int64)
+    cols = (pid_n // SPLITS) * BLOCK_E + tl.arange(0, BLOCK_E)
     row_ok = rows < T
     col_ok = cols < E
     acc = tl.zeros((BLOCK_M, BLOCK_E), dtype=tl.float32)
-    for d0 in range(0, D, BLOCK_D):
+    d_lo = split * SPLIT_D
+    d_hi = tl.minimum(d_lo + SPLIT_D, D)
+    for d0 in range(d_lo, d_hi, BLOCK_D):
         ds = d0 + tl.arange(0, BLOCK_D)
-        d_ok = ds < D
-        a = tl.load(x_ptr + rows[:, None] * D + ds[None, :], mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-        b = tl.load(w_ptr + cols[None, :] * D + ds[:, None], mask=col_ok[None, :] & d_ok[:, None], other=0.0)
+        d_ok = ds < d_hi
+        a = tl.load(x_ptr + rows64[:, None] * D + ds[None, :], mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + cols[None, :].to(tl.int64) * D + ds[:, None], mask=col_ok[None, :] & d_ok[:, None],
+                    other=0.0)
         if IEEE:
             acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
         else:
             acc += tl.dot(a, b)
-    z = acc * inv_temp
-    if SCORING == 0:  # sqrt(softplus(z)), torch's threshold 20
-        soft = tl.maximum(z, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(z)))
-        soft = tl.where(z > 20.0, z, soft)
-        scores = tl.sqrt(soft)
-    elif SCORING == 1:
-        scores = 1.0 / (1.0 + tl.exp(-z))
+    if ONE_PROGRAM:
+        n_sub = 1
     else:
-        zm = tl.where(col_ok[None, :], z, float("-inf"))
-        e = tl.exp(zm - tl.max(zm, axis=1)[:, None])
-        scores = e / tl.sum(e, axis=1)[:, None]
-    bias = tl.load(bias_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
-    sel = tl.where(col_ok[None, :], scores + bias[None, :], float("-inf"))
+        tl.store(part_ptr + (split * T + rows64)[:, None] * E + cols[None, :], acc,
+                 mask=row_ok[:, None] & col_ok[None, :])
+        tl.debug_barrier()  # every thread's partial is written before the ticket releases them
+        ticket = tl.atomic_add(count_ptr + pid_m, 1, sem="acq_rel")
+        last = ticket == tl.num_programs(1) - 1
+        tl.store(count_ptr + pid_m, 0, mask=last)  # all others have taken theirs: reset for the next call
+        n_sub = tl.where(last, (tl.minimum(T - m0, BLOCK_M) + SEL_M - 1) // SEL_M, 0)
+    ecols = tl.arange(0, E_PAD)
+    e_ok = ecols < E
     kcols = tl.arange(0, BLOCK_K_OUT)
-    top_w = tl.zeros((BLOCK_M, BLOCK_K_OUT), dtype=tl.float32)
-    top_i = tl.zeros((BLOCK_M, BLOCK_K_OUT), dtype=tl.int64)
-    for i in tl.static_range(TOPK):
-        best = tl.max(sel, axis=1)
-        pick = tl.min(tl.where(sel == best[:, None], cols[None, :], BLOCK_E), axis=1)
-        hit = cols[None, :] == pick[:, None]
-        w = tl.sum(tl.where(hit, scores, 0.0), axis=1)
-        top_w = tl.where(kcols[None, :] == i, w[:, None], top_w)
-        top_i = tl.where(kcols[None, :] == i, pick[:, None].to(tl.int64), top_i)
-        sel = tl.where(hit, float("-inf"), sel)
-    if RENORM:
-        top_w = top_w / (tl.sum(top_w, axis=1)[:, None] + 1e-20)
-    top_w = top_w * route_scale
-    out_mask = row_ok[:, None] & (kcols[None, :] < TOPK)
-    offs = rows[:, None] * TOPK + kcols[None, :]
-    tl.store(out_w_ptr + offs, top_w, mask=out_mask)
-    tl.store(out_ids_ptr + offs, top_i, mask=out_mask)
+    for sub in range(0, n_sub):
+        if ONE_PROGRAM:
+            srows = rows
+            z = acc
+        else:
+            srows = m0 + sub * SEL_M + tl.arange(0, SEL_M)
+            s_ok = (srows < T)[:, None] & e_ok[None, :]
+            z = tl.zeros((SEL_M, E_PAD), dtype=tl.float32)
+            for s in tl.static_range(SPLITS):  # split order, whoever finished last
+                # .cg: read through L2, never a stale L1 line of another program's partial
+                z += tl.load(part_ptr + (s * T + srows.to(tl.int64))[:, None] * E + ecols[None, :], mask=s_ok,
+                             other=0.0, cache_modifier=".cg")
+        srow_ok = srows < T
+        z = z * inv_temp
+        if SCORING == 0:  # sqrt(softplus(z)), torch's threshold 20
+            soft = tl.maximum(z, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(z)))
+            soft = tl.where(z > 20.0, z, soft)
+            scores = tl.sqrt(soft)
+        elif SCORING == 1:
+            scores = 1.0 / (1.0 + tl.exp(-z))
+        else:
+            zm = tl.where(e_ok[None, :], z, float("-inf"))
+            e = tl.exp(zm - tl.max(zm, axis=1)[:, None])
+            scores = e / tl.sum(e, axis=1)[:, None]
+        bias = tl.load(bias_ptr + ecols, mask=e_ok, other=0.0).to(tl.float32)
+        sel = tl.where(e_ok[None, :], scores + bias[None, :], float("-inf"))
+        bits = sel.to(tl.int32, bitcast=True)
+        bits = tl.where(bits == -2147483648, 0, bits)  # -0.0 ties with +0.0, as in torch
+        key = (bits ^ ((bits >> 31) & 0x7FFFFFFF)).to(tl.int64)  # float order as signed ints
+        packed = (key << 32) | (E_PAD - 1 - ecols).to(tl.int64)[None, :]
+        gone = tl.full((SEL_M, E_PAD), -1, tl.int64) << 63  # below every live key
+        top_w = tl.zeros((SEL_M, BLOCK_K_OUT), dtype=tl.float32)
+        top_i = tl.zeros((SEL_M, BLOCK_K_OUT), dtype=tl.int64)
+        for i in tl.static_range(TOPK):
+            best = tl.max(packed, axis=1)
+            hit = packed == best[:, None]
+            w = tl.sum(tl.where(hit, scores, 0.0), axis=1)
+            pick = (E_PAD - 1) - (best & 0xFFFF)
+            top_w = tl.where(kcols[None, :] == i, w[:, None], top_w)
+            top_i = tl.where(kcols[None, :] == i, pick[:, None], top_i)
+            packed = tl.where(hit, gone, packed)
+        if RENORM:
+            top_w = top_w / (tl.sum(top_w, axis=1)[:, None] + 1e-20)
+        top_w = top_w * route_scale
+        out_mask = srow_ok[:, None] & (kcols[None, :] < TOPK)
+        offs = srows.to(tl.int64)[:, None] * TOPK + kcols[None, :]
+        tl.store(out_w_ptr + offs, top_w, mask=out_mask)
+        tl.store(out_ids_ptr + offs, top_i, mask=out_mask)
 
 
 class FusedGate:
-    """Callable with :func:`runtime.moe.route`'s signature."""
+    """Callable with :func:`runtime.moe.route`'s signature.
 
-    def __init__(self) -> None:
+    Holds the row-block ticket counters (int32 zeros, one per row block, per device): the
+    kernel leaves them at zero after every call, so they are allocated once and never
+    cleared again. A grown set replaces the old one for new calls but the old one is kept
+    alive, because a CUDA graph captured earlier still points at it. One instance serves
+    one stream at a time (the runtime's case: a model's layers run in order on its stream);
+    two calls running at once on two streams would share counters."""
+
+    def __init__(self, policy: GatePolicy | None = None) -> None:
+        """``policy``: how calls are tiled (default :class:`GatePolicy`); benchmarks and
+        tests pass others (``GatePolicy(one_program=True)``: the first kernel's tiling)."""
         self.kernel = jit(_gate_kernel)
+        self.policy = policy or GatePolicy()
+        self._counters: dict[torch.device, list[torch.Tensor]] = {}
+
+    def counters(self, device: torch.device, n: int) -> torch.Tensor:
+        kept = self._counters.setdefault(device, [])
+        if not kept or kept[-1].numel() < n:
+            kept.append(torch.zeros(max(n, 64, 2 * kept[-1].numel() if kept else 0), dtype=torch.int32,
+                                    device=device))
+        return kept[-1]
 
     def __call__(self, x: torch.Tensor, gate_w: torch.Tensor, bias: torch.Tensor, config: V41Config,
                  num: Numerics) -> tuple[torch.Tensor, torch.Tensor]:
         t, d = x.shape
         e = gate_w.shape[0]
         k = config.num_experts_per_tok
+        if e >= MAX_EXPERTS:
+            raise ValueError(f"fused gate: at most {MAX_EXPERTS - 1} experts, got {e}")
         x = x.contiguous()
         w = gate_w.contiguous()
         if x.dtype != w.dtype:
@@ -94,18 +167,20 @@ class FusedGate:
         out_ids = torch.empty(t, k, dtype=torch.int64, device=x.device)
         if t == 0:
             return out_w, out_ids
-        block_e = max(16, next_pow2(e))
-        block_m = 16
-        block_d = 64 if block_e <= 128 else 32
-        renorm = config.norm_topk_prob and k > 1
-        self.kernel[(triton_cdiv(t, block_m),)](
-            x, w, bias.float().contiguous(), out_w, out_ids, t, e, d,
+        tiles = self.policy.tiling(t, d, e)
+        grid = tiles.grid(t, d, e)
+        one = tiles.one_program(d, e)
+        if one:
+            part, count = out_w, out_ids  # not read (ONE_PROGRAM)
+        else:
+            part = torch.empty(tiles.splits(d), t, e, dtype=torch.float32, device=x.device)
+            count = self.counters(x.device, grid[0])
+        self.kernel[grid](
+            x, w, bias.float().contiguous(), part, count, out_w, out_ids, t, e, d, tiles.split_d,
             1.0 / config.gate_temp, config.routed_scaling_factor,
             TOPK=k, BLOCK_K_OUT=max(2, next_pow2(k)), SCORING=SCORING_CODES[config.scoring_func],
-            RENORM=renorm, IEEE=ieee, BLOCK_M=block_m, BLOCK_E=block_e, BLOCK_D=block_d,
+            RENORM=config.norm_topk_prob and k > 1, IEEE=ieee, BLOCK_M=tiles.block_m,
+            BLOCK_E=tiles.block_e, BLOCK_D=tiles.block_d, E_PAD=tiles.e_pad, SPLITS=tiles.splits(d),
+            SEL_M=tiles.sel_m, ONE_PROGRAM=one, num_warps=tiles.num_warps,
         )
         return out_w, out_ids
-
-
-def triton_cdiv(a: int, b: int) -> int:
-    return -(-a // b)

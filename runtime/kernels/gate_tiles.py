@@ -1,0 +1,110 @@
+"""How the fused Mega-Gate (``runtime/kernels/gate.py``) tiles a call: rows x experts x D.
+
+Why a policy at all: the gate GEMM is [T, D] x [D, E]. At decode T is 1-64, so one program
+per 16 rows over all experts and all of D (the first kernel) left one or a few SMs reading
+the whole weight alone: 91-94 us at ``flash`` (3.9 MB of bf16 weight) and 10 us at ``mid``
+(benchmarks/results/kernels_h200.md), where the issue-16 goal is about two empty launches.
+Here the grid is (row blocks, expert blocks x D splits) sized to keep about ``programs``
+programs in flight; every program writes its [BLOCK_M, BLOCK_E] float32 partial logits and
+the last program of each row block (an atomic ticket) sums the D splits in split order and
+selects the top-k for those rows.
+
+Limits on the split, and why:
+- the tail program reads ``splits x rows x E x 4`` bytes of partials alone, so a split
+  that would make it read more than ``tail_bytes`` is not taken (at ``flash`` with 16
+  rows one split is 25 KB through one SM);
+- a D split never goes below one ``block_d`` chunk.
+
+With one expert block and one split the kernel keeps the logits in registers and selects
+at once (no scratch, no ticket): the first kernel's tiling, ``GatePolicy(one_program=True)``.
+Pure arithmetic on ints, so the policy is tested without running a kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.kernels.backend import next_pow2
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class GateTiling:
+    """One call's tiles. ``split_d``: D columns per program (a multiple of ``block_d``);
+    ``sel_m``: rows the selecting program handles at once (``block_m`` when the logits stay
+    in registers); ``e_pad``: experts padded to a power of two for the selection."""
+
+    block_m: int
+    block_e: int
+    block_d: int
+    split_d: int
+    sel_m: int
+    e_pad: int
+    num_warps: int = 4
+
+    def splits(self, d: int) -> int:
+        return cdiv(d, self.split_d)
+
+    def e_blocks(self, e: int) -> int:
+        return cdiv(e, self.block_e)
+
+    def grid(self, t: int, d: int, e: int) -> tuple[int, int]:
+        return cdiv(t, self.block_m), self.e_blocks(e) * self.splits(d)
+
+    def one_program(self, d: int, e: int) -> bool:
+        """True when a row block is one program: logits in registers, no ticket."""
+        return self.e_blocks(e) == 1 and self.splits(d) == 1
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    """Chooses a :class:`GateTiling` per call from (T, D, E).
+
+    ``programs``: programs to aim for (about two per SM of an H200, 132 SMs);
+    ``tail_bytes``: most partial-logit bytes one selecting program may read;
+    ``block_d`` / ``block_e``: 0 = by row count (decode, T <= 64: 16 rows x 16 experts and
+    the widest D chunk that still gives ``programs / 2``, so each program reads a small
+    share of the weight in few loads and the weight is read from HBM once; more rows:
+    64 x 64 tiles x 64, so x and the weight are re-read from L2 fewer times);
+    ``one_program``: the first kernel's tiling (one program per 16 rows, all experts,
+    all of D), kept to measure against (benchmarks/gate_tiles.py)."""
+
+    programs: int = 256
+    tail_bytes: int = 64 * 1024
+    block_d: int = 0
+    block_e: int = 0
+    num_warps: int = 4
+    one_program: bool = False
+
+    def tiling(self, t: int, d: int, e: int) -> GateTiling:
+        e_pad = max(16, next_pow2(e))
+        if self.one_program:
+            block_d = self.block_d or (64 if e_pad <= 128 else 32)
+            return GateTiling(16, e_pad, block_d, cdiv(d, block_d) * block_d, 16, e_pad, self.num_warps)
+        decode = t <= 64
+        block_m = 16 if decode else 64
+        block_e = min(e_pad, self.block_e or (16 if decode else 64))
+        row_blocks, e_blocks = cdiv(t, block_m), cdiv(e, block_e)
+        block_d = self.block_d or (self.decode_block_d(row_blocks * e_blocks, d) if decode else 64)
+        chunks = cdiv(d, block_d)
+        rows = max(1, min(t, block_m))
+        most = max(1, min(chunks, self.tail_bytes // (rows * e * 4)))
+        splits = max(1, min(most, cdiv(self.programs, row_blocks * e_blocks)))
+        per_split = cdiv(chunks, splits)
+        if e_blocks == 1 and cdiv(chunks, per_split) == 1:
+            sel_m = block_m  # one program per row block: selects from its registers
+        else:
+            sel_m = min(block_m, max(2, next_pow2(t)), max(2, 4096 // e_pad))
+        return GateTiling(block_m, block_e, block_d, per_split * block_d, sel_m, e_pad, self.num_warps)
+
+    def decode_block_d(self, tiles: int, d: int) -> int:
+        """The widest D chunk (256 .. 32) at which ``tiles`` (row x expert blocks) times
+        the chunks of D reach half the program target: ``flash`` (24 expert blocks) gets
+        256, ``mid`` (2 expert blocks) 32."""
+        for block_d in (256, 128, 64):
+            if tiles * cdiv(d, block_d) >= self.programs // 2:
+                return block_d
+        return 32
