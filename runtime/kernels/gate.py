@@ -15,9 +15,10 @@ Selection: k rounds of one max-reduction over a packed int64 key per expert: the
 float bits mapped to an order-preserving int32 (high half) and ``E_PAD - 1 - expert``
 (low half). The maximum is the largest value and, among equal values, the lowest expert,
 exactly the reference's stable-sort tie rule, in one reduction instead of a max and then
-a min over the index. -0.0 is mapped to +0.0 first because the reference compares them
-equal. The chosen expert's score (not score + bias: the bias only selects) is gathered
-with a second reduction.
+a min over the index. (The map would order -0.0 below +0.0, which torch compares equal;
+no selection value is -0.0: every score is >= +0.0 and +0.0 + -0.0 is +0.0.) The chosen
+expert's score (not score + bias: the bias only selects) is gathered with a second
+reduction.
 """
 
 from __future__ import annotations
@@ -104,7 +105,6 @@ def _gate_kernel(
         bias = tl.load(bias_ptr + ecols, mask=e_ok, other=0.0).to(tl.float32)
         sel = tl.where(e_ok[None, :], scores + bias[None, :], float("-inf"))
         bits = sel.to(tl.int32, bitcast=True)
-        bits = tl.where(bits == -2147483648, 0, bits)  # -0.0 ties with +0.0, as in torch
         key = (bits ^ ((bits >> 31) & 0x7FFFFFFF)).to(tl.int64)  # float order as signed ints
         packed = (key << 32) | (E_PAD - 1 - ecols).to(tl.int64)[None, :]
         gone = tl.full((SEL_M, E_PAD), -1, tl.int64) << 63  # below every live key

@@ -15,7 +15,9 @@ Tolerances (max |fused - reference|, per op and dtype; "rel" is relative to max 
 
 from __future__ import annotations
 
+import gc
 import os
+import weakref
 
 import pytest
 import torch
@@ -23,8 +25,10 @@ import torch
 from runtime.config import V41Config
 from runtime.kernels import KernelRegistry
 from runtime.kernels.attention_tiles import AttentionTile
+from runtime.kernels.gate_tiles import GatePolicy
 from runtime.kernels.reference import REFERENCE_OPS
 from runtime.mhc import HcMix
+from runtime.moe import score_fn
 from runtime.numerics import Numerics
 
 CUDA = torch.cuda.is_available()
@@ -90,19 +94,32 @@ def ids_agree_tie_robust(ids_a, ids_b, values, k_tol, what, seed):
 # ---------------------------------------------------------------------------- gate
 GATE_CPU = [(TINY, 1), (TINY, 5), (TINY.replace(n_routed_experts=24, num_experts_per_tok=6), 19),
             (TINY.replace(scoring_func="sigmoid"), 7), (TINY.replace(scoring_func="softmax"), 3)]
-GATE_GPU = [(MID, 1), (MID, 8), (MID, 64), (MID, 300), (FLASH, 1), (FLASH, 64), (FLASH, 517)]
+GATE_GPU = [(MID, 1), (MID, 8), (MID, 64), (MID, 300), (MID, 512), (FLASH, 1), (FLASH, 8), (FLASH, 64),
+            (FLASH, 517)]
+# Tilings of the fused gate (runtime/kernels/gate_tiles.py): the default policy; the first
+# kernel's one program per 16 rows over all experts and D; and a fine one (16-wide D chunks,
+# up to 1000 programs) so that even tiny shapes take many expert blocks and many D splits.
+GATE_POLICIES = {"default": GatePolicy(), "one_program": GatePolicy(one_program=True),
+                 "fine": GatePolicy(programs=1000, tail_bytes=1 << 20, block_d=16, block_e=16)}
 
 
-def check_gate(fused, gen, config, t, dtype):
-    d, e = config.hidden_size, config.n_routed_experts
+def fused_gate(policy: str):
+    """A fused gate tiled by GATE_POLICIES[policy]; imported here, after the ``fused``
+    fixture has set TRITON_INTERPRET (Triton reads it at its first import)."""
+    from runtime.kernels.gate import FusedGate
+
+    return FusedGate(GATE_POLICIES[policy])
+
+
+def check_gate(gate, gen, config, t, dtype, d=None):
+    d, e = d or config.hidden_size, config.n_routed_experts
     x = randn(gen, t, d, dtype=dtype)
     w = randn(gen, e, d, dtype=dtype, scale=d**-0.5)
     bias = randn(gen, e, scale=0.1)
-    fw, fi = fused.gate(x, w, bias, config, NUM)
+    fw, fi = gate(x, w, bias, config, NUM)
     rw, ri = REFERENCE_OPS["gate"](x, w, bias, config, NUM)
     seed = gen.initial_seed()
-    sel = REFERENCE_OPS["gate"].__globals__["score_fn"](x.float() @ w.float().t() / config.gate_temp,
-                                                         config.scoring_func) + bias
+    sel = score_fn(x.double() @ w.double().t() / config.gate_temp, config.scoring_func) + bias.double()
     ids_agree_tie_robust(fi, ri, sel, 1e-5, "gate ids", seed)
     same = (fi.sort(1).values == ri.sort(1).values).all(1)
     order_f, order_r = fi.sort(1).indices, ri.sort(1).indices
@@ -112,15 +129,105 @@ def check_gate(fused, gen, config, t, dtype):
 
 @pytest.mark.parametrize("config,t", GATE_CPU)
 def test_gate_parity_small(fused, gen, config, t):
-    check_gate(fused, gen, config, t, torch.float32)
+    check_gate(fused.gate, gen, config, t, torch.float32)
+
+
+# (T, D, E, k, scoring): T off the 16/64-row blocks, E off powers of two and E = 384 (flash's
+# experts at a small D, so the interpreter stays fast), every scoring function.
+GATE_EDGES = [(19, 64, 24, 6, "sigmoid"), (33, 64, 384, 6, "sqrtsoftplus"), (70, 32, 40, 3, "softmax"),
+              (1, 96, 384, 6, "softmax"), (17, 48, 48, 2, "sqrtsoftplus")]
+
+
+@pytest.mark.parametrize("policy", list(GATE_POLICIES))
+@pytest.mark.parametrize("t,d,e,k,scoring", GATE_EDGES)
+def test_gate_tilings_match_the_reference_at_edge_shapes(fused, gen, policy, t, d, e, k, scoring):
+    config = TINY.replace(n_routed_experts=e, num_experts_per_tok=k, scoring_func=scoring)
+    check_gate(fused_gate(policy), gen, config, t, torch.float32, d=d)
+
+
+@pytest.mark.parametrize("policy", list(GATE_POLICIES))
+@pytest.mark.parametrize("e", [48, 384])
+@pytest.mark.parametrize("scoring", ["sqrtsoftplus", "sigmoid", "softmax"])
+def test_gate_exact_ties_go_to_the_lowest_expert(fused, gen, policy, e, scoring):
+    """Exactly tied selection values, in different expert blocks and across D splits: the
+    picks must be the reference's (stable sort: the lower expert first), in its order.
+    Inputs are small multiples of powers of two, so every logit is exact in float32 whatever
+    the split: experts 3, e/2, e-1 tie at the top, 5 and e/3 tie below them, every other
+    expert is at most a quarter of that, so k = 4 takes the top three and then expert 5."""
+    t, d = 19, 64
+    sign = torch.where(torch.rand(d, generator=gen) < 0.5, -1.0, 1.0)
+    x = sign * torch.randint(1, 3, (t, d), generator=gen).float()
+    w = torch.randint(-1, 2, (e, d), generator=gen).float() / 32
+    for expert in (3, e // 2, e - 1):
+        w[expert] = sign / 8
+    for expert in (5, e // 3):
+        w[expert] = sign / 16
+    bias = torch.zeros(e)
+    config = TINY.replace(n_routed_experts=e, num_experts_per_tok=4, scoring_func=scoring)
+    x, w, bias = x.to(DEVICE), w.to(DEVICE), bias.to(DEVICE)
+    fw, fi = fused_gate(policy)(x, w, bias, config, NUM)
+    rw, ri = REFERENCE_OPS["gate"](x, w, bias, config, NUM)
+    expected = torch.tensor([3, e // 2, e - 1, 5]).expand(t, 4)
+    assert torch.equal(ri.cpu(), expected)  # the construction does what it says
+    assert torch.equal(fi.cpu(), expected)
+    close(fw, rw, 1e-5, what="tied gate weights")
+
+
+def test_gate_counters_return_to_zero_and_grown_ones_stay_alive(fused):
+    """The row-block tickets are left at zero by every call (so they are never cleared
+    again), and a counter set that was outgrown is kept: a CUDA graph may still use it."""
+    gate = fused_gate("fine")
+    config = TINY.replace(n_routed_experts=24, num_experts_per_tok=6)
+    g = torch.Generator().manual_seed(0)
+    for t in (3, 37, 3):  # 1, 3, 1 row blocks: each call must find zeros
+        check_gate(gate, g, config, t, torch.float32, d=32)
+        assert int(gate.counters(torch.device(DEVICE), 1).abs().sum()) == 0
+    first = gate.counters(torch.device(DEVICE), 1)
+    held = weakref.ref(first)
+    grown = gate.counters(torch.device(DEVICE), 10 * first.numel())
+    assert grown is not first and grown.numel() >= 10 * first.numel() and int(grown.abs().sum()) == 0
+    del first
+    gc.collect()
+    assert held() is not None
+    assert gate.counters(torch.device(DEVICE), 1) is grown
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("config,t", GATE_GPU)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_gate_parity_gpu(fused, gen, config, t, dtype):
-    check_gate(fused, gen, config, t, dtype)
+@pytest.mark.parametrize("policy", ["default", "one_program"])
+def test_gate_parity_gpu(fused, gen, config, t, dtype, policy):
+    check_gate(fused_gate(policy), gen, config, t, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("config,t", [(MID, 1), (FLASH, 1), (FLASH, 8), (FLASH, 64)])
+def test_gate_graph_replay_is_sync_free_and_bitwise_stable(fused, gen, config, t):
+    """Which program of a row block finishes last varies from run to run on the GPU; the
+    splits are summed in split order, so 30 eager calls and a replayed CUDA graph of the
+    same call give bit-identical weights and ids, without a host sync."""
+    gate = fused_gate("default")
+    d, e = config.hidden_size, config.n_routed_experts
+    x = randn(gen, t, d, dtype=torch.bfloat16)
+    w = randn(gen, e, d, dtype=torch.bfloat16, scale=d**-0.5)
+    bias = randn(gen, e, scale=0.1)
+    first_w, first_i = gate(x, w, bias, config, NUM)  # warm-up: compiles, allocates the counters
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        runs = [gate(x, w, bias, config, NUM) for _ in range(30)]
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            replay_w, replay_i = gate(x, w, bias, config, NUM)
+        graph.replay()
+        graph.replay()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    for out_w, out_i in [*runs, (replay_w, replay_i)]:
+        assert torch.equal(out_w, first_w) and torch.equal(out_i, first_i)
 
 
 # ---------------------------------------------------------------------------- mhc

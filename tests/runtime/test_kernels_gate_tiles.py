@@ -1,0 +1,61 @@
+"""The fused gate's tiling policy (runtime/kernels/gate_tiles.py) keeps the promises its
+docstring makes, on the shapes that matter (mid, flash, tiny) and on odd ones. Pure
+arithmetic: the kernel's parity at these tilings is tests/runtime/test_kernels_parity.py."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from runtime.config import V41Config
+from runtime.kernels.gate_tiles import GatePolicy, cdiv
+
+SHAPES = [(V41Config.preset(n).hidden_size, V41Config.preset(n).n_routed_experts) for n in ("tiny", "mid", "flash")]
+SHAPES += [(64, 24), (96, 384), (48, 40), (7168, 256)]
+ROWS = [1, 2, 7, 8, 16, 17, 33, 64, 65, 300, 512, 4096]
+POLICIES = [GatePolicy(), GatePolicy(programs=1000, tail_bytes=1 << 20, block_d=16, block_e=16),
+            GatePolicy(tail_bytes=16 * 1024, block_d=128, block_e=32)]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_every_tiling_covers_d_and_experts_and_respects_the_tail_budget(policy):
+    for (d, e), t in itertools.product(SHAPES, ROWS):
+        tiles = policy.tiling(t, d, e)
+        splits = tiles.splits(d)
+        where = f"t={t} d={d} e={e}: {tiles}"
+        assert tiles.split_d % tiles.block_d == 0, where
+        assert (splits - 1) * tiles.split_d < d <= splits * tiles.split_d, where  # no empty split
+        assert tiles.e_blocks(e) * tiles.block_e >= e and tiles.e_pad >= e, where
+        for size in (tiles.block_m, tiles.block_e, tiles.block_d, tiles.sel_m, tiles.e_pad):
+            assert size & (size - 1) == 0, where  # Triton's blocks are powers of two
+        assert tiles.block_m >= 16 and tiles.block_e >= 16 and tiles.block_d >= 16, where  # tl.dot's minimum
+        assert tiles.block_m % tiles.sel_m == 0, where
+        if tiles.one_program(d, e):
+            assert tiles.sel_m == tiles.block_m and tiles.block_e == tiles.e_pad, where
+        elif splits > 1:
+            assert splits * min(t, tiles.block_m) * e * 4 <= policy.tail_bytes, where
+
+
+def test_decode_shapes_get_enough_programs_and_read_the_weight_once():
+    """The point of the re-tiling (issue 16): at one row, flash's 3.9 MB weight and mid's
+    131 KB are spread over at least 128 programs (the first kernel: one), and up to 16
+    rows make one row block, so every weight element is read by exactly one program."""
+    policy = GatePolicy()
+    for name in ("mid", "flash"):
+        c = V41Config.preset(name)
+        d, e = c.hidden_size, c.n_routed_experts
+        rows, cols = policy.tiling(1, d, e).grid(1, d, e)
+        assert rows * cols >= 128, name
+        for t in (1, 8, 16):
+            assert policy.tiling(t, d, e).grid(t, d, e)[0] == 1, (name, t)
+
+
+def test_one_program_policy_is_the_first_kernels_tiling():
+    """16 rows per program over all experts and all of D (what benchmarks/gate_tiles.py
+    measures as "old"); 32-wide D chunks once the experts pad past 128, as before."""
+    policy = GatePolicy(one_program=True)
+    for (d, e), t in itertools.product(SHAPES, ROWS):
+        tiles = policy.tiling(t, d, e)
+        assert tiles.grid(t, d, e) == (cdiv(t, 16), 1) and tiles.one_program(d, e)
+        assert tiles.block_d == (64 if tiles.e_pad <= 128 else 32)
