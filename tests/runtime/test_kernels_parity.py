@@ -206,8 +206,9 @@ def test_gate_parity_gpu(fused, gen, config, t, dtype, policy):
 @pytest.mark.parametrize("config,t", [(MID, 1), (FLASH, 1), (FLASH, 8), (FLASH, 64)])
 def test_gate_graph_replay_is_sync_free_and_bitwise_stable(fused, gen, config, t):
     """Which program of a row block finishes last varies from run to run on the GPU; the
-    splits are summed in split order, so 30 eager calls and a replayed CUDA graph of the
-    same call give bit-identical weights and ids, without a host sync."""
+    splits are summed in split order, so 30 eager calls (under sync debug mode "error": a
+    host sync raises) and a replayed CUDA graph of the same call (a sync inside a capture
+    fails it) give bit-identical weights and ids."""
     gate = fused_gate("default")
     d, e = config.hidden_size, config.n_routed_experts
     x = randn(gen, t, d, dtype=torch.bfloat16)
@@ -218,13 +219,13 @@ def test_gate_graph_replay_is_sync_free_and_bitwise_stable(fused, gen, config, t
     torch.cuda.set_sync_debug_mode("error")
     try:
         runs = [gate(x, w, bias, config, NUM) for _ in range(30)]
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            replay_w, replay_i = gate(x, w, bias, config, NUM)
-        graph.replay()
-        graph.replay()
     finally:
         torch.cuda.set_sync_debug_mode("default")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        replay_w, replay_i = gate(x, w, bias, config, NUM)
+    for _ in range(3):
+        graph.replay()
     torch.cuda.synchronize()
     for out_w, out_i in [*runs, (replay_w, replay_i)]:
         assert torch.equal(out_w, first_w) and torch.equal(out_i, first_i)
