@@ -2,7 +2,8 @@
 
 Ops (reference twin in ``reference.py``, fused module in parentheses):
 - ``mhc``       Mega-mHC: pending post + coefficients + Sinkhorn + collapse + norm (mhc.py)
-- ``gate``      Mega-Gate: GEMM + sqrtsoftplus + bias + top-k + renormalise (gate.py)
+- ``gate``      Mega-Gate: GEMM + sqrtsoftplus + bias + top-k + renormalise, split over
+                experts and D, the last program per row block selects (gate.py, gate_tiles.py)
 - ``indexer``   sparse-MQA logits with the visibility mask (indexer.py)
 - ``topk``      top-k ids with the lowest-index tie rule: a radix select, one program per row (topk.py)
 - ``attention`` sparse attention over window + top-k entries with the sink, split-K (attention.py;
