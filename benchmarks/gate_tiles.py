@@ -15,7 +15,9 @@ whose expert sets differ; max weight error on the others), so a fast wrong tilin
 
     PYTHONPATH=. python benchmarks/gate_tiles.py --out "$OUT" [--sweep] [--scales flash] [--rows 1,8]
 
-Writes gate_tiles_<gpu>.json and gate_tiles_<gpu>.md under --out.
+Writes gate_tiles_<gpu>[_sweep][_<scales>].json and .md under --out (the suffixes when
+--sweep is given or the scales / rows are not the default). A full sweep compiles about 30
+tilings per case: run it one scale at a time (``--sweep --scales flash``).
 """
 
 from __future__ import annotations
@@ -190,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S, "empty_us": empty,
            "reps": args.reps,
            "rows": [{**asdict(r), "roofline": r.roofline, "goal_met": r.goal_met} for r in done]}
-    tag = env["gpu"].split()[-1].lower()
+    tag = env["gpu"].split()[-1].lower() + ("_sweep" if args.sweep else "")
+    tag += "" if args.scales == "mid,flash" and args.rows == "1,8,64,512" else "_" + "_".join(scales)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"gate_tiles_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
     note = markdown(env, done, command, empty, args.reps)
