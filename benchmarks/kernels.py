@@ -70,7 +70,7 @@ class Case:
 
     def goal(self, empty_launch_ms: float) -> tuple[str, bool | None]:
         """Issue 16's goal for this case and whether it is met: a memory-bound op moving
-        >= 4 MB must reach 60 % of the roofline; one moving less is bounded by launch cost,
+        >= LARGE_OP_BYTES (4 MiB) must reach 60 % of the roofline; one moving less is bounded by launch cost,
         so its device time must be within 2x an empty kernel's (replayed the same way in
         the same run). Compute-bound cases have no goal here (None). Without a graph time
         the eager time stands in, which only makes the verdict stricter."""

@@ -25,6 +25,7 @@ import torch
 
 from benchmarks.records import environment, header, write
 from benchmarks.sweep_aa import RESULTS, SPEED, plan_document
+from validate.demo.plan import CONCURRENCY as DEMO_CONCURRENCY
 from validate.demo.plan import SPEED as DEMO_SPEED
 from validate.demo.plan import plan_document as demo_plan_document
 from validate.plan import parse_plan
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     demo = args.settings == "demo"
     rounds = args.rounds or (DEMO_SPEED["rounds"] if demo else 8)
-    concurrency = args.concurrency or (demo_plan_document()["concurrency"] if demo else 4)
+    concurrency = args.concurrency or (DEMO_CONCURRENCY if demo else 4)
     load_before = os.getloadavg()[0]
     rows = measure(args.copies, rounds, concurrency, args.device, args.settings)
     doc = {"device": args.device, "copies": args.copies, "rounds": rounds, "settings": args.settings,

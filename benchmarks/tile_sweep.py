@@ -2,7 +2,7 @@
 kernels on one GPU: which dot precision, warps and tile sizes put them nearest the
 roofline (issue 16), each variant checked against the reference before it is timed.
 
-    PYTHONPATH=. python benchmarks/tile_sweep.py --out benchmarks/results [--ops mhc,inv_rope]
+    PYTHONPATH=. python benchmarks/tile_sweep.py --out benchmarks/results [--ops mhc inv_rope]
 
 Device time per call from CUDA-graph replay (``benchmarks/kernels.py``'s ``graph_ms``), next
 to an empty Triton kernel and a one-load-one-store kernel replayed the same way (the floor
@@ -173,14 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 64, 512, 4096])
-    parser.add_argument("--ops", default=",".join(OPS), help=f"comma-separated, of {', '.join(OPS)}")
+    parser.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
     args = parser.parse_args(argv)
-    ops = tuple(op.strip() for op in args.ops.split(",") if op.strip())
-    unknown = sorted(set(ops) - set(OPS))
-    if unknown:
-        print(f"benchmarks/tile_sweep.py: --ops: unknown {', '.join(unknown)} (expected some of {', '.join(OPS)})",
-              file=sys.stderr)
-        return 2
+    ops = tuple(args.ops)
     if not torch.cuda.is_available():
         print("benchmarks/tile_sweep.py: needs a CUDA GPU", file=sys.stderr)
         return 2

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runtime.kernels.backend import next_pow2
+
 T_BUCKETS = (1, 8, 64)  # upper bounds of the decode buckets; more queries: PREFILL
 PREFILL = 0  # the bucket of more than T_BUCKETS[-1] queries
 HD_BUCKETS = (128, 512)  # head dims up to 128, and larger
@@ -49,7 +51,7 @@ class AttentionTile:
                              f"{self.num_stages}, {self.splits}")
 
     def heads_per_program(self, n_heads: int) -> int:
-        wanted = max(16, 1 << max(0, (n_heads - 1).bit_length()))
+        wanted = max(16, next_pow2(n_heads))
         return min(self.block_h, wanted)
 
     def label(self) -> str:

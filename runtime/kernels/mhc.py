@@ -27,7 +27,7 @@ import torch
 import triton.language as tl
 
 from runtime.config import V41Config
-from runtime.kernels.backend import jit
+from runtime.kernels.backend import jit, next_pow2
 from runtime.mhc import HcMix
 from runtime.numerics import Numerics
 
@@ -218,9 +218,9 @@ class FusedMhc:
         self.block_t = block_t
         self.block_d = block_d
 
-    def splits_for(self, t: int, d: int, block_t: int) -> int:
+    def splits_for(self, t: int, d: int) -> int:
         """D splits for ``t`` rows (1: one program sweeps all of D for its rows)."""
-        row_blocks = -(-t // block_t)
+        row_blocks = -(-t // self.block_t)
         use = self.split if self.split is not None else row_blocks < SPLIT_BELOW_PROGRAMS
         if not use:
             return 1
@@ -250,7 +250,7 @@ class FusedMhc:
         pre_shift, fn = pre_shift.float().contiguous(), fn.float().contiguous()
         base, scale, norm_weight = base.float().contiguous(), scale.float().contiguous(), norm_weight.contiguous()
         dtype = TL_DTYPES[streams.dtype]
-        splits = self.splits_for(t, d, block_t)
+        splits = self.splits_for(t, d)
         split_d = -(-d // (splits * block_d)) * block_d
         splits = -(-d // split_d)
         part = torch.empty(splits, t, MIX_COLS + 2, dtype=torch.float32, device=dev)
@@ -263,11 +263,11 @@ class FusedMhc:
         )
         # The finish kernel needs no tl.dot: few rows get small row blocks (more programs,
         # fewer masked lanes), many rows the split kernel's.
-        finish_t = min(block_t, max(2, 1 << (t - 1).bit_length()))
+        finish_t = min(block_t, max(2, next_pow2(t)))
         self.finish_kernel[(-(-t // finish_t), splits)](
             part, base, scale, norm_weight, pre, post, comb, x,
             t, d, split_d, splits, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters,
-            DTYPE=dtype, BLOCK_T=finish_t, BLOCK_D=block_d, SPLITS_P2=max(2, 1 << (splits - 1).bit_length()),
+            DTYPE=dtype, BLOCK_T=finish_t, BLOCK_D=block_d, SPLITS_P2=max(2, next_pow2(splits)),
             num_warps=self.num_warps,
         )
         return new_streams, HcMix(pre, post, comb), x
