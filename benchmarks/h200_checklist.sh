@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The H200 runs that issues 15 and 16 still need on the merged main, batched into one
 # device call of under 10 minutes (each step bounded by its own timeout; results and logs
-# go to $OUT; the result files of /tmp/res come back as one tar). Usage on the device:
+# go to $OUT; the result files of /tmp/res come back as one tar, rewritten after each step so
+# a call cut short still returns what finished). Usage on the device:
 #   OUT=/path bash benchmarks/h200_checklist.sh
 set -u
 export PYTHONPATH=.
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
-el() { echo "[$1 rc=$2 at $(( $(date +%s) - T0 )) s]"; }
+el() { echo "[$1 rc=$2 at $(( $(date +%s) - T0 )) s]"; tar -cf "$OUT/res.tar" -C /tmp res; }
 timeout 110 python benchmarks/kernels.py --out "$R" > "$OUT/kernels.log" 2>&1; el kernels $?
 grep -E "^empty|Goal met" "$OUT/kernels.log"
 timeout 160 python benchmarks/flash_forward.py --kernels reference fused --numerics invariant --prefix 1024 --suffix 512 --chunk 512 --steps 2 --out "$R" > "$OUT/flash.log" 2>&1; el flash $?
@@ -17,4 +18,3 @@ timeout 120 python -m pytest -q -m gpu tests/runtime/test_kernels_parity.py -k "
 grep -E "passed|failed|FAILED|Error" "$OUT/tests.log" | tail -8
 timeout 30 python benchmarks/mhc_precision.py --out "$R" > "$OUT/precision.log" 2>&1; el precision $?
 tail -6 "$OUT/precision.log"
-tar -cf "$OUT/res.tar" -C /tmp res
