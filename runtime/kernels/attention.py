@@ -48,6 +48,8 @@ def _attn_partial_kernel(
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
     source shared by all queries, the engine's layout)."""
+    # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
+    scale = tl.cast(scale, tl.float32)
     t = tl.program_id(0).to(tl.int64)
     hb = tl.program_id(1)
     split = tl.program_id(2)

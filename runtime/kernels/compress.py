@@ -33,6 +33,8 @@ def _pool_norm_kernel(
     ROUND_BF16: tl.constexpr, ROUND_BF16_OUT: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
+    # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
+    eps = tl.cast(eps, tl.float32)
     groups = tl.program_id(0) * BLOCK_G + tl.arange(0, BLOCK_G)
     cols = tl.arange(0, BLOCK_C)
     c_ok = cols < C

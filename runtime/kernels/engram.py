@@ -61,6 +61,8 @@ def _gather_rows_kernel(ids_ptr, table_ptr, out_ptr, n_rows, cols, ids_stride_t,
 def _gate_add_kernel(streams_ptr, kv_ptr, q_w_ptr, k_w_ptr, out_ptr, HC, D, eps, inv_sqrt_d, clamp,
                      BLOCK_D: tl.constexpr, DTYPE: tl.constexpr):
     """Program (t, s): out[t, s] = X + sigmoid(signed_sqrt(dot)) * v, all in float32."""
+    # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
+    eps, inv_sqrt_d, clamp = tl.cast(eps, tl.float32), tl.cast(inv_sqrt_d, tl.float32), tl.cast(clamp, tl.float32)
     t = tl.program_id(0).to(tl.int64)
     s = tl.program_id(1).to(tl.int64)
     dim = tl.arange(0, BLOCK_D)

@@ -43,6 +43,8 @@ def _gate_kernel(
     IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr,
     E_PAD: tl.constexpr, SPLITS: tl.constexpr, SEL_M: tl.constexpr, ONE_PROGRAM: tl.constexpr,
 ):
+    # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
+    inv_temp, route_scale = tl.cast(inv_temp, tl.float32), tl.cast(route_scale, tl.float32)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     split = pid_n % SPLITS

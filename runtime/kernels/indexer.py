@@ -24,6 +24,8 @@ def _index_logits_kernel(
     NI: tl.constexpr, DI: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
     IEEE: tl.constexpr,
 ):
+    # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
+    scale = tl.cast(scale, tl.float32)
     pid_t = tl.program_id(0)
     pid_n = tl.program_id(1)
     M: tl.constexpr = BLOCK_T * NI

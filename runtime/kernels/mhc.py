@@ -149,6 +149,8 @@ def _mhc_finish_kernel(
     loaded at once ([BLOCK_T, SPLITS_P2, ...] tiles, one memory round trip) and reduced
     by one fixed tree, so the sum is deterministic; a loop over the splits waited for
     one load per split (32 at ``mid`` decode)."""
+    # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
+    norm_eps, hc_eps = tl.cast(norm_eps, tl.float32), tl.cast(hc_eps, tl.float32)
     HC: tl.constexpr = 4
     PART: tl.constexpr = 34
     NCOL: tl.constexpr = 32
