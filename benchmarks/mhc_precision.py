@@ -1,7 +1,9 @@
 """How far the fused mHC site's coefficients (pre, post, comb) are from a float64 oracle,
 with the projections in float32 FMA ("ieee") or three TF32 products ("tf32x3"), next to
 the float32 reference op, on the same bf16 streams (what the GPU parity test's "same
-streams" check compares).
+streams" check compares). Two cases, as in that test: the site alone, and the site that
+first applies the previous site's mixing (``out``, ``prev``), whose coefficients are then
+compared with the oracle on each variant's own mixed streams.
 
     PYTHONPATH=. python benchmarks/mhc_precision.py --out benchmarks/results
 
@@ -21,7 +23,7 @@ from benchmarks.kernels import environment
 from runtime.config import V41Config
 from runtime.kernels.mhc import FusedMhc
 from runtime.kernels.reference import REFERENCE_OPS
-from runtime.mhc import sinkhorn
+from runtime.mhc import HcMix, sinkhorn
 from runtime.numerics import Numerics
 
 
@@ -51,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     d, t = c.hidden_size, args.rows
     variants = {"reference (torch float32)": None, "fused ieee": FusedMhc(precision="ieee"),
                 "fused tf32x3": FusedMhc(precision="tf32x3")}
-    worst = {name: {"pre": 0.0, "post": 0.0, "comb": 0.0} for name in variants}
+    cases = ("site alone", "after the previous mixing")
+    worst = {(case, name): {"pre": 0.0, "post": 0.0, "comb": 0.0} for case in cases for name in variants}
     for seed in range(args.seeds):
         g = torch.Generator(device="cuda").manual_seed(seed)
         streams = torch.randn(t, 4, d, generator=g, device="cuda").bfloat16()
@@ -60,13 +63,19 @@ def main(argv: list[str] | None = None) -> int:
         scale = torch.randn(3, generator=g, device="cuda").abs() + 0.5
         pre_shift = torch.rand(t, 4, generator=g, device="cuda")
         norm_w = torch.randn(d, generator=g, device="cuda").bfloat16()
-        want = oracle(streams, fn, base, scale, c)
-        for name, op in variants.items():
-            fn_call = op if op is not None else REFERENCE_OPS["mhc"]
-            _, mix, _ = fn_call(streams, None, None, pre_shift, fn, base, scale, norm_w, c, Numerics())
-            for k in worst[name]:
-                err = float((getattr(mix, k).double() - want[k]).abs().max())
-                worst[name][k] = max(worst[name][k], err)
+        out = torch.randn(t, d, generator=g, device="cuda").bfloat16()
+        prev = HcMix(torch.randn(t, 4, generator=g, device="cuda").sigmoid(),
+                     2 * torch.randn(t, 4, generator=g, device="cuda").sigmoid(),
+                     torch.softmax(torch.randn(t, 4, 4, generator=g, device="cuda"), -1))
+        for case, (site_out, site_prev) in zip(cases, [(None, None), (out, prev)], strict=True):
+            for name, op in variants.items():
+                fn_call = op if op is not None else REFERENCE_OPS["mhc"]
+                mixed, mix, _ = fn_call(streams, site_out, site_prev, pre_shift, fn, base, scale, norm_w, c,
+                                        Numerics())
+                want = oracle(mixed if site_prev is not None else streams, fn, base, scale, c)
+                for k, so_far in worst[case, name].items():
+                    err = float((getattr(mix, k).double() - want[k]).abs().max())
+                    worst[case, name][k] = max(so_far, err)
     env = environment()
     env["allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/mhc_precision.py", *(argv or sys.argv[1:])])
@@ -74,12 +83,13 @@ def main(argv: list[str] | None = None) -> int:
              f"- GPU: {env['gpu']}; torch {env['torch']}, triton {env['triton']}; torch matmul TF32: "
              f"{env['allow_tf32']}", f"- Command: `{command}`",
              f"- mid, {t} rows of bf16 streams, {args.seeds} seeds; max |coefficient - float64| over all.", "",
-             "| variant | pre | post | comb |", "|---|---:|---:|---:|"]
-    lines += [f"| {name} | {w['pre']:.2e} | {w['post']:.2e} | {w['comb']:.2e} |" for name, w in worst.items()]
+             "| case | variant | pre | post | comb |", "|---|---|---:|---:|---:|"]
+    lines += [f"| {case} | {name} | {w['pre']:.2e} | {w['post']:.2e} | {w['comb']:.2e} |"
+              for (case, name), w in worst.items()]
     tag = env["gpu"].split()[-1].lower()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"mhc_precision_{tag}.json").write_text(json.dumps(
-        {"environment": env, "command": command, "rows": t, "seeds": args.seeds, "max_abs_error": worst},
+        {"environment": env, "command": command, "rows": t, "seeds": args.seeds, "max_abs_error": [{"case": case, "variant": name, **w} for (case, name), w in worst.items()]},
         indent=2) + "\n")
     (args.out / f"mhc_precision_{tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
