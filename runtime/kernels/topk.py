@@ -45,6 +45,7 @@ import torch
 import triton.language as tl
 
 from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.topk_tiles import TopkSplitPolicy
 
 RADIX_BINS = 32  # 5-bit digits: the cheapest bits per warp instruction of the ballot lowering
 KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inverted)
@@ -77,15 +78,25 @@ class TopkTiling:
             raise ValueError(f"TopkTiling.unroll: expected >= 1, got {self.unroll}")
 
 
-def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, N, K, STRIDE,
-                 GROUPS: tl.constexpr, BLOCK: tl.constexpr, UNROLL: tl.constexpr):
-    """One program per row. Triton helpers would have to be jitted at import, which the
-    registry's interpreter/compiler rule forbids (backend.py), so the passes are one loop."""
+def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, id_map_ptr, ROW_N, CHUNK, K,
+                 STRIDE, GROUPS: tl.constexpr, BLOCK: tl.constexpr, UNROLL: tl.constexpr,
+                 SCORES: tl.constexpr, MAPPED: tl.constexpr):
+    """One program per (row, chunk): program (r, c) selects among keys [c x CHUNK, (c + 1) x
+    CHUNK) of row r (ROW_N keys; one chunk of CHUNK >= ROW_N is the whole row) and writes k
+    ids to output row r x chunks + c. ``SCORES``: also the picked scores (-inf padded), for
+    the second pass of a split; ``MAPPED``: the ids written are ``id_map[r, position]``
+    (the second pass reading candidates) instead of the chunk's offset + position.
+    Triton helpers would have to be jitted at import, which the registry's
+    interpreter/compiler rule forbids (backend.py), so the passes are one loop."""
     row = tl.program_id(0).to(tl.int64)
-    src = scores_ptr + row * N
-    cand_key = cand_key_ptr + row * STRIDE
-    cand_id = cand_id_ptr + row * STRIDE
-    dst = out_ptr + row * K
+    part = tl.program_id(1)
+    base = part * CHUNK
+    N = tl.minimum(CHUNK, ROW_N - base)  # this program's keys
+    src = scores_ptr + row * ROW_N + base
+    slot_row = row * tl.num_programs(1) + part
+    cand_key = cand_key_ptr + slot_row * STRIDE
+    cand_id = cand_id_ptr + slot_row * STRIDE
+    dst = out_ptr + slot_row * K
     lanes = tl.arange(0, GROUPS)
     bins = tl.arange(0, 32)
 
@@ -164,19 +175,33 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, N, K, STRIDE,
         picked = ok & ((keys > v) | (tie & (tie_rank < left)))
         slot = written + tl.cumsum(picked.to(tl.int32), axis=0) - 1
         ids = tl.load(cand_id + offs, mask=picked, other=0)
-        tl.store(dst + slot, ids.to(tl.int64), mask=picked)
+        if MAPPED:
+            ids = tl.load(id_map_ptr + row * ROW_N + ids, mask=picked, other=-1)
+        else:
+            ids = ids.to(tl.int64) + base
+        tl.store(dst + slot, ids, mask=picked)
+        if SCORES:  # the key back to its float: inverse of the map of step 1
+            bits = tl.where((keys >> 31) != 0, keys & 0x7FFFFFFF, ~keys)
+            tl.store(out_score_ptr + slot_row * K + slot, bits.to(tl.float32, bitcast=True), mask=picked)
         written += tl.sum(picked.to(tl.int32), axis=0)
         ties += tl.sum(tie.to(tl.int32), axis=0)
     for start in range(0, K, BLOCK):
         offs = start + tl.arange(0, BLOCK)
-        tl.store(dst + offs, tl.full((BLOCK,), -1, dtype=tl.int64), mask=(offs >= written) & (offs < K))
+        pad = (offs >= written) & (offs < K)
+        tl.store(dst + offs, tl.full((BLOCK,), -1, dtype=tl.int64), mask=pad)
+        if SCORES:
+            tl.store(out_score_ptr + slot_row * K + offs, tl.full((BLOCK,), float("-inf"), dtype=tl.float32),
+                     mask=pad)
 
 
 class FusedTopk:
-    """Callable with :func:`runtime.kernels.reference.topk_entries`'s signature."""
+    """Callable with :func:`runtime.kernels.reference.topk_entries`'s signature. ``policy``
+    decides per call whether rows are split over programs (runtime/kernels/topk_tiles.py);
+    ``tiling`` is the one-pass kernel's."""
 
-    def __init__(self, tiling: TopkTiling | None = None) -> None:
+    def __init__(self, tiling: TopkTiling | None = None, policy: TopkSplitPolicy | None = None) -> None:
         self.tiling = tiling or TopkTiling()
+        self.policy = policy or TopkSplitPolicy()
         self.kernel = jit(_topk_kernel)
 
     def __call__(self, scores: torch.Tensor, k: int) -> torch.Tensor:
@@ -185,15 +210,35 @@ class FusedTopk:
             return torch.full((t, max(k, 0)), -1, dtype=torch.int64, device=scores.device)
         scores = scores.float().contiguous()  # exact for bf16/fp16: same order, same ties
         out = torch.empty(t, k, dtype=torch.int64, device=scores.device)
-        groups = min(self.tiling.groups, max(RADIX_BINS, next_pow2(n)))
-        stride = max(n, groups)  # a row's scratch holds its group maxima, then its candidates
-        unroll = max(1, min(self.tiling.unroll, -(-n // groups)))  # no wholly empty tiles
-        rows = max(1, min(t, self.tiling.scratch_entries // stride))
-        cand_keys = torch.empty(rows, stride, dtype=torch.int32, device=scores.device)
-        cand_ids = torch.empty(rows, stride, dtype=torch.int32, device=scores.device)
+        split = self.policy.split(t, n, k)
+        if split.chunks == 1:
+            self.select(scores, out, k, n, 1, self.tiling.groups)
+            return out
+        width = split.candidates(k)  # chunk c of row r fills [r, c k : (c + 1) k]
+        cand_scores = torch.empty(t, width, dtype=torch.float32, device=scores.device)
+        cand_ids = torch.empty(t, width, dtype=torch.int64, device=scores.device)
+        self.select(scores, cand_ids, k, split.chunk, split.chunks, split.groups, out_scores=cand_scores)
+        self.select(cand_scores, out, k, width, 1, split.groups, id_map=cand_ids)
+        return out
+
+    def select(self, scores: torch.Tensor, out: torch.Tensor, k: int, chunk: int, chunks: int, groups: int,
+               out_scores: torch.Tensor | None = None, id_map: torch.Tensor | None = None) -> None:
+        """One launch per slice of rows: ``chunks`` programs per row of ``chunk`` keys each,
+        k ids per (row, chunk) into ``out`` [T, chunks x k] (and their scores into
+        ``out_scores``); ids read through ``id_map`` [T, N] where given."""
+        t, n = scores.shape
+        groups = min(groups, max(RADIX_BINS, next_pow2(chunk)))
+        stride = max(chunk, groups)  # a program's scratch holds its group maxima, then its candidates
+        unroll = max(1, min(self.tiling.unroll, -(-chunk // groups)))  # no wholly empty tiles
+        rows = max(1, min(t, self.tiling.scratch_entries // (stride * chunks)))
+        cand_keys = torch.empty(rows * chunks, stride, dtype=torch.int32, device=scores.device)
+        cand_ids = torch.empty(rows * chunks, stride, dtype=torch.int32, device=scores.device)
+        extra_scores = out if out_scores is None else out_scores  # unused pointers when not wanted
+        extra_map = out if id_map is None else id_map
         for first in range(0, t, rows):  # row slices of contiguous tensors stay contiguous
             last = min(t, first + rows)
-            self.kernel[(last - first,)](scores[first:last], cand_keys, cand_ids, out[first:last], n, k,
-                                         stride, GROUPS=groups, BLOCK=self.tiling.block, UNROLL=unroll,
-                                         num_warps=self.tiling.num_warps)
-        return out
+            self.kernel[(last - first, chunks)](
+                scores[first:last], cand_keys, cand_ids, out[first:last], extra_scores[first:last],
+                extra_map[first:last], n, chunk, k, stride, GROUPS=groups, BLOCK=self.tiling.block,
+                UNROLL=unroll, SCORES=out_scores is not None, MAPPED=id_map is not None,
+                num_warps=self.tiling.num_warps)

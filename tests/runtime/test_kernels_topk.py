@@ -203,13 +203,16 @@ COMPILE = textwrap.dedent("""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from runtime.kernels.topk import _topk_kernel
-    sig = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
-           "N": "i32", "K": "i32", "STRIDE": "i32", "GROUPS": "constexpr", "BLOCK": "constexpr",
-           "UNROLL": "constexpr"}
-    src = ASTSource(fn=triton.jit(_topk_kernel), signature=sig,
-                    constexprs={"GROUPS": 4096, "BLOCK": 1024, "UNROLL": 2})
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
-    print(len(kernel.asm["cubin"]), kernel.asm["ptx"].count("bar.sync"))
+    for scores, mapped, groups in ((False, False, 4096), (True, False, 1024), (False, True, 1024)):
+        sig = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
+               "out_score_ptr": "*fp32", "id_map_ptr": "*i64", "ROW_N": "i32", "CHUNK": "i32", "K": "i32",
+               "STRIDE": "i32", "GROUPS": "constexpr", "BLOCK": "constexpr", "UNROLL": "constexpr",
+               "SCORES": "constexpr", "MAPPED": "constexpr"}
+        src = ASTSource(fn=triton.jit(_topk_kernel), signature=sig,
+                        constexprs={"GROUPS": groups, "BLOCK": 1024, "UNROLL": 2, "SCORES": scores,
+                                    "MAPPED": mapped})
+        kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+        print(len(kernel.asm["cubin"]), kernel.asm["ptx"].count("bar.sync"))
 """)
 
 
@@ -217,7 +220,8 @@ COMPILE = textwrap.dedent("""
 def test_compiles_for_sm90_without_a_gpu(tmp_path):
     """The interpreter runs code the compiler refuses (a plain global int read in the
     kernel, a constexpr re-bound in an unrolled loop: both met while writing it), so the
-    kernel is also compiled to a Hopper cubin with Triton's bundled ptxas. A fresh process:
+    kernel's three forms (one pass; a split's chunk pass writing scores; its candidate pass
+    reading ids through the map) are also compiled to a Hopper cubin with Triton's bundled ptxas. A fresh process:
     this session's ``triton.language`` was imported for the interpreter (tests/conftest.py)."""
     try:
         from triton.backends import backends
@@ -231,8 +235,8 @@ def test_compiles_for_sm90_without_a_gpu(tmp_path):
     done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    cubin_bytes, barriers = (int(x) for x in done.stdout.split()[-2:])
-    assert cubin_bytes > 0 and barriers > 0
+    variants = [tuple(int(x) for x in line.split()) for line in done.stdout.strip().splitlines()[-3:]]
+    assert len(variants) == 3 and all(cubin > 0 and barriers > 0 for cubin, barriers in variants), done.stdout
 
 
 # ---------------------------------------------------------------------------- GPU, real shapes

@@ -1,0 +1,109 @@
+"""When the fused top-k (``runtime/kernels/topk.py``) splits a row over programs, and how.
+
+Why split at all: the radix select is one program per row, and that program reads its
+whole row twice and runs eleven dependent histogram passes. At 128k keys one row took
+0.10 ms on the H200 whether there were 1, 8 or 64 rows (benchmarks/results/topk_h200.md):
+a decode step at batch 1 had one SM working. Split, each row is cut into C chunks of
+``chunk`` keys, one program per (row, chunk) selects its chunk's top-k with the same rule,
+and a second launch selects the row's top-k among the C x k candidates (topk.py proves
+the result is the same ids).
+
+Why a table and not a formula: the cost is two terms that pull apart, one program's chunk
+(about ``chunk`` keys read twice) and the second pass over ``C x k`` candidates, plus a
+fixed latency per pass that only the GPU can tell. Each row of ``SPLIT_TABLE`` gives, for
+k up to ``max_k``, the chunk length and the interleaved groups both passes use (group
+maxima bound the k-th key; ``groups`` about 2 x k keeps that bound tight while the four
+passes over the maxima stay short). The first rows are the balance point of the two
+terms at 128k keys (chunk ~ sqrt(N x k)), chosen by that argument and not yet measured:
+``benchmarks/topk.py --chunks`` times other chunk lengths next to them; a row edited here
+is the whole change.
+
+When: a call splits only while it has fewer than ``programs`` (row, chunk) programs, so a
+prefill of many rows keeps the one-pass kernel (its programs already fill the GPU), and
+only into as many chunks as leave the second pass no more than ``1 / min_shrink`` of the
+row. Pure arithmetic on ints, tested without running a kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.kernels.backend import next_pow2
+
+SMALLEST = 32  # the radix select's bins: no tile or group count below it
+
+
+@dataclass(frozen=True)
+class SplitRow:
+    """For k <= ``max_k``: chunks of ``chunk`` keys, ``groups`` interleaved groups per pass."""
+
+    max_k: int
+    chunk: int
+    groups: int
+
+    def __post_init__(self) -> None:
+        for name in ("chunk", "groups"):
+            value = getattr(self, name)
+            if value < SMALLEST or value != next_pow2(value):
+                raise ValueError(f"SplitRow.{name}: expected a power of two >= {SMALLEST}, got {value}")
+        if self.max_k < 1:
+            raise ValueError(f"SplitRow.max_k: expected >= 1, got {self.max_k}")
+
+
+SPLIT_TABLE: tuple[SplitRow, ...] = (
+    SplitRow(max_k=512, chunk=8192, groups=1024),  # 128k keys: 16 chunks, 8192 candidates
+    SplitRow(max_k=1024, chunk=16384, groups=2048),  # 128k keys: 8 chunks, 8192 candidates
+    SplitRow(max_k=2048, chunk=16384, groups=4096),  # 128k keys: 8 chunks, 16384 candidates
+)
+
+
+@dataclass(frozen=True)
+class TopkSplit:
+    """One call's split: ``chunks`` programs per row of ``chunk`` keys each (the last one
+    shorter), ``groups`` interleaved groups in both passes. ``chunks == 1``: the one-pass
+    kernel with its own tiling."""
+
+    chunks: int
+    chunk: int
+    groups: int
+
+    def candidates(self, k: int) -> int:
+        """Candidates per row the second pass reads: k from every chunk."""
+        return self.chunks * k
+
+
+ONE_PASS = TopkSplit(1, 0, 0)
+
+
+@dataclass(frozen=True)
+class TopkSplitPolicy:
+    """``programs``: split only while rows x chunks stays below this (about two per SM of
+    an H200, 132 SMs); ``min_shrink``: the candidates of a row (chunks x k) are at most
+    1 / min_shrink of the row, else fewer chunks; ``table``: rows by k (ascending
+    ``max_k``), ``SPLIT_TABLE`` by default; k above the last row never splits.
+    ``programs=0`` never splits (the one-pass kernel, kept to measure against)."""
+
+    programs: int = 256
+    min_shrink: int = 4
+    table: tuple[SplitRow, ...] = SPLIT_TABLE
+
+    def __post_init__(self) -> None:
+        if self.programs < 0 or self.min_shrink < 1:
+            raise ValueError(f"TopkSplitPolicy: expected programs >= 0 and min_shrink >= 1, got "
+                             f"{self.programs}, {self.min_shrink}")
+        if [r.max_k for r in self.table] != sorted({r.max_k for r in self.table}):
+            raise ValueError("TopkSplitPolicy.table: expected rows in ascending, distinct max_k")
+
+    def row_for(self, k: int) -> SplitRow | None:
+        return next((r for r in self.table if k <= r.max_k), None)
+
+    def split(self, t: int, n: int, k: int) -> TopkSplit:
+        """The split of a [t, n] call selecting k per row."""
+        row = self.row_for(k)
+        if row is None or t <= 0 or k <= 0:
+            return ONE_PASS
+        chunks = min(-(-n // row.chunk), self.programs // t, n // (self.min_shrink * k))
+        if chunks < 2:
+            return ONE_PASS
+        chunk = -(-n // chunks)
+        return TopkSplit(-(-n // chunk), chunk, row.groups)  # no empty last chunk
