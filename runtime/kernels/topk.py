@@ -35,6 +35,35 @@ candidate list, found in two element-wise sweeps of the row:
 Out-of-range elements and excluded ones go to bin 0, whose count is then corrected, so
 the kernel does not depend on ``tl.histogram``'s ``mask`` argument (not in every Triton).
 NaN scores are outside the rule (the reference has none to follow) and are not handled.
+
+Few rows: a row split over programs (``runtime/kernels/topk_tiles.py`` decides when).
+One program reads a whole row, so a decode step at batch 1 ran on one SM. Split, row r is
+cut into C chunks of consecutive keys; launch 1 runs this kernel once per (row, chunk),
+each selecting its chunk's k with the same rule and writing (score, id) pairs, -inf / -1
+padded, chunk after chunk: row r's C x k candidates lie in ascending id order (padding
+aside). Launch 2 runs the same kernel on that candidate row and maps the picked positions
+back to ids. Why the result is the reference's, exactly: order the keys of a row by
+(score descending, index ascending); the reference takes the first k finite ones, W.
+Take w in W, in chunk c. The keys of chunk c that come before w in that order also come
+before it in the whole row, and fewer than k do, so w is among chunk c's first k, and it
+is finite: it is one of chunk c's candidates. So every winner is a candidate; a
+candidate not in W comes after every member of W in the order; and launch 2's order is
+the same order (its positions rise with the ids, and the scores are copied bit for bit,
+-0.0 made +0.0 as in step 1, an equal-key tie either way). Launch 2's first k finite
+candidates are therefore W. Fewer than k finite scores: each chunk keeps all of its
+finite ones, so launch 2 sees, and takes, all of them.
+
+Why chunks and not one radix select over the whole row by many programs (per-row
+histograms in global memory, atomics): that select needs the row's histogram complete
+before the next digit is known, i.e. a grid-wide barrier per pass, so several launches
+per pass, or a spin-wait on a counter that only works while every program is resident,
+plus zeroed histograms for each call (a memset, or a ticket to clear them), and the ties
+at the k-th key still need an index-ordered count across programs. The chunked form is
+two launches of one kernel whose exactness is the one-pass kernel's (the same code, its
+tests), needs no atomics, no zeroing (scratch and candidates are ``torch.empty``; every
+slot read was written in the same launch) and no host sync, so it is captured in a CUDA
+graph like the one-pass kernel. What it costs: launch 2 reads C x k candidates in one
+program per row, which the policy bounds (a quarter of the row at most).
 """
 
 from __future__ import annotations
@@ -45,7 +74,7 @@ import torch
 import triton.language as tl
 
 from runtime.kernels.backend import jit, next_pow2
-from runtime.kernels.topk_tiles import TopkSplitPolicy
+from runtime.kernels.topk_tiles import TopkSplit, TopkSplitPolicy
 
 RADIX_BINS = 32  # 5-bit digits: the cheapest bits per warp instruction of the ballot lowering
 KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inverted)
@@ -210,10 +239,19 @@ class FusedTopk:
             return torch.full((t, max(k, 0)), -1, dtype=torch.int64, device=scores.device)
         scores = scores.float().contiguous()  # exact for bf16/fp16: same order, same ties
         out = torch.empty(t, k, dtype=torch.int64, device=scores.device)
-        split = self.policy.split(t, n, k)
-        if split.chunks == 1:
+        return self.run(scores, k, self.policy.split(t, n, k), out)
+
+    def run(self, scores: torch.Tensor, k: int, split: TopkSplit, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Top-k of float32 ``scores`` [T, N] (contiguous, T, N, k > 0) with ``split``:
+        ``ONE_PASS``, or two launches over ``split.chunks`` chunks (tests force any split,
+        one chunk included, that the policy would not choose)."""
+        t, n = scores.shape
+        out = torch.empty(t, k, dtype=torch.int64, device=scores.device) if out is None else out
+        if split.chunk == 0:
             self.select(scores, out, k, n, 1, self.tiling.groups)
             return out
+        if split.chunks != -(-n // split.chunk):
+            raise ValueError(f"TopkSplit: {split.chunks} chunks of {split.chunk} do not cover {n} keys exactly")
         width = split.candidates(k)  # chunk c of row r fills [r, c k : (c + 1) k]
         cand_scores = torch.empty(t, width, dtype=torch.float32, device=scores.device)
         cand_ids = torch.empty(t, width, dtype=torch.int64, device=scores.device)

@@ -60,8 +60,8 @@ SPLIT_TABLE: tuple[SplitRow, ...] = (
 @dataclass(frozen=True)
 class TopkSplit:
     """One call's split: ``chunks`` programs per row of ``chunk`` keys each (the last one
-    shorter), ``groups`` interleaved groups in both passes. ``chunks == 1``: the one-pass
-    kernel with its own tiling."""
+    shorter), ``groups`` interleaved groups in both passes. ``ONE_PASS`` (``chunk == 0``):
+    the one-pass kernel with its own tiling."""
 
     chunks: int
     chunk: int

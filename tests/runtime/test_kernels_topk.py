@@ -198,6 +198,106 @@ def test_tiling_rejects_a_non_power_of_two():
         TopkTiling(unroll=0)
 
 
+# ---------------------------------------------------------------- rows split over programs
+# A split (runtime/kernels/topk_tiles.py) is forced with FusedTopk.run, so every test picks
+# its chunk borders; chunks of 40-64 keys and 32 groups keep the interpreter fast.
+def split_of(n: int, chunk: int):
+    from runtime.kernels.topk_tiles import TopkSplit
+
+    return TopkSplit(-(-n // chunk), chunk, 32)
+
+
+def check_split(topk, scores: torch.Tensor, k: int, chunk: int, seed, what: str) -> None:
+    split = split_of(scores.shape[1], chunk)
+    check(lambda x, kk: topk.run(x.float().contiguous(), kk, split), scores, k, seed,
+          f"{what}, {split.chunks} chunks of {chunk}")
+
+
+@pytest.mark.parametrize("t,n,k,chunk", [(2, 300, 16, 64), (1, 257, 40, 48)])
+def test_split_random_scores_match_the_sort(topk, gen, t, n, k, chunk):
+    check_split(topk, torch.randn(t, n, generator=gen), k, chunk, gen.initial_seed(), "random")
+
+
+def test_split_heavy_ties_across_chunk_borders(topk, gen):
+    """Two and four distinct values: the k-th value's ties run through every chunk, and a
+    chunk's own top-k keeps ties its row will not take."""
+    scores = torch.cat([few_values(gen, 1, 256, 2), few_values(gen, 1, 256, 4)])
+    check_split(topk, scores, 50, 64, gen.initial_seed(), "2 and 4 values")
+
+
+def test_split_equal_runs_over_a_border(topk, gen):
+    """Row 0 all equal (the first k ids win, from two chunks); row 1: a run of the best
+    value from id 50 to 90 over the border at 64; row 2: the best run in the last chunk."""
+    scores = torch.rand(3, 192, generator=gen)
+    scores[0] = 0.5
+    scores[1, 50:90] = 2.0
+    scores[2, 150:] = 2.0
+    check_split(topk, scores, 45, 64, gen.initial_seed(), "equal runs")
+
+
+def test_split_neg_inf_runs_and_short_chunks(topk, gen):
+    scores = torch.randn(5, 192, generator=gen)
+    scores[0] = NEG_INF  # nothing finite: all -1
+    scores[1, :120] = NEG_INF  # the first chunk empty, the k from the last ones
+    scores[2, 40:] = NEG_INF  # one chunk with 40 finite < k, the rest empty
+    scores[3, ::2] = NEG_INF  # every chunk with fewer finite (32) than k
+    scores[4, 64:128] = NEG_INF  # a -inf chunk between finite ones
+    check_split(topk, scores, 48, 64, gen.initial_seed(), "-inf")
+
+
+def test_split_signed_zeros(topk, gen):
+    """-0.0 and +0.0 tie in every chunk and in the candidates (the scores written by the
+    chunk pass are +0.0), the lower index winning across chunks."""
+    signs = torch.where(torch.rand(2, 160, generator=gen) < 0.5, -1.0, 1.0)
+    scores = torch.zeros(2, 160) * signs
+    scores[:, 150:] = 1.0
+    scores[1, :30] = -1.0
+    check_split(topk, scores, 70, 40, gen.initial_seed(), "signed zeros")
+
+
+@pytest.mark.parametrize("k,chunk", [(50, 32), (150, 64)])
+def test_split_k_at_or_above_the_chunk_or_row(topk, gen, k, chunk):
+    """k > the chunk (every chunk keeps all its keys), k = N = 150 (all of the row)."""
+    scores = torch.randn(2, 150, generator=gen)
+    scores[1, 70:75] = NEG_INF
+    check_split(topk, scores, k, chunk, gen.initial_seed(), f"k={k}")
+
+
+def test_split_of_one_chunk_equals_the_one_pass_kernel(topk, gen):
+    """Both launches of a split over one chunk give the one-pass kernel's ids (and the sort's)."""
+    from runtime.kernels.topk_tiles import ONE_PASS
+
+    scores = few_values(gen, 2, 130, 5)
+    scores[1, 100:] = NEG_INF
+    one = topk.run(scores, 40, ONE_PASS)
+    assert torch.equal(topk.run(scores, 40, split_of(130, 130)), one), f"seed {gen.initial_seed()}"
+    check(lambda x, kk: one, scores, 40, gen.initial_seed(), "one pass")
+
+
+def test_policy_split_through_the_call_in_several_launches(monkeypatch, gen):
+    """The registry's path: FusedTopk() with a policy that splits, and a scratch budget of
+    one row per launch, so 2 rows of 4 chunks run as 2 + 2 launches."""
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.topk import FusedTopk, TopkTiling
+    from runtime.kernels.topk_tiles import SplitRow, TopkSplitPolicy
+
+    policy = TopkSplitPolicy(min_shrink=2, table=(SplitRow(max_k=32, chunk=64, groups=32),))
+    fused = FusedTopk(TopkTiling(groups=32, block=32, scratch_entries=256), policy)
+    assert policy.split(2, 256, 16).chunks == 4
+    scores = few_values(gen, 2, 256, 6)
+    scores[1, :100] = NEG_INF
+    check(fused, scores, 16, gen.initial_seed(), "policy split")
+
+
+def test_split_must_cover_the_row():
+    from runtime.kernels.topk import FusedTopk
+    from runtime.kernels.topk_tiles import TopkSplit
+
+    with pytest.raises(ValueError, match="TopkSplit: 2 chunks of 64 do not cover 200 keys"):
+        FusedTopk().run(torch.zeros(1, 200), 4, TopkSplit(2, 64, 32))
+
+
 COMPILE = textwrap.dedent("""
     import triton
     from triton.backends.compiler import GPUTarget

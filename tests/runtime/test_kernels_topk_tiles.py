@@ -1,0 +1,58 @@
+"""The top-k split policy (runtime/kernels/topk_tiles.py) keeps the promises of its
+docstring on the indexer's shapes and on odd ones. Pure arithmetic: the kernel's exactness
+under any split is tests/runtime/test_kernels_topk.py."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from runtime.kernels.topk_tiles import ONE_PASS, SPLIT_TABLE, SplitRow, TopkSplitPolicy
+
+ROWS = [1, 2, 3, 4, 8, 16, 17, 64, 65, 128, 300, 4096]
+KEYS = [1, 31, 100, 4096, 8191, 8192, 8193, 65536, 100_003, 131072, 1 << 20]
+KS = [1, 32, 512, 513, 1024, 2048, 2049]
+POLICIES = [TopkSplitPolicy(), TopkSplitPolicy(programs=1000, min_shrink=1),
+            TopkSplitPolicy(programs=64, table=(SplitRow(max_k=64, chunk=32, groups=32),))]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_every_split_covers_the_row_and_keeps_its_bounds(policy):
+    for t, n, k in itertools.product(ROWS, KEYS, KS):
+        split = policy.split(t, n, k)
+        where = f"t={t} n={n} k={k}: {split}"
+        if split == ONE_PASS:
+            continue
+        row = policy.row_for(k)
+        assert row is not None and split.groups == row.groups, where
+        assert split.chunks >= 2, where
+        assert (split.chunks - 1) * split.chunk < n <= split.chunks * split.chunk, where  # no empty chunk
+        assert t * split.chunks <= policy.programs, where
+        assert split.candidates(k) * policy.min_shrink <= n, where
+        assert split.chunks <= -(-n // row.chunk), where  # never more chunks than the table's length gives
+        if t * -(-n // row.chunk) <= policy.programs and -(-n // row.chunk) * k * policy.min_shrink <= n:
+            assert split.chunk <= row.chunk, where  # neither cap binds: the table's length
+
+
+def test_the_indexer_shapes_split_as_the_table_says():
+    """flash's k = 512 at 128k keys: 16 chunks of 8192 at batch 1-16, fewer as rows grow,
+    none once the rows alone fill the programs; k = 2048 in chunks of 16384."""
+    policy = TopkSplitPolicy()
+    assert [policy.split(t, 131072, 512).chunks for t in (1, 2, 4, 8, 16, 64, 128, 256)] == \
+        [16, 16, 16, 16, 16, 4, 2, 1]
+    assert policy.split(1, 131072, 512).chunk == 8192
+    assert policy.split(1, 131072, 2048).chunk == 16384 and policy.split(1, 65536, 2048).chunks == 4
+    assert policy.split(1, 8192, 512) == ONE_PASS  # one chunk's worth of keys
+    assert policy.split(1, 131072, 4096) == ONE_PASS  # above the table
+    assert TopkSplitPolicy(programs=0).split(1, 131072, 512) == ONE_PASS
+
+
+def test_the_table_is_valid_and_bad_rows_are_refused():
+    assert [r.max_k for r in SPLIT_TABLE] == sorted(r.max_k for r in SPLIT_TABLE)
+    with pytest.raises(ValueError, match="SplitRow.chunk: expected a power of two >= 32, got 1000"):
+        SplitRow(max_k=8, chunk=1000, groups=32)
+    with pytest.raises(ValueError, match="ascending, distinct max_k"):
+        TopkSplitPolicy(table=(SplitRow(64, 64, 32), SplitRow(32, 64, 32)))
+    with pytest.raises(ValueError, match="programs >= 0 and min_shrink >= 1"):
+        TopkSplitPolicy(min_shrink=0)
