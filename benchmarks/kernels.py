@@ -166,9 +166,15 @@ def indexer_case(ops, c: V41Config, name: str, t: int, n: int):
 
 
 def indexer_topk_case(ops, c: V41Config, name: str, t: int, n: int):
+    """The registry's indexer then the registry's top-k (against the reference pair); the
+    shape names the top-k's split (runtime/kernels/topk_tiles.py) so a reading is tied to it."""
     case, args = indexer_case(ops, c, name, t, n)
     case.op = "indexer+topk"
     case.bytes += 4 * t * n + 8 * t * c.index_topk
+    policy = getattr(ops.topk, "policy", None)  # the fused top-k's; the reference has none
+    if policy is not None:
+        split = policy.split(t, n, c.index_topk)
+        case.shape += f" k={c.index_topk} " + ("one pass" if split.chunk == 0 else f"{split.chunks}x{split.chunk}")
     return case, args
 
 
@@ -266,7 +272,7 @@ def run(ops, only: tuple[str, ...] = ()) -> list[Case]:
                 cases.append(("rope_quant", *rope_quant_case(ops, c, name, rows, use)))
         for t in (1, 8, 64, 4096):
             cases.append(("engram", *engram_case(ops, c, name, t)))
-    for t, n in ((1, 131072), (8, 131072), (1, 65536)):
+    for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536)):
         cases.append(("indexer+topk", *indexer_topk_case(ops, flash, "flash 128k", t, n)))
     if only:
         cases = [entry for entry in cases if entry[0] in only]

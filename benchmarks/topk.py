@@ -1,19 +1,30 @@
 """Top-k of indexer scores on one GPU: a dense stable sort vs the torch.topk threshold path
 (the reference op, ``runtime.indexer.top_k_entries``: one select for the k-th value, a
 cumulative count for the ties, a scatter) vs the Triton radix select
-(``runtime.kernels.topk.FusedTopk``), at N = 8192 / 65536 / 131072, T = 1 / 8 / 64,
-k = 512 / 2048, on two score distributions:
+(``runtime.kernels.topk.FusedTopk``), on two score distributions:
 
 - ``randn``: float32 N(0, 1), no ties (the kernel's candidate list is about k long);
 - ``relu``: ReLU(N(0, 1) - 2), about 98 % exact zeros; where fewer than k scores are
   positive the k-th value is 0 and every zero is a candidate (the kernel's worst case).
 
-Every case first checks that the Triton ids equal the sort's (exactly, ties included).
+Shapes: the one-pass set (N = 8192 / 65536 / 131072, T = 1 / 8 / 64, k = 512 / 2048) and
+the split set (N = 65536 / 131072, T = 1 / 2 / 4 / 8, k = 512 / 1024 / 2048), where a row
+is split over programs (runtime/kernels/topk_tiles.py). Triton rows per shape:
+
+- ``one pass <tiling>``: the one-pass kernel (split policy off) for each ``--tilings``;
+- ``policy``: ``FusedTopk()`` as the kernel registry builds it (its split, if any; left
+  out where the policy does not split: it is then the one-pass row of the default tiling);
+- ``chunk <L>[:<groups>]``: a forced split into chunks of L keys (split shapes only, each
+  ``--chunks`` entry that gives >= 2 chunks and at most N / 2 candidates; groups from the
+  policy's table row for k unless given), to re-set the table from one run.
+
+Every row first checks that the Triton ids equal the sort's (exactly, ties included).
 Times: the median of CUDA-event timings of eager calls (Python and launches included), and
 the per-call device time replaying 20 calls from one CUDA graph (timing helpers of
-``benchmarks/kernels.py``).
+``benchmarks/kernels.py``). Indexer + top-k against the dense reference at 128k keys, with
+the registry's top-k, is ``benchmarks/kernels.py --ops indexer+topk``.
 
-    PYTHONPATH=. python benchmarks/topk.py --out benchmarks/results
+    PYTHONPATH=. python benchmarks/topk.py --out benchmarks/results [--shapes split]
 
 Writes topk_<gpu>.json and topk_<gpu>.md.
 """
@@ -31,8 +42,11 @@ from benchmarks.kernels import environment, graph_ms, median_ms
 from benchmarks.records import write
 from runtime.kernels.reference import REFERENCE_OPS
 
-SHAPES = [(n, t, k) for n in (8192, 65536, 131072) for t in (1, 8, 64) for k in (512, 2048)]
+ONE_PASS_SHAPES = [(n, t, k) for n in (8192, 65536, 131072) for t in (1, 8, 64) for k in (512, 2048)]
+SPLIT_SHAPES = [(n, t, k) for n in (65536, 131072) for t in (1, 2, 4, 8) for k in (512, 1024, 2048)]
+SHAPE_SETS = {"all": sorted(set(ONE_PASS_SHAPES) | set(SPLIT_SHAPES)), "split": SPLIT_SHAPES}
 DISTRIBUTIONS = ("randn", "relu")
+DEFAULT_CHUNKS = "4096,8192,16384,32768"
 
 
 @dataclass
@@ -41,7 +55,8 @@ class Row:
     n: int
     t: int
     k: int
-    tiling: str  # the Triton kernel's groups:num_warps[:unroll]
+    kernel: str  # "one pass <groups:num_warps[:unroll]>", "policy" or "chunk <L>[:<groups>]"
+    split: str  # "one pass" or "<chunks> x <chunk> g<groups>"
     ids_equal: bool
     sort_ms: float
     topk_ms: float
@@ -49,6 +64,7 @@ class Row:
     sort_graph_ms: float | None
     topk_graph_ms: float | None
     triton_graph_ms: float | None
+    one_pass_graph_ms: float | None  # the first --tilings one-pass row's, same shape
 
 
 def sort_entries(scores: torch.Tensor, k: int) -> torch.Tensor:
@@ -71,28 +87,62 @@ def times(fn, scores: torch.Tensor, k: int) -> tuple[float, float | None]:
     return median_ms(lambda: fn(scores, k), iters=20), graph_ms(lambda: fn(scores, k))
 
 
-def measure(kernels: dict, dist: str, n: int, t: int, k: int) -> list[Row]:
-    """One row per Triton tiling; the sort and torch.topk paths are timed once per shape."""
+def describe(split) -> str:
+    return "one pass" if split.chunk == 0 else f"{split.chunks} x {split.chunk} g{split.groups}"
+
+
+def forced_splits(policy, chunks: dict[str, tuple[int, ...]], n: int, t: int, k: int) -> dict:
+    """label -> TopkSplit for each ``--chunks`` entry worth timing at (n, t, k): >= 2
+    chunks, at most n / 2 candidates, not the policy's own split."""
+    from runtime.kernels.topk_tiles import TopkSplit
+
+    row = policy.row_for(k)
+    out = {}
+    for label, fields in chunks.items():
+        chunk, groups = fields[0], (fields[1] if len(fields) > 1 else (row.groups if row else 4096))
+        count = -(-n // chunk)
+        split = TopkSplit(count, chunk, groups)
+        if count >= 2 and split.candidates(k) <= n // 2 and split != policy.split(t, n, k):
+            out[f"chunk {label}"] = split
+    return out
+
+
+def variants(kernels: dict, chunks: dict, n: int, t: int, k: int, split_shape: bool) -> list[tuple]:
+    """(label, split description, callable) of every Triton row of one shape."""
+    rows = [(f"one pass {name}", "one pass", fused) for name, fused in kernels["one pass"].items()]
+    policy_kernel = kernels["policy"]
+    chosen = policy_kernel.policy.split(t, n, k)
+    if chosen.chunk:
+        rows.append(("policy", describe(chosen), policy_kernel))
+    if split_shape:
+        for label, split in forced_splits(policy_kernel.policy, chunks, n, t, k).items():
+            rows.append((label, describe(split), lambda x, kk, s=split: policy_kernel.run(x, kk, s)))
+    return rows
+
+
+def measure(kernels: dict, chunks: dict, dist: str, n: int, t: int, k: int, split_shape: bool) -> list[Row]:
+    """One row per Triton variant; the sort and torch.topk paths are timed once per shape."""
     scores = scores_for(dist, t, n)
     want = sort_entries(scores, k)
     sort_ms, sort_graph = times(sort_entries, scores, k)
     topk_ms, topk_graph = times(REFERENCE_OPS["topk"], scores, k)
-    rows = []
-    for name, fused in kernels.items():
-        equal = torch.equal(fused(scores, k), want)
-        triton_ms, triton_graph = times(fused, scores, k)
-        rows.append(Row(dist, n, t, k, name, equal, sort_ms, topk_ms, triton_ms, sort_graph, topk_graph,
-                        triton_graph))
+    rows: list[Row] = []
+    for label, split, fn in variants(kernels, chunks, n, t, k, split_shape):
+        equal = torch.equal(fn(scores, k), want)
+        triton_ms, triton_graph = times(fn, scores, k)
+        base = rows[0].triton_graph_ms if rows else triton_graph
+        rows.append(Row(dist, n, t, k, label, split, equal, sort_ms, topk_ms, triton_ms, sort_graph, topk_graph,
+                        triton_graph, base))
     return rows
 
 
-def parse_tilings(text: str) -> dict[str, tuple[int, ...]] | None:
-    """"4096:8,8192:16:4" -> {"4096:8": (4096, 8), "8192:16:4": (8192, 16, 4)}: groups,
-    num_warps and optionally unroll (TopkTiling's default otherwise); None when malformed."""
+def parse_fields(text: str, sizes: tuple[int, ...]) -> dict[str, tuple[int, ...]] | None:
+    """"4096:8,8192:16:4" -> {"4096:8": (4096, 8), "8192:16:4": (8192, 16, 4)}: entries of
+    colon-separated integers, as many fields as one of ``sizes``; None when malformed."""
     out = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):
         fields = part.split(":")
-        if len(fields) not in (2, 3) or not all(f.isdigit() for f in fields):
+        if len(fields) not in sizes or not all(f.isdigit() for f in fields):
             return None
         out[part] = tuple(int(f) for f in fields)
     return out or None
@@ -102,25 +152,43 @@ def fmt(ms: float | None) -> str:
     return "n/a" if ms is None else f"{ms:.4f}"
 
 
+def ratio(num: float | None, den: float | None) -> str:
+    return f"{num / den:.1f}x" if num is not None and den else "n/a"
+
+
 def markdown(env: dict, rows: list[Row], command: str) -> str:
     lines = [
-        "# Top-k benchmark: dense sort vs torch.topk path vs Triton radix select", "",
+        "# Top-k benchmark: dense sort vs torch.topk path vs Triton radix select (one pass and split)", "",
         f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, "
         f"CUDA {env['cuda']}",
         f"- Command: `{command}`",
         "- eager = median of 20 CUDA-event timings of one call (Python + launches); graph = per-call "
-        "device time replaying 20 calls from one CUDA graph. ids equal = Triton ids == the sort's.", "",
-        "| scores | N | T | k | tiling | ids equal | sort eager ms | torch.topk eager ms | Triton eager ms "
-        "| sort graph ms | torch.topk graph ms | Triton graph ms | Triton vs torch.topk (graph) |",
-        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "device time replaying 20 calls from one CUDA graph. ids equal = Triton ids == the sort's. "
+        "policy = FusedTopk() as the kernel registry builds it (rows where it splits); chunk L = a forced "
+        "split into chunks of L keys; vs one pass = the first one-pass row's graph time / this row's.", "",
+        "| scores | N | T | k | kernel | split | ids equal | sort eager ms | torch.topk eager ms | Triton eager ms "
+        "| sort graph ms | torch.topk graph ms | Triton graph ms | vs torch.topk (graph) | vs one pass (graph) |",
+        "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        ratio = (f"{r.topk_graph_ms / r.triton_graph_ms:.1f}x"
-                 if r.topk_graph_ms is not None and r.triton_graph_ms else "n/a")
-        lines.append(f"| {r.dist} | {r.n} | {r.t} | {r.k} | {r.tiling} | {'yes' if r.ids_equal else '**NO**'} | "
-                     f"{r.sort_ms:.4f} | {r.topk_ms:.4f} | {r.triton_ms:.4f} | {fmt(r.sort_graph_ms)} | "
-                     f"{fmt(r.topk_graph_ms)} | {fmt(r.triton_graph_ms)} | {ratio} |")
+        lines.append(f"| {r.dist} | {r.n} | {r.t} | {r.k} | {r.kernel} | {r.split} | "
+                     f"{'yes' if r.ids_equal else '**NO**'} | {r.sort_ms:.4f} | {r.topk_ms:.4f} | {r.triton_ms:.4f} | "
+                     f"{fmt(r.sort_graph_ms)} | {fmt(r.topk_graph_ms)} | {fmt(r.triton_graph_ms)} | "
+                     f"{ratio(r.topk_graph_ms, r.triton_graph_ms)} | {ratio(r.one_pass_graph_ms, r.triton_graph_ms)} |")
     return "\n".join(lines) + "\n"
+
+
+def build_kernels(tilings: dict[str, tuple[int, ...]]) -> dict:
+    """{"one pass": {tiling label: FusedTopk with splitting off}, "policy": FusedTopk()};
+    ValueError from a bad tiling."""
+    from runtime.kernels.topk import FusedTopk, TopkTiling
+    from runtime.kernels.topk_tiles import TopkSplitPolicy
+
+    names = ("groups", "num_warps", "unroll")
+    one_pass = {name: FusedTopk(TopkTiling(**dict(zip(names[: len(fields)], fields, strict=True))),
+                                TopkSplitPolicy(programs=0))
+                for name, fields in tilings.items()}
+    return {"one pass": one_pass, "policy": FusedTopk()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,36 +196,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--dist", nargs="+", choices=DISTRIBUTIONS, default=list(DISTRIBUTIONS),
                         help="score distributions to run")
+    parser.add_argument("--shapes", choices=sorted(SHAPE_SETS), default="all",
+                        help="all: the one-pass and the split shapes; split: T = 1-8 at 64k/128k keys only")
     parser.add_argument("--tilings", default="4096:8",
-                        help="comma-separated Triton tilings to time, groups:num_warps[:unroll] (TopkTiling)")
+                        help="comma-separated one-pass tilings to time, groups:num_warps[:unroll] (TopkTiling)")
+    parser.add_argument("--chunks", default=DEFAULT_CHUNKS,
+                        help="comma-separated forced chunk lengths to time at the split shapes, chunk[:groups] "
+                             "(powers of two; empty: none)")
     args = parser.parse_args(argv)
-    tilings = parse_tilings(args.tilings)
+    tilings = parse_fields(args.tilings, (2, 3))
     if tilings is None:
         print(f"benchmarks/topk.py: --tilings: expected groups:num_warps[:unroll][,...] e.g. 4096:8,8192:16:4, "
               f"got {args.tilings!r}", file=sys.stderr)
         return 2
+    chunks = parse_fields(args.chunks, (1, 2)) if args.chunks.strip() else {}
+    if chunks is None or any(f < 32 or f & (f - 1) for fields in chunks.values() for f in fields):
+        print(f"benchmarks/topk.py: --chunks: expected chunk[:groups][,...] of powers of two >= 32 e.g. "
+              f"8192,16384:2048, got {args.chunks!r}", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("benchmarks/topk.py: needs a CUDA GPU", file=sys.stderr)
         return 2
-    from runtime.kernels.topk import FusedTopk, TopkTiling
-
     try:
-        names = ("groups", "num_warps", "unroll")
-        kernels = {name: FusedTopk(TopkTiling(**dict(zip(names[: len(fields)], fields, strict=True))))
-                   for name, fields in tilings.items()}
+        kernels = build_kernels(tilings)
     except ValueError as exc:
         print(f"benchmarks/topk.py: --tilings: {exc}", file=sys.stderr)
         return 2
     torch.manual_seed(0)
     rows = []
+    split_shapes = set(SPLIT_SHAPES)
     for dist in args.dist:
-        for n, t, k in SHAPES:
-            for row in measure(kernels, dist, n, t, k):
+        for n, t, k in SHAPE_SETS[args.shapes]:
+            for row in measure(kernels, chunks, dist, n, t, k, (n, t, k) in split_shapes):
                 rows.append(row)
-                print(f"{dist:5s} N={n:6d} T={t:2d} k={k:4d} {row.tiling:8s} equal={row.ids_equal!s:5s} "
-                      f"eager sort {row.sort_ms:.4f} topk {row.topk_ms:.4f} triton {row.triton_ms:.4f} | "
-                      f"graph sort {fmt(row.sort_graph_ms)} topk {fmt(row.topk_graph_ms)} "
-                      f"triton {fmt(row.triton_graph_ms)}", flush=True)
+                print(f"{dist:5s} N={n:6d} T={t:2d} k={k:4d} {row.kernel:16s} {row.split:18s} "
+                      f"equal={row.ids_equal!s:5s} eager sort {row.sort_ms:.4f} topk {row.topk_ms:.4f} "
+                      f"triton {row.triton_ms:.4f} | graph sort {fmt(row.sort_graph_ms)} "
+                      f"topk {fmt(row.topk_graph_ms)} triton {fmt(row.triton_graph_ms)}", flush=True)
     env = environment()
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/topk.py", *(argv or sys.argv[1:])])
     doc = {"environment": env, "command": command, "rows": [asdict(r) for r in rows]}

@@ -342,8 +342,10 @@ def test_compiles_for_sm90_without_a_gpu(tmp_path):
 # ---------------------------------------------------------------------------- GPU, real shapes
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("t,k", [(1, 512), (8, 2048), (64, 512)])
+@pytest.mark.parametrize("t,k", [(1, 512), (2, 1024), (8, 2048), (64, 512)])
 def test_indexer_shapes_gpu(topk_default, gen, t, k):
+    """FusedTopk() as the registry builds it: T = 1-8 split (topk_tiles.py), T = 64 too
+    (4 chunks at k = 512)."""
     n = 131072
     scores = torch.randn(t, n, generator=gen)
     visible = torch.randint(n // 2, n + 1, (t,), generator=gen)
@@ -352,3 +354,19 @@ def test_indexer_shapes_gpu(topk_default, gen, t, k):
     check(topk_default, scores, k, gen.initial_seed(), f"gpu T={t}")
     check(topk_default, few_values(gen, t, n, 4), k, gen.initial_seed(), f"gpu ties T={t}")
     check(topk_default, torch.relu(scores - 2.0), k, gen.initial_seed(), f"gpu relu T={t}")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("chunk,groups", [(4096, 1024), (32768, 4096), (131072, 4096)])
+def test_forced_splits_gpu(topk_default, gen, chunk, groups):
+    """Splits the policy does not choose, one chunk included, at 128k keys with ties."""
+    from runtime.kernels.topk_tiles import TopkSplit
+
+    n = 131072
+    split = TopkSplit(n // chunk, chunk, groups)
+    run = lambda x, k: topk_default.run(x.float().contiguous(), k, split)  # noqa: E731
+    for k in (512, 2048):
+        check(run, few_values(gen, 2, n, 4), k, gen.initial_seed(), f"gpu {split} ties k={k}")
+        check(run, torch.relu(torch.randn(2, n, generator=gen) - 2.0), k, gen.initial_seed(),
+              f"gpu {split} relu k={k}")
