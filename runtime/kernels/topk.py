@@ -255,22 +255,35 @@ class FusedTopk:
         width = split.candidates(k)  # chunk c of row r fills [r, c k : (c + 1) k]
         cand_scores = torch.empty(t, width, dtype=torch.float32, device=scores.device)
         cand_ids = torch.empty(t, width, dtype=torch.int64, device=scores.device)
-        self.select(scores, cand_ids, k, split.chunk, split.chunks, split.groups, out_scores=cand_scores)
-        self.select(cand_scores, out, k, width, 1, split.groups, id_map=cand_ids)
+        # one scratch for both launches: the second starts after the first is done with it
+        entries = max(self.layout(t, split.chunk, split.chunks, split.groups)[3],
+                      self.layout(t, width, 1, split.groups)[3])
+        scratch = torch.empty(2 * entries, dtype=torch.int32, device=scores.device)
+        self.select(scores, cand_ids, k, split.chunk, split.chunks, split.groups, scratch, out_scores=cand_scores)
+        self.select(cand_scores, out, k, width, 1, split.groups, scratch, id_map=cand_ids)
         return out
 
-    def select(self, scores: torch.Tensor, out: torch.Tensor, k: int, chunk: int, chunks: int, groups: int,
-               out_scores: torch.Tensor | None = None, id_map: torch.Tensor | None = None) -> None:
-        """One launch per slice of rows: ``chunks`` programs per row of ``chunk`` keys each,
-        k ids per (row, chunk) into ``out`` [T, chunks x k] (and their scores into
-        ``out_scores``); ids read through ``id_map`` [T, N] where given."""
-        t, n = scores.shape
+    def layout(self, t: int, chunk: int, chunks: int, groups: int) -> tuple[int, int, int, int]:
+        """(groups, scratch entries per program, rows per launch, scratch entries per list)
+        of a launch over ``chunks`` chunks of ``chunk`` keys."""
         groups = min(groups, max(RADIX_BINS, next_pow2(chunk)))
         stride = max(chunk, groups)  # a program's scratch holds its group maxima, then its candidates
-        unroll = max(1, min(self.tiling.unroll, -(-chunk // groups)))  # no wholly empty tiles
         rows = max(1, min(t, self.tiling.scratch_entries // (stride * chunks)))
-        cand_keys = torch.empty(rows * chunks, stride, dtype=torch.int32, device=scores.device)
-        cand_ids = torch.empty(rows * chunks, stride, dtype=torch.int32, device=scores.device)
+        return groups, stride, rows, rows * chunks * stride
+
+    def select(self, scores: torch.Tensor, out: torch.Tensor, k: int, chunk: int, chunks: int, groups: int,
+               scratch: torch.Tensor | None = None, out_scores: torch.Tensor | None = None,
+               id_map: torch.Tensor | None = None) -> None:
+        """One launch per slice of rows: ``chunks`` programs per row of ``chunk`` keys each,
+        k ids per (row, chunk) into ``out`` [T, chunks x k] (and their scores into
+        ``out_scores``); ids read through ``id_map`` [T, N] where given. ``scratch``: int32,
+        at least twice the layout's entries (allocated here when None)."""
+        t, n = scores.shape
+        groups, stride, rows, entries = self.layout(t, chunk, chunks, groups)
+        if scratch is None:
+            scratch = torch.empty(2 * entries, dtype=torch.int32, device=scores.device)
+        cand_keys, cand_ids = scratch[:entries], scratch[entries: 2 * entries]
+        unroll = max(1, min(self.tiling.unroll, -(-chunk // groups)))  # no wholly empty tiles
         extra_scores = out if out_scores is None else out_scores  # unused pointers when not wanted
         extra_map = out if id_map is None else id_map
         for first in range(0, t, rows):  # row slices of contiguous tensors stay contiguous
