@@ -5,7 +5,9 @@ Ops (reference twin in ``reference.py``, fused module in parentheses):
 - ``gate``      Mega-Gate: GEMM + sqrtsoftplus + bias + top-k + renormalise, split over
                 experts and D, the last program per row block selects (gate.py, gate_tiles.py)
 - ``indexer``   sparse-MQA logits with the visibility mask (indexer.py)
-- ``topk``      top-k ids with the lowest-index tie rule: a radix select, one program per row (topk.py)
+- ``topk``      top-k ids with the lowest-index tie rule: a radix select, one program per row,
+                or with few rows per (row, chunk) then over the chunks' candidates (topk.py;
+                when it splits: topk_tiles.py)
 - ``attention`` sparse attention over window + top-k entries with the sink, split-K (attention.py;
                 its tiling per query-count bucket: attention_tiles.py; ``ring``: the static
                 decode slab's layout, runtime/static/ring_attention.py)
