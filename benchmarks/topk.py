@@ -14,9 +14,10 @@ is split over programs (runtime/kernels/topk_tiles.py). Triton rows per shape:
 - ``one pass <tiling>``: the one-pass kernel (split policy off) for each ``--tilings``;
 - ``policy``: ``FusedTopk()`` as the kernel registry builds it (its split, if any; left
   out where the policy does not split: it is then the one-pass row of the default tiling);
-- ``chunk <L>[:<groups>]``: a forced split into chunks of L keys (split shapes only, each
-  ``--chunks`` entry that gives >= 2 chunks and at most N / 2 candidates; groups from the
-  policy's table row for k unless given), to re-set the table from one run.
+- ``chunk <L>[:<groups>[:<warps>]]``: a forced split into chunks of L keys (split shapes
+  only, each ``--chunks`` entry that gives >= 2 chunks and at most N / 2 candidates; groups
+  and warps from the policy's table row for k unless given), to re-set the table from one
+  run.
 
 Every row first checks that the Triton ids equal the sort's (exactly, ties included).
 Times: the median of CUDA-event timings of eager calls (Python and launches included), and
@@ -46,7 +47,7 @@ ONE_PASS_SHAPES = [(n, t, k) for n in (8192, 65536, 131072) for t in (1, 8, 64) 
 SPLIT_SHAPES = [(n, t, k) for n in (65536, 131072) for t in (1, 2, 4, 8) for k in (512, 1024, 2048)]
 SHAPE_SETS = {"all": sorted(set(ONE_PASS_SHAPES) | set(SPLIT_SHAPES)), "split": SPLIT_SHAPES}
 DISTRIBUTIONS = ("randn", "relu")
-DEFAULT_CHUNKS = "4096,8192,16384,32768"
+DEFAULT_CHUNKS = "4096,8192,16384,32768,8192:1024:4,16384:2048:4"  # lengths, then 4-warp rows
 
 
 @dataclass
@@ -55,8 +56,8 @@ class Row:
     n: int
     t: int
     k: int
-    kernel: str  # "one pass <groups:num_warps[:unroll]>", "policy" or "chunk <L>[:<groups>]"
-    split: str  # "one pass" or "<chunks> x <chunk> g<groups>"
+    kernel: str  # "one pass <groups:num_warps[:unroll]>", "policy" or "chunk <L>[:<groups>[:<warps>]]"
+    split: str  # "one pass" or "<chunks> x <chunk> g<groups> w<warps>"
     ids_equal: bool
     sort_ms: float
     topk_ms: float
@@ -88,7 +89,7 @@ def times(fn, scores: torch.Tensor, k: int) -> tuple[float, float | None]:
 
 
 def describe(split) -> str:
-    return "one pass" if split.chunk == 0 else f"{split.chunks} x {split.chunk} g{split.groups}"
+    return "one pass" if split.chunk == 0 else f"{split.chunks} x {split.chunk} g{split.groups} w{split.num_warps}"
 
 
 def forced_splits(policy, chunks: dict[str, tuple[int, ...]], n: int, t: int, k: int) -> dict:
@@ -99,9 +100,10 @@ def forced_splits(policy, chunks: dict[str, tuple[int, ...]], n: int, t: int, k:
     row = policy.row_for(k)
     out = {}
     for label, fields in chunks.items():
-        chunk, groups = fields[0], (fields[1] if len(fields) > 1 else (row.groups if row else 4096))
+        defaults = (row.groups, row.num_warps) if row else (4096, 8)
+        chunk, groups, warps = (*fields, *defaults[len(fields) - 1:])
         count = -(-n // chunk)
-        split = TopkSplit(count, chunk, groups)
+        split = TopkSplit(count, chunk, groups, warps)
         if count >= 2 and split.candidates(k) <= n // 2 and split != policy.split(t, n, k):
             out[f"chunk {label}"] = split
     return out
@@ -146,6 +148,13 @@ def parse_fields(text: str, sizes: tuple[int, ...]) -> dict[str, tuple[int, ...]
             return None
         out[part] = tuple(int(f) for f in fields)
     return out or None
+
+
+def valid_split(fields: tuple[int, ...]) -> bool:
+    """chunk and groups powers of two >= 32, warps a power of two of 1-32."""
+    sizes, warps = fields[:2], fields[2:]
+    return (all(f >= 32 and not f & (f - 1) for f in sizes)
+            and all(1 <= w <= 32 and not w & (w - 1) for w in warps))
 
 
 def fmt(ms: float | None) -> str:
@@ -201,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tilings", default="4096:8",
                         help="comma-separated one-pass tilings to time, groups:num_warps[:unroll] (TopkTiling)")
     parser.add_argument("--chunks", default=DEFAULT_CHUNKS,
-                        help="comma-separated forced chunk lengths to time at the split shapes, chunk[:groups] "
+                        help="comma-separated forced splits to time at the split shapes, chunk[:groups[:warps]] "
                              "(powers of two; empty: none)")
     args = parser.parse_args(argv)
     tilings = parse_fields(args.tilings, (2, 3))
@@ -209,10 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks/topk.py: --tilings: expected groups:num_warps[:unroll][,...] e.g. 4096:8,8192:16:4, "
               f"got {args.tilings!r}", file=sys.stderr)
         return 2
-    chunks = parse_fields(args.chunks, (1, 2)) if args.chunks.strip() else {}
-    if chunks is None or any(f < 32 or f & (f - 1) for fields in chunks.values() for f in fields):
-        print(f"benchmarks/topk.py: --chunks: expected chunk[:groups][,...] of powers of two >= 32 e.g. "
-              f"8192,16384:2048, got {args.chunks!r}", file=sys.stderr)
+    chunks = parse_fields(args.chunks, (1, 2, 3)) if args.chunks.strip() else {}
+    if chunks is None or not all(valid_split(fields) for fields in chunks.values()):
+        print(f"benchmarks/topk.py: --chunks: expected chunk[:groups[:warps]][,...], chunk and groups powers of "
+              f"two >= 32, warps 1-32, e.g. 8192,16384:2048:4, got {args.chunks!r}", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
         print("benchmarks/topk.py: needs a CUDA GPU", file=sys.stderr)

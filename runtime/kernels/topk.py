@@ -248,7 +248,7 @@ class FusedTopk:
         t, n = scores.shape
         out = torch.empty(t, k, dtype=torch.int64, device=scores.device) if out is None else out
         if split.chunk == 0:
-            self.select(scores, out, k, n, 1, self.tiling.groups)
+            self.select(scores, out, k, n, 1, self.tiling.groups, self.tiling.num_warps)
             return out
         if split.chunks != -(-n // split.chunk):
             raise ValueError(f"TopkSplit: {split.chunks} chunks of {split.chunk} do not cover {n} keys exactly")
@@ -259,8 +259,9 @@ class FusedTopk:
         entries = max(self.layout(t, split.chunk, split.chunks, split.groups)[3],
                       self.layout(t, width, 1, split.groups)[3])
         scratch = torch.empty(2 * entries, dtype=torch.int32, device=scores.device)
-        self.select(scores, cand_ids, k, split.chunk, split.chunks, split.groups, scratch, out_scores=cand_scores)
-        self.select(cand_scores, out, k, width, 1, split.groups, scratch, id_map=cand_ids)
+        self.select(scores, cand_ids, k, split.chunk, split.chunks, split.groups, split.num_warps, scratch,
+                    out_scores=cand_scores)
+        self.select(cand_scores, out, k, width, 1, split.groups, split.num_warps, scratch, id_map=cand_ids)
         return out
 
     def layout(self, t: int, chunk: int, chunks: int, groups: int) -> tuple[int, int, int, int]:
@@ -272,7 +273,7 @@ class FusedTopk:
         return groups, stride, rows, rows * chunks * stride
 
     def select(self, scores: torch.Tensor, out: torch.Tensor, k: int, chunk: int, chunks: int, groups: int,
-               scratch: torch.Tensor | None = None, out_scores: torch.Tensor | None = None,
+               num_warps: int, scratch: torch.Tensor | None = None, out_scores: torch.Tensor | None = None,
                id_map: torch.Tensor | None = None) -> None:
         """One launch per slice of rows: ``chunks`` programs per row of ``chunk`` keys each,
         k ids per (row, chunk) into ``out`` [T, chunks x k] (and their scores into
@@ -292,4 +293,4 @@ class FusedTopk:
                 scores[first:last], cand_keys, cand_ids, out[first:last], extra_scores[first:last],
                 extra_map[first:last], n, chunk, k, stride, GROUPS=groups, BLOCK=self.tiling.block,
                 UNROLL=unroll, SCORES=out_scores is not None, MAPPED=id_map is not None,
-                num_warps=self.tiling.num_warps)
+                num_warps=num_warps)

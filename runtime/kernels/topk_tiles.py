@@ -35,11 +35,13 @@ SMALLEST = 32  # the radix select's bins: no tile or group count below it
 
 @dataclass(frozen=True)
 class SplitRow:
-    """For k <= ``max_k``: chunks of ``chunk`` keys, ``groups`` interleaved groups per pass."""
+    """For k <= ``max_k``: chunks of ``chunk`` keys, ``groups`` interleaved groups and
+    ``num_warps`` warps per program in both passes."""
 
     max_k: int
     chunk: int
     groups: int
+    num_warps: int = 8
 
     def __post_init__(self) -> None:
         for name in ("chunk", "groups"):
@@ -48,6 +50,8 @@ class SplitRow:
                 raise ValueError(f"SplitRow.{name}: expected a power of two >= {SMALLEST}, got {value}")
         if self.max_k < 1:
             raise ValueError(f"SplitRow.max_k: expected >= 1, got {self.max_k}")
+        if self.num_warps not in (1, 2, 4, 8, 16, 32):
+            raise ValueError(f"SplitRow.num_warps: expected a power of two of 1-32, got {self.num_warps}")
 
 
 SPLIT_TABLE: tuple[SplitRow, ...] = (
@@ -60,12 +64,13 @@ SPLIT_TABLE: tuple[SplitRow, ...] = (
 @dataclass(frozen=True)
 class TopkSplit:
     """One call's split: ``chunks`` programs per row of ``chunk`` keys each (the last one
-    shorter), ``groups`` interleaved groups in both passes. ``ONE_PASS`` (``chunk == 0``):
-    the one-pass kernel with its own tiling."""
+    shorter), ``groups`` interleaved groups and ``num_warps`` warps per program in both
+    passes. ``ONE_PASS`` (``chunk == 0``): the one-pass kernel with its own tiling."""
 
     chunks: int
     chunk: int
     groups: int
+    num_warps: int = 8
 
     def candidates(self, k: int) -> int:
         """Candidates per row the second pass reads: k from every chunk."""
@@ -106,4 +111,4 @@ class TopkSplitPolicy:
         if chunks < 2:
             return ONE_PASS
         chunk = -(-n // chunks)
-        return TopkSplit(-(-n // chunk), chunk, row.groups)  # no empty last chunk
+        return TopkSplit(-(-n // chunk), chunk, row.groups, row.num_warps)  # no empty last chunk

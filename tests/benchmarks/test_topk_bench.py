@@ -12,8 +12,9 @@ from runtime.kernels.topk_tiles import TopkSplit, TopkSplitPolicy
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--tilings", "4096"], "--tilings: expected groups:num_warps[:unroll]"),
-    (["--chunks", "8192:1024:8"], "--chunks: expected chunk[:groups][,...] of powers of two >= 32"),
-    (["--chunks", "3000"], "--chunks: expected chunk[:groups][,...] of powers of two >= 32"),
+    (["--chunks", "8192:1024:8:2"], "--chunks: expected chunk[:groups[:warps]][,...]"),
+    (["--chunks", "3000"], "--chunks: expected chunk[:groups[:warps]][,...]"),
+    (["--chunks", "8192:1024:64"], "--chunks: expected chunk[:groups[:warps]][,...]"),
 ])
 def test_bad_flags_are_one_line_and_exit_2(argv, message, capsys, tmp_path):
     assert main([*argv, "--out", str(tmp_path)]) == 2
@@ -23,18 +24,19 @@ def test_bad_flags_are_one_line_and_exit_2(argv, message, capsys, tmp_path):
 
 def test_forced_splits_at_128k():
     policy = TopkSplitPolicy()
-    chunks = parse_fields("4096,8192,16384,32768,65536:512", (1, 2))
+    chunks = parse_fields("4096,8192,16384,32768:1024:4,65536:512", (1, 2, 3))
     # k = 512, T = 1: the policy takes 16 x 8192 itself; 65536 is 2 chunks with its own groups
     assert forced_splits(policy, chunks, 131072, 1, 512) == {
-        "chunk 4096": TopkSplit(32, 4096, 1024), "chunk 16384": TopkSplit(8, 16384, 1024),
-        "chunk 32768": TopkSplit(4, 32768, 1024), "chunk 65536:512": TopkSplit(2, 65536, 512)}
+        "chunk 4096": TopkSplit(32, 4096, 1024, 8), "chunk 16384": TopkSplit(8, 16384, 1024, 8),
+        "chunk 32768:1024:4": TopkSplit(4, 32768, 1024, 4), "chunk 65536:512": TopkSplit(2, 65536, 512, 8)}
     # k = 2048 at 64k keys: 4096 gives 16 x 2048 = N / 2 candidates (timed), 16384 is the
     # policy's split, 65536 one chunk; at 128k keys 4096 gives 32 x 2048 = N / 2 again
-    assert set(forced_splits(policy, chunks, 65536, 1, 2048)) == {"chunk 4096", "chunk 8192", "chunk 32768"}
+    assert set(forced_splits(policy, chunks, 65536, 1, 2048)) == {"chunk 4096", "chunk 8192",
+                                                                   "chunk 32768:1024:4"}
     assert "chunk 4096" in forced_splits(policy, chunks, 131072, 1, 2048)
     assert "chunk 4096" not in forced_splits(policy, chunks, 131072, 1, 4096)  # N candidates
     # k = 4096 is above the table: groups 4096 unless given
-    assert forced_splits(policy, chunks, 131072, 1, 4096)["chunk 32768"] == TopkSplit(4, 32768, 4096)
+    assert forced_splits(policy, chunks, 131072, 1, 4096)["chunk 16384"] == TopkSplit(8, 16384, 4096, 8)
 
 
 def test_every_split_shape_splits_under_the_policy():

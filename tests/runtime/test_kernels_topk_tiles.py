@@ -25,7 +25,7 @@ def test_every_split_covers_the_row_and_keeps_its_bounds(policy):
         if split == ONE_PASS:
             continue
         row = policy.row_for(k)
-        assert row is not None and split.groups == row.groups, where
+        assert row is not None and (split.groups, split.num_warps) == (row.groups, row.num_warps), where
         assert split.chunks >= 2, where
         assert (split.chunks - 1) * split.chunk < n <= split.chunks * split.chunk, where  # no empty chunk
         assert t * split.chunks <= policy.programs, where
@@ -52,6 +52,8 @@ def test_the_table_is_valid_and_bad_rows_are_refused():
     assert [r.max_k for r in SPLIT_TABLE] == sorted(r.max_k for r in SPLIT_TABLE)
     with pytest.raises(ValueError, match="SplitRow.chunk: expected a power of two >= 32, got 1000"):
         SplitRow(max_k=8, chunk=1000, groups=32)
+    with pytest.raises(ValueError, match="SplitRow.num_warps: expected a power of two of 1-32, got 6"):
+        SplitRow(max_k=8, chunk=64, groups=32, num_warps=6)
     with pytest.raises(ValueError, match="ascending, distinct max_k"):
         TopkSplitPolicy(table=(SplitRow(64, 64, 32), SplitRow(32, 64, 32)))
     with pytest.raises(ValueError, match="programs >= 0 and min_shrink >= 1"):
