@@ -74,9 +74,9 @@ import torch
 import triton.language as tl
 
 from runtime.kernels.backend import jit, next_pow2
-from runtime.kernels.topk_tiles import TopkSplit, TopkSplitPolicy
+from runtime.kernels.topk_tiles import SMALLEST, TopkSplit, TopkSplitPolicy, require_powers_of_two
 
-RADIX_BINS = 32  # 5-bit digits: the cheapest bits per warp instruction of the ballot lowering
+RADIX_BINS = SMALLEST  # 32: 5-bit digits: the cheapest bits per warp instruction of the ballot lowering
 KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inverted)
 
 
@@ -99,10 +99,7 @@ class TopkTiling:
     scratch_entries: int = 1 << 25
 
     def __post_init__(self) -> None:
-        for name in ("groups", "block"):
-            value = getattr(self, name)
-            if value < RADIX_BINS or value != next_pow2(value):
-                raise ValueError(f"TopkTiling.{name}: expected a power of two >= {RADIX_BINS}, got {value}")
+        require_powers_of_two(self, ("groups", "block"))
         if self.unroll < 1:
             raise ValueError(f"TopkTiling.unroll: expected >= 1, got {self.unroll}")
 

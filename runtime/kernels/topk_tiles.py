@@ -30,7 +30,15 @@ from dataclasses import dataclass
 
 from runtime.kernels.backend import next_pow2
 
-SMALLEST = 32  # the radix select's bins: no tile or group count below it
+SMALLEST = 32  # the radix select's bins (topk.RADIX_BINS): no tile or group count below it
+
+
+def require_powers_of_two(config: object, names: tuple[str, ...]) -> None:
+    """ValueError naming ``Class.field`` unless each field is a power of two >= SMALLEST."""
+    for name in names:
+        value = getattr(config, name)
+        if value < SMALLEST or value != next_pow2(value):
+            raise ValueError(f"{type(config).__name__}.{name}: expected a power of two >= {SMALLEST}, got {value}")
 
 
 @dataclass(frozen=True)
@@ -44,10 +52,7 @@ class SplitRow:
     num_warps: int = 8
 
     def __post_init__(self) -> None:
-        for name in ("chunk", "groups"):
-            value = getattr(self, name)
-            if value < SMALLEST or value != next_pow2(value):
-                raise ValueError(f"SplitRow.{name}: expected a power of two >= {SMALLEST}, got {value}")
+        require_powers_of_two(self, ("chunk", "groups"))
         if self.max_k < 1:
             raise ValueError(f"SplitRow.max_k: expected >= 1, got {self.max_k}")
         if self.num_warps not in (1, 2, 4, 8, 16, 32):
