@@ -1,4 +1,5 @@
-"""Triton top-k over indexer scores: a radix select, one program per row (DeepSelect's role).
+"""Triton top-k over indexer scores: a radix select, one program per row or, for few rows,
+per (row, chunk) and then over the chunks' candidates (DeepSelect's role).
 
 Same rule as :func:`runtime.kernels.reference.topk_entries` (a stable sort): each row's k
 largest scores, ties at the k-th value to the lowest indices, -inf never picked, the ids
@@ -61,7 +62,7 @@ plus zeroed histograms for each call (a memset, or a ticket to clear them), and 
 at the k-th key still need an index-ordered count across programs. The chunked form is
 two launches of one kernel whose exactness is the one-pass kernel's (the same code, its
 tests), needs no atomics, no zeroing (scratch and candidates are ``torch.empty``; every
-slot read was written in the same launch) and no host sync, so it is captured in a CUDA
+slot a program reads was written before, by itself or by launch 1) and no host sync, so it is captured in a CUDA
 graph like the one-pass kernel. What it costs: launch 2 reads C x k candidates in one
 program per row, which the policy bounds (a quarter of the row at most).
 """
@@ -109,8 +110,8 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, 
                  SCORES: tl.constexpr, MAPPED: tl.constexpr):
     """One program per (row, chunk): program (r, c) selects among keys [c x CHUNK, (c + 1) x
     CHUNK) of row r (ROW_N keys; one chunk of CHUNK >= ROW_N is the whole row) and writes k
-    ids to output row r x chunks + c. ``SCORES``: also the picked scores (-inf padded), for
-    the second pass of a split; ``MAPPED``: the ids written are ``id_map[r, position]``
+    ids to output row r x chunks + c. ``SCORES``: also the picked scores (-inf padded): a
+    split's first launch, writing its candidates for the second; ``MAPPED``: the ids written are ``id_map[r, position]``
     (the second pass reading candidates) instead of the chunk's offset + position.
     Triton helpers would have to be jitted at import, which the registry's
     interpreter/compiler rule forbids (backend.py), so the passes are one loop."""
