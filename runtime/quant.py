@@ -53,21 +53,36 @@ def _blocks(x: torch.Tensor, block: int) -> torch.Tensor:
     return x.float().reshape(*x.shape[:-1], n // block, block)
 
 
-def fake_quant_fp8_ue8m0(x: torch.Tensor, block: int = 32) -> torch.Tensor:
-    """FP8 e4m3 with a power-of-two scale per ``block`` channels (SWA KV)."""
+def fp8_ue8m0_parts(x: torch.Tensor, block: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q, scale) of the window KV format: q [..., n/block, block] float32 e4m3 values,
+    scale [..., n/block, 1] float32 powers of two; the value is q * scale. The packed
+    caches (runtime/kv_packing.py) store these two as bytes."""
     b = _blocks(x, block)  # [..., n/block, block]
     amax = b.abs().amax(-1, keepdim=True).clamp_min(1e-4)
     scale = pow2_ceil(amax * (1.0 / FP8_MAX))
     q = (b / scale).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn).float()
+    return q, scale
+
+
+def nvfp4_parts(x: torch.Tensor, block: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q, scale) of NVFP4: q [..., n/block, block] float32 on the e2m1 grid (signed, -0
+    kept), scale [..., n/block, 1] float32 e4m3 values; the value is q * scale."""
+    b = _blocks(x, block)
+    amax = b.abs().amax(-1, keepdim=True)
+    scale = (amax.clamp_min(FP4_MAX * 2.0**-9) / FP4_MAX).to(torch.float8_e4m3fn).float()
+    q = round_to_e2m1((b / scale).clamp(-FP4_MAX, FP4_MAX))
+    return q, scale
+
+
+def fake_quant_fp8_ue8m0(x: torch.Tensor, block: int = 32) -> torch.Tensor:
+    """FP8 e4m3 with a power-of-two scale per ``block`` channels (SWA KV)."""
+    q, scale = fp8_ue8m0_parts(x, block)
     return (q * scale).reshape(x.shape).to(x.dtype)
 
 
 def fake_quant_nvfp4(x: torch.Tensor, block: int = 16) -> torch.Tensor:
     """NVFP4: e2m1 values with an e4m3 scale per ``block`` channels (global KV)."""
-    b = _blocks(x, block)
-    amax = b.abs().amax(-1, keepdim=True)
-    scale = (amax.clamp_min(FP4_MAX * 2.0**-9) / FP4_MAX).to(torch.float8_e4m3fn).float()
-    q = round_to_e2m1((b / scale).clamp(-FP4_MAX, FP4_MAX))
+    q, scale = nvfp4_parts(x, block)
     return (q * scale).reshape(x.shape).to(x.dtype)
 
 

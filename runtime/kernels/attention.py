@@ -21,8 +21,12 @@ Two cache layouts, one kernel (the ``RING`` constexpr):
 The tiling (heads per program, keys per iteration, warps, stages, splits) comes from the
 table in runtime/kernels/attention_tiles.py, which benchmarks/attention_tiles.py sweeps.
 
-Not done here: the caches hold the runtime's fake-quantised values in the model dtype,
-so there is no in-kernel FP8/NVFP4 dequant (the reference state stores no packed bytes).
+Packed caches (``ring`` only, ``RuntimeOptions.kv_storage = "packed"``): the slab's window
+ring as e4m3 bytes + ue8m0 scales and its global entries as e2m1 nibble pairs + e4m3
+scales (runtime/kv_packing.py); the kernel decodes them with integer bit operations
+(also in the interpreter, which cannot compute bf16) into exactly the fake-quantised
+values the unpacked caches hold, so the output is bit for bit the same. The engine's
+layout keeps the model dtype (its state stores no packed bytes).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import triton.language as tl
 
 from runtime.kernels.attention_tiles import AttentionTile, tile_for
 from runtime.kernels.backend import jit, next_pow2
+from runtime.kv_packing import PackedKV
 from runtime.numerics import Numerics
 
 NEG_BIG = -1.0e30
@@ -41,13 +46,16 @@ NEG_BIG = -1.0e30
 
 def _attn_partial_kernel(
     q_ptr, pos_ptr, floor_ptr, swa_ptr, comp_ptr, topk_ptr, sink_ptr,
-    out_ptr, m_ptr, l_ptr,
+    out_ptr, m_ptr, l_ptr, swa_scale_ptr, comp_scale_ptr,
     H, W, K, swa_rows, comp_rows, keys_per_split, n_split, scale,
     HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
-    HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr,
+    HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr,
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
-    source shared by all queries, the engine's layout)."""
+    source shared by all queries, the engine's layout). PACKED: ``swa_ptr`` / ``comp_ptr``
+    hold e4m3 codes [.., HD] / e2m1 nibble pairs [.., HD/2], ``swa_scale_ptr`` /
+    ``comp_scale_ptr`` their ue8m0 [.., HD/32] / e4m3 [.., HD/16] scales
+    (runtime/kv_packing.py), decoded here with integer bit operations."""
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     scale = tl.cast(scale, tl.float32)
     t = tl.program_id(0).to(tl.int64)
@@ -62,7 +70,12 @@ def _attn_partial_kernel(
     p_t = tl.load(pos_ptr + t)
     floor_t = tl.load(floor_ptr + t)
     swa_base = swa_ptr + t * swa_rows * HD
-    comp_base = comp_ptr + t * comp_rows * HD
+    if PACKED:
+        comp_base = comp_ptr + t * comp_rows * (HD // 2)
+        swa_scale_base = swa_scale_ptr + t * swa_rows * (HD // 32)
+        comp_scale_base = comp_scale_ptr + t * comp_rows * (HD // 16)
+    else:
+        comp_base = comp_ptr + t * comp_rows * HD
     n_keys = W + K
     start = split * keys_per_split
     end = tl.minimum(start + keys_per_split, n_keys)
@@ -90,11 +103,39 @@ def _attn_partial_kernel(
             ids = tl.load(topk_ptr + t * K + slot, mask=tk_ok, other=-1)
             comp_ok = tk_ok & (ids >= 0)
             ok = win_ok | comp_ok
-            kp = tl.where(is_win, rows_win, comp_base + ids.to(tl.int64) * HD)
+            if not PACKED:
+                kp = tl.where(is_win, rows_win, comp_base + ids.to(tl.int64) * HD)
         else:
             ok = win_ok
             kp = rows_win
-        k = tl.load(kp[:, None] + dim[None, :], mask=ok[:, None], other=0.0)  # [BLOCK_N, HD]
+        if PACKED:
+            # window: e4m3 byte (sign, exponent bias 7, 3 mantissa bits; exponent 0 is
+            # m * 2^-9) times 2^(ue8m0 byte - 127); every product is exact in float32.
+            c8 = tl.load(rows_win[:, None] + dim[None, :], mask=win_ok[:, None], other=0).to(tl.int32)
+            e8 = tl.load(swa_scale_base + win_row.to(tl.int64)[:, None] * (HD // 32) + (dim // 32)[None, :],
+                         mask=win_ok[:, None], other=0).to(tl.int32)
+            ex = (c8 >> 3) & 15
+            mag = tl.where(ex == 0, (c8 & 7).to(tl.float32) * 0.001953125,
+                           (((ex + 120) << 23) | ((c8 & 7) << 20)).to(tl.float32, bitcast=True))
+            k = tl.where((c8 & 128) != 0, -mag, mag) * (e8 << 23).to(tl.float32, bitcast=True)
+            if HAS_TOPK:
+                # global: the e2m1 nibble of the channel (even: low) times its e4m3 scale.
+                crow = ids.to(tl.int64)[:, None]
+                byte = tl.load(comp_base + crow * (HD // 2) + (dim // 2)[None, :], mask=comp_ok[:, None],
+                               other=0).to(tl.int32)
+                c4 = (byte >> ((dim % 2) * 4)[None, :]) & 15
+                i4 = (c4 & 7).to(tl.float32)
+                mag4 = tl.where(i4 < 4.0, i4 * 0.5, tl.where(i4 < 6.0, i4 - 2.0, (i4 - 4.0) * 2.0))
+                cs = tl.load(comp_scale_base + crow * (HD // 16) + (dim // 16)[None, :], mask=comp_ok[:, None],
+                             other=0).to(tl.int32)
+                exs = (cs >> 3) & 15
+                sc = tl.where(exs == 0, (cs & 7).to(tl.float32) * 0.001953125,
+                              (((exs + 120) << 23) | ((cs & 7) << 20)).to(tl.float32, bitcast=True))
+                k = tl.where(is_win[:, None], k, tl.where((c4 & 8) != 0, -mag4, mag4) * sc)
+            if not IEEE:
+                k = k.to(q.dtype)  # exact: every packed value is a bf16 value
+        else:
+            k = tl.load(kp[:, None] + dim[None, :], mask=ok[:, None], other=0.0)  # [BLOCK_N, HD]
         if IEEE:
             k = k.to(tl.float32)
             s = tl.dot(q, tl.trans(k), input_precision="ieee")
@@ -174,17 +215,29 @@ class FusedSparseAttention:
     def __call__(self, q, positions, floor, swa, window: int, compressed, topk, sink,
                  num: Numerics) -> torch.Tensor:
         """q [T, H, hd]; swa [P, hd] by position; compressed [N, hd]; topk [T, K]."""
+        if isinstance(swa, PackedKV) or isinstance(compressed, PackedKV):
+            raise ValueError("fused attention: packed caches are the static slab's (use ring)")
         return self._run(q, positions, floor, swa, window, compressed, topk, sink, ring=False)
 
     def ring(self, q, positions, floor, ring, entries, topk, sink) -> torch.Tensor:
         """q [B, H, hd]; ring [B, W, hd] (position p in row p % W); entries [B, N, hd] or
         None (a ratio-0 layer: window only); topk [B, K] ids into entries (-1 = empty)
-        -> [B, H, hd] float32."""
+        -> [B, H, hd] float32. Packed caches (``PackedKV``: an "fp8" ring and "nvfp4"
+        entries, both packed or neither) are decoded in the kernel; the output equals the
+        same call on their unpacked values bit for bit."""
         b = q.shape[0]
-        if ring.shape[0] != b or (entries is not None and entries.shape[0] != b):
-            raise ValueError(f"fused ring attention: {b} queries but ring {tuple(ring.shape)}, "
-                             f"entries {None if entries is None else tuple(entries.shape)}")
-        return self._run(q, positions, floor, ring, ring.shape[1], entries, topk, sink, ring=True)
+        packed = isinstance(ring, PackedKV)
+        if entries is not None and isinstance(entries, PackedKV) != packed:
+            raise ValueError("fused ring attention: the ring and the entries must both be packed or neither")
+        if packed and (ring.fmt != "fp8" or (entries is not None and entries.fmt != "nvfp4")):
+            raise ValueError(f"fused ring attention: packed ring must be fp8 and entries nvfp4, got {ring.fmt} "
+                             f"and {None if entries is None else entries.fmt}")
+        ring_shape = ring.codes.shape if packed else ring.shape
+        entries_shape = None if entries is None else (entries.codes.shape if packed else entries.shape)
+        if ring_shape[0] != b or (entries is not None and entries_shape[0] != b):
+            raise ValueError(f"fused ring attention: {b} queries but ring {tuple(ring_shape)}, "
+                             f"entries {None if entries is None else tuple(entries_shape)}")
+        return self._run(q, positions, floor, ring, ring_shape[1], entries, topk, sink, ring=True)
 
     def _run(self, q, positions, floor, swa, window: int, compressed, topk, sink, ring: bool) -> torch.Tensor:
         t, n_heads, hd = q.shape
@@ -197,11 +250,20 @@ class FusedSparseAttention:
         has_topk = topk is not None and compressed is not None
         k_width = topk.shape[1] if has_topk else 0
         dtype = q.dtype
-        if swa.dtype != dtype or (has_topk and compressed.dtype != dtype):
-            dtype = torch.float32
+        packed = isinstance(swa, PackedKV)
+        if packed:
+            swa, swa_scales = swa.codes.contiguous(), swa.scales.contiguous()
+            comp, comp_scales = ((compressed.codes.contiguous(), compressed.scales.contiguous()) if has_topk
+                                 else (swa, swa_scales))
+            if dtype not in (torch.float32, torch.bfloat16, torch.float16):
+                dtype = torch.float32
+        else:
+            if swa.dtype != dtype or (has_topk and compressed.dtype != dtype):
+                dtype = torch.float32
+            swa = swa.to(dtype).contiguous()
+            comp = compressed.to(dtype).contiguous() if has_topk else swa
+            swa_scales = comp_scales = swa
         q = q.to(dtype).contiguous()
-        swa = swa.to(dtype).contiguous()
-        comp = compressed.to(dtype).contiguous() if has_topk else swa
         tk = topk.contiguous() if has_topk else positions
         ieee = dtype == torch.float32
         tile = self.forced_tile or tile_for(t, hd, self.table)
@@ -217,16 +279,19 @@ class FusedSparseAttention:
         swa_rows = window if ring else 0
         comp_rows = comp.shape[1] if ring and has_topk else 0
         launch = dict(HD=hd, BLOCK_H=block_h, BLOCK_N=tile.block_n, SPLIT=n_split > 1, HAS_TOPK=has_topk,
-                      RING=ring, IEEE=ieee, num_warps=tile.num_warps, num_stages=tile.num_stages)
+                      RING=ring, IEEE=ieee, PACKED=packed, num_warps=tile.num_warps, num_stages=tile.num_stages)
+        scale_ptrs = (swa_scales, comp_scales)
         scalars = (n_heads, window, k_width, swa_rows, comp_rows, per_split, n_split, hd**-0.5)
         if n_split == 1:
-            self.partial[(t, h_blocks, 1)](q, pos, flo, swa, comp, tk, sink_f, out, out, out, *scalars, **launch)
+            self.partial[(t, h_blocks, 1)](q, pos, flo, swa, comp, tk, sink_f, out, out, out, *scale_ptrs,
+                                           *scalars, **launch)
             return out
         # No fills: every (query, head, split) slot is written by its partial program.
         part = torch.empty(t, n_heads, n_split, hd, dtype=torch.float32, device=dev)
         m = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
         lsum = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
-        self.partial[(t, h_blocks, n_split)](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum, *scalars, **launch)
+        self.partial[(t, h_blocks, n_split)](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum, *scale_ptrs,
+                                             *scalars, **launch)
         self.merge[(t * n_heads,)](part, m, lsum, sink_f, out, n_heads, n_split,
                                    HD=hd, SPLITS_P2=next_pow2(n_split))
         return out

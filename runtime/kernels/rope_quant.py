@@ -35,6 +35,8 @@ import triton.language as tl
 
 from runtime.kernels.backend import jit, next_pow2
 from runtime.kernels.mhc import TL_DTYPES
+from runtime.kv_packing import FORMATS as PACKED_FORMATS
+from runtime.kv_packing import PackedKV
 
 # fmt -> (kernel code, channels per scale). Code 0 (rotate only) is a test hook that
 # exposes the kernel's rotated values.
@@ -44,11 +46,13 @@ TILE_ELEMENTS = 1024  # vectors per program: about this many channels (best of 5
 
 
 def _rope_quant_kernel(
-    x_ptr, cos_ptr, sin_ptr, out_ptr,
+    x_ptr, cos_ptr, sin_ptr, out_ptr, scales_ptr,
     V, H, C,
     FMT: tl.constexpr, QB: tl.constexpr, NB: tl.constexpr, HALF: tl.constexpr,
-    BLOCK_V: tl.constexpr, DTYPE: tl.constexpr, ROUND_BF16: tl.constexpr,
+    BLOCK_V: tl.constexpr, DTYPE: tl.constexpr, ROUND_BF16: tl.constexpr, PACK: tl.constexpr,
 ):
+    """PACK (FMT 1 or 2): store the codes (``out_ptr``, uint8) and the scale bytes
+    (``scales_ptr``) of runtime/kv_packing.py's layout instead of the dequantised values."""
     TWO23: tl.constexpr = 8388608.0  # 2^23: (v + 2^23) - 2^23 rounds v half to even
     vec = tl.program_id(0) * BLOCK_V + tl.arange(0, BLOCK_V)  # vectors of C channels
     v_ok = vec < V
@@ -101,8 +105,13 @@ def _rope_quant_kernel(
             e = tl.maximum(((a.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127, -6)
             spacing = ((e - 3 + 127) << 23).to(tl.float32, bitcast=True)
             inv_spacing = ((3 - e + 127) << 23).to(tl.float32, bitcast=True)
-            r8 = ((a * inv_spacing + TWO23) - TWO23) * spacing
-            r8 = tl.where(target < 0, -r8, r8)
+            r8m = ((a * inv_spacing + TWO23) - TWO23) * spacing
+            r8 = tl.where(target < 0, -r8m, r8m)
+            if PACK:  # the e4m3 byte of r8: exponent and top mantissa bits, or m * 2^-9
+                bits8 = r8m.to(tl.int32, bitcast=True)
+                ex8 = ((bits8 >> 23) & 0xFF) - 127
+                code8 = tl.where(ex8 >= -6, ((ex8 + 7) << 3) | ((bits8 >> 20) & 7), (r8m * 512.0).to(tl.int32))
+                code8 = code8 | tl.where(target < 0, 128, 0)
         if FMT == 1:
             out = r8 * scale
         else:
@@ -116,7 +125,25 @@ def _rope_quant_kernel(
             step = tl.where(m < 2.0, 0.5, tl.where(m < 4.0, 1.0, 2.0))
             r4 = ((m * inv_step + TWO23) - TWO23) * step
             out = tl.where(q < 0, -r4, r4) * scale
-    tl.store(out_ptr + base + ch, out.to(DTYPE), mask=ok)
+    if PACK:
+        n_scales = C // QB
+        blk_ok = v_ok[:, None] & (blk[None, :] < n_scales)
+        scale_at = scales_ptr + vec.to(tl.int64)[:, None] * n_scales + blk[None, :]
+        if FMT == 1:
+            tl.store(out_ptr + base + ch, code8.to(tl.uint8), mask=ok)
+            tl.store(scale_at, (k + 127).to(tl.uint8), mask=blk_ok)
+        else:
+            # every lane of a block holds the block's scale code: the max is that code
+            tl.store(scale_at, tl.max(code8, axis=2).to(tl.uint8), mask=blk_ok)
+            idx4 = tl.where(r4 < 2.0, r4 * 2.0, tl.where(r4 < 4.0, r4 + 2.0, r4 * 0.5 + 4.0)).to(tl.int32)
+            code4 = (idx4 | tl.where(q < 0, 8, 0)) * tl.where((lane % 2) == 0, 1, 16)[None, None, :]
+            byte = tl.sum(tl.reshape(code4, (BLOCK_V, NB, QB // 2, 2)), axis=3)  # even | odd << 4
+            half_lane = tl.arange(0, QB // 2)
+            at = blk[None, :, None] * (QB // 2) + half_lane[None, None, :]
+            tl.store(out_ptr + vec.to(tl.int64)[:, None, None] * (C // 2) + at, byte.to(tl.uint8),
+                     mask=v_ok[:, None, None] & (blk[None, :, None] < n_scales))
+    else:
+        tl.store(out_ptr + base + ch, out.to(DTYPE), mask=ok)
 
 
 class FusedRopeQuant:
@@ -136,12 +163,27 @@ class FusedRopeQuant:
             raise ValueError(f"fake-quant: last dimension {x.shape[-1]} is not a multiple of block {block}")
         return self._launch(x, cos, sin, code, block)
 
+    def pack(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fmt: str) -> PackedKV:
+        """The same rotation and quantisation, stored packed (runtime/kv_packing.py's
+        layout; "fp8" or "nvfp4"): ``unpack(pack(...))`` equals ``__call__``'s values bit
+        for bit, because the codes are the bytes of the very q and scale it multiplies."""
+        if fmt not in PACKED_FORMATS:
+            raise ValueError(f"rope_quant.pack: fmt must be one of {tuple(PACKED_FORMATS)}, got {fmt!r}")
+        code, block = FORMATS[fmt]
+        if x.shape[-1] % block:
+            raise ValueError(f"fake-quant: last dimension {x.shape[-1]} is not a multiple of block {block}")
+        empty = PackedKV.zeros(fmt, tuple(x.shape[:-1]), x.shape[-1], x.device)
+        packed = PackedKV(torch.empty_like(empty.codes), torch.empty_like(empty.scales), fmt)
+        self._launch(x, cos, sin, code, block, packed)
+        return packed
+
     def rotate_only(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """The kernel's rotated (and dtype-rounded) values without the quantiser: lets a
         test feed the reference quantiser exactly what the kernel quantised."""
         return self._launch(x, cos, sin, ROTATE_ONLY, 16)
 
-    def _launch(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, code: int, block: int) -> torch.Tensor:
+    def _launch(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, code: int, block: int,
+                packed: PackedKV | None = None) -> torch.Tensor:
         if x.dim() not in (2, 3):
             raise ValueError(f"rope_then_quant: x must be [R, C] or [R, H, C], got shape {tuple(x.shape)}")
         rows, channels = x.shape[0], x.shape[-1]
@@ -153,15 +195,17 @@ class FusedRopeQuant:
         if x.dtype not in TL_DTYPES:
             raise ValueError(f"rope_then_quant: unsupported dtype {x.dtype}")
         x = x.contiguous()
-        out = torch.empty_like(x)
+        out = torch.empty_like(x) if packed is None else packed.codes
+        scales = out if packed is None else packed.scales
         vectors = rows * heads
         if vectors == 0:
             return out
         n_blocks = next_pow2(-(-channels // block))
         block_v = max(1, min(64, self.tile_elements // (n_blocks * block)))
         self.kernel[(-(-vectors // block_v),)](
-            x, cos.float().contiguous(), sin.float().contiguous(), out, vectors, heads, channels,
+            x, cos.float().contiguous(), sin.float().contiguous(), out, scales, vectors, heads, channels,
             FMT=code, QB=block, NB=n_blocks, HALF=half, BLOCK_V=block_v, DTYPE=TL_DTYPES[x.dtype],
-            ROUND_BF16=x.dtype == torch.bfloat16, enable_fp_fusion=False, num_warps=self.num_warps,
+            ROUND_BF16=x.dtype == torch.bfloat16, PACK=packed is not None, enable_fp_fusion=False,
+            num_warps=self.num_warps,
         )
         return out
