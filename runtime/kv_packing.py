@@ -129,3 +129,45 @@ def unpack(p: PackedKV, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         q = e2m1_values(torch.stack([low, high], dim=-1)).reshape(*lead, channels // block, block)
         scale = e4m3_values(p.scales)
     return (q * scale.float()[..., None]).reshape(*lead, channels).to(dtype)
+
+
+def encode(values: torch.Tensor, fmt: str) -> PackedKV:
+    """Values already on ``fmt``'s grid (a fake-quantised cache: ``SequenceState``'s) ->
+    bytes that unpack to them exactly; a ValueError if some block has no such encoding.
+
+    Quantising again is not always exact for NVFP4: a block whose scale was rounded in
+    e4m3's subnormal range can have max |q| < 6 (e.g. amax = 9.6 * 2^-9: scale 2^-8,
+    q = 4), and requantising its max 8 * 2^-9 picks the scale 2^-9, where 8 clamps to 6.
+    The original scale is max|v| / max|q| for some grid value max|q|, so the candidates
+    max|v| / g for g in 6, 4, 3, 2, 1.5, 1, 0.5 contain one that encodes the block; the
+    first valid one is taken (6 in every block with an unclamped scale). FP8 with a ue8m0
+    scale requantises exactly (the new scale is the old one or half of it, and halving
+    keeps every e4m3 code's double on the grid); checked like NVFP4 all the same."""
+    channels = values.shape[-1]
+    block = _block(fmt, channels)
+    v = values.float()
+    if fmt == "fp8":
+        out = pack(v, fmt)
+    else:
+        lead = v.shape[:-1]
+        b = v.reshape(*lead, channels // block, block)
+        vmax = b.abs().amax(-1, keepdim=True)
+        chosen = torch.zeros_like(vmax)
+        found = torch.zeros_like(vmax, dtype=torch.bool)
+        for g in (6.0, 4.0, 3.0, 2.0, 1.5, 1.0, 0.5):
+            scale = vmax / g
+            q = b / scale
+            ok = ((e4m3_values(e4m3_bytes(scale)) == scale)
+                  & (e2m1_values(e2m1_codes(q)) * scale == b).all(-1, keepdim=True) & (vmax > 0))
+            chosen = torch.where(ok & ~found, scale, chosen)
+            found = found | ok
+        chosen = torch.where(vmax > 0, chosen, 2.0**-9)  # an all-zero block: any scale, codes 0 (signs kept)
+        q = torch.where(vmax > 0, b / chosen, torch.copysign(torch.zeros_like(b), b))
+        codes = e2m1_codes(q).reshape(*lead, channels // 2, 2)
+        out = PackedKV((codes[..., 0] | (codes[..., 1] << 4)).to(torch.uint8),
+                       e4m3_bytes(chosen).reshape(*lead, channels // block), fmt)
+    back = unpack(out, torch.float32)
+    if not torch.equal(back, v):
+        bad = int((back != v).sum())
+        raise ValueError(f"packed KV: {bad} values are not on the {fmt} grid (not a fake-quantised cache?)")
+    return out

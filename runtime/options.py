@@ -24,6 +24,7 @@ from runtime.errors import ConfigError
 SWA_MODES = ("exact", "bounded")
 CUT_POINTS = ("after", "at")
 DECODE_PATHS = ("engine", "static", "graphs")
+KV_STORAGE = ("dequantized", "packed")
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
 
@@ -220,6 +221,13 @@ class RuntimeOptions:
              "attention core, the grouped MoE) compiled by torch.compile (inductor), about half "
              "the kernels per step; float order differs (bf16 noise), graphs still equal the "
              "eager step with the same setting bit for bit.")
+    kv_storage: str = switch(
+        "dequantized", kind=str, choices=KV_STORAGE,
+        help="dequantized | packed: how the static decode slab holds the window and global KV: "
+             "their fake-quantised values in the model dtype, or the formats' own bytes (FP8 "
+             "e4m3 + ue8m0 per 32, NVFP4 e2m1 pairs + e4m3 per 16; runtime/kv_packing.py) "
+             "decoded inside the fused ring attention. Same values, so the same logits bit for "
+             "bit; packed needs decode = static or graphs, fused attention and fast numerics.")
     replay_tokens: int | None = switch(
         None, kind=int, optional=True, minimum=1,
         help="W used for replay and trimming (default: the config's sliding_window).")
@@ -240,6 +248,13 @@ class RuntimeOptions:
         if self.decode_compile and self.decode == "engine":
             raise ConfigError("RuntimeOptions.decode_compile: needs decode = 'static' or 'graphs' "
                               "(the engine's decode step is not compiled)")
+        if self.kv_storage == "packed":
+            from runtime.kernels.choice import fused_by_op  # light: no Triton
+
+            if self.decode == "engine" or self.batch_invariant or not fused_by_op(self.kernels)["attention"]:
+                raise ConfigError("RuntimeOptions.kv_storage: 'packed' needs decode = 'static' or 'graphs', "
+                                  "attention fused (kernels = 'all' or '+attention') and batch_invariant off "
+                                  "(only the fused ring attention reads packed caches)")
 
     @classmethod
     def from_text(cls, settings: Mapping[str, Any]) -> RuntimeOptions:

@@ -18,18 +18,30 @@ import torch
 
 from runtime.compressor import entries_at
 from runtime.config import V41Config
+from runtime.kv_packing import PackedKV
 from runtime.numerics import Numerics, rms_norm
 
 
-def write_rows(cache: torch.Tensor, at: torch.Tensor, rows: torch.Tensor, where: torch.Tensor | None = None) -> None:
+def write_rows(cache: torch.Tensor | PackedKV, at: torch.Tensor, rows: torch.Tensor | PackedKV,
+               where: torch.Tensor | None = None) -> None:
     """cache [B, N, C]: cache[b, at[b]] = rows[b] (only where ``where[b]``, if given);
-    ``at`` and ``where`` are [B, 1, 1] (built once per step, shared by the layers)."""
+    ``at`` and ``where`` are [B, 1, 1] (built once per step, shared by the layers).
+    A packed cache takes packed rows: its codes and scales are written alike."""
+    if isinstance(cache, PackedKV):
+        for part, new in zip(cache[:2], rows[:2], strict=True):
+            write_rows(part, at, new, where)
+        return
     b, _, width = cache.shape
     at = at.expand(b, 1, width)
     new = rows.reshape(b, 1, width).to(cache.dtype)
     if where is not None:
         new = torch.where(where, new, cache.gather(1, at))
     cache.scatter_(1, at, new)
+
+
+def slot_rows(cache: torch.Tensor | PackedKV, b: int) -> torch.Tensor | PackedKV:
+    """Slots 0..b-1 of a slab cache (a view, dequantized or packed)."""
+    return cache.head(b) if isinstance(cache, PackedKV) else cache[:b]
 
 
 @dataclass(frozen=True)
@@ -54,11 +66,12 @@ class GroupIndex:
 
 def update_kv_source(slab, src: int, x: torch.Tensor, groups: GroupIndex, lw, config: V41Config,
                      num: Numerics, ops, comp_cos: torch.Tensor, comp_sin: torch.Tensor,
-                     comp_weights: tuple[torch.Tensor, torch.Tensor] | None) -> None:
+                     comp_weights: tuple[torch.Tensor, torch.Tensor] | None, rope_quant=None) -> None:
     """x [B, D]: the attention-norm rows of slots 0..B-1; ``groups``: their positions'
     group indices at this source's ratio; ``comp_cos``/``comp_sin``: the compressed
     RoPE table (all positions of the slab); ``comp_weights``: (wkv, wgate) in float32
-    for ratio 2 (cast once, not every step)."""
+    for ratio 2 (cast once, not every step); ``rope_quant``: the step's (a packing one
+    for a packed slab, runtime/static/packing.py; None: ``ops.rope_quant``)."""
     c = config
     ratio = groups.ratio
     comp = lw.attn.compressor
@@ -78,6 +91,6 @@ def update_kv_source(slab, src: int, x: torch.Tensor, groups: GroupIndex, lw, co
                               comp.norm.weight, eps, x.dtype)
         complete = groups.complete
     entries, keys = entries_at(latent, comp_cos[groups.start], comp_sin[groups.start], lw.attn, c, num,
-                               rope_quant=ops.rope_quant)
-    write_rows(slab.global_kv[src][:b], groups.entry, entries, complete)
+                               rope_quant=rope_quant or ops.rope_quant)
+    write_rows(slot_rows(slab.global_kv[src], b), groups.entry, entries, complete)
     write_rows(slab.index_keys[src][:b], groups.entry, keys, complete)

@@ -20,7 +20,9 @@ end of the slab is reset before it could overflow. The slab starts at
 when a request needs more; a request that would pass ``max_position_embeddings`` decodes
 on the engine path instead, counted in ``counters.static_fallback_tokens`` so a run can
 see the optimization did not engage; so does a state the slab refuses to load (window KV the
-decode would read was never computed), which keeps decoding on the engine path.
+decode would read was never computed), which keeps decoding on the engine path. With
+``kv_storage = "packed"`` the slab holds the window and global KV as bytes
+(runtime/kv_packing.py) wherever the fused attention runs.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ class StaticDecodeModel:
         self._owner: list[weakref.ref | None] = [None] * max_batch
         self._refused: weakref.WeakSet = weakref.WeakSet()  # states the slab cannot hold
         self.slab = self.decoder = self.graphs = None
+        # Packed only where the fused ring attention runs (its Triton kernel can fall back
+        # to the reference, with the registry's warning); the step's kernels_used says which.
+        packed = model.options.kv_storage == "packed" and model.ops.is_fused("attention")
+        self.kv_storage = "packed" if packed else "dequantized"
         self._build(min(self.max_len_limit, max_len or INITIAL_MAX_LEN))
 
     def _build(self, max_len: int) -> None:
@@ -65,7 +71,8 @@ class StaticDecodeModel:
         doubles when a request needs more room."""
         m = self.model
         max_len = -(-max_len // self._group) * self._group
-        slab = DecodeSlab(m.config, self.max_batch, max_len, m.dtype, m.device, window=m.window)
+        slab = DecodeSlab(m.config, self.max_batch, max_len, m.dtype, m.device, window=m.window,
+                          kv_storage=self.kv_storage)
         if self.slab is not None:
             for slot, owner in enumerate(self._owner):
                 if owner is not None:

@@ -23,6 +23,13 @@ Layout (dtype and device of the weights unless said otherwise):
 - per slot: ``tokens`` [B, max_len] int64 (Engram look-back), ``num_computed`` [B]
   int64 and ``window_floor`` [B] int64, on the device.
 
+``kv_storage = "packed"`` (``RuntimeOptions.kv_storage``): ``swa[layer]`` and
+``global_kv[src]`` are ``PackedKV`` byte caches instead (runtime/kv_packing.py: e4m3
+codes [B, W, hd] + ue8m0 scales [B, W, hd/32]; e2m1 nibble pairs [B, N, hd/2] + e4m3
+scales [B, N, hd/16]), holding exactly the same values; only the fused ring attention
+reads them. ``load`` encodes a state's fake-quantised values (``kv_packing.encode``),
+``export`` decodes them back into the model dtype.
+
 ``load`` and ``export`` move a request between a ``SequenceState`` (runtime/state.py)
 and a slot; they may sync (they run between captured steps, never inside one).
 """
@@ -35,6 +42,8 @@ import torch
 
 from runtime.config import V41Config
 from runtime.errors import ConfigError, StateError
+from runtime.kv_packing import PackedKV, encode
+from runtime.options import KV_STORAGE
 from runtime.state import SequenceState
 
 
@@ -53,7 +62,9 @@ class DecodeSlab:
     """Preallocated caches of ``max_batch`` decode slots (see the module docstring)."""
 
     def __init__(self, config: V41Config, max_batch: int, max_len: int, dtype: torch.dtype,
-                 device: torch.device | str, window: int | None = None):
+                 device: torch.device | str, window: int | None = None, kv_storage: str = "dequantized"):
+        if kv_storage not in KV_STORAGE:
+            raise ConfigError(f"DecodeSlab.kv_storage: expected one of {KV_STORAGE}, got {kv_storage!r}")
         if max_batch < 1:
             raise ConfigError(f"DecodeSlab.max_batch: expected a positive integer, got {max_batch}")
         ratios = {config.compress_ratios[s] for s in config.kv_source_layer_ids}
@@ -67,20 +78,24 @@ class DecodeSlab:
         self.max_len = max_len
         self.window = window if window is not None else config.sliding_window
         self.dtype = dtype
+        self.kv_storage = kv_storage
         self.device = torch.device(device)
         if self.device.type == "cuda" and self.device.index is None:  # "cuda" is the current device
             self.device = torch.device("cuda", torch.cuda.current_device())
         b, w, hd = max_batch, self.window, config.head_dim
         zeros = dict(dtype=dtype, device=self.device)
-        self.swa = [torch.zeros(b, w, hd, **zeros) for _ in range(config.num_hidden_layers)]
-        self.global_kv: dict[int, torch.Tensor] = {}
+        packed = kv_storage == "packed"
+        self.swa = [PackedKV.zeros("fp8", (b, w), hd, self.device) if packed else torch.zeros(b, w, hd, **zeros)
+                    for _ in range(config.num_hidden_layers)]
+        self.global_kv: dict[int, torch.Tensor | PackedKV] = {}
         self.index_keys: dict[int, torch.Tensor] = {}
         self.comp_kv: dict[int, torch.Tensor] = {}
         self.comp_gate: dict[int, torch.Tensor] = {}
         for src in config.kv_source_layer_ids:
             ratio = config.compress_ratios[src]
             n = max_len // ratio
-            self.global_kv[src] = torch.zeros(b, n, hd, **zeros)
+            self.global_kv[src] = PackedKV.zeros("nvfp4", (b, n), hd, self.device) if packed else torch.zeros(
+                b, n, hd, **zeros)
             self.index_keys[src] = torch.zeros(b, n, config.index_head_dim, **zeros)
             if ratio > 1:
                 self.comp_kv[src] = torch.zeros(b, ratio, hd, dtype=torch.float32, device=self.device)
@@ -134,8 +149,7 @@ class DecodeSlab:
             if bool((holes & readable).any()):
                 raise StateError(f"DecodeSlab.load: layer {layer}'s window KV has a hole above the window "
                                  f"floor {floor} (a decoder-trimmed state stopped mid-prefill?)")
-            self.swa[layer][slot].zero_()
-            self.swa[layer][slot, ring] = torch.nan_to_num(rows, nan=0.0)
+            self._store(self.swa[layer], slot, ring, torch.nan_to_num(rows, nan=0.0), f"swa[{layer}]")
         for src in c.kv_source_layer_ids:
             ratio = c.compress_ratios[src]
             entries = n // ratio
@@ -144,8 +158,7 @@ class DecodeSlab:
                 if have.shape[0] != entries:
                     raise StateError(f"DecodeSlab.load: {name}[{src}] holds {have.shape[0]} entries, "
                                      f"expected {entries} for {n} positions at ratio {ratio}")
-                cache[slot].zero_()
-                cache[slot, :entries] = have.to(self.device, self.dtype)
+                self._store(cache, slot, slice(0, entries), have.to(self.device, self.dtype), f"{name}[{src}]")
             if ratio > 1:
                 kv, gate = state.comp_buffer[src]
                 if kv.shape[0] != n % ratio:
@@ -179,10 +192,10 @@ class DecodeSlab:
         lo = max(0, n - (self.window - 1), floor)
         ring = torch.arange(lo, n, device=self.device) % self.window
         for layer in range(c.num_hidden_layers):
-            st.swa[layer][lo:n] = self.swa[layer][slot, ring]
+            st.swa[layer][lo:n] = self._fetch(self.swa[layer], slot, ring)
         for src in c.kv_source_layer_ids:
             ratio = c.compress_ratios[src]
-            st.global_kv[src] = self.global_kv[src][slot, : n // ratio].clone()
+            st.global_kv[src] = self._fetch(self.global_kv[src], slot, slice(0, n // ratio)).clone()
             st.index_keys[src] = self.index_keys[src][slot, : n // ratio].clone()
             if ratio > 1:
                 keep = n % ratio
@@ -194,3 +207,25 @@ class DecodeSlab:
         st.write_floor, st.hit_tokens, st.replayed_tokens = book.write_floor, book.hit_tokens, book.replayed_tokens
         st.trimmed_chunks, st.trimmed_rows = book.trimmed_chunks, book.trimmed_rows
         return st
+
+    # ------------------------------------------------------------------ dequantized or packed
+    def _store(self, cache: torch.Tensor | PackedKV, slot: int, at, values: torch.Tensor, name: str) -> None:
+        """Slot ``slot`` of ``cache`` cleared, then ``values`` written at rows ``at``
+        (packed caches: encoded exactly, a StateError if they are not on the format's grid)."""
+        if not isinstance(cache, PackedKV):
+            cache[slot].zero_()
+            cache[slot, at] = values
+            return
+        try:
+            packed = encode(values, cache.fmt)
+        except ValueError as exc:
+            raise StateError(f"DecodeSlab.load: {name}: {exc}") from None
+        for part, new in zip(cache[:2], packed[:2], strict=True):
+            part[slot].zero_()
+            part[slot, at] = new
+
+    def _fetch(self, cache: torch.Tensor | PackedKV, slot: int, at) -> torch.Tensor:
+        """Rows ``at`` of slot ``slot`` in the model dtype."""
+        if not isinstance(cache, PackedKV):
+            return cache[slot, at]
+        return PackedKV(cache.codes[slot, at], cache.scales[slot, at], cache.fmt).unpack(self.dtype)

@@ -38,10 +38,11 @@ from runtime.mhc import collapse, expand, first_pre
 from runtime.numerics import Numerics
 from runtime.options import RuntimeOptions
 from runtime.rope import RopePair
-from runtime.static.compressor import GroupIndex, update_kv_source, write_rows
+from runtime.static.compressor import GroupIndex, slot_rows, update_kv_source, write_rows
 from runtime.static.helpers import StepHelpers
 from runtime.static.indexer import select
 from runtime.static.moe import every_expert_moe
+from runtime.static.packing import PackingQuant
 from runtime.static.slab import DecodeSlab
 from runtime.weights import V41Weights
 
@@ -94,6 +95,8 @@ class StaticDecodeStep:
                              for op in self.ops.selected}
         if ring:
             self.kernels_used["attention"] = FUSED_RING
+        self.quant = self.ops.rope_quant  # the window / global writes' rope + quant
+        self.kernels_used["kv_storage"] = self._storage(ring)
         self.ctx = StepContext(c, self.num, None, slab.window, None, self.ops)
         rope = RopePair(c)
         self.rope_main = RopeRows(rope.main, slab.max_len, device)
@@ -151,7 +154,7 @@ class StaticDecodeStep:
             streams, mix_a, x = mhc_site(streams, pending, pre, lw, "attn", lw.attn_norm.weight, self.ctx)
             if layer in c.kv_source_layer_ids:
                 update_kv_source(slab, layer, x[:b], groups[c.compress_ratios[layer]], lw, c, num, self.ops,
-                                 self.rope_comp.cos, self.rope_comp.sin, self.comp_weights.get(layer))
+                                 self.rope_comp.cos, self.rope_comp.sin, self.comp_weights.get(layer), self.quant)
             attn_out = self._attention(layer, x, pos, tables, selection, window, ring_at, lw)
             streams, mix_f, f_in = mhc_site(streams, (attn_out, mix_a), mix_a.pre, lw, "ffn",
                                             lw.ffn_norm.weight, self.ctx)
@@ -163,6 +166,18 @@ class StaticDecodeStep:
         return logits
 
     # ------------------------------------------------------------------ parts
+    def _storage(self, ring: bool) -> str:
+        """``kernels_used["kv_storage"]``; a packed slab also sets ``self.quant`` to pack on write."""
+        if self.slab.kv_storage == "packed":
+            if not ring:
+                raise StateError("StaticDecodeStep: the slab holds packed KV, which only the fused ring "
+                                 "attention reads (fused attention, fast numerics)")
+            self.quant = PackingQuant(self.ops.rope_quant)
+            return self.quant.how
+        if self.options.kv_storage == "packed":
+            return "dequantized (kv_storage = packed asked, but this slab is not packed)"
+        return "dequantized"
+
     def _pad(self, values: torch.Tensor, rows: int) -> torch.Tensor:
         """Dummy rows (token 0, position 0) up to the numerics' row count, as the engine pads."""
         if rows == values.shape[0]:
@@ -198,9 +213,9 @@ class StaticDecodeStep:
         kv = self.fn.rms_norm(num.linear(x, a.wkv.weight), a.kv_norm.weight, eps)
         cos, sin = tables[1 if ratio > 0 else 0]
         q = self.fn.apply_rope(q, cos, sin)
-        kv = self.ops.rope_quant(kv, cos, sin, "fp8")
-        ring = slab.swa[layer][:b]
-        write_rows(ring, ring_at, kv[:b])
+        kv = self.quant(kv, cos, sin, "fp8")
+        ring = slot_rows(slab.swa[layer], b)
+        write_rows(ring, ring_at, slot_rows(kv, b))
         src = c.kv_source_of(layer)
         if layer in c.index_source_layer_ids:
             cos_c, sin_c = tables[1]
@@ -211,7 +226,8 @@ class StaticDecodeStep:
         if src is None:
             core = self.fn.attention(q[:b], ring, None, window, a.attn_sink, num)
         else:
-            core = self.fn.attention(q[:b], ring, slab.global_kv[src][:b], selection["layout"], a.attn_sink, num)
+            core = self.fn.attention(q[:b], ring, slot_rows(slab.global_kv[src], b), selection["layout"],
+                                     a.attn_sink, num)
         out = core if q.shape[0] == b else torch.cat([core, core.new_zeros(q.shape[0] - b, *core.shape[1:])])
         return output_projection(out, cos, sin, a, c.o_groups, num, x.dtype, inv_rope=self.ops.inv_rope)
 

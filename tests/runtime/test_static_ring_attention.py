@@ -23,6 +23,7 @@ import pytest
 import torch
 
 from runtime.config import V41Config
+from runtime.kv_packing import PackedKV
 from runtime.numerics import Numerics
 from runtime.static.attention import KeyLayout, decode_attention
 from runtime.static.ring_attention import RingAttention, RingKeys
@@ -205,3 +206,71 @@ def test_ring_attention_gpu(kernel_cls, gen, b, dtype, with_topk):
     worst = float((diff / bound).max())
     print(f"b={b} {dtype} topk={with_topk}: max error {float(diff.max()):.3g}, worst error / bound {worst:.3g}")
     assert worst <= 1.0, f"error {worst:.3g}x its bound (seed {gen.initial_seed()})"
+
+
+# ---------------------------------------------------------------------------- packed caches
+def random_packed(gen, lead: tuple[int, ...], hd: int, fmt: str, device) -> PackedKV:
+    """Every code at random (all e4m3 bytes but NaN; every e2m1 nibble pair), scales in
+    a range that keeps the logits finite: what the kernel's bit decoding must get right,
+    beyond the codes a quantiser happens to produce."""
+    if fmt == "fp8":
+        codes = torch.randint(0, 256, (*lead, hd), generator=gen, dtype=torch.uint8)
+        codes = torch.where(codes & 0x7F == 0x7F, codes & 0xF0, codes)
+        scales = torch.randint(118, 124, (*lead, hd // 32), generator=gen, dtype=torch.uint8)
+    else:
+        codes = torch.randint(0, 256, (*lead, hd // 2), generator=gen, dtype=torch.uint8)
+        scales = torch.randint(0, 0x38, (*lead, hd // 16), generator=gen, dtype=torch.uint8)  # e4m3 below 1
+    return PackedKV(codes.to(device), scales.to(device), fmt)
+
+
+@pytest.mark.parametrize("b,splits,with_topk", [(5, None, True), (4, 3, True), (3, 2, False)])
+def test_packed_ring_attention_is_bitwise_the_unpacked(kernel_cls, gen, b, splits, with_topk):
+    """In-kernel dequant vs the same kernel over the unpacked float32 caches: wrapped
+    rings, rings not yet full, a floor inside the window, -1 ids, split or not."""
+    from runtime.kernels.attention_tiles import AttentionTile
+
+    window, hd = 32, 64
+    q, _, _, pos, floor, topk, sink = slab_case(gen, b, 4, hd, window, 20, 30, torch.float32, "cpu",
+                                                with_topk=with_topk)
+    ring = random_packed(gen, (b, window), hd, "fp8", "cpu")
+    entries = random_packed(gen, (b, 30), hd, "nvfp4", "cpu") if with_topk else None
+    kernel = kernel_cls() if splits is None else kernel_cls(tile=AttentionTile(16, 16, splits=splits))
+    got = kernel.ring(q, pos, floor, ring, entries, topk, sink)
+    want = kernel.ring(q, pos, floor, ring.unpack(), None if entries is None else entries.unpack(), topk, sink)
+    assert torch.isfinite(want).all()
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32)), \
+        f"max |diff| {(got - want).abs().max():.3g} (seed {gen.initial_seed()})"
+    # and the unpacked caches through the batched torch core (which keys are read)
+    cached = (q, ring.unpack(), None if entries is None else entries.unpack(), pos, floor, topk, sink)
+    _, core = both(kernel, cached, window, hd)
+    assert rel_err(got, core) <= 2e-5
+
+
+def test_packed_ring_attention_refuses_mixed_layouts(kernel_cls, gen):
+    q, ring, entries, pos, floor, topk, sink = slab_case(gen, 2, 4, 32, 8, 6, 10, torch.float32, "cpu")
+    packed_ring = random_packed(gen, (2, 8), 32, "fp8", "cpu")
+    with pytest.raises(ValueError, match="both be packed or neither"):
+        kernel_cls().ring(q, pos, floor, packed_ring, entries, topk, sink)
+    with pytest.raises(ValueError, match="packed ring must be fp8 and entries nvfp4"):
+        kernel_cls().ring(q, pos, floor, random_packed(gen, (2, 8), 32, "nvfp4", "cpu"),
+                          random_packed(gen, (2, 10), 32, "nvfp4", "cpu"), topk, sink)
+    with pytest.raises(ValueError, match="packed caches are the static slab's"):
+        kernel_cls()(q[0:1], pos[:1], floor[:1], packed_ring, 8, None, None, sink, NUM)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("b", [1, 64])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
+    """``mid`` shapes compiled: packed vs the unpacked caches in the query dtype (every
+    packed value is exact in bf16), bit for bit (the same tiles over the same values)."""
+    cfg = V41Config.preset("mid")
+    window, hd, k, n = cfg.sliding_window, cfg.head_dim, cfg.index_topk, 512
+    q, _, _, pos, floor, topk, sink = slab_case(gen, b, cfg.num_attention_heads, hd, window, k, n, dtype, "cuda")
+    ring = random_packed(gen, (b, window), hd, "fp8", "cuda")
+    entries = random_packed(gen, (b, n), hd, "nvfp4", "cuda")
+    kernel = kernel_cls()
+    got = kernel.ring(q, pos, floor, ring, entries, topk, sink)
+    want = kernel.ring(q, pos, floor, ring.unpack(dtype), entries.unpack(dtype), topk, sink)
+    assert torch.equal(got, want), f"max |diff| {(got - want).abs().max():.3g} (seed {gen.initial_seed()})"
