@@ -1,11 +1,15 @@
 """Decode throughput: the engine's step vs the static step vs CUDA graphs, reference vs
 fused kernels, as a fraction of the bandwidth roofline.
 
-Variants are (path, kernels): path ``engine`` (V41Model.forward over one SeqChunk per
+Variants are (path, kernels, KV storage): path ``engine`` (V41Model.forward over one SeqChunk per
 request), ``static`` (runtime.static's fixed-shape step over a preallocated slab) or
 ``graphs`` (that step replayed from a CUDA graph captured for the batch size), each of the
 last two also ``+compile`` (``decode_compile``: the step's small ops through torch.compile,
-runtime/static/helpers.py); kernels ``reference`` or ``fused``. Every request is prefilled once to ``--context`` tokens and
+runtime/static/helpers.py); kernels ``reference`` or ``fused``; ``--kv-storage``
+``dequantized`` (the slab's window / global KV in the model dtype) and/or ``packed`` (their
+FP8 / NVFP4 bytes, decoded in the fused ring attention: ``RuntimeOptions.kv_storage``;
+static and graphs paths with fused kernels only, other combinations are skipped). Every
+request is prefilled once to ``--context`` tokens and
 snapshotted; every variant decodes from its own copies of the same snapshots.
 
 Checks before timing, with identical inputs (the first decode step, same snapshot, same
@@ -17,9 +21,13 @@ Timing: ``--rounds`` interleaved rounds (variant order reversed every other roun
 variant ``--steps`` free-running greedy steps per round; median step time over all rounds.
 Roofline = batch / (bytes per step / 4.3 TB/s), bytes = dense weights + the routed
 experts the batch can touch + per-request KV reads (window, selected compressed entries,
-indexer keys scanned).
+indexer keys scanned), the window and entries counted in the variant's storage: 2 bytes a
+value dequantized (bf16), the formats' bytes packed (runtime/kv_bytes.py's per-entry
+sizes); the indexer keys stay bf16 in both.
 
     PYTHONPATH=. python benchmarks/decode.py --batches 1 8 64 --context 1024
+    PYTHONPATH=. python benchmarks/decode.py --paths graphs --kernels fused \
+        --kv-storage dequantized packed --batches 1 8 64 --context 4096   # packed vs not, interleaved
 
 Writes decode_<gpu>.json/.md (GPU, driver, torch/triton, shapes, command). ``--device cpu``
 runs a small smoke version (tiny preset; graphs need CUDA and are skipped).
@@ -39,11 +47,19 @@ import torch
 
 HBM_BYTES_PER_S = 4.3e12
 PATHS = ("engine", "static", "graphs", "static+compile", "graphs+compile")
+KV_STORAGE = ("dequantized", "packed")
 
 
-def step_bytes(config, batch: int, context: int) -> dict:
+def runs_packed(path: str, kernels: str) -> bool:
+    """Packed storage needs the static slab and the fused ring attention."""
+    return path != "engine" and kernels == "fused"
+
+
+def step_bytes(config, batch: int, context: int, kv_storage: str = "dequantized") -> dict:
     """Minimal bytes one decode step must read: every dense weight once, the routed experts
-    the batch can touch (min(E, batch*k) of them) once, and each request's KV reads."""
+    the batch can touch (min(E, batch*k) of them) once, and each request's KV reads (window
+    rows and selected entries in ``kv_storage``'s bytes, indexer keys in bf16)."""
+    from runtime.kv_bytes import kv_bytes_per_token
     from runtime.weights import parameter_specs
 
     c = config
@@ -55,17 +71,34 @@ def step_bytes(config, batch: int, context: int) -> dict:
         dense += math.prod(spec.shape) * (4 if spec.float32 else 2)
     touched = min(c.n_routed_experts, batch * c.num_experts_per_tok)
     experts = c.num_hidden_layers * touched * expert_params * 2
+    if kv_storage == "packed":
+        packed = kv_bytes_per_token(c)  # e4m3 + ue8m0 per 32; e2m1 pairs + e4m3 per 16
+        window_row, entry_row = packed.swa_entry_bytes, packed.global_entry_bytes
+    else:
+        window_row = entry_row = c.head_dim * 2
     kv = 0
     for layer in range(c.num_hidden_layers):
-        kv += min(context, c.sliding_window) * c.head_dim * 2  # SWA window
+        kv += min(context, c.sliding_window) * window_row  # SWA window
         if c.compress_ratios[layer]:
             entries = context // c.compress_ratios[layer]
-            kv += min(entries, c.index_topk) * c.head_dim * 2  # selected compressed entries
+            kv += min(entries, c.index_topk) * entry_row  # selected compressed entries
             if layer in c.index_source_layer_ids:
                 kv += entries * c.index_head_dim * 2  # indexer keys scanned
     engram = len(c.engram_layer_ids) * (c.engram_max_ngram_size - 1) * c.engram_n_heads * c.engram_head_dim * 2
     return {"weights": dense + experts, "kv_per_request": kv, "engram_per_request": engram,
-            "total": dense + experts + batch * (kv + engram)}
+            "kv_storage": kv_storage, "total": dense + experts + batch * (kv + engram)}
+
+
+def plan_variants(paths, kernels, storages) -> list[tuple[str, str, str]]:
+    """(path, kernels, storage) for every combination that can run (packed: see runs_packed)."""
+    return [(p, k, s) for p in paths for k in kernels for s in storages if s != "packed" or runs_packed(p, k)]
+
+
+def runs_as(row: dict) -> str:
+    """The storage a row's step really read: its kernels_used record (a packed variant whose
+    fused attention fell back reads dequantized caches)."""
+    used = row.get("kernels_used") or {}
+    return "packed" if str(used.get("kv_storage", "")).startswith("packed") else "dequantized"
 
 
 class EngineRunner:
@@ -92,17 +125,19 @@ class EngineRunner:
 class StaticRunner:
     """runtime.static: the slab loaded from the snapshots, the step eager or from a graph."""
 
-    def __init__(self, weights, kernels: str, snaps, max_len: int, graphs: bool, compiled: bool = False):
+    def __init__(self, weights, kernels: str, snaps, max_len: int, graphs: bool, compiled: bool = False,
+                 kv_storage: str = "dequantized"):
         from runtime.model import V41Model
         from runtime.options import RuntimeOptions
         from runtime.static.slab import DecodeSlab
         from runtime.static.step import StaticDecodeStep
 
-        options = RuntimeOptions(kernels=kernels, decode="static", decode_compile=compiled)
+        options = RuntimeOptions(kernels=kernels, decode="static", decode_compile=compiled, kv_storage=kv_storage)
         loader = V41Model(weights, options)
         c = weights.config
         self.batch = len(snaps)
-        self.slab = DecodeSlab(c, self.batch, max_len, loader.dtype, loader.device)
+        storage = kv_storage if loader.ops.is_fused("attention") else "dequantized"  # as StaticDecodeModel
+        self.slab = DecodeSlab(c, self.batch, max_len, loader.dtype, loader.device, kv_storage=storage)
         for slot, snap in enumerate(snaps):
             self.slab.load(slot, loader.new_state(snap))
         self.decoder = StaticDecodeStep(weights, options, self.slab)
@@ -159,7 +194,7 @@ def sync_free(runner: StaticRunner, token: torch.Tensor) -> str:
         return f"SYNCS: {str(exc).splitlines()[0][:120]}"
 
 
-def run_batch(args, weights, batch: int, variants: list[tuple[str, str]], gen) -> list[dict]:
+def run_batch(args, weights, batch: int, variants: list[tuple[str, str, str]], gen) -> list[dict]:
     from runtime.model import SeqChunk, V41Model
     from runtime.options import RuntimeOptions
 
@@ -181,12 +216,13 @@ def run_batch(args, weights, batch: int, variants: list[tuple[str, str]], gen) -
     max_len = -(-need // ratio) * ratio
 
     runners = {}
-    for path, kernels in variants:
+    for path, kernels, storage in variants:
         if path == "engine":
-            runners[(path, kernels)] = EngineRunner(weights, kernels, snaps)
+            runners[(path, kernels, storage)] = EngineRunner(weights, kernels, snaps)
         else:
-            runners[(path, kernels)] = StaticRunner(weights, kernels, snaps, max_len, graphs=path.startswith("graphs"),
-                                                    compiled=path.endswith("+compile"))
+            runners[(path, kernels, storage)] = StaticRunner(
+                weights, kernels, snaps, max_len, graphs=path.startswith("graphs"),
+                compiled=path.endswith("+compile"), kv_storage=storage)
     first = torch.tensor([int(p[-1]) for p in prompts], device=device)
     # The first decode step feeds the prompt's last token again (any token works, the same for all).
     logits0 = {key: r(first).clone() for key, r in runners.items()}
@@ -194,12 +230,15 @@ def run_batch(args, weights, batch: int, variants: list[tuple[str, str]], gen) -
     base_key = variants[0]
     rows = {}
     for key, r in runners.items():
-        path, kernels = key
-        row = {"batch": batch, "context": args.context, "path": path, "kernels": kernels,
+        path, kernels, storage = key
+        row = {"batch": batch, "context": args.context, "path": path, "kernels": kernels, "kv_storage": storage,
                "prefill_s": prefill_s, "vs_first_variant": compare(logits0[key], logits0[base_key])}
-        eager_twin = (path.replace("graphs", "static"), kernels)
+        eager_twin = (path.replace("graphs", "static"), kernels, storage)
         if path.startswith("graphs") and eager_twin in logits0:
             row["graphs_vs_static_bitwise"] = bool(torch.equal(logits0[key], logits0[eager_twin]))
+        dequantized_twin = (path, kernels, "dequantized")
+        if storage == "packed" and dequantized_twin in logits0:  # same values: the same logits bit for bit
+            row["packed_vs_dequantized_bitwise"] = bool(torch.equal(logits0[key], logits0[dequantized_twin]))
         if path != "engine":
             row["capture_s"] = r.capture_s
             row["kernels_used"] = r.kernels_used
@@ -221,17 +260,17 @@ def run_batch(args, weights, batch: int, variants: list[tuple[str, str]], gen) -
                 sync(device)
                 times[key].append(time.perf_counter() - t0)
                 tokens[key] = nxt
-    bytes_needed = step_bytes(c, batch, args.context)
-    roof = batch / (bytes_needed["total"] / HBM_BYTES_PER_S)
     out_rows = []
     for key, row in rows.items():
+        bytes_needed = step_bytes(c, batch, args.context, runs_as(row))
+        roof = batch / (bytes_needed["total"] / HBM_BYTES_PER_S)
         step_s = statistics.median(times[key])
         row.update({"step_ms": step_s * 1e3, "tokens_per_s": batch / step_s, "roofline_tokens_per_s": roof,
                     "roofline_fraction": batch / step_s / roof, "bytes_per_step": bytes_needed,
                     "step_ms_all": [t * 1e3 for t in times[key]]})
         out_rows.append(row)
         cmp = row["vs_first_variant"]
-        print(f"batch {batch:3d} {key[0]:6s} {key[1]:9s} step {row['step_ms']:8.2f} ms "
+        print(f"batch {batch:3d} {key[0]:6s} {key[1]:9s} {key[2]:11s} step {row['step_ms']:8.2f} ms "
               f"{row['tokens_per_s']:9.1f} tok/s ({row['roofline_fraction']:.2%} of roofline) "
               f"rel diff {cmp['max_rel_diff']:.2e} greedy {cmp['greedy_agree']}/{cmp['rows']} "
               f"{row.get('host_syncs', '')}", flush=True)
@@ -252,7 +291,7 @@ def run(args) -> dict:
     sync(device)
     init_s = time.perf_counter() - t0
     paths = [p for p in args.paths if not p.startswith("graphs") or device.type == "cuda"]
-    variants = [(p, k) for p in paths for k in args.kernels]
+    variants = plan_variants(paths, args.kernels, args.kv_storage)
     gen = torch.Generator().manual_seed(args.seed)
     rows = []
     for batch in args.batches:
@@ -271,9 +310,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefill-batch", type=int, default=16)
     parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
     parser.add_argument("--kernels", nargs="+", default=["reference", "fused"], choices=["reference", "fused"])
+    parser.add_argument("--kv-storage", nargs="+", default=["dequantized"], choices=KV_STORAGE,
+                        help="the static slab's window / global KV: model dtype and/or packed bytes "
+                             "(packed runs on static/graphs paths with fused kernels only)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args(argv)
+    if "packed" in args.kv_storage and not plan_variants(args.paths, args.kernels, ["packed"]):
+        print("decode.py: --kv-storage packed: needs a static or graphs path in --paths and fused in --kernels",
+              file=sys.stderr)
+        return 2
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("benchmarks/decode.py: --device cuda needs a CUDA GPU (use --device cpu --preset tiny)",
               file=sys.stderr)
@@ -306,6 +352,10 @@ def environment(device: torch.device) -> dict:
     return env
 
 
+def yes_no(flag: bool | None) -> str:
+    return "-" if flag is None else ("yes" if flag else "NO")
+
+
 def markdown(doc: dict) -> str:
     env = doc["environment"]
     lines = [
@@ -315,23 +365,28 @@ def markdown(doc: dict) -> str:
         f"- Random weights (init {doc['init_s']:.1f} s); each request prefilled to the context once, every "
         "variant decodes from copies of the same snapshots; median step time over interleaved rounds "
         "(order reversed every other round); roofline = batch / (bytes per step / 4.3 TB/s), bytes = dense "
-        "weights + touched experts + per-request KV (window, selected compressed entries, indexer keys).",
+        "weights + touched experts + per-request KV (window, selected compressed entries, indexer keys; "
+        "window and entries in the row's KV storage: bf16, or the packed FP8 / NVFP4 bytes).",
         "- `rel diff` / `greedy`: first decode step with identical inputs, logits vs the first variant "
         "(max |diff| / max |logit|; rows whose argmax agrees). `graphs = static`: bitwise equal logits "
-        "to the eager static step with the same compile setting. `+compile`: decode_compile "
+        "to the eager static step with the same compile setting. `packed = deq.`: bitwise equal logits to the "
+        "same variant over dequantized caches. `+compile`: decode_compile "
         "(runtime/static/helpers.py); capture s includes compiling.", "",
-        "| batch | context | path | kernels | step ms | tokens/s | roofline tokens/s | fraction | rel diff | greedy "
-        "| graphs = static | host syncs |",
-        "|---:|---:|---|---|---:|---:|---:|---:|---:|---|---|---|",
+        "| batch | context | path | kernels | KV storage | step ms | tokens/s | roofline tokens/s | fraction "
+        "| rel diff | greedy | graphs = static | packed = deq. | host syncs |",
+        "|---:|---:|---|---|---|---:|---:|---:|---:|---:|---|---|---|---|",
     ]
     for r in doc["rows"]:
         cmp = r["vs_first_variant"]
-        bit = r.get("graphs_vs_static_bitwise")
+        bit, same = r.get("graphs_vs_static_bitwise"), r.get("packed_vs_dequantized_bitwise")
+        storage = r.get("kv_storage", "dequantized")
+        if storage != r.get("bytes_per_step", {}).get("kv_storage", storage):
+            storage += " (NOT packed: fused attention did not run)"
         lines.append(
-            f"| {r['batch']} | {r['context']} | {r['path']} | {r['kernels']} | {r['step_ms']:.2f} | "
+            f"| {r['batch']} | {r['context']} | {r['path']} | {r['kernels']} | {storage} | {r['step_ms']:.2f} | "
             f"{r['tokens_per_s']:.1f} | {r['roofline_tokens_per_s']:.0f} | {r['roofline_fraction']:.2%} | "
             f"{cmp['max_rel_diff']:.2e} | {cmp['greedy_agree']}/{cmp['rows']} | "
-            f"{'-' if bit is None else ('yes' if bit else 'NO')} | {r.get('host_syncs', '-')} |")
+            f"{yes_no(bit)} | {yes_no(same)} | {r.get('host_syncs', '-')} |")
     return "\n".join(lines) + "\n"
 
 

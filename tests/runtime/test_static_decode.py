@@ -179,7 +179,8 @@ def test_kernels_used_names_the_batched_ops():
     slab = DecodeSlab(weights().config, 1, MAX_LEN, torch.float32, "cpu")
     used = StaticDecodeStep(weights(), RuntimeOptions(), slab).kernels_used
     assert {op for op, how in used.items() if how.startswith("batched")} == {"attention", "indexer"}
-    assert {how for op, how in used.items() if op not in ("attention", "indexer")} == {"reference"}
+    assert {how for op, how in used.items() if op not in ("attention", "indexer", "kv_storage")} == {"reference"}
+    assert used["kv_storage"] == "dequantized"
 
 
 @pytest.mark.parametrize("invariant", [False, True])
