@@ -7,6 +7,13 @@ rotate its trailing rope pairs (float32, rounded back to the model dtype as
 in one pass. The reference makes a rotated copy, a concatenation, a float32 copy, the
 block view and three more temporaries.
 
+``pack`` (FP8 and NVFP4, for a packed static slab: runtime/static/packing.py) runs the
+same kernel with PACK set: instead of the dequantised values it stores the codes and
+scale bytes of runtime/kv_packing.py's layout, taken from the very q and scale the
+plain variant multiplies (the e4m3 byte from the float32 bits of the rounded value, the
+e2m1 nibble from its grid index, two nibbles a byte), so unpacking gives the plain
+variant's output bit for bit.
+
 The roundings are written as explicit arithmetic, not as casts to Triton's fp8 type:
 the interpreter's float32 -> float8e4nv cast is wrong whenever rounding carries into
 the exponent (docs/pitfalls.md), and an explicit rounding is the same code

@@ -46,7 +46,7 @@ def test_check_prints_the_resolved_options_as_json(capsys):
     assert doc["options"] == {"swa": "bounded", "encoder_replay": False, "decoder_trim": True,
                               "cut": "after", "kernels": "reference", "batch_invariant": False,
                               "decode": "engine", "decode_compile": False,
-                              "replay_tokens": None}
+                              "kv_storage": "dequantized", "replay_tokens": None}
     assert doc["url"] == "http://127.0.0.1:8000/v1" and doc["model"] == "v41val-micro"
 
 

@@ -11,7 +11,8 @@ StaticDecodeStep.step. The ring wraps and groups complete inside those steps.
 truncates and the candidate blocks mask within a few dozen positions), float32 on CPU.
 Batch-invariant numerics are compared bit for bit: there the engine's row results do
 not depend on the row count, and the static step reproduces its layouts. Fast numerics
-(different GEMM row counts per call) are compared to 1e-5 of the logits' scale.
+(different GEMM row counts per call) are compared to 1e-5 of the logits' scale. Packed KV
+storage (the last tests) is compared with the dequantized static step bit for bit.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ import torch
 from runtime.compressor import entries_at, entries_from_latents
 from runtime.config import V41Config
 from runtime.errors import ConfigError, StateError
+from runtime.kv_packing import PackedKV
 from runtime.model import SeqChunk, V41Model
 from runtime.numerics import Numerics
 from runtime.options import RuntimeOptions
 from runtime.rope import RopePair
 from runtime.static import DecodeSlab, StaticDecodeStep
 from runtime.static.attention import KeyLayout, decode_attention
+from runtime.static.model import StaticDecodeModel
 from runtime.static.ring_attention import RingAttention, RingKeys
 from runtime.weights import V41Weights
 
@@ -336,3 +339,93 @@ def test_steps_of_different_batch_sizes_leave_the_other_slots_alone():
         outs = engine.forward([SeqChunk(st, feed[s, i : i + 1]) for i, st in enumerate(states[:b])])
         within_1e5(s, static.step(feed[s, :b]), torch.cat([o.logits for o in outs]))
     assert slab.lengths == [st.num_computed for st in states] == [W - 1 + 6, W + 1 + 6, W + 3]
+
+
+# ---------------------------------------------------------------------------- packed KV storage
+# ``kv_storage = "packed"``: the slab holds the window and global KV as bytes
+# (runtime/kv_packing.py), the rope_quant writes pack them and the fused ring attention
+# decodes them in-kernel. The decoded values are the dequantized slab's values exactly,
+# so every step's logits, and the exported state, must be bit for bit those of the same
+# step over a dequantized slab (float32, the Triton interpreter: it cannot compute bf16).
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernels", ["+attention", "+attention,+rope_quant"])
+def test_packed_step_is_bitwise_the_dequantized_step(monkeypatch, kernels):
+    """~20 s each (the interpreter). Reference rope_quant (torch pack on write) and fused
+    (the kernel packs): W + 3 teacher-forced steps, logits and exported states bit for bit."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    options = RuntimeOptions(kernels=kernels, decode="static")
+    _, loaded = prefilled(RuntimeOptions(), lengths=(5, W + 3), hits=((15, 12, 3),))
+    steps = {}
+    for storage in ("dequantized", "packed"):
+        slab = DecodeSlab(weights().config, len(loaded) + 1, MAX_LEN, torch.float32, "cpu", kv_storage=storage)
+        for slot, st in enumerate(loaded):
+            slab.load(slot, st)
+        slab.reset(len(loaded))
+        steps[storage] = StaticDecodeStep(weights(), options.with_(kv_storage=storage), slab)
+    packed = steps["packed"]
+    assert isinstance(packed.slab.swa[0], PackedKV) and packed.slab.swa[0].codes.dtype == torch.uint8
+    assert packed.kernels_used["kv_storage"].startswith("packed")
+    assert ("kernel packs" in packed.kernels_used["kv_storage"]) == ("rope_quant" in kernels)
+    assert steps["dequantized"].kernels_used["kv_storage"] == "dequantized"
+    feed = torch.randint(0, 512, (W + 3, len(loaded) + 1), generator=torch.Generator().manual_seed(7))
+    for s in range(feed.shape[0]):
+        want = steps["dequantized"].step(feed[s])
+        got = packed.step(feed[s])
+        assert torch.equal(got.view(torch.int32), want.view(torch.int32)), \
+            f"step {s}: max |diff| {(got - want).abs().max():.3g}"
+    for slot in range(len(loaded) + 1):
+        a, b = packed.slab.export(slot), steps["dequantized"].slab.export(slot)
+        for src in b.global_kv:
+            assert torch.equal(a.global_kv[src], b.global_kv[src]), f"slot {slot} global_kv[{src}]"
+        for layer in range(len(b.swa)):
+            assert torch.equal(a.swa[layer].nan_to_num(7.0), b.swa[layer].nan_to_num(7.0)), f"slot {slot} swa"
+
+
+def test_packed_slab_reads_a_quarter_to_a_half_of_the_bytes():
+    """The slab's own tensors: FP8 ring 1 + 1/32 bytes per value, NVFP4 1/2 + 1/16 (float32: 4)."""
+    cfg = weights().config
+    slab = DecodeSlab(cfg, 2, MAX_LEN, torch.float32, "cpu", kv_storage="packed")
+    hd = cfg.head_dim
+    assert slab.swa[0].nbytes() == 2 * W * (hd + hd // 32)
+    src = cfg.kv_source_layer_ids[0]
+    n = MAX_LEN // cfg.compress_ratios[src]
+    assert slab.global_kv[src].nbytes() == 2 * n * (hd // 2 + hd // 16)
+
+
+def test_packed_needs_the_fused_ring_attention():
+    """One line naming the switch; a packed slab under a step that would not read it."""
+    for bad in (dict(decode="engine", kernels="all"), dict(decode="static", kernels="-attention"),
+                dict(decode="static", kernels="all", batch_invariant=True)):
+        with pytest.raises(ConfigError, match=r"^RuntimeOptions.kv_storage: 'packed' needs decode") as err:
+            RuntimeOptions(kv_storage="packed", **bad)
+        assert "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match="DecodeSlab.kv_storage"):
+        DecodeSlab(weights().config, 1, MAX_LEN, torch.float32, "cpu", kv_storage="fp8")
+    slab = DecodeSlab(weights().config, 1, MAX_LEN, torch.float32, "cpu", kv_storage="packed")
+    with pytest.raises(StateError, match="only the fused ring attention"):
+        StaticDecodeStep(weights(), RuntimeOptions(), slab)
+
+
+def test_static_model_packs_only_where_the_fused_attention_runs(monkeypatch):
+    """Without a Triton backend (no CUDA, no interpreter) fused attention falls back to the
+    reference; the wrapper then keeps a dequantized slab, and the step's record says that
+    packed was asked and did not run."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    options = RuntimeOptions(kernels="+attention", decode="static", kv_storage="packed")
+    with pytest.warns(RuntimeWarning, match="fused attention cannot run here"):
+        model = StaticDecodeModel(V41Model(weights(), options), max_batch=2)
+    assert model.slab.kv_storage == "dequantized"
+    assert model.decoder.kernels_used["kv_storage"].startswith("dequantized (kv_storage = packed asked")
+
+
+def test_load_refuses_values_off_the_format_grid():
+    """A state whose window KV is not FP8-quantised (not this model's cache) cannot be
+    packed exactly: one-line StateError naming the cache."""
+    st = prefilled(RuntimeOptions(), lengths=(W + 3,), hits=())[1][0]
+    st.swa[3][: st.num_computed] += 1e-3 * torch.rand(st.num_computed, st.swa[3].shape[1],
+                                                      generator=torch.Generator().manual_seed(1))
+    slab = DecodeSlab(weights().config, 1, MAX_LEN, torch.float32, "cpu", kv_storage="packed")
+    with pytest.raises(StateError, match=r"DecodeSlab.load: swa\[3\]: packed KV: \d+ values are not on the fp8 grid"):
+        slab.load(0, st)

@@ -61,7 +61,7 @@ def test_run_json_is_the_report_document(tmp_path, capsys):
     assert variants["bounded"]["config"]["options"] == {
         "swa": "bounded", "encoder_replay": True, "decoder_trim": True, "cut": "after",
         "kernels": "reference", "batch_invariant": False, "decode": "engine",
-        "decode_compile": False, "replay_tokens": None}
+        "decode_compile": False, "kv_storage": "dequantized", "replay_tokens": None}
 
 
 def test_every_report_says_what_each_variant_is(tmp_path, capsys):
