@@ -1,9 +1,11 @@
 """GPU sweep of the fused attention's tiling (runtime/kernels/attention_tiles.py).
 
 For ``mid`` and ``flash`` decode shapes (H=16/64, hd=512, W=128, top-k 512) at T = 1, 8
-and 64 queries, in both cache layouts of the kernel (``engine``: one request's window by
+and 64 queries, in the cache layouts of the kernel (``engine``: one request's window by
 position and its global entries; ``ring``: the static slab's per-slot ring and global KV,
-one query per slot), every candidate tiling is timed as CUDA-graph replay device time
+one query per slot; ``ring_packed``, asked for with --layouts: that ring and global KV as
+packed FP8 / NVFP4 bytes decoded in the kernel, ``kv_storage = "packed"``, its bytes and
+roofline counted in the packed sizes), every candidate tiling is timed as CUDA-graph replay device time
 (20 calls per graph, median of 10 replays; benchmarks/kernels.py's ``graph_ms``) and
 checked against the reference (max |fused - reference| <= 2e-2 of max |reference|, the
 bf16 parity tolerance of tests/runtime/test_kernels_parity.py). An empty Triton kernel is
@@ -20,6 +22,7 @@ the form of a TILES row to paste into runtime/kernels/attention_tiles.py.
 
     PYTHONPATH=. python benchmarks/attention_tiles.py --out benchmarks/results
     PYTHONPATH=. python benchmarks/attention_tiles.py --quick --out "$OUT"
+    PYTHONPATH=. python benchmarks/attention_tiles.py --quick --layouts ring ring_packed --out "$OUT"
 
 Writes attention_tiles_<gpu>.json and attention_tiles_<gpu>.md.
 """
@@ -49,6 +52,7 @@ from runtime.config import V41Config
 from runtime.kernels.attention_tiles import AttentionTile, t_bucket, tile_for
 
 CONTEXT = 1024  # ring layout: positions ~ the context, the global KV of a 1024-position slot
+LAYOUTS = ("engine", "ring", "ring_packed")
 
 
 @dataclass
@@ -63,10 +67,15 @@ class Shape:
 
     @property
     def bytes(self) -> float:
-        """Keys read once per query (bf16), q read (bf16), the output written (float32),
-        the top-k ids (int64): benchmarks/kernels.py's attention count."""
+        """Keys read once per query (bf16; ring_packed: e4m3 + a ue8m0 byte per 32 for the
+        window, two e2m1 a byte + an e4m3 byte per 16 for the entries), q read (bf16), the
+        output written (float32), the top-k ids (int64): benchmarks/kernels.py's attention count."""
         hd, h = self.head_dim, self.heads
-        return self.t * ((self.window + self.topk) * hd * 2 + h * hd * 2 + h * hd * 4 + 8 * self.topk)
+        if self.layout == "ring_packed":
+            keys = self.window * (hd + hd // 32) + self.topk * (hd // 2 + hd // 16)
+        else:
+            keys = (self.window + self.topk) * hd * 2
+        return self.t * (keys + h * hd * 2 + h * hd * 4 + 8 * self.topk)
 
     @property
     def label(self) -> str:
@@ -130,9 +139,15 @@ def inputs(shape: Shape, gen: torch.Generator, device: str = "cuda", dtype: torc
     ring, entries = r(t, w, hd), r(t, CONTEXT // 2, hd)
     topk = torch.randint(0, CONTEXT // 2, (t, k), generator=gen).sort(1).values.to(device)
     layout = KeyLayout.for_window(pos, floor, w, hd).with_topk(topk)
+    keys = ring, entries
+    if shape.layout == "ring_packed":  # the kernel reads the bytes, the reference their values
+        from runtime.kv_packing import pack
+
+        keys = pack(ring, "fp8"), pack(entries, "nvfp4")
+        ring, entries = keys[0].unpack(dtype), keys[1].unpack(dtype)
 
     def fused(op):
-        return op.ring(q, pos, floor, ring, entries, topk, sink)
+        return op.ring(q, pos, floor, *keys, topk, sink)
 
     def reference():
         return decode_attention(q, ring, entries, layout, sink, num)
@@ -158,7 +173,7 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     scale = max(1.0, float(want.abs().max()))
     table = tile_for(shape.t, shape.head_dim)
     result = CaseResult(shape, table.label())
-    if shape.layout == "ring":  # the engine's reference reads positions on the host: no graph
+    if shape.layout != "engine":  # the engine's reference reads positions on the host: no graph
         result.core_ms = timer(reference)
     seen: dict[tuple, Timing] = {}
     for tile in [table, *candidates]:
@@ -263,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                         "stages 3, splits 4 16), for a first look")
     parser.add_argument("--scales", nargs="+", default=["mid", "flash"], choices=["mid", "flash"])
     parser.add_argument("--t", nargs="+", type=int, default=[1, 8, 64], help="query counts")
-    parser.add_argument("--layouts", nargs="+", default=["engine", "ring"], choices=["engine", "ring"])
+    parser.add_argument("--layouts", nargs="+", default=["engine", "ring"], choices=LAYOUTS)
     parser.add_argument("--block-h", nargs="+", type=int, default=[16, 32])
     parser.add_argument("--block-n", nargs="+", type=int, default=[16, 32, 64])
     parser.add_argument("--warps", nargs="+", type=int, default=[4, 8])
