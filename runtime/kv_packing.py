@@ -46,10 +46,19 @@ class PackedKV(NamedTuple):
     @classmethod
     def zeros(cls, fmt: str, lead: tuple[int, ...], channels: int, device) -> PackedKV:
         """All-zero values of ``lead + (channels,)`` (code 0 is +0 in both formats)."""
+        return cls.alloc(fmt, lead, channels, device, torch.zeros)
+
+    @classmethod
+    def empty(cls, fmt: str, lead: tuple[int, ...], channels: int, device) -> PackedKV:
+        """Uninitialised bytes (for a kernel that writes every one)."""
+        return cls.alloc(fmt, lead, channels, device, torch.empty)
+
+    @classmethod
+    def alloc(cls, fmt: str, lead: tuple[int, ...], channels: int, device, make) -> PackedKV:
         block = _block(fmt, channels)
         width = channels if fmt == "fp8" else channels // 2
         kw = dict(dtype=torch.uint8, device=device)
-        return cls(torch.zeros(*lead, width, **kw), torch.zeros(*lead, channels // block, **kw), fmt)
+        return cls(make(*lead, width, **kw), make(*lead, channels // block, **kw), fmt)
 
     @property
     def channels(self) -> int:

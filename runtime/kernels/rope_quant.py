@@ -179,8 +179,7 @@ class FusedRopeQuant:
         code, block = FORMATS[fmt]
         if x.shape[-1] % block:
             raise ValueError(f"fake-quant: last dimension {x.shape[-1]} is not a multiple of block {block}")
-        empty = PackedKV.zeros(fmt, tuple(x.shape[:-1]), x.shape[-1], x.device)
-        packed = PackedKV(torch.empty_like(empty.codes), torch.empty_like(empty.scales), fmt)
+        packed = PackedKV.empty(fmt, tuple(x.shape[:-1]), x.shape[-1], x.device)
         self._launch(x, cos, sin, code, block, packed)
         return packed
 
