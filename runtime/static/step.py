@@ -62,7 +62,8 @@ class StaticDecodeStep:
     registry ops the step calls, and a note for the two it runs in its own form: the
     indexer as batched torch; attention as batched torch, or, when the registry's
     attention is fused and the numerics are fast, as the fused kernel over the slab's
-    ring (batch-invariant numerics keep the batched torch core, bitwise the engine's)."""
+    ring (batch-invariant numerics keep the batched torch core, bitwise the engine's);
+    ``"kv_storage"``: whether the slab's window / global KV is packed (runtime/static/packing.py)."""
 
     def __init__(self, weights: V41Weights, options: RuntimeOptions | None, slab: DecodeSlab,
                  reuse: StaticDecodeStep | None = None):
