@@ -226,8 +226,10 @@ class RuntimeOptions:
         help="dequantized | packed: how the static decode slab holds the window and global KV: "
              "their fake-quantised values in the model dtype, or the formats' own bytes (FP8 "
              "e4m3 + ue8m0 per 32, NVFP4 e2m1 pairs + e4m3 per 16; runtime/kv_packing.py) "
-             "decoded inside the fused ring attention. Same values, so the same logits bit for "
-             "bit; packed needs decode = static or graphs, fused attention and fast numerics.")
+             "decoded inside the fused ring attention. Same values (bit-for-bit logits in float32; "
+             "bf16 tensor-core sums may run in another order); slower than dequantized on the "
+             "H200 so far (docs/architecture.md). packed needs decode = static or graphs, fused "
+             "attention and fast numerics.")
     replay_tokens: int | None = switch(
         None, kind=int, optional=True, minimum=1,
         help="W used for replay and trimming (default: the config's sliding_window).")

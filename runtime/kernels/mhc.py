@@ -37,12 +37,13 @@ SPLIT_BELOW_PROGRAMS = 64  # row blocks under which the site is split over D
 SPLIT_PROGRAMS = 256  # programs the split grid aims for (row blocks x splits)
 BLOCK_D = 64
 NUM_WARPS = 4
-# The 24 projections' tl.dot precision on CUDA. "tf32x3" (three TF32 tensor-core products,
-# float32-accurate in theory) was 1.6-3.4x faster from 512 rows up in
-# benchmarks/tile_sweep.py on the H200 (best with 2 warps and 32-wide D tiles), but in one of
-# ten GPU parity runs a coefficient given the same streams was 9.6e-5 off (bound 5e-5, bf16,
-# mid, 2,048 rows), so the float32 FMA form ("ieee", 4 warps, 64-wide D tiles) stays the
-# default until that is understood. The interpreter computes in float32 whatever the request.
+# The 24 projections' tl.dot precision on CUDA. "tf32x3" (three TF32 tensor-core products)
+# was 1.6-3.4x faster from 512 rows up in benchmarks/tile_sweep.py on the H200 (best with 2
+# warps and 32-wide D tiles), and on the site alone it is the closest to a float64 oracle
+# (9.4e-7 vs the FMA form's 8.5e-6). After the previous site's mixing (HAS_OUT) it is off
+# by 1.1e-4, 18x the FMA form (benchmarks/results/mhc_precision_h200.md): the GPU parity
+# test's one miss. Not understood yet, so the float32 FMA form ("ieee", 4 warps, 64-wide D
+# tiles) stays the default. The interpreter computes in float32 whatever the request.
 CUDA_PRECISION = "ieee"
 
 

@@ -14,7 +14,10 @@ fixed latency per pass that only the GPU can tell. Each row of ``SPLIT_TABLE`` g
 k up to ``max_k``, the chunk length and the interleaved groups both passes use (group
 maxima bound the k-th key; ``groups`` about 2 x k keeps that bound tight while the four
 passes over the maxima stay short). The first rows are the balance point of the two
-terms at 128k keys (chunk ~ sqrt(N x k)), chosen by that argument and not yet measured:
+terms at 128k keys (chunk ~ sqrt(N x k)), chosen by that argument; on the H200
+(benchmarks/results/topk_h200_split.md) the k = 512 row is the best forced chunk on tie-free
+scores (2.9x the one pass at 128k keys) and the k = 1024 / 2048 rows gain 1.9x / 1.5x there,
+while on scores that are ~98 % exact zeros they gain nothing or lose (1.0x / 0.7x / 0.5x).
 ``benchmarks/topk.py --chunks`` times other chunk lengths next to them; a row edited here
 is the whole change.
 

@@ -264,7 +264,11 @@ def test_packed_ring_attention_refuses_mixed_layouts(kernel_cls, gen):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
     """``mid`` shapes compiled: packed vs the unpacked caches in the query dtype (every
-    packed value is exact in bf16), bit for bit (the same tiles over the same values)."""
+    packed value is exact in bf16). float32 (IEEE dots): bit for bit, the same FMA order
+    over the same values. bf16: the decoded tile reaches the tensor cores from registers,
+    the loaded one from memory, so the compiler may pick other MMA instructions and the
+    float32 sums another order (measured on the H200: max |diff| 2.9e-6 at batch 1,
+    2.9e-3 at batch 64); both must then stay within the bf16 bound of the float32 core."""
     cfg = V41Config.preset("mid")
     window, hd, k, n = cfg.sliding_window, cfg.head_dim, cfg.index_topk, 512
     q, _, _, pos, floor, topk, sink = slab_case(gen, b, cfg.num_attention_heads, hd, window, k, n, dtype, "cuda")
@@ -272,5 +276,18 @@ def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
     entries = random_packed(gen, (b, n), hd, "nvfp4", "cuda")
     kernel = kernel_cls()
     got = kernel.ring(q, pos, floor, ring, entries, topk, sink)
-    want = kernel.ring(q, pos, floor, ring.unpack(dtype), entries.unpack(dtype), topk, sink)
-    assert torch.equal(got, want), f"max |diff| {(got - want).abs().max():.3g} (seed {gen.initial_seed()})"
+    case = (q, ring.unpack(dtype), entries.unpack(dtype), pos, floor, topk, sink)
+    want = kernel.ring(q, pos, floor, case[1], case[2], topk, sink)
+    if dtype == torch.float32:
+        assert torch.equal(got, want), f"max |diff| {(got - want).abs().max():.3g} (seed {gen.initial_seed()})"
+        return
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        _, core = both(kernel, case, window, hd)  # the batched core, float32 throughout
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+    bound = bf16_bound(case, window)
+    for name, out in (("packed", got), ("unpacked", want)):
+        worst = float(((out - core).abs().double() / bound).max())
+        assert worst <= 1.0, f"{name}: error {worst:.3g}x its bound (seed {gen.initial_seed()})"
