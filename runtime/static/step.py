@@ -26,6 +26,8 @@ synchronous copy) and hold ids in [0, vocab): nothing checks them on the host.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from runtime.attention import output_projection
@@ -51,6 +53,22 @@ from runtime.weights import V41Weights
 REGISTRY_OPS = ("mhc", "gate", "topk", "inv_rope", "compress", "rope_quant", "engram")
 BATCHED_REFERENCE = "batched reference (runtime.static)"
 FUSED_RING = "fused (slab ring, runtime/static/ring_attention.py)"
+
+
+@dataclass(frozen=True)
+class _StepShared:
+    """What every layer of one step reads: built once per step, not per layer.
+    ``selection`` is mutable on purpose: each index source replaces its key layout and
+    candidate blocks for the layers that follow."""
+
+    b: int
+    pos: torch.Tensor
+    hash_ids: torch.Tensor | None
+    tables: dict
+    window: object
+    ring_at: torch.Tensor
+    groups: dict
+    selection: dict
 
 
 class StaticDecodeStep:
@@ -144,22 +162,10 @@ class StaticDecodeStep:
         window = self.fn.keys.for_window(pos, floor, slab.window, c.head_dim)
         ring_at = (pos % slab.window).view(b, 1, 1)
         groups = {r: GroupIndex.at(pos, r) for r in {c.compress_ratios[s] for s in c.kv_source_layer_ids}}
-        selection = {"layout": window, "candidates": None}
+        shared = _StepShared(b, pos, hash_ids, tables, window, ring_at, groups,
+                             {"layout": window, "candidates": None})
         for layer in range(c.num_hidden_layers):
-            lw = w.layers[layer]
-            if layer in c.engram_layer_ids:
-                if pending is not None:
-                    streams, pending = expand(pending[0], streams, pending[1]), None
-                k = c.engram_layer_ids.index(layer)
-                streams = self.ops.engram(streams, hash_ids[:, k], lw.engram, c, num)
-            streams, mix_a, x = mhc_site(streams, pending, pre, lw, "attn", lw.attn_norm.weight, self.ctx)
-            if layer in c.kv_source_layer_ids:
-                update_kv_source(slab, layer, x[:b], groups[c.compress_ratios[layer]], lw, c, num, self.ops,
-                                 self.rope_comp.cos, self.rope_comp.sin, self.comp_weights.get(layer), self.quant)
-            attn_out = self._attention(layer, x, pos, tables, selection, window, ring_at, lw)
-            streams, mix_f, f_in = mhc_site(streams, (attn_out, mix_a), mix_a.pre, lw, "ffn",
-                                            lw.ffn_norm.weight, self.ctx)
-            pending, pre = (self._moe(layer, f_in, lw.ffn), mix_f), mix_f.pre
+            streams, pending, pre = self._layer(layer, streams, pending, pre, shared)
         streams = expand(pending[0], streams, pending[1])
         hidden = self.fn.rms_norm(collapse(streams, pre), w.norm.weight, c.rms_norm_eps)
         logits = num.linear(hidden[:b], w.head.weight).float()
@@ -178,6 +184,28 @@ class StaticDecodeStep:
         if self.options.kv_storage == "packed":
             return "dequantized (kv_storage = packed asked, but this slab is not packed)"
         return "dequantized"
+
+    def _layer(self, layer: int, streams: torch.Tensor, pending, pre, shared: _StepShared):
+        """One decoder layer of the step (its own method so a profiler can put a range
+        around each layer: benchmarks/step_ops.py). -> (streams, pending, pre)."""
+        c, slab, w = self.config, self.slab, self.weights
+        b = shared.b
+        lw = w.layers[layer]
+        if layer in c.engram_layer_ids:
+            if pending is not None:
+                streams, pending = expand(pending[0], streams, pending[1]), None
+            k = c.engram_layer_ids.index(layer)
+            streams = self.ops.engram(streams, shared.hash_ids[:, k], lw.engram, c, self.num)
+        streams, mix_a, x = mhc_site(streams, pending, pre, lw, "attn", lw.attn_norm.weight, self.ctx)
+        if layer in c.kv_source_layer_ids:
+            update_kv_source(slab, layer, x[:b], shared.groups[c.compress_ratios[layer]], lw, c, self.num,
+                             self.ops, self.rope_comp.cos, self.rope_comp.sin, self.comp_weights.get(layer),
+                             self.quant)
+        attn_out = self._attention(layer, x, shared.pos, shared.tables, shared.selection, shared.window,
+                                   shared.ring_at, lw)
+        streams, mix_f, f_in = mhc_site(streams, (attn_out, mix_a), mix_a.pre, lw, "ffn",
+                                        lw.ffn_norm.weight, self.ctx)
+        return streams, (self._moe(layer, f_in, lw.ffn), mix_f), mix_f.pre
 
     def _pad(self, values: torch.Tensor, rows: int) -> torch.Tensor:
         """Dummy rows (token 0, position 0) up to the numerics' row count, as the engine pads."""
