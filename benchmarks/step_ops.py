@@ -8,12 +8,14 @@ which is the proxy the GPU kernel count follows (every op that does work on a CU
 launches about one kernel; views, allocations and no-op casts launch none).
 
 Counted per step (one step after a warm-up step, both with the same slab state):
-- ``work ops``: aten ops that are not views, allocations or no-op casts (``NO_WORK``) and
-  have no such op below them (the innermost op that computes; the grouped GEMM, a loop
-  on the CPU, counts once: ``OPAQUE``), registry ops run as their reference code;
+- ``work ops``: the aten ops Python calls (no aten op above them) that compute, or copy
+  (a view or cast op with a computing op below it: a real cast, a reshape that copies);
+  views, allocations and no-op casts (``NO_WORK``) are not counted, nor what an op runs
+  inside itself (the CPU's internal casts and loops, e.g. the grouped GEMM's per-expert
+  mm; on CUDA it is one kernel); registry ops run as their reference code;
 - ``fused view``: the same, each registry-op call (mhc, gate, topk, ...) counted as one op,
   as its fused kernel would be: the kernel proxy of ``--kernels fused``;
-- ``top-level ops``: aten ops called from Python (no aten op above them), incl. views;
+- ``top-level ops``: every aten op called from Python, views included;
 - per layer: the work ops inside each layer's body (``StaticDecodeStep._layer``), the rest
   (embedding, tables, head) as ``outside layers``.
 On ``--device cuda`` it also counts the CUDA kernels the profiler saw.
@@ -51,9 +53,6 @@ NO_WORK = frozenset(f"aten::{n}" for n in (
     "numpy_T", "is_nonzero", "_has_compatible_shallow_copy_type", "size", "stride", "dim", "resize_",
     "scalar_tensor",
 ))
-# Ops that are one kernel on CUDA but run as a loop of smaller ops on the CPU (the grouped
-# GEMM: one mm and host reads per expert): counted once, what they run below not at all.
-OPAQUE = frozenset({"aten::_grouped_mm"})
 PRESETS = ("tiny", "mid-narrow", "mid")
 
 
@@ -132,31 +131,25 @@ class _ranged:
         return getattr(self.fn, name)
 
 
-def _where(ev) -> tuple[str | None, str | None, bool, bool]:
-    """(layer range, registry op range, whether an aten op is above, whether an OPAQUE op
-    is above) of an event."""
+def _where(ev) -> tuple[str | None, str | None, bool]:
+    """(layer range, registry op range, whether an aten op is above) of an event."""
     layer = registry = None
-    above_is_aten = under_opaque = False
+    above_is_aten = False
     parent = ev.cpu_parent
     while parent is not None:
         if parent.name.startswith("aten::"):
             above_is_aten = True
-            under_opaque = under_opaque or parent.name in OPAQUE
         elif parent.name.startswith("layer ") and layer is None:
             layer = parent.name
         elif parent.name.startswith("registry ") and registry is None:
             registry = parent.name.split()[1]
         parent = parent.cpu_parent
-    return layer or "outside layers", registry, above_is_aten, under_opaque
+    return layer or "outside layers", registry, above_is_aten
 
 
-def _work_below(ev, memo: dict) -> bool:
-    """Whether an aten op below ``ev`` is a work op (then ``ev`` itself is not counted)."""
-    key = id(ev)
-    if key not in memo:
-        memo[key] = any(ch.name.startswith("aten::") and (
-            ch.name in OPAQUE or ch.name not in NO_WORK or _work_below(ch, memo)) for ch in ev.cpu_children)
-    return memo[key]
+def _does_work(ev) -> bool:
+    """An op that computes, or a view / cast op that copies (some op below it computes)."""
+    return ev.name not in NO_WORK or any(ch.name.startswith("aten::") and _does_work(ch) for ch in ev.cpu_children)
 
 
 def tally(events, n_layers: int) -> dict:
@@ -165,25 +158,23 @@ def tally(events, n_layers: int) -> dict:
     work, top, outside, calls = Counter(), Counter(), Counter(), Counter()
     per_layer, fused_layer = Counter(), Counter()
     kernels = 0
-    memo: dict = {}
     for ev in events:
         if ev.device_type == torch.autograd.DeviceType.CUDA:
             kernels += 1
             continue
         if ev.name.startswith("registry "):
-            layer, registry, _, _ = _where(ev)
+            layer, registry, _ = _where(ev)
             if registry is None:  # not nested in another registry op
                 calls[ev.name.split()[1]] += 1
                 fused_layer[layer] += 1
             continue
         if not ev.name.startswith("aten::"):
             continue
-        layer, registry, above_is_aten, under_opaque = _where(ev)
-        if not above_is_aten:
-            top[ev.name] += 1
-        if under_opaque:
+        layer, registry, above_is_aten = _where(ev)
+        if above_is_aten:
             continue
-        if ev.name in OPAQUE or (ev.name not in NO_WORK and not _work_below(ev, memo)):
+        top[ev.name] += 1
+        if _does_work(ev):
             work[ev.name] += 1
             per_layer[layer] += 1
             if registry is None:
@@ -223,9 +214,9 @@ def markdown(doc: dict, top_names: int) -> str:
     lines = [
         f"# Ops per static decode step ({doc['device']}, torch {doc['torch']})", "",
         f"- Command: `{doc['command']}`",
-        "- `work ops`: aten ops of one `StaticDecodeStep.step` that are not views, allocations or "
-        "no-op casts (`NO_WORK` in benchmarks/step_ops.py) and have no such op below them (the grouped "
-        "GEMM, a loop on the CPU, counts once), registry ops run as their reference code. "
+        "- `work ops`: the aten ops one `StaticDecodeStep.step` calls from Python that compute or copy "
+        "(views, allocations and no-op casts, `NO_WORK` in benchmarks/step_ops.py, not counted; nor what "
+        "an op runs inside itself on the CPU), registry ops run as their reference code. "
         "`fused view`: the same, but every registry-op call (mhc, gate, topk, inv_rope, compress, "
         "rope_quant, engram) counted as one op, as its fused kernel would be. Both are CPU proxies of "
         "the GPU kernel count: on CUDA a work op launches about one kernel; a fused op may launch more "

@@ -40,6 +40,7 @@ class StackedExperts:
 
     w13: torch.Tensor  # [E, 2I, D]: W1 rows then W3 rows of each expert
     w2: torch.Tensor  # [E, D, I]
+    expert_ids: torch.Tensor  # [E] int64: 0..E-1 on the weights' device (grouped_moe's group ends)
 
     @classmethod
     @torch.no_grad()
@@ -47,7 +48,7 @@ class StackedExperts:
         experts = [ffn.experts[e] for e in range(n_experts)]
         w13 = torch.stack([torch.cat([ex.w1.weight, ex.w3.weight]) for ex in experts])
         w2 = torch.stack([ex.w2.weight for ex in experts])
-        return cls(w13.detach().contiguous(), w2.detach().contiguous())
+        return cls(w13.detach().contiguous(), w2.detach().contiguous(), torch.arange(n_experts, device=w13.device))
 
     @property
     def intermediate(self) -> int:
@@ -89,11 +90,12 @@ def grouped_moe(x: torch.Tensor, ffn, stacked: StackedExperts, config: V41Config
     t, k = x.shape[0], config.num_experts_per_tok
     weights, ids = route_fn(x, ffn.gate.weight, ffn.gate.bias, config, num)  # [T, k]
     flat = ids.reshape(-1)  # [T*k]
-    order = torch.sort(flat, stable=True).indices  # pairs grouped by expert, rows ascending
-    experts_sorted = flat[order]
-    counts = torch.zeros(config.n_routed_experts, dtype=torch.int32, device=x.device)
-    counts.scatter_add_(0, flat.to(torch.int64), torch.ones_like(flat, dtype=torch.int32))
-    offsets = counts.cumsum(0, dtype=torch.int32)
+    # Pairs grouped by expert, rows ascending; the sort's values are flat[order] already.
+    experts_sorted, order = torch.sort(flat, stable=True)
+    # End row of each expert's group: the pairs with an expert id <= e, read off the sorted
+    # ids (one search; the same integers as counting per expert and a cumulative sum, four ops).
+    experts = stacked.expert_ids.to(experts_sorted.dtype)  # a no-op for int64 ids
+    offsets = torch.searchsorted(experts_sorted, experts, right=True, out_int32=True)
     rows = order // k
 
     h = grouped_linear(x[rows], stacked.w13, offsets, experts_sorted).float()  # [T*k, 2I]

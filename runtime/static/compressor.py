@@ -47,31 +47,42 @@ def slot_rows(cache: torch.Tensor | PackedKV, b: int) -> torch.Tensor | PackedKV
 @dataclass(frozen=True)
 class GroupIndex:
     """Where one step's rows go for compress ratio ``ratio``, per slot (device tensors):
-    ``row`` p % ratio and ``entry`` p // ratio as [B, 1, 1] write indices, ``start``
-    the group's first position [B], ``complete`` (p + 1) % ratio == 0 as [B, 1, 1]."""
+    ``row`` p % ratio and ``entry`` p // ratio as [B, 1, 1] write indices, ``complete``
+    (p + 1) % ratio == 0 as [B, 1, 1] (ratio 1: every group completes, ``row`` and
+    ``complete`` are None), and ``cos``/``sin`` the compressed RoPE rows [B, r/2] of the
+    group's first position p - p % ratio. Built once per step and ratio, shared by every
+    KV source of that ratio (the step used to look the RoPE rows up once per source)."""
 
     ratio: int
-    row: torch.Tensor
+    row: torch.Tensor | None
     entry: torch.Tensor
-    start: torch.Tensor
-    complete: torch.Tensor
+    complete: torch.Tensor | None
+    cos: torch.Tensor
+    sin: torch.Tensor
 
     @classmethod
-    def at(cls, pos: torch.Tensor, ratio: int) -> GroupIndex:
+    def at(cls, pos: torch.Tensor, ratio: int, comp_cos: torch.Tensor, comp_sin: torch.Tensor,
+           rows_at_pos: tuple[torch.Tensor, torch.Tensor] | None = None) -> GroupIndex:
+        """``comp_cos``/``comp_sin``: the compressed RoPE table (all positions of the slab);
+        ``rows_at_pos``: its rows at ``pos``, if the step has them already (ratio 1 then
+        looks nothing up: its groups start at p)."""
         b = pos.shape[0]
+        if ratio == 1:
+            cos, sin = rows_at_pos if rows_at_pos is not None else (comp_cos[pos], comp_sin[pos])
+            return cls(1, None, pos.view(b, 1, 1), None, cos, sin)
         row = pos % ratio
-        return cls(ratio, row.view(b, 1, 1), (pos // ratio).view(b, 1, 1), pos - row,
-                   ((row + 1) == ratio).view(b, 1, 1))
+        start = pos - row
+        return cls(ratio, row.view(b, 1, 1), (pos // ratio).view(b, 1, 1), ((row + 1) == ratio).view(b, 1, 1),
+                   comp_cos[start], comp_sin[start])
 
 
 def update_kv_source(slab, src: int, x: torch.Tensor, groups: GroupIndex, lw, config: V41Config,
-                     num: Numerics, ops, comp_cos: torch.Tensor, comp_sin: torch.Tensor,
-                     comp_weights: tuple[torch.Tensor, torch.Tensor] | None, rope_quant=None) -> None:
+                     num: Numerics, ops, comp_weights: tuple[torch.Tensor, torch.Tensor] | None,
+                     rope_quant=None) -> None:
     """x [B, D]: the attention-norm rows of slots 0..B-1; ``groups``: their positions'
-    group indices at this source's ratio; ``comp_cos``/``comp_sin``: the compressed
-    RoPE table (all positions of the slab); ``comp_weights``: (wkv, wgate) in float32
-    for ratio 2 (cast once, not every step); ``rope_quant``: the step's (a packing one
-    for a packed slab, runtime/static/packing.py; None: ``ops.rope_quant``)."""
+    group indices and RoPE rows at this source's ratio; ``comp_weights``: (wkv, wgate)
+    in float32 for ratio 2 (cast once, not every step); ``rope_quant``: the step's (a
+    packing one for a packed slab, runtime/static/packing.py; None: ``ops.rope_quant``)."""
     c = config
     ratio = groups.ratio
     comp = lw.attn.compressor
@@ -82,15 +93,16 @@ def update_kv_source(slab, src: int, x: torch.Tensor, groups: GroupIndex, lw, co
         complete = None
     else:
         wkv, wgate = comp_weights
-        kv = num.linear(x.float(), wkv)  # [B, hd] float32, as compress_rows computes it
-        gate = num.linear(x.float(), wgate)
+        xf = x.float()  # cast once for both projections
+        kv = num.linear(xf, wkv)  # [B, hd] float32, as compress_rows computes it
+        gate = num.linear(xf, wgate)
         buf_kv, buf_gate = slab.comp_kv[src][:b], slab.comp_gate[src][:b]
         write_rows(buf_kv, groups.row, kv)
         write_rows(buf_gate, groups.row, gate)
         latent = ops.compress(buf_kv.reshape(b * ratio, -1), buf_gate.reshape(b * ratio, -1), ratio,
                               comp.norm.weight, eps, x.dtype)
         complete = groups.complete
-    entries, keys = entries_at(latent, comp_cos[groups.start], comp_sin[groups.start], lw.attn, c, num,
+    entries, keys = entries_at(latent, groups.cos, groups.sin, lw.attn, c, num,
                                rope_quant=rope_quant or ops.rope_quant)
     write_rows(slot_rows(slab.global_kv[src], b), groups.entry, entries, complete)
     write_rows(slab.index_keys[src][:b], groups.entry, keys, complete)

@@ -42,7 +42,7 @@ from runtime.options import RuntimeOptions
 from runtime.rope import RopePair
 from runtime.static.compressor import GroupIndex, slot_rows, update_kv_source, write_rows
 from runtime.static.helpers import StepHelpers
-from runtime.static.indexer import select
+from runtime.static.indexer import Visibility, select
 from runtime.static.moe import every_expert_moe
 from runtime.static.packing import PackingQuant
 from runtime.static.slab import DecodeSlab
@@ -58,16 +58,18 @@ FUSED_RING = "fused (slab ring, runtime/static/ring_attention.py)"
 @dataclass(frozen=True)
 class _StepShared:
     """What every layer of one step reads: built once per step, not per layer.
+    ``groups`` (write indices, compressed RoPE rows) is per KV-source ratio,
+    ``visible`` (visible counts and hidden key rows) per index-source ratio.
     ``selection`` is mutable on purpose: each index source replaces its key layout and
     candidate blocks for the layers that follow."""
 
     b: int
-    pos: torch.Tensor
     hash_ids: torch.Tensor | None
     tables: dict
     window: object
     ring_at: torch.Tensor
     groups: dict
+    visible: dict
     selection: dict
 
 
@@ -121,6 +123,10 @@ class StaticDecodeStep:
         self.rope_main = RopeRows(rope.main, slab.max_len, device)
         self.rope_comp = RopeRows(rope.compress, slab.max_len, device)
         self.hasher = EngramHasher(c, weights.engram_token_map).to(device) if c.engram_layer_ids else None
+        # Built once here, not in every step: the key-row ids each index-source ratio's
+        # visibility mask compares with.
+        self.key_rows = {r: torch.arange(slab.max_len // r, device=device)
+                         for r in sorted({c.compress_ratios[c.kv_source_of(i)] for i in c.index_source_layer_ids})}
         if reuse is not None:
             self.stacked, self.fn, self.comp_weights = reuse.stacked, reuse.fn, reuse.comp_weights
             return
@@ -161,8 +167,12 @@ class StaticDecodeStep:
         # Per-step indices every layer shares (built once, not per layer):
         window = self.fn.keys.for_window(pos, floor, slab.window, c.head_dim)
         ring_at = (pos % slab.window).view(b, 1, 1)
-        groups = {r: GroupIndex.at(pos, r) for r in {c.compress_ratios[s] for s in c.kv_source_layer_ids}}
-        shared = _StepShared(b, pos, hash_ids, tables, window, ring_at, groups,
+        comp_cos, comp_sin = self.rope_comp.cos, self.rope_comp.sin
+        at_pos = (tables[1][0][:b], tables[1][1][:b])  # ratio 1 groups start at p
+        groups = {r: GroupIndex.at(pos, r, comp_cos, comp_sin, at_pos)
+                  for r in sorted({c.compress_ratios[s] for s in c.kv_source_layer_ids})}
+        visible = {r: Visibility.at(pos, r, rows) for r, rows in self.key_rows.items()}
+        shared = _StepShared(b, hash_ids, tables, window, ring_at, groups, visible,
                              {"layout": window, "candidates": None})
         for layer in range(c.num_hidden_layers):
             streams, pending, pre = self._layer(layer, streams, pending, pre, shared)
@@ -199,10 +209,8 @@ class StaticDecodeStep:
         streams, mix_a, x = mhc_site(streams, pending, pre, lw, "attn", lw.attn_norm.weight, self.ctx)
         if layer in c.kv_source_layer_ids:
             update_kv_source(slab, layer, x[:b], shared.groups[c.compress_ratios[layer]], lw, c, self.num,
-                             self.ops, self.rope_comp.cos, self.rope_comp.sin, self.comp_weights.get(layer),
-                             self.quant)
-        attn_out = self._attention(layer, x, shared.pos, shared.tables, shared.selection, shared.window,
-                                   shared.ring_at, lw)
+                             self.ops, self.comp_weights.get(layer), self.quant)
+        attn_out = self._attention(layer, x, shared, lw)
         streams, mix_f, f_in = mhc_site(streams, (attn_out, mix_a), mix_a.pre, lw, "ffn",
                                         lw.ffn_norm.weight, self.ctx)
         return streams, (self._moe(layer, f_in, lw.ffn), mix_f), mix_f.pre
@@ -227,30 +235,29 @@ class StaticDecodeStep:
             ids = torch.cat([ids, ids.new_zeros(rows - b, *ids.shape[1:])])
         return ids
 
-    def _attention(self, layer: int, x: torch.Tensor, pos: torch.Tensor, tables: dict, selection: dict,
-                   window, ring_at: torch.Tensor, lw) -> torch.Tensor:
+    def _attention(self, layer: int, x: torch.Tensor, shared: _StepShared, lw) -> torch.Tensor:
         """runtime.layer.attention for one token per slot: window KV into the ring, the
         index source's selection (its key layout kept in ``selection`` for the layers
         that follow), the batched sparse attention and the output projection."""
         c, num, slab = self.config, self.num, self.slab
         a = lw.attn
-        b = pos.shape[0]
+        b, selection, window = shared.b, shared.selection, shared.window
         ratio = c.compress_ratios[layer]
         eps = c.rms_norm_eps
         q_r = self.fn.rms_norm(num.linear(x, a.wq_a.weight), a.q_norm.weight, eps)
         q = num.linear(q_r, a.wq_b.weight).reshape(-1, c.num_attention_heads, c.head_dim)
         kv = self.fn.rms_norm(num.linear(x, a.wkv.weight), a.kv_norm.weight, eps)
-        cos, sin = tables[1 if ratio > 0 else 0]
+        cos, sin = shared.tables[1 if ratio > 0 else 0]
         q = self.fn.apply_rope(q, cos, sin)
         kv = self.quant(kv, cos, sin, "fp8")
         ring = slot_rows(slab.swa[layer], b)
-        write_rows(ring, ring_at, slot_rows(kv, b))
+        write_rows(ring, shared.ring_at, slot_rows(kv, b))
         src = c.kv_source_of(layer)
         if layer in c.index_source_layer_ids:
-            cos_c, sin_c = tables[1]
+            cos_c, sin_c = shared.tables[1]
             topk, selection["candidates"] = select(
-                layer, q_r, x, cos_c, sin_c, pos, slab.index_keys[src][:b], selection["candidates"], lw, c,
-                num, self.ops)
+                layer, q_r, x, cos_c, sin_c, shared.visible[c.compress_ratios[src]], slab.index_keys[src][:b],
+                selection["candidates"], lw, c, num, self.ops)
             selection["layout"] = window.with_topk(topk)
         if src is None:
             core = self.fn.attention(q[:b], ring, None, window, a.attn_sink, num)
