@@ -81,6 +81,13 @@ def _grouped_mm_supported(x: torch.Tensor, weight: torch.Tensor) -> bool:
     return x.device.type == "cpu" and weight.dtype in (torch.float32, torch.bfloat16)
 
 
+def group_ends(experts_sorted: torch.Tensor, expert_ids: torch.Tensor) -> torch.Tensor:
+    """[M] expert ids in ascending order, [E] 0..E-1 -> [E] int32: the end row of each
+    expert's group (the count of ids <= e). One search over the sorted ids: the same
+    integers as counting per expert and a cumulative sum, which took four ops."""
+    return torch.searchsorted(experts_sorted, expert_ids.to(experts_sorted.dtype), right=True, out_int32=True)
+
+
 def grouped_moe(x: torch.Tensor, ffn, stacked: StackedExperts, config: V41Config, num: Numerics,
                 route_fn=route) -> torch.Tensor:
     """x [T, D] -> [T, D], equal in math to ``runtime.moe.moe`` (same routing; the picks of a
@@ -92,10 +99,7 @@ def grouped_moe(x: torch.Tensor, ffn, stacked: StackedExperts, config: V41Config
     flat = ids.reshape(-1)  # [T*k]
     # Pairs grouped by expert, rows ascending; the sort's values are flat[order] already.
     experts_sorted, order = torch.sort(flat, stable=True)
-    # End row of each expert's group: the pairs with an expert id <= e, read off the sorted
-    # ids (one search; the same integers as counting per expert and a cumulative sum, four ops).
-    experts = stacked.expert_ids.to(experts_sorted.dtype)  # a no-op for int64 ids
-    offsets = torch.searchsorted(experts_sorted, experts, right=True, out_int32=True)
+    offsets = group_ends(experts_sorted, stacked.expert_ids)
     rows = order // k
 
     h = grouped_linear(x[rows], stacked.w13, offsets, experts_sorted).float()  # [T*k, 2I]
