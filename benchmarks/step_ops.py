@@ -34,16 +34,17 @@ ops, which would count the interpreter, not the kernel). Writes step_ops_<device
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from pathlib import Path
 
 import torch
 
-# Leaf ops that launch no kernel: views, metadata, allocations, and casts / copies that
-# have no aten child (a no-op ``to`` or ``contiguous``; a real one shows its _to_copy /
-# copy_ child, which is counted).
+from benchmarks.records import write
+
+# Ops that launch no kernel themselves: views, metadata, allocations, and casts / copies
+# that can be no-ops (a ``to`` or ``contiguous`` counts only if an op below it computes:
+# a real cast shows its _to_copy / copy_ child).
 NO_WORK = frozenset(f"aten::{n}" for n in (
     "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "expand", "expand_as", "t",
     "transpose", "permute", "unsqueeze", "squeeze", "slice", "select", "narrow", "alias", "detach",
@@ -268,12 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     doc = run(args)
     doc["command"] = "PYTHONPATH=. python " + " ".join(["benchmarks/step_ops.py", *(argv or sys.argv[1:])])
     text = markdown(doc, args.top)
-    if args.out is not None:
-        tag = "cpu" if args.device == "cpu" else "cuda"
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / f"step_ops_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
-        (args.out / f"step_ops_{tag}.md").write_text(text)
-    print(text)
+    if args.out is None:
+        print(text)
+    else:
+        write(args.out, f"step_ops_{'cpu' if args.device == 'cpu' else 'cuda'}", doc, text)
     return 0
 
 

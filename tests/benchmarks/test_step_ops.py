@@ -6,15 +6,10 @@ call, which of them compute or copy, which are views or no-op casts.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import step_ops  # noqa: E402
+from benchmarks import step_ops
 
 
 def profiled(fn):
