@@ -10,7 +10,10 @@ compressor pooling, the router, the output projection, the registry's kernels), 
 - positions, floors and visible counts are device tensors, never read on the host;
 - the ratio-2 compressor pools every step and writes where a group completes (a mask);
 - the indexer scores all of a slot's key rows, masked to the visible ones;
-- the MoE is grouped_moe (fast numerics) or every_expert_moe (batch-invariant numerics).
+- the MoE is grouped_moe (fast numerics) or every_expert_moe (batch-invariant numerics);
+- what the layers read that depends only on the step (key layouts, write indices, RoPE
+  rows, visibility masks) is built once per step and ratio (``_StepShared``), since at
+  batch 1 a replayed step is bound by its kernel count (benchmarks/step_ops.py counts them).
 
 Rows: as in the engine, batch-invariant numerics pad the row set to the GEMM row tile
 (dummy rows of token 0 at position 0 run the dense ops only), so each slot's numbers
