@@ -105,8 +105,12 @@ def count_step(step, batch: int) -> dict:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
         torch.cuda.synchronize(device)
     impls = dict(step.ops._impls)
+    ranged = {name: _ranged(f"registry {name}", fn) for name, fn in impls.items()}
+    quant = getattr(step, "quant", None)  # the step's own handle on the registry's rope_quant
     step._layer = traced
-    step.ops._impls.update({name: _ranged(f"registry {name}", fn) for name, fn in impls.items()})
+    step.ops._impls.update(ranged)
+    if quant is impls["rope_quant"]:
+        step.quant = ranged["rope_quant"]
     try:
         with preserved(step.slab), torch.profiler.profile(activities=activities) as prof:
             step.step(tokens)
@@ -115,6 +119,8 @@ def count_step(step, batch: int) -> dict:
     finally:
         del step._layer
         step.ops._impls.update(impls)
+        if quant is not None:
+            step.quant = quant
     return tally(prof.events(), step.config.num_hidden_layers)
 
 

@@ -62,9 +62,12 @@ def test_the_layer_ranges_cover_every_layer_of_a_step():
     assert len(layers) == step.config.num_hidden_layers and min(layers) > 0
     assert sum(counts["fused_view_per_layer"].values()) == counts["fused_view_ops"]
     assert counts["registry_calls"]["mhc"] == 2 * step.config.num_hidden_layers
+    # Every layer's window KV goes through rope_quant (the step's own handle on it too).
+    assert counts["registry_calls"]["rope_quant"] >= step.config.num_hidden_layers
     # The profiling wrappers are gone again: the step runs as it was built.
     assert "_layer" not in vars(step)
     assert not any(isinstance(fn, step_ops._ranged) for fn in step.ops._impls.values())
+    assert step.quant is step.ops.rope_quant
 
 
 @pytest.mark.parametrize("argv, needle", [
