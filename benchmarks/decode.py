@@ -45,9 +45,10 @@ from pathlib import Path
 
 import torch
 
+from runtime.options import KV_STORAGE  # the switch's own choices
+
 HBM_BYTES_PER_S = 4.3e12
 PATHS = ("engine", "static", "graphs", "static+compile", "graphs+compile")
-KV_STORAGE = ("dequantized", "packed")
 
 
 def runs_packed(path: str, kernels: str) -> bool:

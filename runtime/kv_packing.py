@@ -120,9 +120,14 @@ def pack(x: torch.Tensor, fmt: str) -> PackedKV:
         scales = (exponent - 1 + UE8M0_BIAS).to(torch.uint8).reshape(*lead, channels // block)
         return PackedKV(e4m3_bytes(q).reshape(*lead, channels), scales, fmt)
     q, scale = nvfp4_parts(x, block)
+    return _nvfp4_bytes(q, scale, lead, channels, block)
+
+
+def _nvfp4_bytes(q: torch.Tensor, scale: torch.Tensor, lead, channels: int, block: int) -> PackedKV:
+    """e2m1 values q [..., C/block, block] and e4m3 scales [..., C/block, 1] -> their bytes."""
     codes = e2m1_codes(q).reshape(*lead, channels // 2, 2)  # [..., C/2, (even, odd)]
     nibbles = (codes[..., 0] | (codes[..., 1] << 4)).to(torch.uint8)
-    return PackedKV(nibbles, e4m3_bytes(scale).reshape(*lead, channels // block), fmt)
+    return PackedKV(nibbles, e4m3_bytes(scale).reshape(*lead, channels // block), "nvfp4")
 
 
 def unpack(p: PackedKV, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -172,9 +177,7 @@ def encode(values: torch.Tensor, fmt: str) -> PackedKV:
             found = found | ok
         chosen = torch.where(vmax > 0, chosen, 2.0**-9)  # an all-zero block: any scale, codes 0 (signs kept)
         q = torch.where(vmax > 0, b / chosen, torch.copysign(torch.zeros_like(b), b))
-        codes = e2m1_codes(q).reshape(*lead, channels // 2, 2)
-        out = PackedKV((codes[..., 0] | (codes[..., 1] << 4)).to(torch.uint8),
-                       e4m3_bytes(chosen).reshape(*lead, channels // block), fmt)
+        out = _nvfp4_bytes(q, chosen, lead, channels, block)
     back = unpack(out, torch.float32)
     if not torch.equal(back, v):
         bad = int((back != v).sum())

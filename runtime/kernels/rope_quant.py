@@ -153,6 +153,15 @@ def _rope_quant_kernel(
         tl.store(out_ptr + base + ch, out.to(DTYPE), mask=ok)
 
 
+def code_and_block(x: torch.Tensor, fmt: str) -> tuple[int, int]:
+    """``fmt``'s kernel code and scale block, once ``x``'s channels are checked to fill
+    whole blocks (``fmt`` already known to be one of FORMATS)."""
+    code, block = FORMATS[fmt]
+    if x.shape[-1] % block:
+        raise ValueError(f"fake-quant: last dimension {x.shape[-1]} is not a multiple of block {block}")
+    return code, block
+
+
 class FusedRopeQuant:
     """Callable with :func:`runtime.compressor.rope_then_quant`'s signature."""
 
@@ -165,10 +174,7 @@ class FusedRopeQuant:
     def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fmt: str) -> torch.Tensor:
         if fmt not in FORMATS:
             raise ValueError(f"rope_then_quant: fmt must be 'fp8', 'nvfp4' or 'mxfp4', got {fmt!r}")
-        code, block = FORMATS[fmt]
-        if x.shape[-1] % block:
-            raise ValueError(f"fake-quant: last dimension {x.shape[-1]} is not a multiple of block {block}")
-        return self._launch(x, cos, sin, code, block)
+        return self._launch(x, cos, sin, *code_and_block(x, fmt))
 
     def pack(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fmt: str) -> PackedKV:
         """The same rotation and quantisation, stored packed (runtime/kv_packing.py's
@@ -176,9 +182,7 @@ class FusedRopeQuant:
         for bit, because the codes are the bytes of the very q and scale it multiplies."""
         if fmt not in PACKED_FORMATS:
             raise ValueError(f"rope_quant.pack: fmt must be one of {tuple(PACKED_FORMATS)}, got {fmt!r}")
-        code, block = FORMATS[fmt]
-        if x.shape[-1] % block:
-            raise ValueError(f"fake-quant: last dimension {x.shape[-1]} is not a multiple of block {block}")
+        code, block = code_and_block(x, fmt)
         packed = PackedKV.empty(fmt, tuple(x.shape[:-1]), x.shape[-1], x.device)
         self._launch(x, cos, sin, code, block, packed)
         return packed
