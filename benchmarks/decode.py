@@ -5,7 +5,8 @@ Variants are (path, kernels, KV storage): path ``engine`` (V41Model.forward over
 request), ``static`` (runtime.static's fixed-shape step over a preallocated slab) or
 ``graphs`` (that step replayed from a CUDA graph captured for the batch size), each of the
 last two also ``+compile`` (``decode_compile``: the step's small ops through torch.compile,
-runtime/static/helpers.py); kernels ``reference`` or ``fused``; ``--kv-storage``
+runtime/static/helpers.py); kernels ``reference``, ``fused`` or a per-op choice
+(``all,-linear,-experts``: every fused op but the skinny GEMMs); ``--kv-storage``
 ``dequantized`` (the slab's window / global KV in the model dtype) and/or ``packed`` (their
 FP8 / NVFP4 bytes, decoded in the fused ring attention: ``RuntimeOptions.kv_storage``;
 static and graphs paths with fused kernels only, other combinations are skipped). Every
@@ -53,7 +54,22 @@ PATHS = ("engine", "static", "graphs", "static+compile", "graphs+compile")
 
 def runs_packed(path: str, kernels: str) -> bool:
     """Packed storage needs the static slab and the fused ring attention."""
-    return path != "engine" and kernels == "fused"
+    from runtime.kernels.choice import fused_by_op
+
+    return path != "engine" and fused_by_op(kernels)["attention"]
+
+
+def kernel_choice(text: str) -> str:
+    """A ``--kernels`` entry: "reference", "fused", or a RuntimeOptions.kernels list written
+    with commas ("all,-linear,-experts": every fused op but those two)."""
+    from runtime.kernels.choice import normalise_choice
+    from runtime.kernels.errors import KernelChoiceError
+
+    try:
+        normalise_choice(text)
+    except KernelChoiceError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def step_bytes(config, batch: int, context: int, kv_storage: str = "dequantized") -> dict:
@@ -195,26 +211,40 @@ def sync_free(runner: StaticRunner, token: torch.Tensor) -> str:
         return f"SYNCS: {str(exc).splitlines()[0][:120]}"
 
 
-def run_batch(args, weights, batch: int, variants: list[tuple[str, str, str]], gen) -> list[dict]:
+def prefilled_snaps(weights, batch: int, context: int, prefill_batch: int, gen):
+    """``batch`` random prompts of ``context`` tokens, prefilled (fused kernels on CUDA)
+    ``prefill_batch`` at a time and snapshotted -> (prompts, snapshots, prefill seconds)."""
     from runtime.model import SeqChunk, V41Model
     from runtime.options import RuntimeOptions
 
     c = weights.config
     device = weights.embed.weight.device
-    prompts = [torch.randint(0, c.vocab_size, (args.context,), generator=gen) for _ in range(batch)]
+    prompts = [torch.randint(0, c.vocab_size, (context,), generator=gen) for _ in range(batch)]
     filler = V41Model(weights, RuntimeOptions(kernels="fused" if device.type == "cuda" else "reference"))
     snaps = []
     t0 = time.perf_counter()
-    for start in range(0, batch, args.prefill_batch):
-        states = [filler.new_state() for _ in prompts[start:start + args.prefill_batch]]
-        filler.forward([SeqChunk(s, p.to(device)) for s, p in zip(states, prompts[start:start + args.prefill_batch],
-                                                                  strict=True)])
-        snaps += [s.export_prefix(args.context) for s in states]
+    for start in range(0, batch, prefill_batch):
+        chunk = prompts[start:start + prefill_batch]
+        states = [filler.new_state() for _ in chunk]
+        filler.forward([SeqChunk(s, p.to(device)) for s, p in zip(states, chunk, strict=True)])
+        snaps += [s.export_prefix(context) for s in states]
     sync(device)
-    prefill_s = time.perf_counter() - t0
+    return prompts, snaps, time.perf_counter() - t0
+
+
+def slab_len(config, context: int, steps: int) -> int:
+    """Slab positions per slot for ``context`` prefilled tokens and ``steps`` decode steps
+    (and a few spare), rounded up to the largest KV-source compress ratio."""
+    c = config
     ratio = max([c.compress_ratios[s] for s in c.kv_source_layer_ids] or [1])
-    need = args.context + 2 + (args.rounds * args.steps + 1) * 1 + 8
-    max_len = -(-need // ratio) * ratio
+    return -(-(context + steps + 10) // ratio) * ratio
+
+
+def run_batch(args, weights, batch: int, variants: list[tuple[str, str, str]], gen) -> list[dict]:
+    c = weights.config
+    device = weights.embed.weight.device
+    prompts, snaps, prefill_s = prefilled_snaps(weights, batch, args.context, args.prefill_batch, gen)
+    max_len = slab_len(c, args.context, args.rounds * args.steps + 1)
 
     runners = {}
     for path, kernels, storage in variants:
@@ -310,7 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--prefill-batch", type=int, default=16)
     parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
-    parser.add_argument("--kernels", nargs="+", default=["reference", "fused"], choices=["reference", "fused"])
+    parser.add_argument("--kernels", nargs="+", default=["reference", "fused"], type=kernel_choice,
+                        help="kernel choices to compare: reference, fused, or a comma list such as "
+                             "all,-linear,-experts (RuntimeOptions.kernels)")
     parser.add_argument("--kv-storage", nargs="+", default=["dequantized"], choices=KV_STORAGE,
                         help="the static slab's window / global KV: model dtype and/or packed bytes "
                              "(packed runs on static/graphs paths with fused kernels only)")

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -94,16 +95,27 @@ def count_step(step, batch: int) -> dict:
     tokens = torch.zeros(batch, dtype=torch.int64, device=device)
     with preserved(step.slab):
         step.step(tokens)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+        torch.cuda.synchronize(device)
+    with preserved(step.slab), traced_step(step), torch.profiler.profile(activities=activities) as prof:
+        step.step(tokens)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    return tally(prof.events(), step.config.num_hidden_layers)
+
+
+@contextmanager
+def traced_step(step):
+    """Within: each layer of ``step`` runs in a profiler range "layer N" and each registry-op
+    call in "registry NAME" (the step's own rope_quant handle too); restored on exit."""
     layer_fn = step._layer
 
     def traced(layer, *args):
         with torch.profiler.record_function(f"layer {layer}"):
             return layer_fn(layer, *args)
 
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if device.type == "cuda":
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-        torch.cuda.synchronize(device)
     impls = dict(step.ops._impls)
     ranged = {name: _ranged(f"registry {name}", fn) for name, fn in impls.items()}
     quant = getattr(step, "quant", None)  # the step's own handle on the registry's rope_quant
@@ -112,16 +124,12 @@ def count_step(step, batch: int) -> dict:
     if quant is impls["rope_quant"]:
         step.quant = ranged["rope_quant"]
     try:
-        with preserved(step.slab), torch.profiler.profile(activities=activities) as prof:
-            step.step(tokens)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+        yield step
     finally:
         del step._layer
         step.ops._impls.update(impls)
         if quant is not None:
             step.quant = quant
-    return tally(prof.events(), step.config.num_hidden_layers)
 
 
 class _ranged:
