@@ -29,6 +29,7 @@ import triton.language as tl
 from runtime.config import V41Config
 from runtime.kernels.backend import jit, next_pow2
 from runtime.kernels.gate_tiles import GatePolicy
+from runtime.kernels.tickets import TicketCounters
 from runtime.numerics import Numerics
 
 SCORING_CODES = {"sqrtsoftplus": 0, "sigmoid": 1, "softmax": 2}
@@ -132,26 +133,15 @@ def _gate_kernel(
 class FusedGate:
     """Callable with :func:`runtime.moe.route`'s signature.
 
-    Holds the row-block ticket counters (int32 zeros, one per row block, per device): the
-    kernel leaves them at zero after every call, so they are allocated once and never
-    cleared again. A grown set replaces the old one for new calls but the old one is kept
-    alive, because a CUDA graph captured earlier still points at it. One instance serves
-    one stream at a time (the runtime's case: a model's layers run in order on its stream);
-    two calls running at once on two streams would share counters."""
+    Holds the row-block ticket counters (``runtime/kernels/tickets.py``: int32 zeros,
+    one per row block, per device, left at zero by every call)."""
 
     def __init__(self, policy: GatePolicy | None = None) -> None:
         """``policy``: how calls are tiled (default :class:`GatePolicy`); benchmarks and
         tests pass others (``GatePolicy(one_program=True)``: the first kernel's tiling)."""
         self.kernel = jit(_gate_kernel)
         self.policy = policy or GatePolicy()
-        self._counters: dict[torch.device, list[torch.Tensor]] = {}
-
-    def counters(self, device: torch.device, n: int) -> torch.Tensor:
-        kept = self._counters.setdefault(device, [])
-        if not kept or kept[-1].numel() < n:
-            kept.append(torch.zeros(max(n, 64, 2 * kept[-1].numel() if kept else 0), dtype=torch.int32,
-                                    device=device))
-        return kept[-1]
+        self.tickets = TicketCounters()
 
     def __call__(self, x: torch.Tensor, gate_w: torch.Tensor, bias: torch.Tensor, config: V41Config,
                  num: Numerics) -> tuple[torch.Tensor, torch.Tensor]:
@@ -176,7 +166,7 @@ class FusedGate:
             part, count = out_w, out_ids  # not read (ONE_PROGRAM)
         else:
             part = torch.empty(tiles.splits(d), t, e, dtype=torch.float32, device=x.device)
-            count = self.counters(x.device, grid[0])
+            count = self.tickets.get(x.device, grid[0])
         self.kernel[grid](
             x, w, bias.float().contiguous(), part, count, out_w, out_ids, t, e, d, tiles.split_d,
             1.0 / config.gate_temp, config.routed_scaling_factor,

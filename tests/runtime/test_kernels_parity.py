@@ -182,15 +182,15 @@ def test_gate_counters_return_to_zero_and_grown_ones_stay_alive(fused):
     g = torch.Generator().manual_seed(0)
     for t in (3, 37, 3):  # 1, 3, 1 row blocks: each call must find zeros
         check_gate(gate, g, config, t, torch.float32, d=32)
-        assert int(gate.counters(torch.device(DEVICE), 1).abs().sum()) == 0
-    first = gate.counters(torch.device(DEVICE), 1)
+        assert int(gate.tickets.get(torch.device(DEVICE), 1).abs().sum()) == 0
+    first = gate.tickets.get(torch.device(DEVICE), 1)
     held = weakref.ref(first)
-    grown = gate.counters(torch.device(DEVICE), 10 * first.numel())
+    grown = gate.tickets.get(torch.device(DEVICE), 10 * first.numel())
     assert grown is not first and grown.numel() >= 10 * first.numel() and int(grown.abs().sum()) == 0
     del first
     gc.collect()
     assert held() is not None
-    assert gate.counters(torch.device(DEVICE), 1) is grown
+    assert gate.tickets.get(torch.device(DEVICE), 1) is grown
 
 
 @pytest.mark.gpu
