@@ -96,6 +96,5 @@ def output_projection(out: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, w
     out = inv_rope(out, cos, sin, dtype)
     grouped = out.reshape(rows, o_groups, (n_heads // o_groups) * hd)
     wo_a = w_attn.wo_a.weight
-    per_group = wo_a.shape[0] // o_groups
-    parts = [num.linear(grouped[:, g], wo_a[g * per_group : (g + 1) * per_group]) for g in range(o_groups)]
-    return num.linear(torch.cat(parts, dim=-1), w_attn.wo_b.weight)
+    parts = num.grouped_linear(grouped, wo_a.reshape(o_groups, wo_a.shape[0] // o_groups, wo_a.shape[1]))
+    return num.linear(parts, w_attn.wo_b.weight)

@@ -36,23 +36,36 @@ from runtime.numerics import Numerics
 
 @dataclass(frozen=True)
 class StackedExperts:
-    """One layer's routed experts as stacked tensors (copies of the per-expert weights)."""
+    """One layer's routed experts as stacked tensors (copies of the per-expert weights),
+    and the shared expert after them when it has the routed experts' shape (``shared``):
+    the fused experts op (runtime/kernels/experts.py) reads it as expert ``shared_id``;
+    the grouped GEMMs see it as one more group that no row picks."""
 
-    w13: torch.Tensor  # [E, 2I, D]: W1 rows then W3 rows of each expert
-    w2: torch.Tensor  # [E, D, I]
-    expert_ids: torch.Tensor  # [E] int64: 0..E-1 on the weights' device (grouped_moe's group ends)
+    w13: torch.Tensor  # [E (+1), 2I, D]: W1 rows then W3 rows of each expert
+    w2: torch.Tensor  # [E (+1), D, I]
+    expert_ids: torch.Tensor  # [E (+1)] int64: 0..E(+1)-1 on the weights' device (grouped_moe's group ends)
+    shared: bool = False
 
     @classmethod
     @torch.no_grad()
     def from_ffn(cls, ffn, n_experts: int) -> StackedExperts:
         experts = [ffn.experts[e] for e in range(n_experts)]
-        w13 = torch.stack([torch.cat([ex.w1.weight, ex.w3.weight]) for ex in experts])
-        w2 = torch.stack([ex.w2.weight for ex in experts])
-        return cls(w13.detach().contiguous(), w2.detach().contiguous(), torch.arange(n_experts, device=w13.device))
+        sh = getattr(ffn, "shared_experts", None)
+        shared = sh is not None and sh.w1.weight.shape == experts[0].w1.weight.shape
+        stacked = experts + [sh] if shared else experts
+        w13 = torch.stack([torch.cat([ex.w1.weight, ex.w3.weight]) for ex in stacked])
+        w2 = torch.stack([ex.w2.weight for ex in stacked])
+        return cls(w13.detach().contiguous(), w2.detach().contiguous(),
+                   torch.arange(len(stacked), device=w13.device), shared)
 
     @property
     def intermediate(self) -> int:
         return self.w13.shape[1] // 2
+
+    @property
+    def shared_id(self) -> int:
+        """The shared expert's index in the stack (the routed count when it has none)."""
+        return self.w13.shape[0] - 1 if self.shared else self.w13.shape[0]
 
 
 def stack_all_layers(weights) -> list[StackedExperts]:
@@ -89,13 +102,22 @@ def group_ends(experts_sorted: torch.Tensor, expert_ids: torch.Tensor) -> torch.
 
 
 def grouped_moe(x: torch.Tensor, ffn, stacked: StackedExperts, config: V41Config, num: Numerics,
-                route_fn=route) -> torch.Tensor:
+                route_fn=route, experts_fn=None) -> torch.Tensor:
     """x [T, D] -> [T, D], equal in math to ``runtime.moe.moe`` (same routing; the picks of a
-    row summed in one reduction), with no host sync and routing-independent shapes."""
+    row summed in one reduction), with no host sync and routing-independent shapes.
+    ``route_fn`` / ``experts_fn``: the registry's gate and experts ops (None: the references)."""
     if num.row_tile != 1:
         raise ValueError("grouped_moe: batch-invariant numerics need runtime.moe.moe's tiled GEMMs")
-    t, k = x.shape[0], config.num_experts_per_tok
     weights, ids = route_fn(x, ffn.gate.weight, ffn.gate.bias, config, num)  # [T, k]
+    return (experts_fn or routed_experts)(x, weights, ids, ffn, stacked, config, num)
+
+
+def routed_experts(x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor, ffn, stacked: StackedExperts,
+                   config: V41Config, num: Numerics) -> torch.Tensor:
+    """The MoE after routing (the registry's ``experts`` reference): x [T, D], routing
+    weights and ids [T, k] -> [T, D], the routed experts through two grouped GEMMs plus
+    the shared expert (``ffn.shared_experts``) through its own three GEMMs."""
+    t, k = ids.shape
     flat = ids.reshape(-1)  # [T*k]
     # Pairs grouped by expert, rows ascending; the sort's values are flat[order] already.
     experts_sorted, order = torch.sort(flat, stable=True)

@@ -46,6 +46,21 @@ class ChunkOutput:
     logits: torch.Tensor  # float32 [T, vocab] ("all") or [1, vocab] ("last")
 
 
+def path_kernels(described: dict[str, str], num: Numerics, experts_on_path: bool) -> dict[str, str]:
+    """``described`` (the registry's op -> choice) with the fused ops a path does not run
+    marked as such (see ``V41Model.kernels_used``)."""
+    out = dict(described)
+    if not out.get("experts", "").startswith("fused"):
+        experts_on_path = True  # nothing to correct
+    if num.row_tile > 1:
+        for op in ("linear", "experts"):
+            if out.get(op, "").startswith("fused"):
+                out[op] = "reference (batch-invariant numerics)"
+    elif not experts_on_path:
+        out["experts"] = "reference (the engine's MoE loops over experts; the fused op runs in static decode)"
+    return out
+
+
 class V41Model:
     def __init__(self, weights: V41Weights, options: RuntimeOptions | None = None):
         self.weights = weights
@@ -54,7 +69,6 @@ class V41Model:
         c = self.config
         self.window = c.sliding_window  # attention window
         self.replay = self.options.window(c.sliding_window)  # replay / trim length
-        self.num = Numerics.for_options(self.options.batch_invariant)
         self.rope = RopePair(c)
         self.hasher = EngramHasher(c, weights.engram_token_map) if c.engram_layer_ids else None
         self.cut_layer = self._cut_layer() if self.options.decoder_trim else None
@@ -62,6 +76,15 @@ class V41Model:
         from runtime.kernels.registry import KernelRegistry  # Triton loads only for fused ops
 
         self.ops = KernelRegistry(self.options.kernels, device=self.device, dtype=self.dtype)
+        self.num = Numerics.for_options(self.options.batch_invariant, gemm=self.ops.fused_or_none("linear"))
+
+    def kernels_used(self) -> dict[str, str]:
+        """op -> what runs on this model's path (the engagement ledger's ``kernels``): the
+        registry's choice, except fused ops this path does not call. The engine's MoE
+        loops over the experts (``runtime/moe.py``), so the fused ``experts`` op runs only
+        in the static decode steps (``decode = static | graphs``); batch-invariant numerics
+        run their own tiled GEMMs, so neither ``linear`` nor ``experts`` runs fused there."""
+        return path_kernels(self.ops.describe(), self.num, experts_on_path=False)
 
     def _cut_layer(self) -> int | None:
         """First layer that runs on trimmed rows (None: nothing to trim)."""

@@ -16,6 +16,7 @@ falls into a vectorised kernel's scalar tail), and pads the key axis of score pr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -26,13 +27,19 @@ ROW_TILE = 64
 
 @dataclass(frozen=True)
 class Numerics:
-    """How row-wise ops are run; ``row_tile == 1`` is the plain fast path."""
+    """How row-wise ops are run; ``row_tile == 1`` is the plain fast path.
+
+    ``gemm``: the fast path's projection, with the signature of
+    ``runtime.kernels.reference.linear`` (the registry's ``linear`` op when it runs fused:
+    decode row counts through a skinny Triton GEMM); None is ``F.linear``. The
+    batch-invariant path never uses it: its row tiles are what make it invariant."""
 
     row_tile: int = 1
+    gemm: Callable | None = None
 
     @classmethod
-    def for_options(cls, batch_invariant: bool) -> Numerics:
-        return cls(ROW_TILE if batch_invariant else 1)
+    def for_options(cls, batch_invariant: bool, gemm: Callable | None = None) -> Numerics:
+        return cls(ROW_TILE, None) if batch_invariant else cls(1, gemm)
 
     def padded_rows(self, n: int) -> int:
         """Rows to allocate for ``n`` real rows."""
@@ -54,10 +61,18 @@ class Numerics:
         rows = x.reshape(-1, x.shape[-1]).to(weight.dtype)
         n = rows.shape[0]
         if self.row_tile == 1:
-            return F.linear(rows, weight).reshape(*lead, weight.shape[0])
+            return (self.gemm or F.linear)(rows, weight).reshape(*lead, weight.shape[0])
         padded = self.pad(rows)
         tiles = [F.linear(padded[s : s + self.row_tile], weight) for s in range(0, padded.shape[0], self.row_tile)]
         return torch.cat(tiles)[:n].reshape(*lead, weight.shape[0])
+
+    def grouped_linear(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """x [R, G, K] with weight [G, N, K]: G independent projections -> [R, G*N] (the
+        groups' outputs side by side). One grouped launch with a fused ``gemm``, else one
+        ``linear`` per group."""
+        if self.row_tile == 1 and self.gemm is not None:
+            return self.gemm(x, weight).reshape(x.shape[0], -1)
+        return torch.cat([self.linear(x[:, g], weight[g]) for g in range(weight.shape[0])], dim=-1)
 
     def matmul(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """a [M, K] @ b [K, N]; invariant mode: row tiles and N padded to the tile."""

@@ -18,6 +18,12 @@ Ops (reference twin in ``reference.py``, fused module in parentheses):
                 with runtime.quant (rope_quant.py)
 - ``engram``    Engram: table-row gather straight into the wkv GEMM's input + the
                 gate-and-add epilogue (engram.py)
+- ``linear``    the projections at decode row counts (1-64 rows), plain and grouped (``wo_a``):
+                K split over programs, the last one per tile sums the splits (skinny.py;
+                tiling: skinny_tiles.py); ``Numerics.linear`` runs it on the fast path
+- ``experts``   the routed experts after routing at few rows (W1|W3 + SwiGLU, then W2 summed
+                over the picks, shared expert included), weights read by expert id
+                (experts.py); ``grouped_moe`` calls it
 
 Not built: in-kernel FP8/NVFP4 dequant inside attention and the cache insert as a
 kernel (the runtime's caches hold fake-quantised values in the model dtype, not packed

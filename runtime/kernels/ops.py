@@ -52,6 +52,8 @@ KERNEL_OPS = (
     KernelOp("rope_quant", "runtime.compressor:rope_then_quant",
              "runtime.kernels.rope_quant:FusedRopeQuant"),
     KernelOp("engram", "runtime.engram:engram", "runtime.kernels.engram:FusedEngram"),
+    KernelOp("linear", "runtime.kernels.reference:linear", "runtime.kernels.skinny:FusedLinear"),
+    KernelOp("experts", "runtime.grouped_moe:routed_experts", "runtime.kernels.experts:FusedExperts"),
 )
 OP_NAMES = tuple(op.name for op in KERNEL_OPS)
 BY_NAME = {op.name: op for op in KERNEL_OPS}

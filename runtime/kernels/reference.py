@@ -8,6 +8,7 @@ Each function here fixes the op's signature; its fused twin takes the same argum
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from runtime.config import V41Config
 from runtime.indexer import index_scores, mask_invisible, top_k_entries
@@ -59,6 +60,15 @@ def inverse_rope(out: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, dtype:
     """Attention output [R, H, hd] float32 -> inverse RoPE on the rope tail, cast to ``dtype``
     (the input of the grouped ``wo_a``)."""
     return apply_rope(out, cos, sin, inverse=True).to(dtype)
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """x [..., K] @ weight [N, K]^T in the weight's dtype (``Numerics.linear``'s fast path).
+    A grouped weight [G, N, K] takes x [R, G, K] -> [R, G, N]: G independent projections
+    (``wo_a``'s head groups), each as its own GEMM."""
+    if weight.dim() == 2:
+        return F.linear(x.to(weight.dtype), weight)
+    return torch.stack([F.linear(x[:, g].to(weight.dtype), weight[g]) for g in range(weight.shape[0])], dim=1)
 
 
 # op -> its reference function, from the one op table (runtime.kernels.ops); every

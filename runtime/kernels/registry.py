@@ -78,6 +78,11 @@ class KernelRegistry:
     def is_fused(self, name: str) -> bool:
         return self.selected[name] == "fused"
 
+    def fused_or_none(self, name: str) -> Callable | None:
+        """The op's fused callable, or None when it runs its reference (for callers whose
+        reference is their own code: ``Numerics``'s ``gemm``)."""
+        return self._impls[name] if self.is_fused(name) else None
+
     def describe(self) -> dict[str, str]:
         """op -> "fused (cuda)" / "fused (interpret)" / "reference", for logs and reports."""
         return {n: f"fused ({self.backend.mode})" if s == "fused" else s for n, s in self.selected.items()}

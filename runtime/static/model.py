@@ -82,6 +82,13 @@ class StaticDecodeModel:
         buckets = tuple(b for b in DEFAULT_BUCKETS if b < self.max_batch) + (self.max_batch,)
         self.graphs = DecodeGraphs(self.decoder.step, slab, buckets, device=m.device) if self.use_graphs else None
 
+    def kernels_used(self) -> dict[str, str]:
+        """``V41Model.kernels_used`` for this path: the decode steps call the fused
+        ``experts`` op (prefill still runs the engine's MoE)."""
+        from runtime.model import path_kernels
+
+        return path_kernels(self.model.ops.describe(), self.model.num, experts_on_path=True)
+
     def __getattr__(self, name):
         if name == "model":  # not set yet: no recursion through __getattr__
             raise AttributeError(name)

@@ -53,8 +53,9 @@ from runtime.weights import V41Weights
 
 # Registry ops this step calls through runtime.kernels (the rest have per-request
 # wrappers and run as batched torch here).
-REGISTRY_OPS = ("mhc", "gate", "topk", "inv_rope", "compress", "rope_quant", "engram")
+REGISTRY_OPS = ("mhc", "gate", "topk", "inv_rope", "compress", "rope_quant", "engram", "linear", "experts")
 BATCHED_REFERENCE = "batched reference (runtime.static)"
+INVARIANT_REFERENCE = "reference (batch-invariant numerics)"
 FUSED_RING = "fused (slab ring, runtime/static/ring_attention.py)"
 
 
@@ -106,10 +107,10 @@ class StaticDecodeStep:
             raise StateError(f"StaticDecodeStep: the slab holds {slab.dtype} on {slab.device}, "
                              f"the weights {dtype} on {device}")
         self.device = device
-        self.num = Numerics.for_options(self.options.batch_invariant)
         from runtime.kernels.registry import KernelRegistry  # Triton loads only for fused ops
 
         self.ops = KernelRegistry(self.options.kernels, device=device, dtype=dtype)
+        self.num = Numerics.for_options(self.options.batch_invariant, gemm=self.ops.fused_or_none("linear"))
         if self.ops.is_fused("engram"):
             # Its id-range check reads the ids on the host (a sync); the hasher's ids are
             # in range by construction, and the kernel reads a zero row for any other.
@@ -119,6 +120,9 @@ class StaticDecodeStep:
                              for op in self.ops.selected}
         if ring:
             self.kernels_used["attention"] = FUSED_RING
+        if self.num.row_tile > 1:  # the invariant path's own tiled GEMMs and every-expert MoE
+            for op in ("linear", "experts"):
+                self.kernels_used[op] = INVARIANT_REFERENCE
         self.quant = self.ops.rope_quant  # the window / global writes' rope + quant
         self.kernels_used["kv_storage"] = self._storage(ring)
         self.ctx = StepContext(c, self.num, None, slab.window, None, self.ops)
@@ -273,4 +277,5 @@ class StaticDecodeStep:
     def _moe(self, layer: int, x: torch.Tensor, ffn) -> torch.Tensor:
         if self.stacked is None:
             return every_expert_moe(x, ffn, self.config, self.num, route_fn=self.ops.gate)
-        return self.fn.grouped_moe(x, ffn, self.stacked[layer], self.config, self.num, route_fn=self.ops.gate)
+        return self.fn.grouped_moe(x, ffn, self.stacked[layer], self.config, self.num, route_fn=self.ops.gate,
+                                   experts_fn=self.ops.experts)

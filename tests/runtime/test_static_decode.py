@@ -147,17 +147,44 @@ def test_fused_decode_matches_the_engine(monkeypatch):
     """Fused kernels through the interpreter (float32). The engine runs attention and the
     indexer as its reference too: the static step runs those two as batched torch, and
     the engine's fused twins reduce in another order (a last-bit difference a later FP8
-    rounding turns into a step), so only the ops both paths run fused are compared."""
+    rounding turns into a step), so only the ops both paths run fused are compared. The
+    same holds for the skinny GEMMs (the engine's one-row calls and the step's B-row calls
+    sum K in other orders) and the experts (the engine loops over experts): they are
+    checked against float64 below."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # the interpreter runs every kernel
     # Interpreter time, not coverage: mHC unsplit (one program per row block instead of four
     # that each redo the coefficients; both tilings are checked against the reference in
     # test_kernels_parity.py) and 4 steps, which already cross both compress ratios' group
     # ends from positions 9 and 15 (was 11 steps and ~6 min on the loaded 2 cores).
     monkeypatch.setattr(mhc_kernels, "SPLIT_BELOW_PROGRAMS", 0)
-    options = RuntimeOptions(kernels=("all", "-attention", "-indexer"))
+    options = RuntimeOptions(kernels=("all", "-attention", "-indexer", "-linear", "-experts"))
     _, _, static = decode_both(options, within_1e5, steps=4, lengths=(W + 1,), hits=((15, 12, 3),))
     fused = {op for op, how in static.kernels_used.items() if how == "fused"}
     assert fused == {"mhc", "gate", "topk", "inv_rope", "compress", "rope_quant", "engram"}
+
+
+@pytest.mark.slow
+def test_fused_gemms_decode_matches_the_reference_engine(monkeypatch):
+    """The skinny GEMMs and the fused experts (interpreter, float32) in the static step vs
+    the engine with reference kernels, teacher-forced. Their sums run in other orders than
+    cuBLAS / the per-expert loop, and a last-bit difference that moves a later FP8 code by
+    one step moves that row's logits by up to ~1e-3 of their scale (measured 1.2e-3 with
+    the GEMMs alone): so most rows (the median) must agree to float32 rounding and every
+    row to one such step; a wrong kernel is off by O(1). Each op against float64:
+    test_kernels_skinny.py, test_kernels_experts.py."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    engine, states = prefilled(RuntimeOptions(), lengths=(W + 1, 5), hits=((15, 12, 3),))
+    slab = DecodeSlab(engine.config, len(states), MAX_LEN, torch.float32, "cpu")
+    for slot, st in enumerate(states):
+        slab.load(slot, st)
+    static = StaticDecodeStep(weights(), RuntimeOptions(kernels=("none", "+linear", "+experts")), slab)
+    assert static.kernels_used["linear"] == static.kernels_used["experts"] == "fused"
+    feed = torch.randint(0, 512, (2, len(states)), generator=torch.Generator().manual_seed(7))
+    for s in range(feed.shape[0]):
+        want = torch.cat([o.logits for o in engine.forward([SeqChunk(st, feed[s, i : i + 1])
+                                                            for i, st in enumerate(states)])])
+        rows = ((static.step(feed[s]) - want).abs() / want.abs().amax(dim=-1, keepdim=True)).amax(dim=-1)
+        assert float(rows.median()) <= 1e-5 and float(rows.max()) <= 1e-2, f"step {s}: {rows.tolist()}"
 
 
 def test_fused_attention_reads_the_ring_in_fast_numerics_only(monkeypatch):

@@ -177,3 +177,21 @@ def test_graphs_equal_the_static_step_bit_for_bit_on_the_gpu():
     graphs, _ = generate(w, RuntimeOptions(decode="graphs", **opts), reqs, max_batch=4)
     for s, g in zip(static, graphs, strict=True):
         assert g.token_ids == s.token_ids and torch.equal(g.logits, s.logits)
+
+
+def test_kernels_used_says_where_the_fused_gemms_run(weights, monkeypatch):
+    """The engagement ledger's ``kernels``: the fused experts op runs in static decode steps
+    only (the engine's MoE loops over experts), and batch-invariant numerics run neither
+    fused GEMM op (their own row tiles), whatever the registry chose."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    fused = ("none", "+linear", "+experts")
+    engine = build_model(weights, RuntimeOptions(kernels=fused))
+    assert engine.ops.describe()["experts"] == engine.kernels_used()["linear"] == "fused (interpret)"
+    assert engine.kernels_used()["experts"].startswith("reference (the engine's MoE")
+    static = build_model(weights, RuntimeOptions(kernels=fused, decode="static"), max_batch=2)
+    assert isinstance(static, StaticDecodeModel)
+    assert static.kernels_used()["experts"] == static.kernels_used()["linear"] == "fused (interpret)"
+    invariant = build_model(weights, RuntimeOptions(kernels=fused, batch_invariant=True))
+    assert {invariant.kernels_used()[op] for op in ("linear", "experts")} == {"reference (batch-invariant numerics)"}
+    plain = build_model(weights, RuntimeOptions())
+    assert plain.kernels_used() == plain.ops.describe()

@@ -282,7 +282,7 @@ class BuiltinEngine:
     # ------------------------------------------------------------------ results
     def _outcome(self, owner: _Pending, started_epoch: float) -> EngineResult:
         results = [owner.results[s] for s in owner.parts]
-        ledger = (from_runtime([r.engagement for r in results], self.model.ops.describe())
+        ledger = (from_runtime([r.engagement for r in results], self.model.kernels_used())
                   if all(r.engagement is not None for r in results) else None)
         meta = {**self.config.describe(),
                 "prompt_tokens": [r.timings.prompt_tokens for r in results],
