@@ -25,9 +25,9 @@ Ops (reference twin in ``reference.py``, fused module in parentheses):
                 over the picks, shared expert included), weights read by expert id
                 (experts.py); ``grouped_moe`` calls it
 
-Not built: in-kernel FP8/NVFP4 dequant inside attention and the cache insert as a
-kernel (the runtime's caches hold fake-quantised values in the model dtype, not packed
-bytes, and grow by concatenation), CUDA graphs.
+The engine's per-request caches hold fake-quantised values in the model dtype and grow
+by concatenation; packed FP8 / NVFP4 bytes decoded in the attention kernel and CUDA
+graphs are the static decode path's (runtime/static/).
 """
 
 from runtime.kernels.choice import OP_NAMES, fused_by_op, normalise_choice
