@@ -28,7 +28,7 @@ CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
 TINY = V41Config.preset("tiny")
 POLICIES = {"default": ExpertsPolicy(max_pairs=64), "one program": ExpertsPolicy(max_pairs=64, programs=1),
-            "fine": ExpertsPolicy(max_pairs=64, block_n=16, block_k=32, programs=4096)}
+            "fine": ExpertsPolicy(max_pairs=64, block_n=32, block_k=32, programs=128)}
 
 
 @pytest.fixture
