@@ -113,9 +113,7 @@ def experts_rows(config, rows_list, variants, reps: int) -> list[dict]:
     k = c.num_experts_per_tok
     gen = torch.Generator(device="cuda").manual_seed(0)
     out = []
-    for t in range(1, max(rows_list) + 1):
-        if t not in rows_list:
-            continue
+    for t in rows_list:
         x = torch.randn(t, c.hidden_size, device="cuda", dtype=torch.bfloat16)
         picks = [torch.stack([torch.randperm(c.n_routed_experts, device="cuda", generator=gen)[:k]
                               for _ in range(t)]) for _ in range(16)]

@@ -46,21 +46,6 @@ class ChunkOutput:
     logits: torch.Tensor  # float32 [T, vocab] ("all") or [1, vocab] ("last")
 
 
-def path_kernels(described: dict[str, str], num: Numerics, experts_on_path: bool) -> dict[str, str]:
-    """``described`` (the registry's op -> choice) with the fused ops a path does not run
-    marked as such (see ``V41Model.kernels_used``)."""
-    out = dict(described)
-    if not out.get("experts", "").startswith("fused"):
-        experts_on_path = True  # nothing to correct
-    if num.row_tile > 1:
-        for op in ("linear", "experts"):
-            if out.get(op, "").startswith("fused"):
-                out[op] = "reference (batch-invariant numerics)"
-    elif not experts_on_path:
-        out["experts"] = "reference (the engine's MoE loops over experts; the fused op runs in static decode)"
-    return out
-
-
 class V41Model:
     def __init__(self, weights: V41Weights, options: RuntimeOptions | None = None):
         self.weights = weights
@@ -84,7 +69,7 @@ class V41Model:
         loops over the experts (``runtime/moe.py``), so the fused ``experts`` op runs only
         in the static decode steps (``decode = static | graphs``); batch-invariant numerics
         run their own tiled GEMMs, so neither ``linear`` nor ``experts`` runs fused there."""
-        return path_kernels(self.ops.describe(), self.num, experts_on_path=False)
+        return self.ops.describe_path(self.num.row_tile > 1, experts_on_path=False)
 
     def _cut_layer(self) -> int | None:
         """First layer that runs on trimmed rows (None: nothing to trim)."""

@@ -79,3 +79,8 @@ def jit(fn):
 
 def next_pow2(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling of a / b for positive ints (blocks needed to cover ``a``)."""
+    return -(-a // b)

@@ -24,11 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.kernels.backend import next_pow2
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+from runtime.kernels.backend import cdiv, next_pow2
 
 
 @dataclass(frozen=True)

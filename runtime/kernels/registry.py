@@ -27,6 +27,12 @@ from runtime.kernels.reference import REFERENCE_OPS
 
 log = logging.getLogger(__name__)
 
+# Ops that only the fast numerics run fused: batch-invariant numerics keep their own row
+# tiles (Numerics.linear) and the static step its every-expert MoE, whatever was chosen.
+FAST_NUMERICS_ONLY = ("linear", "experts")
+INVARIANT_REFERENCE = "reference (batch-invariant numerics)"
+ENGINE_MOE_REFERENCE = "reference (the engine's MoE loops over experts; the fused op runs in static decode)"
+
 
 def build_fused(name: str) -> Callable:
     """A fresh fused callable of op ``name`` (imported only when that op runs fused, so
@@ -86,3 +92,16 @@ class KernelRegistry:
     def describe(self) -> dict[str, str]:
         """op -> "fused (cuda)" / "fused (interpret)" / "reference", for logs and reports."""
         return {n: f"fused ({self.backend.mode})" if s == "fused" else s for n, s in self.selected.items()}
+
+    def describe_path(self, batch_invariant: bool, experts_on_path: bool) -> dict[str, str]:
+        """``describe()`` for one model path (the engagement ledger's ``kernels``), with the
+        fused ops that path does not call marked as the reference that runs instead:
+        ``FAST_NUMERICS_ONLY`` under batch-invariant numerics, and ``experts`` where the
+        MoE is the engine's per-expert loop (``experts_on_path`` False)."""
+        out = self.describe()
+        for op in FAST_NUMERICS_ONLY if batch_invariant else ():
+            if self.is_fused(op):
+                out[op] = INVARIANT_REFERENCE
+        if not batch_invariant and not experts_on_path and self.is_fused("experts"):
+            out["experts"] = ENGINE_MOE_REFERENCE
+        return out

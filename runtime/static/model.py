@@ -85,9 +85,7 @@ class StaticDecodeModel:
     def kernels_used(self) -> dict[str, str]:
         """``V41Model.kernels_used`` for this path: the decode steps call the fused
         ``experts`` op (prefill still runs the engine's MoE)."""
-        from runtime.model import path_kernels
-
-        return path_kernels(self.model.ops.describe(), self.model.num, experts_on_path=True)
+        return self.model.ops.describe_path(self.model.num.row_tile > 1, experts_on_path=True)
 
     def __getattr__(self, name):
         if name == "model":  # not set yet: no recursion through __getattr__

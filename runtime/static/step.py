@@ -55,7 +55,6 @@ from runtime.weights import V41Weights
 # wrappers and run as batched torch here).
 REGISTRY_OPS = ("mhc", "gate", "topk", "inv_rope", "compress", "rope_quant", "engram", "linear", "experts")
 BATCHED_REFERENCE = "batched reference (runtime.static)"
-INVARIANT_REFERENCE = "reference (batch-invariant numerics)"
 FUSED_RING = "fused (slab ring, runtime/static/ring_attention.py)"
 
 
@@ -107,7 +106,11 @@ class StaticDecodeStep:
             raise StateError(f"StaticDecodeStep: the slab holds {slab.dtype} on {slab.device}, "
                              f"the weights {dtype} on {device}")
         self.device = device
-        from runtime.kernels.registry import KernelRegistry  # Triton loads only for fused ops
+        from runtime.kernels.registry import (  # Triton loads only for fused ops
+            FAST_NUMERICS_ONLY,
+            INVARIANT_REFERENCE,
+            KernelRegistry,
+        )
 
         self.ops = KernelRegistry(self.options.kernels, device=device, dtype=dtype)
         self.num = Numerics.for_options(self.options.batch_invariant, gemm=self.ops.fused_or_none("linear"))
@@ -121,7 +124,7 @@ class StaticDecodeStep:
         if ring:
             self.kernels_used["attention"] = FUSED_RING
         if self.num.row_tile > 1:  # the invariant path's own tiled GEMMs and every-expert MoE
-            for op in ("linear", "experts"):
+            for op in FAST_NUMERICS_ONLY:
                 self.kernels_used[op] = INVARIANT_REFERENCE
         self.quant = self.ops.rope_quant  # the window / global writes' rope + quant
         self.kernels_used["kv_storage"] = self._storage(ring)
