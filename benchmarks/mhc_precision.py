@@ -1,6 +1,7 @@
 """How far the fused mHC site's coefficients (pre, post, comb) are from a float64 oracle,
-with the projections in float32 FMA ("ieee") or three TF32 products ("tf32x3"), next to
-the float32 reference op, on the same bf16 streams (what the GPU parity test's "same
+with each projection mode of runtime/kernels/mhc_tiles.py (float32 FMA as ``tl.dot``
+"ieee" or without a dot "fma", three TF32 products "tf32x3"), next to the float32
+reference op, on the same bf16 streams (what the GPU parity test's "same
 streams" check compares). Two cases, as in that test: the site alone, and the site that
 first applies the previous site's mixing (``out``, ``prev``), whose coefficients are then
 compared with the oracle on each variant's own mixed streams.
@@ -22,6 +23,7 @@ import torch
 from benchmarks.kernels import environment
 from runtime.config import V41Config
 from runtime.kernels.mhc import FusedMhc
+from runtime.kernels.mhc_tiles import PROJECTIONS, MhcPolicy
 from runtime.kernels.reference import REFERENCE_OPS
 from runtime.mhc import HcMix, sinkhorn
 from runtime.numerics import Numerics
@@ -51,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     c = V41Config.preset("mid")
     d, t = c.hidden_size, args.rows
-    variants = {"reference (torch float32)": None, "fused ieee": FusedMhc(precision="ieee"),
-                "fused tf32x3": FusedMhc(precision="tf32x3")}
+    variants = {"reference (torch float32)": None}
+    for projection in PROJECTIONS:
+        variants[f"fused {projection}"] = FusedMhc(MhcPolicy(projection=projection, decode_projection=projection))
     cases = ("site alone", "after the previous mixing")
     worst = {(case, name): {"pre": 0.0, "post": 0.0, "comb": 0.0} for case in cases for name in variants}
     for seed in range(args.seeds):

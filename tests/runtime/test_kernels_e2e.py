@@ -32,7 +32,6 @@ import os
 import pytest
 import torch
 
-import runtime.kernels.mhc as mhc_kernels
 from runtime.config import V41Config
 from runtime.model import SeqChunk, V41Model
 from runtime.options import RuntimeOptions
@@ -118,10 +117,6 @@ def check_engines(label: str, config: V41Config, lengths: tuple[int, ...], steps
 @pytest.mark.slow
 def test_fused_engine_matches_reference_tiny(monkeypatch, record_property):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    # Interpreter time: mHC unsplit (one program per row block instead of four that each
-    # redo the coefficients); both tilings are checked against the reference in
-    # test_kernels_parity.py.
-    monkeypatch.setattr(mhc_kernels, "SPLIT_BELOW_PROGRAMS", 0)
     check_engines("tiny", V41Config.preset("tiny").replace(sliding_window=16), (9, 23, 40), steps=3,
                   floor=1e-3, dtype=torch.float32, oracle_dtype=torch.float64, device="cpu",
                   record_property=record_property)

@@ -280,8 +280,40 @@ def test_mhc_split_and_unsplit_tilings_match_the_reference(fused, gen, t, split)
     """Both tilings of the fused site (split over D, as for decode shapes; one D range per row
     block) against the reference, whichever the row count would choose."""
     from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
 
-    fused.mhc = FusedMhc(split=split)
+    fused.mhc = FusedMhc(MhcPolicy(split=split, programs=8, block_d=32, decode_block_d=64))
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out=True)
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out=False)
+
+
+@pytest.mark.parametrize("t,tail_rows", [(1, 1), (1, 2), (9, 1), (9, 64), (40, 1), (40, 64)])
+def test_mhc_both_finishes_in_chunks_match_the_reference(fused, gen, t, tail_rows):
+    """The row block's last program (ticket) or a second launch finishes the site, summing
+    16-32 splits' partials 2-4 splits per load (a small ``tail_elements``)."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    policy = MhcPolicy(decode_projection="fma", projection="ieee", decode_block_d=8, block_d=16, programs=1024,
+                       tail_rows=tail_rows, tail_elements=128)
+    tiles = policy.tiling(t, TINY.hidden_size, cuda=False)
+    assert tiles.chunk < tiles.splits(TINY.hidden_size) and tiles.tail == (t >= tail_rows)
+    fused.mhc = FusedMhc(policy)
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out=True)
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out=False)
+
+
+@pytest.mark.parametrize("projection,t", [("fma", 1), ("fma", 3), ("fma", 20), ("tf32x3", 20)])
+def test_mhc_projection_modes_match_the_reference(fused, gen, projection, t):
+    """The multiply-add projection (rows per program: 1, 4, 8 here) and the TF32x3 dots (the
+    interpreter runs them in float32), split over D, against the reference."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    policy = MhcPolicy(projection=projection, decode_projection=projection, decode_rows=4, programs=8,
+                       block_d=64, decode_block_d=32)
+    assert policy.tiling(t, TINY.hidden_size, cuda=False).splits(TINY.hidden_size) > 1
+    fused.mhc = FusedMhc(policy)
     check_mhc(fused, gen, TINY, t, torch.float32, with_out=True)
     check_mhc(fused, gen, TINY, t, torch.float32, with_out=False)
 
@@ -293,6 +325,20 @@ def test_mhc_split_and_unsplit_tilings_match_the_reference(fused, gen, t, split)
 def test_mhc_parity_gpu(fused, gen, config, t, dtype):
     check_mhc(fused, gen, config, t, dtype, with_out=True)
     check_mhc(fused, gen, config, t, dtype, with_out=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("projection", ["ieee", "tf32x3", "fma"])
+@pytest.mark.parametrize("config,t", [(MID, 1), (MID, 8), (MID, 2048), (FLASH, 64)])
+def test_mhc_projection_modes_parity_gpu(fused, gen, projection, config, t):
+    """Every projection mode, compiled, on bf16 streams, with both finishes (2,048 rows: the tail)."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    fused.mhc = FusedMhc(MhcPolicy(projection=projection, decode_projection=projection))
+    check_mhc(fused, gen, config, t, torch.bfloat16, with_out=True)
+    check_mhc(fused, gen, config, t, torch.bfloat16, with_out=False)
 
 
 # ---------------------------------------------------------------------------- indexer + topk

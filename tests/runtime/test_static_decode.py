@@ -22,7 +22,6 @@ import functools
 import pytest
 import torch
 
-import runtime.kernels.mhc as mhc_kernels
 from runtime.compressor import entries_at, entries_from_latents
 from runtime.config import V41Config
 from runtime.errors import ConfigError, StateError
@@ -152,11 +151,9 @@ def test_fused_decode_matches_the_engine(monkeypatch):
     sum K in other orders) and the experts (the engine loops over experts): they are
     checked against float64 below."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # the interpreter runs every kernel
-    # Interpreter time, not coverage: mHC unsplit (one program per row block instead of four
-    # that each redo the coefficients; both tilings are checked against the reference in
-    # test_kernels_parity.py) and 4 steps, which already cross both compress ratios' group
-    # ends from positions 9 and 15 (was 11 steps and ~6 min on the loaded 2 cores).
-    monkeypatch.setattr(mhc_kernels, "SPLIT_BELOW_PROGRAMS", 0)
+    # Interpreter time, not coverage: 4 steps, which already cross both compress ratios' group
+    # ends from positions 9 and 15 (was 11 steps and ~6 min on the loaded 2 cores). mHC runs
+    # unsplit, the interpreter's default tiling (runtime/kernels/mhc_tiles.py).
     options = RuntimeOptions(kernels=("all", "-attention", "-indexer", "-linear", "-experts"))
     _, _, static = decode_both(options, within_1e5, steps=4, lengths=(W + 1,), hits=((15, 12, 3),))
     fused = {op for op, how in static.kernels_used.items() if how == "fused"}

@@ -1,0 +1,158 @@
+"""How the fused mHC site (``runtime/kernels/mhc.py``) tiles a call, and how it forms the 24
+projections.
+
+Why a policy: a site reads the streams X [T, 4, D] once and does little arithmetic per
+byte, so it is memory-bound at every row count, yet it measured 6 % of the H200's roofline
+from 512 to 4,096 rows (benchmarks/results/kernels_h200.md): one program per 16-row block
+over all of D kept about two programs per SM, with a few KB of loads in flight each. Here
+the D range is split until about ``programs`` programs are in flight at every row count;
+each program writes per-split partials, and the site is finished (the sums over the
+splits, the coefficients, the normalised rows) in one of two ways:
+
+- "tail" (many rows): the row block's last program, found by a ticket, finishes it in the
+  same launch, normalising its rows while they are still in L2;
+- a second launch (decode rows): one program per (row block, split) normalises its D
+  range, and split 0 computes the coefficients. At decode the ticket's serial tail cost
+  more than the launch (benchmarks/results/tile_sweep_h200_mhc_2.md,
+  benchmarks/results/tile_sweep_h200_mhc_3.md).
+
+Before, every finishing program computed every coefficient from all the splits' partials:
+97 us at ``flash`` with 64 rows (160 splits) for 8.5 MB of site
+(benchmarks/results/tile_sweep_h200_mhc_1.md, the kernel breakdown).
+
+The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
+
+- "fma": multiply-adds on the CUDA cores without ``tl.dot``, so a program may hold fewer
+  than 16 rows (one decode row does not pay for 15 masked ones). At most ``FMA_ROWS``:
+  Triton rewrites a broadcast multiply summed over D with 16 rows into a TF32 ``tl.dot``
+  (measured 5.5e-4 off in the coefficients on the H200:
+  benchmarks/results/mhc_precision_h200_first.md);
+- "tf32x3": ``tl.dot`` as three TF32 tensor-core products: the closest to a float64 oracle
+  of every mode, 8.5e-7 (benchmarks/results/mhc_precision_h200.md). It had measured 1.1e-4 off
+  after the previous site's mixing, and so had a bf16 tensor-core form, while the FMA form
+  was not (mhc_precision_h200_first.md): with FMA contraction switched off in the kernel all
+  are within 5e-6. The
+  likely cause: Triton computes X' twice (the stored copy, and the tensor-core operand's
+  in its own layout), and contracted differently the two copies rounded to different bf16
+  values;
+- "ieee": ``tl.dot`` in float32 on the CUDA cores (Triton's FMA lowering): 2.5-3.8x slower
+  than "tf32x3" from 512 rows up (tile_sweep_h200_mhc_2.md); the interpreter's mode (it computes float32 whatever the
+  request).
+
+A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core product) timed
+within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it
+was not kept.
+
+Pure arithmetic on ints, so the policy is tested without running a kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.kernels.backend import cdiv, next_pow2
+
+PROJECTIONS = ("ieee", "tf32x3", "fma")
+DOT_ROWS = 16  # tl.dot's smallest row tile
+FMA_ROWS = 8
+
+
+@dataclass(frozen=True)
+class MhcTiling:
+    """One call's tiles: ``split_d`` D columns per sweeping program (a multiple of
+    ``block_d``). Finishing reads ``chunk`` splits' partials at once for ``tail_t`` rows; with
+    ``tail`` the last program of a row block finishes it (``tail_d`` columns at a time),
+    otherwise a second launch of ``finish_t``-row programs with ``finish_warps`` warps."""
+
+    projection: str
+    block_t: int
+    block_d: int
+    split_d: int
+    num_warps: int
+    tail: bool
+    tail_t: int
+    tail_d: int
+    chunk: int
+    finish_t: int
+    finish_warps: int
+
+    def splits(self, d: int) -> int:
+        return cdiv(d, self.split_d)
+
+    def grid(self, t: int, d: int) -> tuple[int, int]:
+        return cdiv(t, self.block_t), self.splits(d)
+
+    def finish_grid(self, t: int, d: int) -> tuple[int, int]:
+        return cdiv(t, self.finish_t), self.splits(d)
+
+
+@dataclass(frozen=True)
+class MhcPolicy:
+    """Chooses an :class:`MhcTiling` per call from (T, D) and whether it runs on CUDA.
+
+    ``projection`` / ``decode_projection``: "" = "fma" up to ``fma_rows`` rows, else "tf32x3"
+    on CUDA, else "ieee"; ``decode_rows``: calls of at most this many rows use the
+    ``decode_*`` tiles; ``block_t`` 0 = as few rows as the projection allows (the row count
+    rounded up to a power of two for "fma", 16 for a dot); ``programs``: split D until row
+    blocks x splits reaches this; ``split``: None = split as ``programs`` asks, False = one
+    program per row block over all of D (the interpreter's default: there every program
+    costs time, not parallelism); ``tail_rows``: calls of at least this many rows are
+    finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,
+    smaller ones finished by a second launch (``decode_finish_warps`` / ``finish_warps``);
+    ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
+    and most elements the tail normalises at once.
+
+    The defaults are the H200's best of benchmarks/results/tile_sweep_h200_mhc_3.md: at 1-8
+    rows the finish with 1 warp (mid: 8.2 / 9.3 / 16.8 us at 1 / 2 / 8 rows vs 8.8 / 10.1 /
+    18.1 with 2); from 1,024 rows 32 x 16 tiles (4,096 rows: 160 vs 172 us at mid, 362 vs
+    413 us at flash; at 64 rows they lost, 26.5 vs 18.3 us)."""
+
+    projection: str = ""
+    block_t: int = 16
+    block_d: int = 32
+    num_warps: int = 2
+    decode_rows: int = 16
+    decode_projection: str = ""
+    decode_block_t: int = 0
+    decode_block_d: int = 64
+    decode_warps: int = 4
+    decode_finish_warps: int = 1
+    fma_rows: int = 2
+    programs: int = 512
+    tail_rows: int = 1024
+    tail_block_t: int = 32
+    tail_block_d: int = 16
+    tail_elements: int = 4096
+    finish_warps: int = 2
+    split: bool | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("projection", "decode_projection"):
+            value = getattr(self, name)
+            if value and value not in PROJECTIONS:
+                raise ValueError(f"MhcPolicy.{name}: expected one of {PROJECTIONS} or '', got {value!r}")
+
+    def tiling(self, t: int, d: int, cuda: bool) -> MhcTiling:
+        decode = t <= self.decode_rows
+        asked = self.decode_projection if decode else self.projection
+        projection = asked or ("fma" if t <= self.fma_rows else "tf32x3" if cuda else "ieee")
+        tail = t >= self.tail_rows
+        block_t = self.decode_block_t if decode else self.tail_block_t if tail else self.block_t
+        if projection == "fma":
+            block_t = min(block_t or FMA_ROWS, FMA_ROWS, next_pow2(t))
+        else:
+            block_t = max(DOT_ROWS, block_t)
+        block_d = self.decode_block_d if decode else self.tail_block_d if tail else self.block_d
+        warps = self.decode_warps if decode else self.num_warps
+        chunks = cdiv(d, block_d)
+        splits = 1 if self.split is False else min(chunks, cdiv(self.programs, cdiv(t, block_t)))
+        split_d = cdiv(chunks, max(1, splits)) * block_d
+        tail_t = min(block_t, 8) if tail else min(8, next_pow2(t))
+        chunk = max(2, min(next_pow2(cdiv(d, split_d)), self.tail_elements // (tail_t * 16)))
+        tail_d = max(block_d, min(next_pow2(d), self.tail_elements // tail_t))
+        return MhcTiling(projection, block_t, block_d, split_d, warps, tail, tail_t, tail_d, chunk,
+                         finish_t=tail_t, finish_warps=self.decode_finish_warps if decode else self.finish_warps)
+
+
+# Interpreted kernels cost time per program, not parallelism: one program per row block.
+INTERPRETED = MhcPolicy(split=False, block_d=64, decode_block_d=64)

@@ -1,0 +1,85 @@
+"""The fused mHC site's tiling policy (runtime/kernels/mhc_tiles.py): pure arithmetic, no kernel."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.kernels.mhc_tiles import INTERPRETED, PROJECTIONS, MhcPolicy
+
+
+@pytest.mark.parametrize("t", [1, 2, 3, 16, 17, 64, 512, 1024, 4096, 4097])
+@pytest.mark.parametrize("d", [256, 2048, 5120])
+@pytest.mark.parametrize("policy", [MhcPolicy(), INTERPRETED, MhcPolicy(decode_projection="fma", programs=256),
+                                    MhcPolicy(block_t=64, block_d=64, programs=2048, tail_rows=1)])
+def test_tiles_cover_every_row_and_column_once(t, d, policy):
+    tiles = policy.tiling(t, d, cuda=True)
+    row_blocks, splits = tiles.grid(t, d)
+    assert tiles.split_d % tiles.block_d == 0
+    assert (splits - 1) * tiles.split_d < d <= splits * tiles.split_d  # no empty split
+    assert (row_blocks - 1) * tiles.block_t < t <= row_blocks * tiles.block_t
+    if tiles.projection != "fma":
+        assert tiles.block_t >= 16  # tl.dot's smallest row tile
+    else:
+        assert tiles.block_t <= 8  # Triton turns 16-row multiply-sums into TF32 dots
+    # finishing: whole tail blocks, the partials in chunks of at most tail_elements
+    assert tiles.chunk >= 2 and tiles.chunk & (tiles.chunk - 1) == 0
+    assert tiles.tail_t * tiles.chunk * 16 <= max(policy.tail_elements, tiles.tail_t * 2 * 16)
+    assert tiles.tail == (t >= policy.tail_rows)
+    if tiles.tail:
+        assert tiles.block_t % tiles.tail_t == 0 and tiles.tail_t * tiles.tail_d <= max(policy.tail_elements, d)
+    else:
+        finish_rows, finish_splits = tiles.finish_grid(t, d)
+        assert finish_splits == splits and (finish_rows - 1) * tiles.finish_t < t <= finish_rows * tiles.finish_t
+
+
+@pytest.mark.parametrize("t,d", [(1, 2048), (8, 5120), (64, 2048), (512, 2048), (4096, 5120)])
+def test_split_reaches_the_program_target_unless_d_runs_out(t, d):
+    policy = MhcPolicy()
+    tiles = policy.tiling(t, d, cuda=True)
+    row_blocks, splits = tiles.grid(t, d)
+    chunks = -(-d // tiles.block_d)
+    if splits < chunks:
+        assert row_blocks * splits >= policy.programs
+    else:
+        assert tiles.split_d == tiles.block_d  # every program one D tile: as split as it gets
+
+
+def test_the_projection_follows_the_row_count_and_device_unless_asked():
+    policy = MhcPolicy()
+    assert policy.tiling(4096, 2048, cuda=True).projection == "tf32x3"
+    assert policy.tiling(4096, 2048, cuda=False).projection == "ieee"  # interpreted
+    assert policy.tiling(1, 2048, cuda=True).projection == "fma"  # decode rows: no 16-row dot tile
+    assert policy.tiling(2, 2048, cuda=True).projection == "fma"
+    assert policy.tiling(3, 2048, cuda=True).projection == "tf32x3"
+    asked = MhcPolicy(projection="ieee", decode_projection="fma")
+    assert asked.tiling(4096, 2048, cuda=True).projection == "ieee"
+    assert asked.tiling(16, 2048, cuda=True).projection == "fma"
+    assert asked.tiling(17, 2048, cuda=True).projection == "ieee"
+
+
+@pytest.mark.parametrize("t,block_t", [(1, 1), (2, 2), (3, 4), (9, 8), (16, 8), (4096, 8)])
+def test_multiply_adds_take_as_few_rows_as_the_call_has_and_at_most_eight(t, block_t):
+    policy = MhcPolicy(projection="fma", decode_projection="fma")
+    assert policy.tiling(t, 2048, cuda=True).block_t == block_t
+    assert MhcPolicy(decode_projection="tf32x3").tiling(min(t, 16), 2048, cuda=True).block_t == 16
+
+
+def test_many_rows_finish_in_the_tail_and_decode_rows_in_a_second_launch():
+    policy = MhcPolicy()
+    assert policy.tiling(4096, 2048, cuda=True).tail
+    assert not policy.tiling(1, 2048, cuda=True).tail and not policy.tiling(512, 2048, cuda=True).tail
+    one_row = policy.tiling(1, 2048, cuda=True)
+    assert one_row.finish_t == 1 and one_row.chunk >= one_row.splits(2048)  # one load of every split
+
+
+def test_unsplit_is_one_program_per_row_block_over_all_of_d():
+    tiles = INTERPRETED.tiling(40, 256, cuda=False)
+    assert tiles.grid(40, 256) == (3, 1)
+    assert tiles.split_d >= 256
+
+
+@pytest.mark.parametrize("field", ["projection", "decode_projection"])
+def test_an_unknown_projection_is_refused_by_name(field):
+    with pytest.raises(ValueError, match=f"MhcPolicy.{field}: expected one of"):
+        MhcPolicy(**{field: "bf16x3"})
+    assert set(PROJECTIONS) == {"ieee", "tf32x3", "fma"}
