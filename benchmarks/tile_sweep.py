@@ -37,19 +37,30 @@ from runtime.kernels.compress import FusedPoolNorm
 from runtime.kernels.indexer import FusedIndexLogits
 from runtime.kernels.inv_rope import FusedInverseRope
 from runtime.kernels.mhc import FusedMhc
+from runtime.kernels.mhc_tiles import MhcPolicy
 from runtime.kernels.reference import REFERENCE_OPS
 from runtime.kernels.rope_quant import FusedRopeQuant
 
 INV_ROPE_TILES = (1024, 2048, 32768)
 ELEMENTWISE_TILES = ((4096, 4), (2048, 4), (1024, 4), (512, 4), (8192, 8), (2048, 2))  # (channels, warps)
+ROPE_QUANT_TILES = ((1024, None), (1024, 4), (1024, 2), (2048, 2), (4096, 4))  # (channels, warps: None = by size)
 INDEXER_TILES = ((16, 4), (32, 4), (64, 4), (64, 8), (128, 8))  # ((query x head) rows per dot, warps)
 OPS = ("mhc", "inv_rope", "rope_quant", "compress", "indexer")
-MHC_CONFIGS = (  # (dot precision, warps, rows per program, D tile, split over D: None = by row count)
-    ("tf32x3", 2, 16, 32, None),
-    ("tf32x3", 4, 16, 64, None),
-    ("tf32x3", 1, 16, 32, None),
-    ("tf32x3", 2, 16, 16, None),
-    ("tf32x3", 2, 16, 32, True),
+# mHC tilings (label, policy); the first of each list is the default.
+MHC_DECODE = (
+    ("default", MhcPolicy()),
+    ("finish w4", MhcPolicy(finish_warps=4)),
+    ("finish w1", MhcPolicy(finish_warps=1)),
+    ("d32 w2", MhcPolicy(decode_block_d=32, decode_warps=2)),
+    ("tail", MhcPolicy(tail_rows=1)),
+)
+MHC_MANY = (
+    ("default", MhcPolicy()),
+    ("tail", MhcPolicy(tail_rows=1)),
+    ("no tail", MhcPolicy(tail_rows=1 << 30)),
+    ("p1024", MhcPolicy(programs=1024)),
+    ("t32 d16 w2", MhcPolicy(block_t=32, block_d=16)),
+    ("t64 d16 w4", MhcPolicy(block_t=64, block_d=16, num_warps=4)),
 )
 
 
@@ -101,12 +112,12 @@ def sweep_mhc(name: str, c: V41Config, t: int) -> list[dict]:
     case, args = mhc_case(None, c, name, t)
     want = flat_mhc(REFERENCE_OPS["mhc"](*args))
     rows = []
-    for precision, warps, block_t, block_d, split in MHC_CONFIGS:
-        op = FusedMhc(split=split, precision=precision, num_warps=warps, block_t=block_t, block_d=block_d)
-        config = f"{precision} w{warps} t{block_t} d{block_d}" + ("" if split is None else f" split={split}")
-        rows.append(timed("mhc", name, t, config, case.bytes / 1e6, lambda op=op, a=args: op(*a),
+    for label, policy in MHC_DECODE if t <= MhcPolicy().decode_rows else MHC_MANY:
+        op = FusedMhc(policy)
+        rows.append(timed("mhc", name, t, label, case.bytes / 1e6, lambda op=op, a=args: op(*a),
                           flat_mhc(op(*args)), want))
-    rows[-1]["kernels_us"] = kernel_breakdown(lambda a=args: FusedMhc()(*a))
+    default = FusedMhc()  # one op, as the registry holds it (a new one would allocate ticket counters per call)
+    rows[-1]["kernels_us"] = kernel_breakdown(lambda a=args: default(*a))
     print(f"mhc {name} T={t} default, per kernel (us):", rows[-1]["kernels_us"], flush=True)
     return rows
 
@@ -136,8 +147,8 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...]) -> list[dict]:
             if "rope_quant" in ops:
                 for use in ROPE_QUANT_USES:
                     out += sweep_simple("rope_quant", rope_quant_case(None, c, name, t, use),
-                                        [(f"tile {tile} w{w}", FusedRopeQuant(tile_elements=tile, num_warps=w))
-                                         for tile, w in ELEMENTWISE_TILES], name, t, label=f"{use}: ")
+                                        [(f"tile {tile} w{w or 'by size'}", FusedRopeQuant(tile_elements=tile, num_warps=w))
+                                         for tile, w in ROPE_QUANT_TILES], name, t, label=f"{use}: ")
             if "compress" in ops:
                 out += sweep_simple("compress", compress_case(None, c, name, max(2, t)),
                                     [(f"tile {tile} w{w}", FusedPoolNorm(tile_elements=tile, num_warps=w))

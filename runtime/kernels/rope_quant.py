@@ -14,6 +14,14 @@ plain variant multiplies (the e4m3 byte from the float32 bits of the rounded val
 e2m1 nibble from its grid index, two nibbles a byte), so unpacking gives the plain
 variant's output bit for bit.
 
+The rotation loads each vector once and splits it into its even and odd channels in
+registers (``tl.reshape`` + ``tl.split``); cos/sin are loaded once per pair from a
+contiguous index, both formulas are evaluated per pair and joined back (``tl.join``)
+before the quantiser. The gather form it replaced (every channel loading its rope
+partner, channel ``c ^ 1``, a second time, with cos/sin through a per-channel index)
+gave the same bits and measured 1.45-1.65x slower at 4,096 rows on the H200
+(benchmarks/results/tile_sweep_h200_rope_quant_layouts.md).
+
 The roundings are written as explicit arithmetic, not as casts to Triton's fp8 type:
 the interpreter's float32 -> float8e4nv cast is wrong whenever rounding carries into
 the exponent (docs/pitfalls.md), and an explicit rounding is the same code
@@ -50,6 +58,12 @@ from runtime.kv_packing import PackedKV
 FORMATS = {"fp8": (1, 32), "nvfp4": (2, 16), "mxfp4": (3, 32)}
 ROTATE_ONLY = 0
 TILE_ELEMENTS = 1024  # vectors per program: about this many channels (best of 512-8192, benchmarks/tile_sweep.py)
+# Warps per program when not given: 4 below this many elements (vectors x channels), 2
+# from here up. H200, bf16, CUDA-graph replay, tile 1024: 64 rows 4 warps 1.59-1.92 us
+# (2 warps, or larger tiles, 1.98-3.56 us); 4,096 rows ([4096, 512] fp8 / nvfp4,
+# [4096, 16|32, 128] mxfp4) 4 warps 4.2-4.3 / 4.9 / 14.4 / 28.3 us, 2 warps
+# 4.0-4.15 / 4.84 / 13.3 / 26.3 us.
+FEW_WARPS_FROM = 2**20
 
 
 def _rope_quant_kernel(
@@ -72,21 +86,22 @@ def _rope_quant_kernel(
     x = tl.load(x_ptr + base + ch, mask=ok, other=0.0).to(tl.float32)  # [BLOCK_V, NB, QB]
 
     # RoPE on the trailing 2*HALF channels: pairs (2i, 2i+1) of the tail.
-    tail = ch - (C - 2 * HALF)
-    in_rope = ok & (tail >= 0)
-    pair = tl.where(tail >= 0, tail // 2, 0)
-    is_even = (tail % 2) == 0
-    partner = tl.load(x_ptr + base + (ch ^ 1), mask=in_rope, other=0.0).to(tl.float32)
-    c = tl.load(cos_ptr + row[:, None, None] * HALF + pair, mask=in_rope, other=1.0)
-    s = tl.load(sin_ptr + row[:, None, None] * HALF + pair, mask=in_rope, other=0.0)
     # even' = even*cos - odd*sin ; odd' = even*sin + odd*cos
-    rotated = tl.where(is_even, x * c - partner * s, partner * s + x * c)
+    # [BLOCK_V, NB, QB/2, 2]: the last axis is (even, odd), so no partner load.
+    x = tl.reshape(x, (BLOCK_V, NB, QB // 2, 2))
+    even, odd = tl.split(x)
+    pair = blk[None, :, None] * (QB // 2) + tl.arange(0, QB // 2)[None, None, :] - (C // 2 - HALF)
+    rope_pair = v_ok[:, None, None] & (pair >= 0) & (pair < HALF)  # [BLOCK_V, NB, QB/2]
+    c = tl.load(cos_ptr + row[:, None, None] * HALF + pair, mask=rope_pair, other=1.0)
+    s = tl.load(sin_ptr + row[:, None, None] * HALF + pair, mask=rope_pair, other=0.0)
+    rotated = tl.join(even * c - odd * s, even * s + odd * c)
+    in_rope = rope_pair[:, :, :, None]  # both lanes of the pair
     if ROUND_BF16:  # explicit nearest-even: the interpreter's bfloat16 cast truncates
         bits = rotated.to(tl.int32, bitcast=True)
         rotated = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
     else:
         rotated = rotated.to(DTYPE).to(tl.float32)
-    v = tl.where(in_rope, rotated, x)
+    v = tl.reshape(tl.where(in_rope, rotated, x), (BLOCK_V, NB, QB))  # back to [vector, quant block, lane]
 
     if FMT == 0:
         out = v
@@ -143,8 +158,8 @@ def _rope_quant_kernel(
             # every lane of a block holds the block's scale code: the max is that code
             tl.store(scale_at, tl.max(code8, axis=2).to(tl.uint8), mask=blk_ok)
             idx4 = tl.where(r4 < 2.0, r4 * 2.0, tl.where(r4 < 4.0, r4 + 2.0, r4 * 0.5 + 4.0)).to(tl.int32)
-            code4 = (idx4 | tl.where(q < 0, 8, 0)) * tl.where((lane % 2) == 0, 1, 16)[None, None, :]
-            byte = tl.sum(tl.reshape(code4, (BLOCK_V, NB, QB // 2, 2)), axis=3)  # even | odd << 4
+            lo, hi = tl.split(tl.reshape(idx4 | tl.where(q < 0, 8, 0), (BLOCK_V, NB, QB // 2, 2)))
+            byte = lo | (hi << 4)  # even | odd << 4
             half_lane = tl.arange(0, QB // 2)
             at = blk[None, :, None] * (QB // 2) + half_lane[None, None, :]
             tl.store(out_ptr + vec.to(tl.int64)[:, None, None] * (C // 2) + at, byte.to(tl.uint8),
@@ -165,11 +180,18 @@ def code_and_block(x: torch.Tensor, fmt: str) -> tuple[int, int]:
 class FusedRopeQuant:
     """Callable with :func:`runtime.compressor.rope_then_quant`'s signature."""
 
-    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int = 4) -> None:
-        """``tile_elements`` (channels per program) and ``num_warps``: for benchmark sweeps."""
+    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int | None = None) -> None:
+        """``tile_elements`` (channels per program) and ``num_warps`` (None: by call size,
+        FEW_WARPS_FROM): for benchmark sweeps."""
         self.kernel = jit(_rope_quant_kernel)
         self.tile_elements = tile_elements
         self.num_warps = num_warps
+
+    def warps(self, elements: int) -> int:
+        """Warps per program for a call of ``elements`` (vectors x channels)."""
+        if self.num_warps is not None:
+            return self.num_warps
+        return 4 if elements < FEW_WARPS_FROM else 2
 
     def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fmt: str) -> torch.Tensor:
         if fmt not in FORMATS:
@@ -216,6 +238,6 @@ class FusedRopeQuant:
             x, cos.float().contiguous(), sin.float().contiguous(), out, scales, vectors, heads, channels,
             FMT=code, QB=block, NB=n_blocks, HALF=half, BLOCK_V=block_v, DTYPE=TL_DTYPES[x.dtype],
             ROUND_BF16=x.dtype == torch.bfloat16, PACK=packed is not None, enable_fp_fusion=False,
-            num_warps=self.num_warps,
+            num_warps=self.warps(vectors * channels),
         )
         return out

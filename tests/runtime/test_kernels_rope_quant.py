@@ -1,0 +1,141 @@
+"""The fused RoPE + fake-quant (runtime/kernels/rope_quant.py) at both warp counts its
+default picks (4 below FusedRopeQuant's FEW_WARPS_FROM elements, 2 from there up),
+against the reference ``runtime.compressor.rope_then_quant`` and each other.
+
+The warp count only changes how a program's tile is spread over threads, so the two
+must give the same bits (compared through the integer view: the sign of zero counts
+too), for every format, for float32 and bfloat16 inputs (a bf16 tensor makes the kernel
+round the rotated tail to bf16 itself, ROUND_BF16), in ``pack``'s codes and scale bytes,
+and on vector counts that leave the last program partly empty. Against the reference
+the checks are test_kernels_compress.py's: the quantiser is exact on the kernel's own
+rotated values, and blocks may differ only where the rotated inputs do; ``pack``
+unpacks to the plain values bit for bit and matches runtime/kv_packing.py's ``pack`` of
+the kernel's rotated values (test_kv_packing.py's checks).
+
+Without CUDA the kernels run through the Triton interpreter (set per test, before the
+kernels are wrapped), so the shapes are tiny; a small ``tile_elements`` gives several
+programs per launch.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from runtime.compressor import rope_then_quant
+from runtime.kv_packing import pack
+from runtime.quant import fake_quant_fp8_ue8m0, fake_quant_mxfp4, fake_quant_nvfp4
+from runtime.rope import apply_rope
+
+CUDA = torch.cuda.is_available()
+DEVICE = "cuda" if CUDA else "cpu"
+QUANTISERS = {"fp8": (fake_quant_fp8_ue8m0, 32), "nvfp4": (fake_quant_nvfp4, 16), "mxfp4": (fake_quant_mxfp4, 32)}
+BITS = {torch.float32: torch.int32, torch.bfloat16: torch.int16}
+TILE = 256  # channels per program: 2 to 16 vectors here, so most launches end on a ragged program
+WARPS = (4, 2)  # the two counts the default picks between
+
+CASES = [  # (rows, shape after rows, rope pairs): 2-D and 3-D, padded channel counts, rope over all of it
+    (5, (96,), 8),  # 96 channels pad to 128 lanes; 5 vectors of 2 per program
+    (3, (3, 64), 8),  # 9 vectors of 4
+    (7, (5, 32), 16),  # the rope covers the whole vector; 35 vectors of 8 or 16
+    (2, (128,), 1),  # a single rope pair
+]
+
+
+@pytest.fixture
+def kernels(monkeypatch):
+    """{warps: FusedRopeQuant}: compiled on CUDA, interpreted without it."""
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.rope_quant import FusedRopeQuant
+
+    return {w: FusedRopeQuant(tile_elements=TILE, num_warps=w) for w in WARPS}
+
+
+@pytest.fixture
+def gen():
+    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
+
+
+def case(gen, rows: int, tail: tuple[int, ...], half: int, dtype: torch.dtype):
+    """Blocks of 16 at scales 2^-40 .. 2^40 (past both formats' clamps and 448), all-zero
+    and all-negative-zero blocks, random angles."""
+    x = torch.randn(rows, *tail, generator=gen)
+    blocks = x.shape[:-1] + (tail[-1] // 16,)
+    x = x * torch.exp2(torch.randint(-40, 41, blocks, generator=gen).float()).repeat_interleave(16, -1)
+    x = x.masked_fill((torch.rand(blocks, generator=gen) < 0.05).repeat_interleave(16, -1), 0.0)
+    x = x.masked_fill((torch.rand(blocks, generator=gen) < 0.05).repeat_interleave(16, -1), -0.0)
+    angles = torch.randn(rows, half, generator=gen) * 3.0
+    return x.to(DEVICE, dtype), angles.cos().to(DEVICE), angles.sin().to(DEVICE)
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a.view(BITS[a.dtype]), b.view(BITS[b.dtype]))
+
+
+def test_default_warps_by_call_size():
+    from runtime.kernels.rope_quant import FEW_WARPS_FROM, FusedRopeQuant
+
+    default = FusedRopeQuant()
+    assert default.warps(64 * 512) == 4 and default.warps(FEW_WARPS_FROM - 1) == 4
+    assert default.warps(FEW_WARPS_FROM) == 2 and default.warps(4096 * 32 * 128) == 2
+    assert FusedRopeQuant(num_warps=8).warps(4096 * 32 * 128) == 8  # an explicit count wins
+    assert FusedRopeQuant(num_warps=4).warps(FEW_WARPS_FROM) == 4
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows,tail,half", CASES)
+def test_warps_bit_for_bit(kernels, gen, rows, tail, half, dtype):
+    """2 and 4 warps: the same rotated values, quantised values, and packed bytes."""
+    four, two = kernels[4], kernels[2]
+    x, cos, sin = case(gen, rows, tail, half, dtype)
+    seed = gen.initial_seed()
+    assert same_bits(two.rotate_only(x, cos, sin), four.rotate_only(x, cos, sin)), f"rotation (seed {seed})"
+    for fmt in QUANTISERS:
+        assert same_bits(two(x, cos, sin, fmt), four(x, cos, sin, fmt)), f"{fmt} (seed {seed})"
+    for fmt in ("fp8", "nvfp4"):
+        p, q = two.pack(x, cos, sin, fmt), four.pack(x, cos, sin, fmt)
+        assert torch.equal(p.codes, q.codes) and torch.equal(p.scales, q.scales), f"{fmt} pack (seed {seed})"
+
+
+@pytest.mark.parametrize("warps", WARPS)
+@pytest.mark.parametrize("fmt", list(QUANTISERS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_against_the_reference(kernels, gen, fmt, dtype, warps):
+    """test_kernels_compress.py's parity: rotation vs ``apply_rope``, quantiser exact on
+    the kernel's rotated values, the full reference equal wherever the rotated inputs of
+    a block are."""
+    fused = kernels[warps]
+    quant, block = QUANTISERS[fmt]
+    x, cos, sin = case(gen, 3, (3, 64), 8, dtype)
+    seed = gen.initial_seed()
+    rot, rot_ref = fused.rotate_only(x, cos, sin), apply_rope(x, cos, sin)
+    tol = 1e-6 if dtype == torch.float32 else 2.0**-7
+    assert float(((rot.float() - rot_ref.float()).abs() - tol * rot_ref.float().abs()).max()) <= 0.0, f"seed {seed}"
+    a = fused(x, cos, sin, fmt)
+    assert torch.equal(a, quant(rot, block=block)), f"{fmt}: quantiser (seed {seed})"
+    blocks_differ = (a != rope_then_quant(x, cos, sin, fmt)).reshape(*x.shape[:-1], -1, block).any(-1)
+    inputs_differ = (rot != rot_ref).reshape(*x.shape[:-1], -1, block).any(-1)
+    assert not (blocks_differ & ~inputs_differ).any(), f"{fmt}: blocks differ on equal inputs (seed {seed})"
+
+
+@pytest.mark.parametrize("warps", WARPS)
+@pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows,tail,half", [(5, (96,), 8), (3, (3, 64), 8)])
+def test_pack_unpacks_to_the_values(kernels, gen, rows, tail, half, fmt, dtype, warps):
+    """``pack``'s bytes unpack to the plain call's values bit for bit, and are
+    runtime/kv_packing.py's ``pack`` of the kernel's own rotated values (up to the sign
+    of zero)."""
+    fused = kernels[warps]
+    x, cos, sin = case(gen, rows, tail, half, dtype)
+    p = fused.pack(x, cos, sin, fmt)
+    seed = gen.initial_seed()
+    assert same_bits(p.unpack(dtype), fused(x, cos, sin, fmt)), f"{fmt} unpack (seed {seed})"
+    ref = pack(fused.rotate_only(x, cos, sin), fmt)  # test_kv_packing.py's checks: the kernel writes +0
+    assert torch.equal(p.scales, ref.scales), f"{fmt} scales vs kv_packing (seed {seed})"  # where torch keeps -0
+    assert torch.equal(p.unpack(), ref.unpack()), f"{fmt} values vs kv_packing (seed {seed})"
+    if fmt == "fp8":
+        assert torch.equal(p.codes | 0x80, ref.codes | 0x80), f"fp8 codes vs kv_packing (seed {seed})"
