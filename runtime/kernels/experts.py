@@ -33,7 +33,7 @@ from runtime.kernels.tickets import TicketCounters
 from runtime.numerics import Numerics
 
 # Under the interpreter: one program per output tile (see runtime/kernels/skinny.py).
-INTERPRETED = ExpertsPolicy(programs=1)
+INTERPRETED = ExpertsPolicy(programs=1, programs_one_row=1)
 
 
 def _experts_kernel(

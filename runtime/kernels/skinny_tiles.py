@@ -135,10 +135,16 @@ class ExpertsPolicy:
     faster than alone, and with the kernel up to 9 rows the batch-8 step took 7.45 ms
     against 6.18 ms with it up to 2 rows (decode_h200_skinny64.md, decode_h200_skinny16.md).
     So up to 16 pairs (2 rows of ``mid``) go to the kernel;
-    ``programs``: programs to aim for per launch."""
+    ``programs``: programs to aim for per launch; ``programs_one_row``: for a launch of at
+    most ``one_row_pairs`` pairs (one decode row and its 6 + 1 experts). At one row of
+    ``mid``, 1,056 programs took 34.0 us (2.59 TB/s, 60 % of the roofline) against 37.2 us
+    with 528; at two rows 528 stayed faster, 51.8 against 58.3 us
+    (benchmarks/results/skinny_h200_experts_sweep.md)."""
 
     max_pairs: int = 16
     programs: int = 528
+    programs_one_row: int = 1056
+    one_row_pairs: int = 8
     block_n: int = 32
     block_k: int = 128
     max_splits: int = 16
@@ -150,5 +156,6 @@ class ExpertsPolicy:
     def tiling(self, rows: int, picks: int, n: int, k: int) -> ExpertsTiling:
         block_n = min(self.block_n, max(16, next_pow2(n)))
         programs = rows * cdiv(n, block_n) * picks
-        splits = min(self.max_splits, cdiv(self.programs, programs))
+        target = self.programs_one_row if rows * picks <= self.one_row_pairs else self.programs
+        splits = min(self.max_splits, cdiv(target, programs))
         return ExpertsTiling(block_n, self.block_k, split_depth(k, self.block_k, splits), self.num_warps)

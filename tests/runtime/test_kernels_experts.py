@@ -11,6 +11,7 @@ and replayed from a CUDA graph bit for bit equal to its eager launch.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 import torch
@@ -27,7 +28,8 @@ from runtime.weights import V41Weights
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
 TINY = V41Config.preset("tiny")
-POLICIES = {"default": ExpertsPolicy(max_pairs=64), "one program": ExpertsPolicy(max_pairs=64, programs=1),
+POLICIES = {"default": ExpertsPolicy(max_pairs=64),
+            "one program": ExpertsPolicy(max_pairs=64, programs=1, programs_one_row=1),
             "fine": ExpertsPolicy(max_pairs=64, block_n=32, block_k=32, programs=128)}
 
 
@@ -141,6 +143,9 @@ def test_policy_takes_few_pairs_and_sizes_the_grid(rows):
         tiles, parts = t.grid(out_rows, picks, n, k)
         assert tiles == out_rows * -(-n // t.block_n) and parts == picks * t.splits(k)
         assert t.split_k % t.block_k == 0 and t.splits(k) <= p.max_splits
+        # one decode row aims at more programs (K split finer) than more rows do
+        plain = replace(p, programs_one_row=p.programs).tiling(out_rows, picks, n, k)
+        assert (t.splits(k) > plain.splits(k)) if rows == 1 else (t == plain)
 
 
 # ---------------------------------------------------------------- GPU
