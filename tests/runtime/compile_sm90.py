@@ -1,0 +1,83 @@
+"""Compile Triton kernels for sm_90 (H100/H200) without a GPU: Triton's front end and the
+ptxas its wheel ships. Run as a script by test_kernels_compile_sm90.py, in a process of
+its own, because the test session imports Triton for the interpreter (tests/conftest.py),
+after which nothing compiles in that process.
+
+    python tests/runtime/compile_sm90.py ROWS:D [ROWS:D ...]
+
+For each (rows, hidden size) it compiles the fused mHC site kernel's launches as
+runtime/kernels/mhc_tiles.py's default policy makes them on CUDA, and prints one line per
+launch: "ok <name>" or "error <name>: <message>". Exit status 2: Triton cannot compile for
+CUDA here at all; 1: some launch failed; 0: all compiled.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+SITE_SIGNATURE = {  # _mhc_site_kernel's runtime arguments, bf16 streams
+    "streams_ptr": "*bf16", "out_ptr": "*bf16", "prev_post_ptr": "*fp32", "prev_comb_ptr": "*fp32",
+    "pre_shift_ptr": "*fp32", "fn_ptr": "*fp32", "base_ptr": "*fp32", "scale_ptr": "*fp32", "norm_w_ptr": "*bf16",
+    "new_streams_ptr": "*bf16", "x_ptr": "*bf16", "part_ptr": "*fp32", "count_ptr": "*i32", "pre_ptr": "*fp32",
+    "post_ptr": "*fp32", "comb_ptr": "*fp32", "T": "i32", "D": "i32", "SPLIT_D": "i32", "norm_eps": "fp32",
+    "hc_eps": "fp32", "sinkhorn_iters": "i32",
+}
+
+
+def compile_sm90(fn, signature: dict, constexprs: dict):
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    src = ASTSource(fn=triton.jit(fn), signature={**signature, **{k: "constexpr" for k in constexprs}},
+                    constexprs=constexprs)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32))
+
+
+def one_load_one_store(x_ptr):
+    tl.store(x_ptr, tl.load(x_ptr) + 1.0)
+
+
+def site_launches(rows: int, d: int) -> list[tuple[str, dict]]:
+    from runtime.kernels import mhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    tiles = MhcPolicy().tiling(rows, d, cuda=True)
+    common = dict(HAS_OUT=True, DTYPE=tl.bfloat16, BLOCK_D=tiles.block_d, PROJ=tiles.projection, CHUNK=tiles.chunk)
+    sweep = mhc.SWEEP_AND_TAIL if tiles.tail else mhc.SWEEP
+    out = [(f"mhc T={rows} D={d} sweep{'+tail' if tiles.tail else ''} {tiles.projection}",
+            dict(PHASE=sweep.value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t, NORM_D=tiles.tail_d, **common))]
+    if not tiles.tail:
+        out.append((f"mhc T={rows} D={d} finish", dict(PHASE=mhc.FINISH.value, BLOCK_T=tiles.finish_t,
+                                                       TAIL_T=tiles.finish_t, NORM_D=tiles.block_d, **common)))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    try:
+        compile_sm90(one_load_one_store, {"x_ptr": "*fp32"}, {})
+    except Exception as e:  # noqa: BLE001 - any failure here means no compiler, not a kernel bug
+        print(f"cannot compile for sm_90 here: {type(e).__name__}: {str(e)[:300]}")
+        return 2
+    from runtime.kernels import mhc
+
+    failed = 0
+    for case in argv:
+        rows, d = (int(v) for v in case.split(":"))
+        for name, constexprs in site_launches(rows, d):
+            try:
+                compile_sm90(mhc._mhc_site_kernel, SITE_SIGNATURE, constexprs)
+                print(f"ok {name}")
+            except Exception as e:  # noqa: BLE001 - reported per launch
+                failed += 1
+                print(f"error {name}: {type(e).__name__}: {str(e)[:2000]}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
