@@ -69,7 +69,10 @@ def nvfp4_parts(x: torch.Tensor, block: int = 16) -> tuple[torch.Tensor, torch.T
     kept), scale [..., n/block, 1] float32 e4m3 values; the value is q * scale."""
     b = _blocks(x, block)
     amax = b.abs().amax(-1, keepdim=True)
-    scale = (amax.clamp_min(FP4_MAX * 2.0**-9) / FP4_MAX).to(torch.float8_e4m3fn).float()
+    # Saturate at 448 before the cast: torch 2.13's float8 cast saturates on the CPU, but on
+    # the H200 (torch 2.11, CUDA) blocks whose scale passed 448 came out NaN
+    # (test_kv_packing.py's GPU run, issue 16).
+    scale = (amax.clamp_min(FP4_MAX * 2.0**-9) / FP4_MAX).clamp(max=FP8_MAX).to(torch.float8_e4m3fn).float()
     q = round_to_e2m1((b / scale).clamp(-FP4_MAX, FP4_MAX))
     return q, scale
 

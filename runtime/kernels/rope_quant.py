@@ -37,6 +37,11 @@ on the CPU and the GPU. All of it is exact float32 arithmetic on powers of two:
 - bfloat16 (the rotated tail of a bf16 vector): nearest-even on the float32 bits, since
   the interpreter's float32 -> bfloat16 cast truncates.
 
+Signs are applied as ``x * -1.0``, never ``-x``: Triton before 3.7 compiled ``-x`` as
+``0 - x`` (triton-lang/triton#10270), which drops the sign of a zero, so a negative value
+rounded to zero came out -0 interpreted (and in ``pack``'s sign bit) but +0 compiled on the
+H200's Triton 3.6; test_kv_packing.py's pack-vs-plain check failed there, bit for bit.
+
 A division by a power-of-two scale is a multiplication by its exact inverse; NVFP4's
 division by its e4m3 scale (and the amax / 6) uses ``div_rn`` because a plain ``/`` is
 an approximate division on the GPU. FMA contraction is switched off on the GPU so the
@@ -128,7 +133,7 @@ def _rope_quant_kernel(
             spacing = ((e - 3 + 127) << 23).to(tl.float32, bitcast=True)
             inv_spacing = ((3 - e + 127) << 23).to(tl.float32, bitcast=True)
             r8m = ((a * inv_spacing + TWO23) - TWO23) * spacing
-            r8 = tl.where(target < 0, -r8m, r8m)
+            r8 = tl.where(target < 0, r8m * -1.0, r8m)  # not -r8m: see the module doc
             if PACK:  # the e4m3 byte of r8: exponent and top mantissa bits, or m * 2^-9
                 bits8 = r8m.to(tl.int32, bitcast=True)
                 ex8 = ((bits8 >> 23) & 0xFF) - 127
@@ -146,7 +151,7 @@ def _rope_quant_kernel(
             inv_step = tl.where(m < 2.0, 2.0, tl.where(m < 4.0, 1.0, 0.5))
             step = tl.where(m < 2.0, 0.5, tl.where(m < 4.0, 1.0, 2.0))
             r4 = ((m * inv_step + TWO23) - TWO23) * step
-            out = tl.where(q < 0, -r4, r4) * scale
+            out = tl.where(q < 0, r4 * -1.0, r4) * scale
     if PACK:
         n_scales = C // QB
         blk_ok = v_ok[:, None] & (blk[None, :] < n_scales)
