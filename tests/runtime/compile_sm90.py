@@ -6,8 +6,8 @@ after which nothing compiles in that process.
     python tests/runtime/compile_sm90.py ROWS:D [ROWS:D ...]
 
 For each (rows, hidden size) it compiles the fused mHC site kernel's launches as
-runtime/kernels/mhc_tiles.py's default policy makes them on CUDA, and prints one line per
-launch: "ok <name>" or "error <name>: <message>". Exit status 2: Triton cannot compile for
+runtime/kernels/mhc_tiles.py's default policy makes them on CUDA, then the RoPE + quant
+kernel's formats and packed forms, and prints one line per launch: "ok <name>" or "error <name>: <message>". Exit status 2: Triton cannot compile for
 CUDA here at all; 1: some launch failed; 0: all compiled.
 """
 
@@ -58,24 +58,48 @@ def site_launches(rows: int, d: int) -> list[tuple[str, dict]]:
     return out
 
 
+ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32", "C": "i32"}
+
+
+def rope_quant_launches() -> list[tuple[str, dict, dict]]:
+    """RoPE + quant for the window KV (FP8), the entries (NVFP4) and the index queries
+    (MXFP4) at 512 / 128 channels with a 64-wide rope tail, and the packed FP8 / NVFP4 form."""
+    from runtime.kernels.backend import next_pow2
+    from runtime.kernels.rope_quant import FORMATS, TILE_ELEMENTS
+
+    out = []
+    for fmt, channels, pack in (("fp8", 512, False), ("nvfp4", 512, False), ("mxfp4", 128, False),
+                                ("fp8", 512, True), ("nvfp4", 512, True)):
+        code, block = FORMATS[fmt]
+        n_blocks = next_pow2(-(-channels // block))
+        outs = {"out_ptr": "*u8" if pack else "*bf16", "scales_ptr": "*u8" if pack else "*bf16"}
+        constexprs = dict(FMT=code, QB=block, NB=n_blocks, HALF=32, BLOCK_V=max(1, TILE_ELEMENTS // (n_blocks * block)),
+                          DTYPE=tl.bfloat16, ROUND_BF16=True, PACK=pack)
+        out.append((f"rope_quant {fmt}{' pack' if pack else ''} C={channels}", {**ROPE_QUANT_SIGNATURE, **outs},
+                    constexprs))
+    return out
+
+
 def main(argv: list[str]) -> int:
     try:
         compile_sm90(one_load_one_store, {"x_ptr": "*fp32"}, {})
     except Exception as e:  # noqa: BLE001 - any failure here means no compiler, not a kernel bug
         print(f"cannot compile for sm_90 here: {type(e).__name__}: {str(e)[:300]}")
         return 2
-    from runtime.kernels import mhc
+    from runtime.kernels import mhc, rope_quant
 
+    launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, constexprs) for case in argv
+                for name, constexprs in site_launches(*(int(v) for v in case.split(":")))]
+    launches += [(name, rope_quant._rope_quant_kernel, signature, constexprs)
+                 for name, signature, constexprs in rope_quant_launches()]
     failed = 0
-    for case in argv:
-        rows, d = (int(v) for v in case.split(":"))
-        for name, constexprs in site_launches(rows, d):
-            try:
-                compile_sm90(mhc._mhc_site_kernel, SITE_SIGNATURE, constexprs)
-                print(f"ok {name}")
-            except Exception as e:  # noqa: BLE001 - reported per launch
-                failed += 1
-                print(f"error {name}: {type(e).__name__}: {str(e)[:2000]}")
+    for name, kernel, signature, constexprs in launches:
+        try:
+            compile_sm90(kernel, signature, constexprs)
+            print(f"ok {name}")
+        except Exception as e:  # noqa: BLE001 - reported per launch
+            failed += 1
+            print(f"error {name}: {type(e).__name__}: {str(e)[:2000]}")
     return 1 if failed else 0
 
 
