@@ -30,7 +30,7 @@ import triton.language as tl
 
 from runtime.config import V41Config
 from runtime.kernels.backend import interpret_requested, jit
-from runtime.kernels.mhc_tiles import INTERPRETED, MhcPolicy
+from runtime.kernels.mhc_tiles import INTERPRETED, MhcPolicy, MhcTiling
 from runtime.kernels.tickets import TicketCounters
 from runtime.mhc import HcMix
 from runtime.numerics import Numerics
@@ -230,6 +230,24 @@ def _mhc_site_kernel(
                 tl.store(n_ptr, (w[None, :] * y).to(DTYPE), mask=n_ok)
 
 
+def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.dtype) -> list[tuple[tuple, dict]]:
+    """(grid, keyword arguments) of each launch of one call, in order: the sweep (with the
+    tail from ``tiles.tail_rows``), else the sweep and the finish. The sm_90 compile check
+    (tests/runtime/compile_sm90.py) compiles exactly these."""
+    # No FMA contraction: Triton may compute X' twice (for the store and, rematerialised in
+    # the tensor-core operand's layout, for the projection); contracted differently, the
+    # two copies rounded to different bf16 values (mhc_tiles.py).
+    common = dict(HAS_OUT=has_out, DTYPE=TL_DTYPES[dtype], BLOCK_D=tiles.block_d, PROJ=tiles.projection,
+                  CHUNK=tiles.chunk, enable_fp_fusion=False)
+    sweep = dict(PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t,
+                 NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
+    if tiles.tail:
+        return [(tiles.grid(t, d), sweep)]
+    finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
+                  num_warps=tiles.finish_warps, **common)
+    return [(tiles.grid(t, d), sweep), (tiles.finish_grid(t, d), finish)]
+
+
 class FusedMhc:
     """Callable with :func:`runtime.kernels.reference.mhc_site`'s signature (hc = 4).
 
@@ -269,14 +287,6 @@ class FusedMhc:
         args = (streams, out_arg, post_arg, comb_arg, pre_shift, fn, base, scale, norm_weight,
                 new_streams, x, part, self.tickets.get(dev, grid[0]), pre, post, comb,
                 t, d, tiles.split_d, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters)
-        # No FMA contraction: Triton may compute X' twice (for the store and, rematerialised in
-        # the tensor-core operand's layout, for the projection); contracted differently, the
-        # two copies rounded to different bf16 values (mhc_tiles.py).
-        common = dict(HAS_OUT=out is not None, DTYPE=TL_DTYPES[streams.dtype], BLOCK_D=tiles.block_d,
-                      PROJ=tiles.projection, CHUNK=tiles.chunk, enable_fp_fusion=False)
-        self.kernel[grid](*args, PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t,
-                          TAIL_T=tiles.tail_t, NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
-        if not tiles.tail:
-            self.kernel[tiles.finish_grid(t, d)](*args, PHASE=FINISH.value, BLOCK_T=tiles.finish_t, TAIL_T=tiles.finish_t,
-                                                 NORM_D=tiles.block_d, num_warps=tiles.finish_warps, **common)
+        for launch_grid, kwargs in site_launches(tiles, t, d, out is not None, streams.dtype):
+            self.kernel[launch_grid](*args, **kwargs)
         return new_streams, HcMix(pre, post, comb), x

@@ -31,13 +31,12 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
   of every mode, 8.5e-7 (benchmarks/results/mhc_precision_h200.md). It had measured 1.1e-4 off
   after the previous site's mixing, and so had a bf16 tensor-core form, while the FMA form
   was not (mhc_precision_h200_first.md): with FMA contraction switched off in the kernel all
-  are within 5e-6. The
-  likely cause: Triton computes X' twice (the stored copy, and the tensor-core operand's
-  in its own layout), and contracted differently the two copies rounded to different bf16
-  values;
+  are within 5e-6. The likely cause: Triton computes X' twice (the stored copy, and the
+  tensor-core operand's in its own layout), and contracted differently the two copies
+  rounded to different bf16 values;
 - "ieee": ``tl.dot`` in float32 on the CUDA cores (Triton's FMA lowering): 2.5-3.8x slower
-  than "tf32x3" from 512 rows up (tile_sweep_h200_mhc_2.md); the interpreter's mode (it computes float32 whatever the
-  request).
+  than "tf32x3" from 512 rows up (tile_sweep_h200_mhc_2.md); the interpreter's mode (it
+  computes float32 whatever the request).
 
 A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core product) timed
 within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it
@@ -62,7 +61,7 @@ class MhcTiling:
     """One call's tiles: ``split_d`` D columns per sweeping program (a multiple of
     ``block_d``). Finishing reads ``chunk`` splits' partials at once for ``tail_t`` rows; with
     ``tail`` the last program of a row block finishes it (``tail_d`` columns at a time),
-    otherwise a second launch of ``finish_t``-row programs with ``finish_warps`` warps."""
+    otherwise a second launch of ``tail_t``-row programs with ``finish_warps`` warps."""
 
     projection: str
     block_t: int
@@ -73,7 +72,6 @@ class MhcTiling:
     tail_t: int
     tail_d: int
     chunk: int
-    finish_t: int
     finish_warps: int
 
     def splits(self, d: int) -> int:
@@ -83,7 +81,7 @@ class MhcTiling:
         return cdiv(t, self.block_t), self.splits(d)
 
     def finish_grid(self, t: int, d: int) -> tuple[int, int]:
-        return cdiv(t, self.finish_t), self.splits(d)
+        return cdiv(t, self.tail_t), self.splits(d)
 
 
 @dataclass(frozen=True)
@@ -151,7 +149,7 @@ class MhcPolicy:
         chunk = max(2, min(next_pow2(cdiv(d, split_d)), self.tail_elements // (tail_t * 16)))
         tail_d = max(block_d, min(next_pow2(d), self.tail_elements // tail_t))
         return MhcTiling(projection, block_t, block_d, split_d, warps, tail, tail_t, tail_d, chunk,
-                         finish_t=tail_t, finish_warps=self.decode_finish_warps if decode else self.finish_warps)
+                         finish_warps=self.decode_finish_warps if decode else self.finish_warps)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

@@ -237,12 +237,19 @@ class FusedRopeQuant:
         vectors = rows * heads
         if vectors == 0:
             return out
+        grid, kwargs = self.launch(vectors, channels, half, code, block, x.dtype, packed is not None)
+        self.kernel[grid](x, cos.float().contiguous(), sin.float().contiguous(), out, scales, vectors, heads, channels,
+                          **kwargs)
+        return out
+
+    def launch(self, vectors: int, channels: int, half: int, code: int, block: int, dtype: torch.dtype,
+               pack: bool) -> tuple[tuple[int], dict]:
+        """(grid, keyword arguments) of the launch for ``vectors`` vectors of ``channels``
+        (the sm_90 compile check, tests/runtime/compile_sm90.py, compiles exactly these)."""
         n_blocks = next_pow2(-(-channels // block))
         block_v = max(1, min(64, self.tile_elements // (n_blocks * block)))
-        self.kernel[(-(-vectors // block_v),)](
-            x, cos.float().contiguous(), sin.float().contiguous(), out, scales, vectors, heads, channels,
-            FMT=code, QB=block, NB=n_blocks, HALF=half, BLOCK_V=block_v, DTYPE=TL_DTYPES[x.dtype],
-            ROUND_BF16=x.dtype == torch.bfloat16, PACK=packed is not None, enable_fp_fusion=False,
+        return (-(-vectors // block_v),), dict(
+            FMT=code, QB=block, NB=n_blocks, HALF=half, BLOCK_V=block_v, DTYPE=TL_DTYPES[dtype],
+            ROUND_BF16=dtype == torch.bfloat16, PACK=pack, enable_fp_fusion=False,
             num_warps=self.warps(vectors * channels),
         )
-        return out

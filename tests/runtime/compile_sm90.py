@@ -5,10 +5,11 @@ after which nothing compiles in that process.
 
     python tests/runtime/compile_sm90.py ROWS:D [ROWS:D ...]
 
-For each (rows, hidden size) it compiles the fused mHC site kernel's launches as
-runtime/kernels/mhc_tiles.py's default policy makes them on CUDA, then the RoPE + quant
-kernel's formats and packed forms, and prints one line per launch: "ok <name>" or "error <name>: <message>". Exit status 2: Triton cannot compile for
-CUDA here at all; 1: some launch failed; 0: all compiled.
+For each (rows, hidden size) it compiles the fused mHC site kernel's launches as FusedMhc
+makes them on CUDA (``runtime.kernels.mhc.site_launches`` with the default policy), then
+the RoPE + quant kernel's formats and packed forms (``FusedRopeQuant.launch``), and prints
+one line per launch: "ok <name>" or "error <name>: <message>". Exit status 2: Triton
+cannot compile for CUDA here at all; 1: some launch failed; 0: all compiled.
 """
 
 from __future__ import annotations
@@ -30,13 +31,20 @@ SITE_SIGNATURE = {  # _mhc_site_kernel's runtime arguments, bf16 streams
 }
 
 
-def compile_sm90(fn, signature: dict, constexprs: dict):
+OPTIONS = ("num_warps", "enable_fp_fusion")  # launch keywords that are compile options, not constexprs
+
+
+def compile_sm90(fn, signature: dict, kwargs: dict):
+    """``fn`` compiled for sm_90 as a launch with these runtime argument types and keyword
+    arguments (constexprs and compile options) would compile it."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    constexprs = {k: v for k, v in kwargs.items() if k not in OPTIONS}
     src = ASTSource(fn=triton.jit(fn), signature={**signature, **{k: "constexpr" for k in constexprs}},
                     constexprs=constexprs)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32))
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                          options={k: v for k, v in kwargs.items() if k in OPTIONS})
 
 
 def one_load_one_store(x_ptr):
@@ -44,39 +52,37 @@ def one_load_one_store(x_ptr):
 
 
 def site_launches(rows: int, d: int) -> list[tuple[str, dict]]:
+    """The mHC site's launches as FusedMhc makes them on CUDA for bf16 streams."""
+    import torch
+
     from runtime.kernels import mhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
     tiles = MhcPolicy().tiling(rows, d, cuda=True)
-    common = dict(HAS_OUT=True, DTYPE=tl.bfloat16, BLOCK_D=tiles.block_d, PROJ=tiles.projection, CHUNK=tiles.chunk)
-    sweep = mhc.SWEEP_AND_TAIL if tiles.tail else mhc.SWEEP
-    out = [(f"mhc T={rows} D={d} sweep{'+tail' if tiles.tail else ''} {tiles.projection}",
-            dict(PHASE=sweep.value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t, NORM_D=tiles.tail_d, **common))]
-    if not tiles.tail:
-        out.append((f"mhc T={rows} D={d} finish", dict(PHASE=mhc.FINISH.value, BLOCK_T=tiles.finish_t,
-                                                       TAIL_T=tiles.finish_t, NORM_D=tiles.block_d, **common)))
-    return out
+    return [(f"mhc T={rows} D={d} phase {kwargs['PHASE']} {tiles.projection}", kwargs)
+            for _, kwargs in mhc.site_launches(tiles, rows, d, True, torch.bfloat16)]
 
 
 ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32", "C": "i32"}
 
 
 def rope_quant_launches() -> list[tuple[str, dict, dict]]:
-    """RoPE + quant for the window KV (FP8), the entries (NVFP4) and the index queries
-    (MXFP4) at 512 / 128 channels with a 64-wide rope tail, and the packed FP8 / NVFP4 form."""
-    from runtime.kernels.backend import next_pow2
-    from runtime.kernels.rope_quant import FORMATS, TILE_ELEMENTS
+    """RoPE + quant as FusedRopeQuant launches it on bf16 vectors: the window KV (FP8), the
+    entries (NVFP4) and the index queries (MXFP4) at 512 / 128 channels with a 64-wide rope
+    tail, 4,096 rows, and the packed FP8 / NVFP4 form."""
+    import torch
 
+    from runtime.kernels.rope_quant import FORMATS, FusedRopeQuant
+
+    op = FusedRopeQuant()
     out = []
     for fmt, channels, pack in (("fp8", 512, False), ("nvfp4", 512, False), ("mxfp4", 128, False),
                                 ("fp8", 512, True), ("nvfp4", 512, True)):
         code, block = FORMATS[fmt]
-        n_blocks = next_pow2(-(-channels // block))
         outs = {"out_ptr": "*u8" if pack else "*bf16", "scales_ptr": "*u8" if pack else "*bf16"}
-        constexprs = dict(FMT=code, QB=block, NB=n_blocks, HALF=32, BLOCK_V=max(1, TILE_ELEMENTS // (n_blocks * block)),
-                          DTYPE=tl.bfloat16, ROUND_BF16=True, PACK=pack)
+        _, kwargs = op.launch(4096, channels, 32, code, block, torch.bfloat16, pack)
         out.append((f"rope_quant {fmt}{' pack' if pack else ''} C={channels}", {**ROPE_QUANT_SIGNATURE, **outs},
-                    constexprs))
+                    kwargs))
     return out
 
 
@@ -88,14 +94,14 @@ def main(argv: list[str]) -> int:
         return 2
     from runtime.kernels import mhc, rope_quant
 
-    launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, constexprs) for case in argv
-                for name, constexprs in site_launches(*(int(v) for v in case.split(":")))]
-    launches += [(name, rope_quant._rope_quant_kernel, signature, constexprs)
-                 for name, signature, constexprs in rope_quant_launches()]
+    launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs) for case in argv
+                for name, kwargs in site_launches(*(int(v) for v in case.split(":")))]
+    launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs)
+                 for name, signature, kwargs in rope_quant_launches()]
     failed = 0
-    for name, kernel, signature, constexprs in launches:
+    for name, kernel, signature, kwargs in launches:
         try:
-            compile_sm90(kernel, signature, constexprs)
+            compile_sm90(kernel, signature, kwargs)
             print(f"ok {name}")
         except Exception as e:  # noqa: BLE001 - reported per launch
             failed += 1

@@ -29,7 +29,7 @@ def test_tiles_cover_every_row_and_column_once(t, d, policy):
         assert tiles.block_t % tiles.tail_t == 0 and tiles.tail_t * tiles.tail_d <= max(policy.tail_elements, d)
     else:
         finish_rows, finish_splits = tiles.finish_grid(t, d)
-        assert finish_splits == splits and (finish_rows - 1) * tiles.finish_t < t <= finish_rows * tiles.finish_t
+        assert finish_splits == splits and (finish_rows - 1) * tiles.tail_t < t <= finish_rows * tiles.tail_t
 
 
 @pytest.mark.parametrize("t,d", [(1, 2048), (8, 5120), (64, 2048), (512, 2048), (4096, 5120)])
@@ -69,7 +69,7 @@ def test_many_rows_finish_in_the_tail_and_decode_rows_in_a_second_launch():
     assert policy.tiling(4096, 2048, cuda=True).tail
     assert not policy.tiling(1, 2048, cuda=True).tail and not policy.tiling(512, 2048, cuda=True).tail
     one_row = policy.tiling(1, 2048, cuda=True)
-    assert one_row.finish_t == 1 and one_row.chunk >= one_row.splits(2048)  # one load of every split
+    assert one_row.tail_t == 1 and one_row.chunk >= one_row.splits(2048)  # one load of every split
 
 
 def test_unsplit_is_one_program_per_row_block_over_all_of_d():
