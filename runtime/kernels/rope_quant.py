@@ -14,18 +14,33 @@ plain variant multiplies (the e4m3 byte from the float32 bits of the rounded val
 e2m1 nibble from its grid index, two nibbles a byte), so unpacking gives the plain
 variant's output bit for bit.
 
-The rotation loads each vector once and splits it into its even and odd channels in
-registers (``tl.reshape`` + ``tl.split``); cos/sin are loaded once per pair from a
-contiguous index, both formulas are evaluated per pair and joined back (``tl.join``)
-before the quantiser. The gather form it replaced (every channel loading its rope
-partner, channel ``c ^ 1``, a second time, with cos/sin through a per-channel index)
-gave the same bits and measured 1.45-1.65x slower at 4,096 rows on the H200
-(benchmarks/results/tile_sweep_h200_rope_quant_layouts.md).
+At 4,096 rows the kernel is bound by instructions, not bytes (an H200 issues about 33
+T lane-instructions/s, so 34 per element of the FP8 case cost as long as its 9.4 MB of
+traffic), and the layout below is mostly about cutting them:
 
-The roundings are written as explicit arithmetic, not as casts to Triton's fp8 type:
-the interpreter's float32 -> float8e4nv cast is wrong whenever rounding carries into
-the exponent (docs/pitfalls.md), and an explicit rounding is the same code
-on the CPU and the GPU. All of it is exact float32 arithmetic on powers of two:
+- A program takes its vectors in two parts: the quant blocks before the first rope
+  channel (448 of 512 channels in the caches) get no rotation arithmetic and no cos/sin
+  loads; only the tail blocks holding the rope channels do.
+- The tail loads each vector once and splits it into its even and odd channels in
+  registers (``tl.reshape`` + ``tl.split``); cos/sin are loaded once per pair from a
+  contiguous index, both formulas are evaluated per pair and joined back (``tl.join``).
+  The gather form it replaced (every channel loading its rope partner a second time)
+  gave the same bits and measured 1.45-1.65x slower at 4,096 rows on the H200
+  (benchmarks/results/tile_sweep_h200_rope_quant_layouts.md).
+- Compiled for the GPU (HW_E4M3), the e4m3 roundings are the conversion instruction
+  (``cvt.rn.satfinite.e4m3x2.f32``, which saturates at 448 like torch's cast of a
+  clamped value), and NVFP4's divisions by the block scale and by 6 are a reciprocal
+  with one fma correction (Markstein: y = RN(1/b), q0 = RN(a y), r = a - q0 b exact in
+  an fma, RN(q0 + r y) = RN(a/b)), one ``div_rn`` per block instead of one per element.
+  Static SASS for sm_90 (tests/runtime/compile_sm90.py's launches) went from 34 / 61 / 38
+  to 17 / 38 / 32 instructions per element (FP8 / NVFP4 / MXFP4); measured at 4,096 rows,
+  54 -> 66 %, 45 -> 50 %, 59 -> 79 % of the roofline
+  (benchmarks/results/kernels_h200_rope_quant.md).
+
+Interpreted (the CPU tests), the roundings are explicit arithmetic, not casts to
+Triton's fp8 type: the interpreter's float32 -> float8e4nv cast is wrong whenever
+rounding carries into the exponent (docs/pitfalls.md), and its fma rounds twice before
+Triton 3.9. All of it is exact float32 arithmetic on powers of two:
 
 - e4m3 (FP8 values, NVFP4 scales): saturate at 448, take the binary exponent e from the
   float32 bits (at least -6: the subnormals share the spacing 2^-9), divide by the
@@ -43,9 +58,12 @@ rounded to zero came out -0 interpreted (and in ``pack``'s sign bit) but +0 comp
 H200's Triton 3.6; test_kv_packing.py's pack-vs-plain check failed there, bit for bit.
 
 A division by a power-of-two scale is a multiplication by its exact inverse; NVFP4's
-division by its e4m3 scale (and the amax / 6) uses ``div_rn`` because a plain ``/`` is
-an approximate division on the GPU. FMA contraction is switched off on the GPU so the
-rotation rounds each product like the reference does.
+division by its e4m3 scale (and the amax / 6) is ``div_rn`` interpreted, the reciprocal
+form above compiled (a plain ``/`` is an approximate division on the GPU). Both must
+round like torch's division; test_kernels_rope_quant.py's rounding-edge test puts
+values on and one float32 step beside every e2m1 tie under every e4m3 scale. FMA
+contraction is switched off on the GPU so the rotation rounds each product like the
+reference does (the explicit ``tl.math.fma`` calls are the only fused ones).
 """
 
 from __future__ import annotations
@@ -71,106 +89,160 @@ TILE_ELEMENTS = 1024  # vectors per program: about this many channels (best of 5
 FEW_WARPS_FROM = 2**20
 
 
+# e4m3 round-to-nearest-even with saturation at 448 by the GPU's own conversion
+# (sm_89+): to the byte and back, exactly torch's float8_e4m3fn cast of a value already
+# clamped to +-448. Compiled kernels only (HW_E4M3); the interpreter uses the arithmetic.
+_E4M3_PTX: tl.constexpr = tl.constexpr(
+    "{ .reg .b16 b8; .reg .b32 h2; .reg .b16 lo, hi;"
+    " cvt.rn.satfinite.e4m3x2.f32 b8, $1, $1;"
+    " cvt.rn.f16x2.e4m3x2 h2, b8;"
+    " mov.b32 {lo, hi}, h2;"
+    " cvt.f32.f16 $0, lo; }"
+)
+
+
 def _rope_quant_kernel(
     x_ptr, cos_ptr, sin_ptr, out_ptr, scales_ptr,
-    V, H, C,
-    FMT: tl.constexpr, QB: tl.constexpr, NB: tl.constexpr, HALF: tl.constexpr,
+    V, H,
+    C: tl.constexpr, FMT: tl.constexpr, QB: tl.constexpr, HALF: tl.constexpr,
+    HEAD: tl.constexpr, HEAD_P: tl.constexpr, TAIL: tl.constexpr, TAIL_P: tl.constexpr,
     BLOCK_V: tl.constexpr, DTYPE: tl.constexpr, ROUND_BF16: tl.constexpr, PACK: tl.constexpr,
+    HW_E4M3: tl.constexpr, EVEN_V: tl.constexpr, WIDE: tl.constexpr,
 ):
-    """PACK (FMT 1 or 2): store the codes (``out_ptr``, uint8) and the scale bytes
-    (``scales_ptr``) of runtime/kv_packing.py's layout instead of the dequantised values."""
+    """A program takes BLOCK_V vectors of C channels, in two parts: the HEAD quant blocks
+    before the first rope channel (no rotation: no cos/sin loads, no rotation arithmetic)
+    and the TAIL blocks holding the rope channels (HEAD_P / TAIL_P: the counts padded to
+    powers of two). PACK (FMT 1 or 2): store the codes (``out_ptr``, uint8) and the
+    scale bytes (``scales_ptr``) of runtime/kv_packing.py's layout instead of the
+    dequantised values. HW_E4M3: e4m3 roundings by the GPU's conversion instruction.
+    EVEN_V: V is a multiple of BLOCK_V (no vector mask). WIDE: offsets past 2^31."""
     TWO23: tl.constexpr = 8388608.0  # 2^23: (v + 2^23) - 2^23 rounds v half to even
+    N_SCALES: tl.constexpr = C // QB
     vec = tl.program_id(0) * BLOCK_V + tl.arange(0, BLOCK_V)  # vectors of C channels
-    v_ok = vec < V
-    row = (vec // H).to(tl.int64)  # the cos/sin row of each vector
-    blk = tl.arange(0, NB)
+    if WIDE:
+        vec = vec.to(tl.int64)
+    if EVEN_V:
+        v_ok = tl.full([BLOCK_V], 1, tl.int1)
+    else:
+        v_ok = vec < V
+    row = vec // H  # the cos/sin row of each vector
     lane = tl.arange(0, QB)
-    ch = blk[None, :, None] * QB + lane[None, None, :]  # [1, NB, QB] channel index
-    ok = v_ok[:, None, None] & (ch < C)
-    base = vec.to(tl.int64)[:, None, None] * C
-    x = tl.load(x_ptr + base + ch, mask=ok, other=0.0).to(tl.float32)  # [BLOCK_V, NB, QB]
-
-    # RoPE on the trailing 2*HALF channels: pairs (2i, 2i+1) of the tail.
-    # even' = even*cos - odd*sin ; odd' = even*sin + odd*cos
-    # [BLOCK_V, NB, QB/2, 2]: the last axis is (even, odd), so no partner load.
-    x = tl.reshape(x, (BLOCK_V, NB, QB // 2, 2))
-    even, odd = tl.split(x)
-    pair = blk[None, :, None] * (QB // 2) + tl.arange(0, QB // 2)[None, None, :] - (C // 2 - HALF)
-    rope_pair = v_ok[:, None, None] & (pair >= 0) & (pair < HALF)  # [BLOCK_V, NB, QB/2]
-    c = tl.load(cos_ptr + row[:, None, None] * HALF + pair, mask=rope_pair, other=1.0)
-    s = tl.load(sin_ptr + row[:, None, None] * HALF + pair, mask=rope_pair, other=0.0)
-    rotated = tl.join(even * c - odd * s, even * s + odd * c)
-    in_rope = rope_pair[:, :, :, None]  # both lanes of the pair
-    if ROUND_BF16:  # explicit nearest-even: the interpreter's bfloat16 cast truncates
-        bits = rotated.to(tl.int32, bitcast=True)
-        rotated = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
-    else:
-        rotated = rotated.to(DTYPE).to(tl.float32)
-    v = tl.reshape(tl.where(in_rope, rotated, x), (BLOCK_V, NB, QB))  # back to [vector, quant block, lane]
-
-    if FMT == 0:
-        out = v
-    else:
-        amax = tl.max(tl.abs(v), axis=2)  # [BLOCK_V, NB]
-        if FMT == 2:
-            # NVFP4: scale = e4m3(max(amax, 6*2^-9) / 6), broadcast to the block.
-            target = tl.math.div_rn(tl.maximum(amax, 0.01171875), 6.0)[:, :, None] + tl.zeros_like(v)
+    for part in tl.static_range(0 if HEAD > 0 else 1, 2):  # 0: head blocks, 1: tail blocks
+        # The part's block count NP (HEAD_P or TAIL_P) is written out where a constexpr is
+        # needed (a name bound in an unrolled loop is not one), then read as blk.shape[0].
+        blk = HEAD * part + tl.arange(0, HEAD_P * (1 - part) + TAIL_P * part)  # [NP] block index in the vector
+        blk_ok = v_ok[:, None] & (blk[None, :] < HEAD * (1 - part) + N_SCALES * part)  # [BLOCK_V, NP]
+        ch = blk[None, :, None] * QB + lane[None, None, :]  # [1, NP, QB] channel index
+        ok = blk_ok[:, :, None]
+        base = vec[:, None, None] * C
+        x = tl.load(x_ptr + base + ch, mask=ok, other=0.0).to(tl.float32)  # [BLOCK_V, NP, QB]
+        if part == 0:
+            v = x
         else:
-            # ue8m0: scale = pow2_ceil(max(amax, lo) * (1/max)), FP8 and MXFP4 constants.
-            if FMT == 1:
-                t = tl.maximum(amax, 1e-4) * (1.0 / 448.0)
+            # RoPE on the trailing 2*HALF channels: pairs (2i, 2i+1) of the tail.
+            # even' = even*cos - odd*sin ; odd' = even*sin + odd*cos
+            # [BLOCK_V, NP, QB/2, 2]: the last axis is (even, odd), so no partner load.
+            even, odd = tl.split(tl.reshape(x, (BLOCK_V, blk.shape[0], QB // 2, 2)))
+            pair = blk[None, :, None] * (QB // 2) + tl.arange(0, QB // 2)[None, None, :] - (C // 2 - HALF)
+            rope_pair = v_ok[:, None, None] & (pair >= 0) & (pair < HALF)  # [BLOCK_V, NP, QB/2]
+            c = tl.load(cos_ptr + row[:, None, None] * HALF + pair, mask=rope_pair, other=1.0)
+            s = tl.load(sin_ptr + row[:, None, None] * HALF + pair, mask=rope_pair, other=0.0)
+            rotated = tl.join(even * c - odd * s, even * s + odd * c)
+            if ROUND_BF16:  # explicit nearest-even: the interpreter's bfloat16 cast truncates
+                bits = rotated.to(tl.int32, bitcast=True)
+                rotated = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
             else:
-                t = tl.maximum(amax, 6.0 * 2.0**-126) * (1.0 / 6.0)
-            tb = t.to(tl.int32, bitcast=True)
-            k = ((tb >> 23) & 0xFF) - 127 + ((tb & 0x7FFFFF) != 0).to(tl.int32)
-            scale = ((k + 127) << 23).to(tl.float32, bitcast=True)[:, :, None]
-            inv_scale = ((127 - k) << 23).to(tl.float32, bitcast=True)[:, :, None]
-            target = tl.minimum(tl.maximum(v * inv_scale, -448.0), 448.0)
-        if FMT != 3:
-            # e4m3 round-to-nearest-even of `target` (saturating at 448).
-            a = tl.minimum(tl.abs(target), 448.0)
-            e = tl.maximum(((a.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127, -6)
-            spacing = ((e - 3 + 127) << 23).to(tl.float32, bitcast=True)
-            inv_spacing = ((3 - e + 127) << 23).to(tl.float32, bitcast=True)
-            r8m = ((a * inv_spacing + TWO23) - TWO23) * spacing
-            r8 = tl.where(target < 0, r8m * -1.0, r8m)  # not -r8m: see the module doc
-            if PACK:  # the e4m3 byte of r8: exponent and top mantissa bits, or m * 2^-9
-                bits8 = r8m.to(tl.int32, bitcast=True)
-                ex8 = ((bits8 >> 23) & 0xFF) - 127
-                code8 = tl.where(ex8 >= -6, ((ex8 + 7) << 3) | ((bits8 >> 20) & 7), (r8m * 512.0).to(tl.int32))
-                code8 = code8 | tl.where(target < 0, 128, 0)
-        if FMT == 1:
-            out = r8 * scale
+                rotated = rotated.to(DTYPE).to(tl.float32)
+            in_rope = rope_pair[:, :, :, None]  # both lanes of the pair
+            v = tl.reshape(tl.where(in_rope, rotated, tl.reshape(x, (BLOCK_V, blk.shape[0], QB // 2, 2))),
+                           (BLOCK_V, blk.shape[0], QB))  # back to [vector, quant block, lane]
+
+        if FMT == 0:
+            out = v
         else:
+            amax = tl.max(tl.abs(v), axis=2)  # [BLOCK_V, NP]
             if FMT == 2:
-                scale = r8
-                q = tl.math.div_rn(v, scale)
+                # NVFP4: scale = e4m3(max(amax, 6*2^-9) / 6), one per block; compiled, the
+                # division is the reciprocal-and-fma form below with y = RN(1/6).
+                a6 = tl.maximum(amax, 0.01171875)  # [BLOCK_V, NP]
+                if HW_E4M3:
+                    t0 = a6 * 0.1666666716337204
+                    target = tl.math.fma(tl.math.fma(t0, -6.0, a6), 0.1666666716337204, t0)
+                else:
+                    target = tl.math.div_rn(a6, 6.0)
             else:
-                q = v * inv_scale
-            m = tl.minimum(tl.abs(q), 6.0)
-            inv_step = tl.where(m < 2.0, 2.0, tl.where(m < 4.0, 1.0, 0.5))
-            step = tl.where(m < 2.0, 0.5, tl.where(m < 4.0, 1.0, 2.0))
-            r4 = ((m * inv_step + TWO23) - TWO23) * step
-            out = tl.where(q < 0, r4 * -1.0, r4) * scale
-    if PACK:
-        n_scales = C // QB
-        blk_ok = v_ok[:, None] & (blk[None, :] < n_scales)
-        scale_at = scales_ptr + vec.to(tl.int64)[:, None] * n_scales + blk[None, :]
-        if FMT == 1:
-            tl.store(out_ptr + base + ch, code8.to(tl.uint8), mask=ok)
-            tl.store(scale_at, (k + 127).to(tl.uint8), mask=blk_ok)
+                # ue8m0: scale = pow2_ceil(max(amax, lo) * (1/max)), FP8 and MXFP4 constants.
+                if FMT == 1:
+                    t = tl.maximum(amax, 1e-4) * (1.0 / 448.0)
+                else:
+                    t = tl.maximum(amax, 6.0 * 2.0**-126) * (1.0 / 6.0)
+                tb = t.to(tl.int32, bitcast=True)
+                k = ((tb >> 23) & 0xFF) - 127 + ((tb & 0x7FFFFF) != 0).to(tl.int32)
+                scale = ((k + 127) << 23).to(tl.float32, bitcast=True)[:, :, None]
+                inv_scale = ((127 - k) << 23).to(tl.float32, bitcast=True)[:, :, None]
+                target = v * inv_scale  # [BLOCK_V, NP, QB]
+                if not HW_E4M3:  # (the conversion instruction saturates by itself)
+                    target = tl.minimum(tl.maximum(target, -448.0), 448.0)
+            if FMT != 3:
+                # e4m3 round-to-nearest-even of `target` (saturating at 448): per element
+                # for FP8, per block for the NVFP4 scale.
+                if HW_E4M3:
+                    r8 = tl.inline_asm_elementwise(_E4M3_PTX, "=f,f", [target], dtype=tl.float32,
+                                                   is_pure=True, pack=1)
+                    r8m = tl.abs(r8)
+                else:
+                    a = tl.minimum(tl.abs(target), 448.0)
+                    e = tl.maximum(((a.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127, -6)
+                    spacing = ((e - 3 + 127) << 23).to(tl.float32, bitcast=True)
+                    inv_spacing = ((3 - e + 127) << 23).to(tl.float32, bitcast=True)
+                    r8m = ((a * inv_spacing + TWO23) - TWO23) * spacing
+                    r8 = tl.where(target < 0, r8m * -1.0, r8m)  # not -r8m: see the module doc
+                if PACK:  # the e4m3 byte of r8: exponent and top mantissa bits, or m * 2^-9
+                    bits8 = r8m.to(tl.int32, bitcast=True)
+                    ex8 = ((bits8 >> 23) & 0xFF) - 127
+                    code8 = tl.where(ex8 >= -6, ((ex8 + 7) << 3) | ((bits8 >> 20) & 7), (r8m * 512.0).to(tl.int32))
+                    if FMT == 1:  # the sign bit of r8 (the conversion keeps a -0, the arithmetic does not)
+                        code8 = code8 | ((r8.to(tl.int32, bitcast=True) >> 24) & 128)
+            if FMT == 1:
+                out = r8 * scale
+            else:
+                if FMT == 2:
+                    scale = r8[:, :, None]
+                    if HW_E4M3:
+                        # v / scale correctly rounded without a division per element
+                        # (Markstein): y = RN(1 / scale) once per block, q0 = RN(v * y), the
+                        # remainder v - q0 * scale is exact in one fma, q = RN(q0 + rem * y).
+                        # Compiled only: Triton's interpreter before 3.9 rounds an fma twice.
+                        y = tl.math.div_rn(1.0, r8)[:, :, None]
+                        q0 = v * y
+                        q = tl.math.fma(tl.math.fma(q0 * -1.0, scale, v), y, q0)
+                    else:
+                        q = tl.math.div_rn(v, scale)
+                else:
+                    q = v * inv_scale
+                # e2m1 spacing 0.5 / 1 / 2 below 2 / 4 / from 4 on: 2^(E - 1) with 2^E =
+                # max(m, 1) cut to its exponent bits; its inverse from the complementary
+                # exponent field (bits 0x7F800000 - those of 2^E are 2^-E's doubled: 2^(1 - E)).
+                m = tl.minimum(tl.abs(q), 6.0)
+                pow_e = tl.maximum(m.to(tl.int32, bitcast=True), 0x3F800000) & 0x7F800000
+                step = pow_e.to(tl.float32, bitcast=True) * 0.5
+                inv_step = (0x7F800000 - pow_e).to(tl.float32, bitcast=True)
+                r4 = ((m * inv_step + TWO23) - TWO23) * step
+                out = tl.where(q < 0, r4 * -1.0, r4) * scale
+        if PACK:
+            scale_at = scales_ptr + vec[:, None] * N_SCALES + blk[None, :]
+            if FMT == 1:
+                tl.store(out_ptr + base + ch, code8.to(tl.uint8), mask=ok)
+                tl.store(scale_at, (k + 127).to(tl.uint8), mask=blk_ok)
+            else:
+                tl.store(scale_at, code8.to(tl.uint8), mask=blk_ok)
+                idx4 = tl.where(r4 < 2.0, r4 * 2.0, tl.where(r4 < 4.0, r4 + 2.0, r4 * 0.5 + 4.0)).to(tl.int32)
+                lo, hi = tl.split(tl.reshape(idx4 | tl.where(q < 0, 8, 0), (BLOCK_V, blk.shape[0], QB // 2, 2)))
+                byte = lo | (hi << 4)  # even | odd << 4
+                at = blk[None, :, None] * (QB // 2) + tl.arange(0, QB // 2)[None, None, :]
+                tl.store(out_ptr + vec[:, None, None] * (C // 2) + at, byte.to(tl.uint8), mask=ok)
         else:
-            # every lane of a block holds the block's scale code: the max is that code
-            tl.store(scale_at, tl.max(code8, axis=2).to(tl.uint8), mask=blk_ok)
-            idx4 = tl.where(r4 < 2.0, r4 * 2.0, tl.where(r4 < 4.0, r4 + 2.0, r4 * 0.5 + 4.0)).to(tl.int32)
-            lo, hi = tl.split(tl.reshape(idx4 | tl.where(q < 0, 8, 0), (BLOCK_V, NB, QB // 2, 2)))
-            byte = lo | (hi << 4)  # even | odd << 4
-            half_lane = tl.arange(0, QB // 2)
-            at = blk[None, :, None] * (QB // 2) + half_lane[None, None, :]
-            tl.store(out_ptr + vec.to(tl.int64)[:, None, None] * (C // 2) + at, byte.to(tl.uint8),
-                     mask=v_ok[:, None, None] & (blk[None, :, None] < n_scales))
-    else:
-        tl.store(out_ptr + base + ch, out.to(DTYPE), mask=ok)
+            tl.store(out_ptr + base + ch, out.to(DTYPE), mask=ok)
 
 
 def code_and_block(x: torch.Tensor, fmt: str) -> tuple[int, int]:
@@ -237,19 +309,25 @@ class FusedRopeQuant:
         vectors = rows * heads
         if vectors == 0:
             return out
-        grid, kwargs = self.launch(vectors, channels, half, code, block, x.dtype, packed is not None)
-        self.kernel[grid](x, cos.float().contiguous(), sin.float().contiguous(), out, scales, vectors, heads, channels,
-                          **kwargs)
+        grid, kwargs = self.launch(vectors, channels, half, code, block, x.dtype, packed is not None, x.is_cuda)
+        self.kernel[grid](x, cos.float().contiguous(), sin.float().contiguous(), out, scales, vectors, heads, **kwargs)
         return out
 
     def launch(self, vectors: int, channels: int, half: int, code: int, block: int, dtype: torch.dtype,
-               pack: bool) -> tuple[tuple[int], dict]:
+               pack: bool, cuda: bool) -> tuple[tuple[int], dict]:
         """(grid, keyword arguments) of the launch for ``vectors`` vectors of ``channels``
-        (the sm_90 compile check, tests/runtime/compile_sm90.py, compiles exactly these)."""
-        n_blocks = next_pow2(-(-channels // block))
+        (the sm_90 compile check, tests/runtime/compile_sm90.py, compiles exactly these).
+        ``cuda``: compiled for a GPU, where the e4m3 roundings use its conversion
+        instruction (HW_E4M3) instead of the interpreter's arithmetic."""
+        n_scales = channels // block
+        tail = min(n_scales, -(-2 * half // block))  # blocks holding a rope channel
+        head = n_scales - tail
+        n_blocks = next_pow2(n_scales)
         block_v = max(1, min(64, self.tile_elements // (n_blocks * block)))
         return (-(-vectors // block_v),), dict(
-            FMT=code, QB=block, NB=n_blocks, HALF=half, BLOCK_V=block_v, DTYPE=TL_DTYPES[dtype],
-            ROUND_BF16=dtype == torch.bfloat16, PACK=pack, enable_fp_fusion=False,
+            C=channels, FMT=code, QB=block, HALF=half, HEAD=head, HEAD_P=next_pow2(head) if head else 0,
+            TAIL=tail, TAIL_P=next_pow2(tail), BLOCK_V=block_v, DTYPE=TL_DTYPES[dtype],
+            ROUND_BF16=dtype == torch.bfloat16, PACK=pack, HW_E4M3=cuda and code in (1, 2),
+            EVEN_V=vectors % block_v == 0, WIDE=vectors * channels >= 2**31, enable_fp_fusion=False,
             num_warps=self.warps(vectors * channels),
         )

@@ -41,8 +41,13 @@ def compile_sm90(fn, signature: dict, kwargs: dict):
     from triton.compiler import ASTSource
 
     constexprs = {k: v for k, v in kwargs.items() if k not in OPTIONS}
-    src = ASTSource(fn=triton.jit(fn), signature={**signature, **{k: "constexpr" for k in constexprs}},
-                    constexprs=constexprs)
+    jitted = triton.jit(fn)
+    # Pointers aligned to 16 bytes, as a launch on torch's allocations specializes them
+    # (without it the compiler cannot vectorise loads and picks other layouts).
+    aligned = {(jitted.arg_names.index(k),): [["tt.divisibility", 16]] for k, v in signature.items()
+               if v.startswith("*")}
+    src = ASTSource(fn=jitted, signature={**signature, **{k: "constexpr" for k in constexprs}},
+                    constexprs=constexprs, attrs=aligned)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
                           options={k: v for k, v in kwargs.items() if k in OPTIONS})
 
@@ -63,7 +68,7 @@ def site_launches(rows: int, d: int) -> list[tuple[str, dict]]:
             for _, kwargs in mhc.site_launches(tiles, rows, d, True, torch.bfloat16)]
 
 
-ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32", "C": "i32"}
+ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32"}
 
 
 def rope_quant_launches() -> list[tuple[str, dict, dict]]:
@@ -80,7 +85,7 @@ def rope_quant_launches() -> list[tuple[str, dict, dict]]:
                                 ("fp8", 512, True), ("nvfp4", 512, True)):
         code, block = FORMATS[fmt]
         outs = {"out_ptr": "*u8" if pack else "*bf16", "scales_ptr": "*u8" if pack else "*bf16"}
-        _, kwargs = op.launch(4096, channels, 32, code, block, torch.bfloat16, pack)
+        _, kwargs = op.launch(4096, channels, 32, code, block, torch.bfloat16, pack, cuda=True)
         out.append((f"rope_quant {fmt}{' pack' if pack else ''} C={channels}", {**ROPE_QUANT_SIGNATURE, **outs},
                     kwargs))
     return out

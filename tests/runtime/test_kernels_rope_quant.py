@@ -139,3 +139,74 @@ def test_pack_unpacks_to_the_values(kernels, gen, rows, tail, half, fmt, dtype, 
     assert torch.equal(p.unpack(), ref.unpack()), f"{fmt} values vs kv_packing (seed {seed})"
     if fmt == "fp8":
         assert torch.equal(p.codes | 0x80, ref.codes | 0x80), f"fp8 codes vs kv_packing (seed {seed})"
+
+
+def e4m3_values() -> torch.Tensor:
+    """Every positive finite e4m3 value, 2^-9 .. 448, ascending (float32)."""
+    return torch.arange(1, 127, dtype=torch.uint8).view(torch.float8_e4m3fn).float()
+
+
+def edges(points: torch.Tensor) -> torch.Tensor:
+    """Each point and its two float32 neighbours, both signs."""
+    up, down = torch.nextafter(points, points + 1), torch.nextafter(points, points * 0)
+    around = torch.cat([points, up, down])
+    return torch.cat([around, around * -1.0])
+
+
+def blocks_of(lead: torch.Tensor, values: list[torch.Tensor], block: int) -> torch.Tensor:
+    """One row of blocks per (lead, values) pair: lane 0 the lead (which sets the block's
+    scale), the values after it, zero padding; [n, 64] float32 vectors of 64 channels."""
+    rows = []
+    for first, rest in zip(lead.tolist(), values, strict=True):
+        for chunk in rest.split(block - 1):
+            rows.append(torch.cat([torch.tensor([first]), chunk, torch.zeros(block - 1 - len(chunk))]))
+    flat = torch.stack(rows).reshape(-1)
+    flat = torch.cat([flat, torch.zeros(-len(flat) % 64)])
+    return flat.reshape(-1, 64)
+
+
+@pytest.mark.parametrize("fmt", ["nvfp4", "fp8"])
+def test_rounding_edges(kernels, fmt):
+    """Values at and one float32 step either side of every rounding boundary the kernel
+    decides: NVFP4, the e2m1 midpoints (0.25 .. 5) times every e4m3 scale, so that q = v /
+    scale sits on or next to a tie (the compiled kernel divides by a reciprocal and an
+    fma correction, the interpreter with div_rn; either must round like torch's division);
+    FP8, every e4m3 midpoint and grid value under scales 2^-3 .. 2^3 (the compiled kernel
+    rounds with the GPU's conversion instruction, the interpreter with arithmetic). Against
+    the reference quantiser and ``pack``'s bytes, with an identity rotation."""
+    fused = kernels[4]
+    grid = e4m3_values()
+    if fmt == "nvfp4":
+        ties = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0])
+        x = blocks_of(6.0 * grid, [edges(ties * s) for s in grid.tolist()], 16)
+    else:
+        points = torch.cat([grid, (grid[1:] + grid[:-1]) / 2]).clamp(max=448.0)
+        x = blocks_of(448.0 * 2.0 ** torch.arange(-3.0, 4.0), [edges(points * 2.0**k) for k in range(-3, 4)], 32)
+    x = x.to(DEVICE)
+    cos, sin = torch.ones(len(x), 8, device=DEVICE), torch.zeros(len(x), 8, device=DEVICE)
+    quant, block = QUANTISERS[fmt]
+    assert torch.equal(fused(x, cos, sin, fmt), quant(x, block=block)), fmt
+    p, ref = fused.pack(x, cos, sin, fmt), pack(x, fmt)
+    assert torch.equal(p.scales, ref.scales) and torch.equal(p.unpack(), ref.unpack()), f"{fmt} pack"
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("fmt", list(QUANTISERS))
+def test_production_launch_at_4096_rows_gpu(gen, fmt, dtype):
+    """The default launch (tile, warps) at the model's shapes, 4,096 rows: the compiled
+    roundings against the reference quantiser on the kernel's rotated values, for ~2M
+    values over 2^-40 .. 2^40, and ``pack`` against runtime/kv_packing.py's."""
+    from runtime.kernels.rope_quant import FusedRopeQuant
+
+    fused = FusedRopeQuant()
+    tail = (16, 128) if fmt == "mxfp4" else (512,)
+    x, cos, sin = case(gen, 4096, tail, 32, dtype)
+    quant, block = QUANTISERS[fmt]
+    seed = gen.initial_seed()
+    rot = fused.rotate_only(x, cos, sin)
+    assert torch.equal(fused(x, cos, sin, fmt), quant(rot, block=block)), f"{fmt} (seed {seed})"
+    if fmt != "mxfp4":
+        p, ref = fused.pack(x, cos, sin, fmt), pack(rot, fmt)
+        assert torch.equal(p.scales, ref.scales), f"{fmt} scales (seed {seed})"
+        assert torch.equal(p.unpack(), ref.unpack()), f"{fmt} pack values (seed {seed})"
