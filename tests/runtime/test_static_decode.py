@@ -18,6 +18,7 @@ storage (the last tests) is compared with the dequantized static step bit for bi
 from __future__ import annotations
 
 import functools
+import math
 
 import pytest
 import torch
@@ -293,14 +294,22 @@ def test_mid_bf16_static_step_has_no_sync_and_the_engines_accuracy(kernels):
     the same draw, TF32 off), teacher-forced on the oracle's greedy tokens, and the
     static step's median error is bounded by the engine's, as in test_kernels_e2e. One
     step runs before the checked ones (Triton compiles its kernels there, as a CUDA graph's
-    warm-up would)."""
+    warm-up would).
+
+    Top-1 agreement with the oracle is compared per token, paired: the static step may
+    lose to the engine on at most two standard errors of the paired difference more
+    tokens than it wins (McNemar's: b - c <= 2 sqrt(b + c)). With random weights the
+    logits are near ties and each path agrees on ~65 % of the tokens; a fixed margin of
+    2.4 tokens out of 24 failed on chance (fused: static 14, engine 18 of 24; on 96
+    tokens static 66, engine 63: benchmarks/results/static_accuracy_h200.md), so the
+    test decodes 6 prompts x 16 steps."""
     cfg = V41Config.preset("mid")
     low = V41Weights.random(cfg, 1234, dtype=torch.bfloat16, device="cuda", draw_on_device=True)
     high = V41Weights.random(cfg, 1234, dtype=torch.float32, device="cuda", draw_on_device=True)
     options = RuntimeOptions(kernels=kernels)
     oracle, engine = V41Model(high, RuntimeOptions()), V41Model(low, options)
     gen = torch.Generator().manual_seed(1234)
-    prompts = [torch.randint(0, cfg.vocab_size, (n,), generator=gen).cuda() for n in (100, 129, 700)]
+    prompts = [torch.randint(0, cfg.vocab_size, (n,), generator=gen).cuda() for n in (100, 129, 700, 300, 513, 64)]
     st_o = [oracle.new_state() for _ in prompts]
     st_e = [engine.new_state() for _ in prompts]
     tf32 = torch.backends.cuda.matmul.allow_tf32
@@ -316,8 +325,8 @@ def test_mid_bf16_static_step_has_no_sync_and_the_engines_accuracy(kernels):
         for slot, st in enumerate(st_e):  # and back to the prefilled states
             slab.load(slot, st)
         rows = {"engine": [], "static": []}
-        agree = {"engine": 0, "static": 0}
-        for _ in range(8):
+        hits = {"engine": [], "static": []}
+        for _ in range(16):
             feed = torch.cat([o.logits[-1:].argmax(dim=-1) for o in outs])  # the oracle's greedy tokens
             outs = oracle.forward([SeqChunk(s, feed[i : i + 1]) for i, s in enumerate(st_o)])
             want = torch.cat([o.logits for o in outs]).float()
@@ -331,14 +340,17 @@ def test_mid_bf16_static_step_has_no_sync_and_the_engines_accuracy(kernels):
                 torch.cuda.set_sync_debug_mode("default")
             for path, got in (("engine", got_e), ("static", got_s)):
                 rows[path].append(_rel_rows(got, want))
-                agree[path] += int((got.argmax(dim=-1) == want.argmax(dim=-1)).sum())
+                hits[path].append(got.argmax(dim=-1) == want.argmax(dim=-1))
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32
     med = {path: float(torch.cat(r).median()) for path, r in rows.items()}
-    result = {"median": med, "agreement": agree}
+    engine_hit, static_hit = torch.cat(hits["engine"]), torch.cat(hits["static"])
+    lost, won = int((engine_hit & ~static_hit).sum()), int((static_hit & ~engine_hit).sum())
+    result = {"median": med, "agreement": {"engine": int(engine_hit.sum()), "static": int(static_hit.sum())},
+              "static lost / won": (lost, won), "tokens": len(engine_hit)}
     print(f"mid {kernels}: {result}")
     assert med["static"] <= max(1.25 * med["engine"], 1e-2), result
-    assert agree["static"] >= agree["engine"] - 0.1 * 8 * len(prompts), result
+    assert lost - won <= 2.0 * math.sqrt(max(lost + won, 1)), result
 
 
 def test_load_refuses_window_holes_a_decode_would_read():
