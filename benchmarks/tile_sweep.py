@@ -43,7 +43,7 @@ from runtime.kernels.rope_quant import FusedRopeQuant
 
 INV_ROPE_TILES = (1024, 2048, 32768)
 ELEMENTWISE_TILES = ((4096, 4), (2048, 4), (1024, 4), (512, 4), (8192, 8), (2048, 2))  # (channels, warps)
-ROPE_QUANT_TILES = ((1024, None), (1024, 4), (1024, 2), (512, 2), (512, 4), (2048, 4), (2048, 8), (4096, 8))  # (channels, warps: None = by size)
+ROPE_QUANT_TILES = ((1024, None), (1024, 4), (2048, 2), (2048, 4), (4096, 2), (4096, 4), (8192, 4))  # (channels, warps: None = by size)
 INDEXER_TILES = ((16, 4), (32, 4), (64, 4), (64, 8), (128, 8))  # ((query x head) rows per dot, warps)
 OPS = ("mhc", "inv_rope", "rope_quant", "compress", "indexer")
 # mHC tilings (label, policy); the first of each list is the default.

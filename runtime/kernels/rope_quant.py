@@ -228,7 +228,10 @@ def _rope_quant_kernel(
                 step = pow_e.to(tl.float32, bitcast=True) * 0.5
                 inv_step = (0x7F800000 - pow_e).to(tl.float32, bitcast=True)
                 r4 = ((m * inv_step + TWO23) - TWO23) * step
-                out = tl.where(q < 0, r4 * -1.0, r4) * scale
+                # q's sign onto r4 * scale (>= +0): one bitwise op instead of compare, negate
+                # and select; a -0 q gives -0, as the reference's copysign does
+                sign = q.to(tl.int32, bitcast=True) & -2147483648
+                out = ((r4 * scale).to(tl.int32, bitcast=True) | sign).to(tl.float32, bitcast=True)
         if PACK:
             scale_at = scales_ptr + vec[:, None] * N_SCALES + blk[None, :]
             if FMT == 1:
@@ -237,7 +240,7 @@ def _rope_quant_kernel(
             else:
                 tl.store(scale_at, code8.to(tl.uint8), mask=blk_ok)
                 idx4 = tl.where(r4 < 2.0, r4 * 2.0, tl.where(r4 < 4.0, r4 + 2.0, r4 * 0.5 + 4.0)).to(tl.int32)
-                lo, hi = tl.split(tl.reshape(idx4 | tl.where(q < 0, 8, 0), (BLOCK_V, blk.shape[0], QB // 2, 2)))
+                lo, hi = tl.split(tl.reshape(idx4 | ((sign >> 28) & 8), (BLOCK_V, blk.shape[0], QB // 2, 2)))
                 byte = lo | (hi << 4)  # even | odd << 4
                 at = blk[None, :, None] * (QB // 2) + tl.arange(0, QB // 2)[None, None, :]
                 tl.store(out_ptr + vec[:, None, None] * (C // 2) + at, byte.to(tl.uint8), mask=ok)
