@@ -72,7 +72,7 @@ class Row:
 
 
 def variants(sweep: bool) -> list[tuple[str, GatePolicy]]:
-    out = [("old", GatePolicy(one_program=True)), ("new", GatePolicy())]
+    out = [("old", GatePolicy(one_program=True)), ("new", GatePolicy()), ("ticket", GatePolicy(select_from=1 << 30))]
     if sweep:
         for block_d, block_e, warps in itertools.product((32, 64, 128, 256), (16, 32, 64), (2, 4)):
             out.append((f"d{block_d} e{block_e} w{warps}", GatePolicy(block_d=block_d, block_e=block_e,
@@ -114,7 +114,8 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int) -> list[Row]
                 ms = graph_ms(lambda gate=gate, args=args: gate(*args), reps=reps)
                 row_blocks, cols = tiles.grid(t, d, e)
                 desc = (f"m{tiles.block_m} e{tiles.block_e} d{tiles.block_d} split {tiles.split_d}x"
-                        f"{tiles.splits(d)} sel {tiles.sel_m} w{tiles.num_warps}")
+                        f"{tiles.splits(d)} sel {tiles.sel_m}{' 2nd launch' if tiles.select_rows else ''} "
+                        f"w{tiles.num_warps}")
                 row = Row(replace(case, fused_graph_ms=ms), t, label, desc, row_blocks * cols, empty, differ, err)
                 done.append(row)
                 print(line(row), flush=True)
@@ -141,7 +142,8 @@ def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int) 
         "reads it): memory-bound and >= 4 MiB moved -> >= 60 % of 4.3 TB/s, less -> <= 2x the empty launch; "
         "compute-bound cases have none. bf16 x and weight, float32 bias.",
         "- old: `GatePolicy(one_program=True)`, the first kernel's tiling (one program per 16 rows over all "
-        "experts and all of D); new: `GatePolicy()`; other rows: `--sweep` variants "
+        "experts and all of D); new: `GatePolicy()`; ticket: the default tiling with the selection always in "
+        "the ticket-holder (one launch, `select_from` unbounded); other rows: `--sweep` variants "
         "(`runtime/kernels/gate_tiles.py`). A variant whose tiling equals an earlier one's is not repeated.",
         "- ids differ: rows whose expert set differs from `runtime.moe.route` (bf16 near-ties can do that); "
         "w err: max |weight - reference| on the other rows.", "",

@@ -10,6 +10,10 @@ last one sums the splits in split order (so the result does not depend on which 
 finishes last) and selects the row block's top-k, ``SEL_M`` rows at a time, then puts the
 counter back to 0 for the next call: one launch, no host sync, no memset, graph-capturable.
 With one program per row block the logits stay in registers and it selects at once.
+Where that last program would select many rows over many experts (the selection is
+serial within a program: about 1.3 us per ``flash`` row on the H200), the policy asks
+for a second launch instead (``GateTiling.select_rows``): the first writes the partials
+only, the second sums them in split order and selects, a few rows per program.
 
 Selection: k rounds of one max-reduction over a packed int64 key per expert: the score's
 float bits mapped to an order-preserving int32 (high half) and ``E_PAD - 1 - expert``
@@ -28,7 +32,7 @@ import triton.language as tl
 
 from runtime.config import V41Config
 from runtime.kernels.backend import jit, next_pow2
-from runtime.kernels.gate_tiles import GatePolicy
+from runtime.kernels.gate_tiles import GatePolicy, GateTiling
 from runtime.kernels.tickets import TicketCounters
 from runtime.numerics import Numerics
 
@@ -43,41 +47,52 @@ def _gate_kernel(
     TOPK: tl.constexpr, BLOCK_K_OUT: tl.constexpr, SCORING: tl.constexpr, RENORM: tl.constexpr,
     IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr,
     E_PAD: tl.constexpr, SPLITS: tl.constexpr, SEL_M: tl.constexpr, ONE_PROGRAM: tl.constexpr,
+    PHASE: tl.constexpr,
 ):
+    """PHASE 0: one launch (the logits in registers, or partials and a ticket: the last
+    program of a row block selects); 1: partials only; 2: select only, SEL_M rows per
+    program (a second launch after PHASE 1, on a grid of cdiv(T, SEL_M) programs)."""
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     inv_temp, route_scale = tl.cast(inv_temp, tl.float32), tl.cast(route_scale, tl.float32)
     pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    split = pid_n % SPLITS
-    m0 = pid_m * BLOCK_M
-    rows = m0 + tl.arange(0, BLOCK_M)
-    rows64 = rows.to(tl.int64)
-    cols = (pid_n // SPLITS) * BLOCK_E + tl.arange(0, BLOCK_E)
-    row_ok = rows < T
-    col_ok = cols < E
-    acc = tl.zeros((BLOCK_M, BLOCK_E), dtype=tl.float32)
-    d_lo = split * SPLIT_D
-    d_hi = tl.minimum(d_lo + SPLIT_D, D)
-    for d0 in range(d_lo, d_hi, BLOCK_D):
-        ds = d0 + tl.arange(0, BLOCK_D)
-        d_ok = ds < d_hi
-        a = tl.load(x_ptr + rows64[:, None] * D + ds[None, :], mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-        b = tl.load(w_ptr + cols[None, :].to(tl.int64) * D + ds[:, None], mask=col_ok[None, :] & d_ok[:, None],
-                    other=0.0)
-        if IEEE:
-            acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
-        else:
-            acc += tl.dot(a, b)
-    if ONE_PROGRAM:
+    if PHASE == 2:
+        m0 = pid_m * SEL_M
         n_sub = 1
     else:
-        tl.store(part_ptr + (split * T + rows64)[:, None] * E + cols[None, :], acc,
-                 mask=row_ok[:, None] & col_ok[None, :])
-        tl.debug_barrier()  # every thread's partial is written before the ticket releases them
-        ticket = tl.atomic_add(count_ptr + pid_m, 1, sem="acq_rel")
-        last = ticket == tl.num_programs(1) - 1
-        tl.store(count_ptr + pid_m, 0, mask=last)  # all others have taken theirs: reset for the next call
-        n_sub = tl.where(last, (tl.minimum(T - m0, BLOCK_M) + SEL_M - 1) // SEL_M, 0)
+        pid_n = tl.program_id(1)
+        split = pid_n % SPLITS
+        m0 = pid_m * BLOCK_M
+        rows = m0 + tl.arange(0, BLOCK_M)
+        rows64 = rows.to(tl.int64)
+        cols = (pid_n // SPLITS) * BLOCK_E + tl.arange(0, BLOCK_E)
+        row_ok = rows < T
+        col_ok = cols < E
+        acc = tl.zeros((BLOCK_M, BLOCK_E), dtype=tl.float32)
+        d_lo = split * SPLIT_D
+        d_hi = tl.minimum(d_lo + SPLIT_D, D)
+        for d0 in range(d_lo, d_hi, BLOCK_D):
+            ds = d0 + tl.arange(0, BLOCK_D)
+            d_ok = ds < d_hi
+            a = tl.load(x_ptr + rows64[:, None] * D + ds[None, :], mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+            b = tl.load(w_ptr + cols[None, :].to(tl.int64) * D + ds[:, None], mask=col_ok[None, :] & d_ok[:, None],
+                        other=0.0)
+            if IEEE:
+                acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+            else:
+                acc += tl.dot(a, b)
+        if ONE_PROGRAM:
+            n_sub = 1
+        else:
+            tl.store(part_ptr + (split * T + rows64)[:, None] * E + cols[None, :], acc,
+                     mask=row_ok[:, None] & col_ok[None, :])
+            if PHASE == 1:
+                n_sub = 0  # the second launch selects
+            else:
+                tl.debug_barrier()  # every thread's partial is written before the ticket releases them
+                ticket = tl.atomic_add(count_ptr + pid_m, 1, sem="acq_rel")
+                last = ticket == tl.num_programs(1) - 1
+                tl.store(count_ptr + pid_m, 0, mask=last)  # all others have taken theirs: reset for the next call
+                n_sub = tl.where(last, (tl.minimum(T - m0, BLOCK_M) + SEL_M - 1) // SEL_M, 0)
     ecols = tl.arange(0, E_PAD)
     e_ok = ecols < E
     kcols = tl.arange(0, BLOCK_K_OUT)
@@ -146,8 +161,7 @@ class FusedGate:
     def __call__(self, x: torch.Tensor, gate_w: torch.Tensor, bias: torch.Tensor, config: V41Config,
                  num: Numerics) -> tuple[torch.Tensor, torch.Tensor]:
         t, d = x.shape
-        e = gate_w.shape[0]
-        k = config.num_experts_per_tok
+        e, k = gate_w.shape[0], config.num_experts_per_tok
         if e >= MAX_EXPERTS:
             raise ValueError(f"fused gate: at most {MAX_EXPERTS - 1} experts, got {e}")
         x = x.contiguous()
@@ -160,19 +174,30 @@ class FusedGate:
         if t == 0:
             return out_w, out_ids
         tiles = self.policy.tiling(t, d, e)
-        grid = tiles.grid(t, d, e)
-        one = tiles.one_program(d, e)
-        if one:
+        if tiles.one_program(d, e):
             part, count = out_w, out_ids  # not read (ONE_PROGRAM)
         else:
             part = torch.empty(tiles.splits(d), t, e, dtype=torch.float32, device=x.device)
-            count = self.tickets.get(x.device, grid[0])
-        self.kernel[grid](
-            x, w, bias.float().contiguous(), part, count, out_w, out_ids, t, e, d, tiles.split_d,
-            1.0 / config.gate_temp, config.routed_scaling_factor,
-            TOPK=k, BLOCK_K_OUT=max(2, next_pow2(k)), SCORING=SCORING_CODES[config.scoring_func],
-            RENORM=config.norm_topk_prob and k > 1, IEEE=ieee, BLOCK_M=tiles.block_m,
-            BLOCK_E=tiles.block_e, BLOCK_D=tiles.block_d, E_PAD=tiles.e_pad, SPLITS=tiles.splits(d),
-            SEL_M=tiles.sel_m, ONE_PROGRAM=one, num_warps=tiles.num_warps,
-        )
+            # a selecting second launch takes no ticket (count not read)
+            count = out_ids if tiles.select_rows else self.tickets.get(x.device, tiles.grid(t, d, e)[0])
+        args = (x, w, bias.float().contiguous(), part, count, out_w, out_ids, t, e, d, tiles.split_d,
+                1.0 / config.gate_temp, config.routed_scaling_factor)
+        for launch_grid, kwargs in gate_launches(tiles, t, d, e, config, ieee):
+            self.kernel[launch_grid](*args, **kwargs)
         return out_w, out_ids
+
+
+def gate_launches(tiles: GateTiling, t: int, d: int, e: int, config: V41Config,
+                  ieee: bool) -> list[tuple[tuple[int, ...], dict]]:
+    """(grid, keyword arguments) of each launch of one call: one (PHASE 0), or partials
+    then selection (PHASE 1, 2) when the tiling asks for a selecting launch (the sm_90
+    compile check, tests/runtime/compile_sm90.py, compiles exactly these)."""
+    k = config.num_experts_per_tok
+    consts = dict(TOPK=k, BLOCK_K_OUT=max(2, next_pow2(k)), SCORING=SCORING_CODES[config.scoring_func],
+                  RENORM=config.norm_topk_prob and k > 1, IEEE=ieee, BLOCK_M=tiles.block_m,
+                  BLOCK_E=tiles.block_e, BLOCK_D=tiles.block_d, E_PAD=tiles.e_pad, SPLITS=tiles.splits(d),
+                  SEL_M=tiles.sel_m, ONE_PROGRAM=tiles.one_program(d, e), num_warps=tiles.num_warps)
+    grid = tiles.grid(t, d, e)
+    if tiles.select_rows:
+        return [(grid, dict(consts, PHASE=1)), ((tiles.select_grid(t),), dict(consts, PHASE=2))]
+    return [(grid, dict(consts, PHASE=0))]

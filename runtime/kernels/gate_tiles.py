@@ -15,6 +15,19 @@ Limits on the split, and why:
   rows one split is 25 KB through one SM);
 - a D split never goes below one ``block_d`` chunk.
 
+The selection in that last program is serial: k rounds of reductions over its rows x
+padded experts. On the H200 it grew the ``flash`` gate from 7.8 us at one row to 15.8 at 8
+and 29.8 at 64 (benchmarks/results/gate_tiles_h200.md; about 1.3 us per row), so once a
+row block's selection would cover more than ``select_from`` (row, expert) pairs the call
+takes two launches: partials, then ``select_rows`` rows per program of a second grid
+(``GateTiling.select_rows``); the tail budget then bounds what one of those reads.
+Measured (benchmarks/results/gate_tiles_h200_select*.md, same run, one launch -> two):
+``flash`` 8 rows 15.0 -> 8.6 us, 64 rows 31.5 -> 12.9, 512 rows 103 -> 15.4, 4,096 rows
+183 -> 62; ``mid`` (32 experts) 512 rows 8.3 -> 6.4 but 4,096 rows 10.6 -> 11.8, where 64
+row blocks' short selections already run side by side. ``select_from`` = 64 x 32 keeps
+``mid`` at one launch everywhere (its 512-row gain is left on the table) and sends
+``flash`` to two from 5 rows.
+
 With one expert block and one split the kernel keeps the logits in registers and selects
 at once (no scratch, no ticket): the first kernel's tiling, ``GatePolicy(one_program=True)``.
 Pure arithmetic on ints, so the policy is tested without running a kernel.
@@ -40,6 +53,7 @@ class GateTiling:
     sel_m: int
     e_pad: int
     num_warps: int = 4
+    select_rows: int = 0  # > 0: a second launch selects, this many rows per program (= sel_m)
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -49,6 +63,10 @@ class GateTiling:
 
     def grid(self, t: int, d: int, e: int) -> tuple[int, int]:
         return cdiv(t, self.block_m), self.e_blocks(e) * self.splits(d)
+
+    def select_grid(self, t: int) -> int:
+        """Programs of the selecting launch (``select_rows`` > 0)."""
+        return cdiv(t, self.select_rows)
 
     def one_program(self, d: int, e: int) -> bool:
         """True when a row block is one program: logits in registers, no ticket."""
@@ -66,7 +84,10 @@ class GatePolicy:
     share of the weight in few loads and the weight is read from HBM once; more rows:
     64 x 64 tiles x 64, so x and the weight are re-read from L2 fewer times);
     ``one_program``: the first kernel's tiling (one program per 16 rows, all experts,
-    all of D), kept to measure against (benchmarks/gate_tiles.py)."""
+    all of D), kept to measure against (benchmarks/gate_tiles.py);
+    ``select_from`` / ``select_rows``: a second launch selects, ``select_rows`` rows per
+    program, when a row block's ticket-holder would select over more (row, padded expert)
+    pairs than ``select_from`` (64 x 32: never at ``mid``, ``flash`` from 5 rows)."""
 
     programs: int = 256
     tail_bytes: int = 64 * 1024
@@ -74,6 +95,8 @@ class GatePolicy:
     block_e: int = 0
     num_warps: int = 4
     one_program: bool = False
+    select_from: int = 2048
+    select_rows: int = 2
 
     def tiling(self, t: int, d: int, e: int) -> GateTiling:
         e_pad = max(16, next_pow2(e))
@@ -87,9 +110,16 @@ class GatePolicy:
         block_d = self.block_d or (self.decode_block_d(row_blocks * e_blocks, d) if decode else 64)
         chunks = cdiv(d, block_d)
         rows = max(1, min(t, block_m))
-        most = max(1, min(chunks, self.tail_bytes // (rows * e * 4)))
+        # a second launch selects when the ticket-holder's selection would be long (never
+        # for one program per row block, which selects from its registers)
+        second = rows * e_pad > self.select_from and not (e_blocks == 1 and chunks == 1)
+        read_rows = self.select_rows if second else rows  # rows whose partials one selecting program reads
+        most = max(1, min(chunks, self.tail_bytes // (read_rows * e * 4)))
         splits = max(1, min(most, cdiv(self.programs, row_blocks * e_blocks)))
         per_split = cdiv(chunks, splits)
+        if second:
+            return GateTiling(block_m, block_e, block_d, per_split * block_d, self.select_rows, e_pad,
+                              self.num_warps, self.select_rows)
         if e_blocks == 1 and cdiv(chunks, per_split) == 1:
             sel_m = block_m  # one program per row block: selects from its registers
         else:

@@ -7,7 +7,8 @@ after which nothing compiles in that process.
 
 For each (rows, hidden size) it compiles the fused mHC site kernel's launches as FusedMhc
 makes them on CUDA (``runtime.kernels.mhc.site_launches`` with the default policy), then
-the RoPE + quant kernel's formats and packed forms (``FusedRopeQuant.launch``), and prints
+the RoPE + quant kernel's formats and packed forms (``FusedRopeQuant.launch``) and the
+gate's launches at mid / flash (``runtime.kernels.gate.gate_launches``), and prints
 one line per launch: "ok <name>" or "error <name>: <message>". Exit status 2: Triton
 cannot compile for CUDA here at all; 1: some launch failed; 0: all compiled.
 """
@@ -91,18 +92,45 @@ def rope_quant_launches() -> list[tuple[str, dict, dict]]:
     return out
 
 
+GATE_SIGNATURE = {"x_ptr": "*bf16", "w_ptr": "*bf16", "bias_ptr": "*fp32", "part_ptr": "*fp32", "out_w_ptr": "*fp32",
+                  "out_ids_ptr": "*i64", "T": "i32", "E": "i32", "D": "i32", "SPLIT_D": "i32", "inv_temp": "fp32",
+                  "route_scale": "fp32"}
+
+
+def gate_launches() -> list[tuple[str, dict, dict]]:
+    """The gate's launches as FusedGate makes them on bf16 inputs (``gate_launches`` with
+    the default policy) at ``mid`` and ``flash``, 1 / 8 / 64 / 512 rows: the one-launch
+    ticket path and the partials-then-select pair."""
+    from runtime.config import V41Config
+    from runtime.kernels.gate import gate_launches as launches
+    from runtime.kernels.gate_tiles import GatePolicy
+
+    out = []
+    for name in ("mid", "flash"):
+        c = V41Config.preset(name)
+        d, e = c.hidden_size, c.n_routed_experts
+        for t in (1, 8, 64, 512):
+            tiles = GatePolicy().tiling(t, d, e)
+            count = "*i64" if tiles.select_rows or tiles.one_program(d, e) else "*i32"  # the ticket counters
+            for _, kwargs in launches(tiles, t, d, e, c, ieee=False):
+                out.append((f"gate {name} T={t} phase {kwargs['PHASE']}", {**GATE_SIGNATURE, "count_ptr": count},
+                            kwargs))
+    return out
+
+
 def main(argv: list[str]) -> int:
     try:
         compile_sm90(one_load_one_store, {"x_ptr": "*fp32"}, {})
     except Exception as e:  # noqa: BLE001 - any failure here means no compiler, not a kernel bug
         print(f"cannot compile for sm_90 here: {type(e).__name__}: {str(e)[:300]}")
         return 2
-    from runtime.kernels import mhc, rope_quant
+    from runtime.kernels import gate, mhc, rope_quant
 
     launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs) for case in argv
                 for name, kwargs in site_launches(*(int(v) for v in case.split(":")))]
     launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs)
                  for name, signature, kwargs in rope_quant_launches()]
+    launches += [(name, gate._gate_kernel, signature, kwargs) for name, signature, kwargs in gate_launches()]
     failed = 0
     for name, kernel, signature, kwargs in launches:
         try:

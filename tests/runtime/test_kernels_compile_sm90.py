@@ -1,4 +1,4 @@
-"""The fused mHC site and RoPE + quant kernels compiled for an H100/H200 (sm_90) on a machine without a GPU
+"""The fused mHC site, RoPE + quant and gate kernels compiled for an H100/H200 (sm_90) on a machine without a GPU
 (tests/runtime/compile_sm90.py: Triton's front end and the ptxas its wheel ships). The
 interpreter runs kernels as Python, so it accepts what the compiler refuses: a plain-int
 global read in the kernel passed every interpreted test and failed every compiled launch
@@ -26,5 +26,6 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     if run.returncode == 2:
         pytest.skip(run.stdout.strip())
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
-    # mHC: 3 sweeps + 3 finishes + 1 sweep with its tail; RoPE + quant: 3 formats + 2 packed
-    assert run.stdout.count("ok ") == 12, run.stdout
+    # mHC: 3 sweeps + 3 finishes + 1 sweep with its tail; RoPE + quant: 3 formats + 2 packed;
+    # gate: mid 1 / 8 / 64 / 512 rows and flash 1 row one launch each, flash 8 / 64 / 512 two
+    assert run.stdout.count("ok ") == 12 + 11, run.stdout

@@ -15,7 +15,8 @@ SHAPES = [(V41Config.preset(n).hidden_size, V41Config.preset(n).n_routed_experts
 SHAPES += [(64, 24), (96, 384), (48, 40), (7168, 256)]
 ROWS = [1, 2, 7, 8, 16, 17, 33, 64, 65, 300, 512, 4096]
 POLICIES = [GatePolicy(), GatePolicy(programs=1000, tail_bytes=1 << 20, block_d=16, block_e=16),
-            GatePolicy(tail_bytes=16 * 1024, block_d=128, block_e=32)]
+            GatePolicy(tail_bytes=16 * 1024, block_d=128, block_e=32), GatePolicy(select_from=0, select_rows=4),
+            GatePolicy(select_from=1 << 30)]
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -32,9 +33,15 @@ def test_every_tiling_covers_d_and_experts_and_respects_the_tail_budget(policy):
         assert tiles.block_m >= 16 and tiles.block_e >= 16 and tiles.block_d >= 16, where  # tl.dot's minimum
         assert tiles.block_m % tiles.sel_m == 0, where
         if tiles.one_program(d, e):
-            assert tiles.sel_m == tiles.block_m and tiles.block_e == tiles.e_pad, where
-        elif splits > 1:
-            assert splits * min(t, tiles.block_m) * e * 4 <= policy.tail_bytes, where
+            assert tiles.sel_m == tiles.block_m and tiles.block_e == tiles.e_pad and not tiles.select_rows, where
+        elif splits > 1:  # what one selecting program reads: the row block's, or its select_rows'
+            assert splits * (tiles.select_rows or min(t, tiles.block_m)) * e * 4 <= policy.tail_bytes, where
+        # a selecting launch exactly when the ticket-holder's selection would be long
+        long_selection = min(t, tiles.block_m) * tiles.e_pad > policy.select_from and not tiles.one_program(d, e)
+        assert bool(tiles.select_rows) == long_selection, where
+        if tiles.select_rows:
+            assert tiles.sel_m == tiles.select_rows == policy.select_rows, where
+            assert (tiles.select_grid(t) - 1) * tiles.select_rows < t <= tiles.select_grid(t) * tiles.select_rows, where
 
 
 def test_decode_shapes_get_enough_programs_and_read_the_weight_once():
@@ -59,3 +66,18 @@ def test_one_program_policy_is_the_first_kernels_tiling():
         tiles = policy.tiling(t, d, e)
         assert tiles.grid(t, d, e) == (cdiv(t, 16), 1) and tiles.one_program(d, e)
         assert tiles.block_d == (64 if tiles.e_pad <= 128 else 32)
+
+
+def test_flash_selects_in_a_second_launch_from_five_rows_and_mid_never():
+    """flash (384 experts, padded to 512): up to 4 rows stay one launch, from 5 rows the
+    selection is a second launch, 2 rows per program; mid (32 experts) never takes one
+    (at 4,096 rows one launch measured faster, gate_tiles.py's table)."""
+    policy = GatePolicy()
+    flash, mid = V41Config.preset("flash"), V41Config.preset("mid")
+    for t in (1, 4):
+        assert not policy.tiling(t, flash.hidden_size, flash.n_routed_experts).select_rows
+    for t in (5, 8, 64, 512, 4096):
+        tiles = policy.tiling(t, flash.hidden_size, flash.n_routed_experts)
+        assert tiles.select_rows == 2 and tiles.select_grid(t) == -(-t // 2)
+    for t in (1, 8, 16, 64, 512, 4096):
+        assert not policy.tiling(t, mid.hidden_size, mid.n_routed_experts).select_rows

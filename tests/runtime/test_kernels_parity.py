@@ -97,10 +97,12 @@ GATE_CPU = [(TINY, 1), (TINY, 5), (TINY.replace(n_routed_experts=24, num_experts
 GATE_GPU = [(MID, 1), (MID, 8), (MID, 64), (MID, 300), (MID, 512), (FLASH, 1), (FLASH, 8), (FLASH, 64),
             (FLASH, 517)]
 # Tilings of the fused gate (runtime/kernels/gate_tiles.py): the default policy; the first
-# kernel's one program per 16 rows over all experts and D; and a fine one (16-wide D chunks,
-# up to 1000 programs) so that even tiny shapes take many expert blocks and many D splits.
+# kernel's one program per 16 rows over all experts and D; a fine one (16-wide D chunks,
+# up to 1000 programs) so that even tiny shapes take many expert blocks and many D splits;
+# the selection always in a second launch (4 rows per program), and never.
 GATE_POLICIES = {"default": GatePolicy(), "one_program": GatePolicy(one_program=True),
-                 "fine": GatePolicy(programs=1000, tail_bytes=1 << 20, block_d=16, block_e=16)}
+                 "fine": GatePolicy(programs=1000, tail_bytes=1 << 20, block_d=16, block_e=16),
+                 "select": GatePolicy(select_from=0, select_rows=4), "ticket": GatePolicy(select_from=1 << 30)}
 
 
 def fused_gate(policy: str):
@@ -197,7 +199,7 @@ def test_gate_counters_return_to_zero_and_grown_ones_stay_alive(fused):
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("config,t", GATE_GPU)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("policy", ["default", "one_program"])
+@pytest.mark.parametrize("policy", ["default", "one_program", "ticket"])
 def test_gate_parity_gpu(fused, gen, config, t, dtype, policy):
     check_gate(fused_gate(policy), gen, config, t, dtype)
 
