@@ -14,9 +14,11 @@ plain variant multiplies (the e4m3 byte from the float32 bits of the rounded val
 e2m1 nibble from its grid index, two nibbles a byte), so unpacking gives the plain
 variant's output bit for bit.
 
-At 4,096 rows the kernel is bound by instructions, not bytes (an H200 issues about 33
-T lane-instructions/s, so 34 per element of the FP8 case cost as long as its 9.4 MB of
-traffic), and the layout below is mostly about cutting them:
+At 4,096 rows the kernel was bound by instructions as much as by bytes (an H200 issues
+about 33 T lane-instructions/s, so 34 per element of the FP8 case cost as long as its
+9.4 MB of traffic), and the layout below is mostly about cutting them. (Not only them:
+tiles of 64 elements per thread cut NVFP4 to 27 per element and measured slower, 4.49 vs
+3.90 us: benchmarks/results/tile_sweep_h200_rope_quant_tiles.md.)
 
 - A program takes its vectors in two parts: the quant blocks before the first rope
   channel (448 of 512 channels in the caches) get no rotation arithmetic and no cos/sin
@@ -105,17 +107,18 @@ def _rope_quant_kernel(
     x_ptr, cos_ptr, sin_ptr, out_ptr, scales_ptr,
     V, H,
     C: tl.constexpr, FMT: tl.constexpr, QB: tl.constexpr, HALF: tl.constexpr,
-    HEAD: tl.constexpr, HEAD_P: tl.constexpr, TAIL: tl.constexpr, TAIL_P: tl.constexpr,
+    HEAD: tl.constexpr, HEAD_P: tl.constexpr, TAIL_P: tl.constexpr,
     BLOCK_V: tl.constexpr, DTYPE: tl.constexpr, ROUND_BF16: tl.constexpr, PACK: tl.constexpr,
     HW_E4M3: tl.constexpr, EVEN_V: tl.constexpr, WIDE: tl.constexpr,
 ):
     """A program takes BLOCK_V vectors of C channels, in two parts: the HEAD quant blocks
     before the first rope channel (no rotation: no cos/sin loads, no rotation arithmetic)
-    and the TAIL blocks holding the rope channels (HEAD_P / TAIL_P: the counts padded to
-    powers of two). PACK (FMT 1 or 2): store the codes (``out_ptr``, uint8) and the
-    scale bytes (``scales_ptr``) of runtime/kv_packing.py's layout instead of the
-    dequantised values. HW_E4M3: e4m3 roundings by the GPU's conversion instruction.
-    EVEN_V: V is a multiple of BLOCK_V (no vector mask). WIDE: offsets past 2^31."""
+    and the tail blocks from there to C / QB, which hold the rope channels (HEAD_P /
+    TAIL_P: the two counts padded to powers of two). PACK (FMT 1 or 2): store the codes
+    (``out_ptr``, uint8) and the scale bytes (``scales_ptr``) of runtime/kv_packing.py's
+    layout instead of the dequantised values. HW_E4M3: e4m3 roundings by the GPU's
+    conversion instruction. EVEN_V: V is a multiple of BLOCK_V (no vector mask). WIDE:
+    offsets past 2^31."""
     TWO23: tl.constexpr = 8388608.0  # 2^23: (v + 2^23) - 2^23 rounds v half to even
     N_SCALES: tl.constexpr = C // QB
     vec = tl.program_id(0) * BLOCK_V + tl.arange(0, BLOCK_V)  # vectors of C channels
@@ -291,8 +294,9 @@ class FusedRopeQuant:
 
     def rotate_only(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """The kernel's rotated (and dtype-rounded) values without the quantiser: lets a
-        test feed the reference quantiser exactly what the kernel quantised."""
-        return self._launch(x, cos, sin, ROTATE_ONLY, 16)
+        test feed the reference quantiser exactly what the kernel quantised (channels in
+        blocks of 16, the kernel's unit)."""
+        return self._launch(x, cos, sin, ROTATE_ONLY, code_and_block(x, "nvfp4")[1])
 
     def _launch(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, code: int, block: int,
                 packed: PackedKV | None = None) -> torch.Tensor:
@@ -329,7 +333,7 @@ class FusedRopeQuant:
         block_v = max(1, min(64, self.tile_elements // (n_blocks * block)))
         return (-(-vectors // block_v),), dict(
             C=channels, FMT=code, QB=block, HALF=half, HEAD=head, HEAD_P=next_pow2(head) if head else 0,
-            TAIL=tail, TAIL_P=next_pow2(tail), BLOCK_V=block_v, DTYPE=TL_DTYPES[dtype],
+            TAIL_P=next_pow2(tail), BLOCK_V=block_v, DTYPE=TL_DTYPES[dtype],
             ROUND_BF16=dtype == torch.bfloat16, PACK=pack, HW_E4M3=cuda and code in (1, 2),
             EVEN_V=vectors % block_v == 0, WIDE=vectors * channels >= 2**31, enable_fp_fusion=False,
             num_warps=self.warps(vectors * channels),
