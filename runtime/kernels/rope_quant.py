@@ -35,7 +35,7 @@ tiles of 64 elements per thread cut NVFP4 to 27 per element and measured slower,
   with one fma correction (Markstein: y = RN(1/b), q0 = RN(a y), r = a - q0 b exact in
   an fma, RN(q0 + r y) = RN(a/b)), one ``div_rn`` per block instead of one per element.
   Static SASS for sm_90 (tests/runtime/compile_sm90.py's launches) went from 34 / 61 / 38
-  to 17 / 38 / 32 instructions per element (FP8 / NVFP4 / MXFP4); measured at 4,096 rows
+  to 17 / 37 / 32 instructions per element (FP8 / NVFP4 / MXFP4); measured at 4,096 rows
   (`mid`), 54 -> 67 %, 45 -> 54 %, 59 -> 81 % of the roofline
   (benchmarks/results/kernels_h200_rope_quant.md against kernels_h200_mhc_rope_quant_policy.md).
 
