@@ -106,7 +106,12 @@ def test_fused_matches_float64_and_the_reference(experts, tiny_ffn, gen, policy,
 
 
 def test_clamp_limit_is_applied(experts, tiny_ffn, gen):
-    """Inputs scaled so the W1 / W3 products pass the SwiGLU limit."""
+    """Inputs scaled so the W1 / W3 products pass the SwiGLU limit. The clamp leaves small
+    outputs (|u| <= 0.05) of products that carry large float32 errors, so the kernel's
+    error against float64 reached 1.96e-5 of the largest output over 41 seeds (the float32
+    reference's 4.7e-6); the 1e-5 bound this test had failed on 2 of them (CI drew one).
+    A missing or wrong clamp is off by more than 1e-2 (the last assertion), so 1e-4 still
+    tells it by two orders of magnitude."""
     ffn, stacked = tiny_ffn
     config = TINY.replace(swiglu_limit=0.05)
     fused = experts(POLICIES["default"])
@@ -114,7 +119,7 @@ def test_clamp_limit_is_applied(experts, tiny_ffn, gen):
     weights, ids = route(x, ffn.gate.weight, ffn.gate.bias, config, Numerics())
     got = fused(x, weights, ids, ffn, stacked, config, Numerics())
     oracle = picked_float64(x, weights, ids, ffn, config)
-    assert float((got.double() - oracle).abs().max() / oracle.abs().max()) < 1e-5, f"seed {gen.initial_seed()}"
+    assert float((got.double() - oracle).abs().max() / oracle.abs().max()) < 1e-4, f"seed {gen.initial_seed()}"
     unclamped = picked_float64(x, weights, ids, ffn, config.replace(swiglu_limit=0.0))
     assert float((oracle - unclamped).abs().max() / oracle.abs().max()) > 1e-2  # the limit did bind
 
