@@ -110,17 +110,18 @@ class GatePolicy:
         block_d = self.block_d or (self.decode_block_d(row_blocks * e_blocks, d) if decode else 64)
         chunks = cdiv(d, block_d)
         rows = max(1, min(t, block_m))
-        # a second launch selects when the ticket-holder's selection would be long (never
-        # for one program per row block, which selects from its registers)
-        second = rows * e_pad > self.select_from and not (e_blocks == 1 and chunks == 1)
-        read_rows = self.select_rows if second else rows  # rows whose partials one selecting program reads
+        # a second launch selects when the ticket-holder's selection would be long, unless
+        # the tiling is one program per row block (it selects from its registers)
+        long_selection = rows * e_pad > self.select_from
+        read_rows = self.select_rows if long_selection else rows  # rows whose partials one selecting program reads
         most = max(1, min(chunks, self.tail_bytes // (read_rows * e * 4)))
         splits = max(1, min(most, cdiv(self.programs, row_blocks * e_blocks)))
         per_split = cdiv(chunks, splits)
-        if second:
+        one_program = e_blocks == 1 and cdiv(chunks, per_split) == 1
+        if long_selection and not one_program:
             return GateTiling(block_m, block_e, block_d, per_split * block_d, self.select_rows, e_pad,
                               self.num_warps, self.select_rows)
-        if e_blocks == 1 and cdiv(chunks, per_split) == 1:
+        if one_program:
             sel_m = block_m  # one program per row block: selects from its registers
         else:
             sel_m = min(block_m, max(2, next_pow2(t)), max(2, 4096 // e_pad))

@@ -13,7 +13,7 @@ from runtime.kernels.gate_tiles import GatePolicy, cdiv
 
 SHAPES = [(V41Config.preset(n).hidden_size, V41Config.preset(n).n_routed_experts) for n in ("tiny", "mid", "flash")]
 SHAPES += [(64, 24), (96, 384), (48, 40), (7168, 256)]
-ROWS = [1, 2, 7, 8, 16, 17, 33, 64, 65, 300, 512, 4096]
+ROWS = [1, 2, 7, 8, 16, 17, 33, 64, 65, 300, 512, 4096, 16384]
 POLICIES = [GatePolicy(), GatePolicy(programs=1000, tail_bytes=1 << 20, block_d=16, block_e=16),
             GatePolicy(tail_bytes=16 * 1024, block_d=128, block_e=32), GatePolicy(select_from=0, select_rows=4),
             GatePolicy(select_from=1 << 30)]
