@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import torch
 
+from benchmarks.decode import environment
 from runtime.config import V41Config
 from runtime.model import SeqChunk, V41Model
 from runtime.options import RuntimeOptions
@@ -88,18 +88,6 @@ def kernel_set_run(low: V41Weights, kernels: str, prompts: list[torch.Tensor], f
             **{f"{path}_agree": agree[path] for path in rows}}
 
 
-def environment() -> dict:
-    import triton
-
-    if not torch.cuda.is_available():
-        return {"gpu": "none (CPU)", "nvidia_smi": "", "torch": torch.__version__, "triton": triton.__version__,
-                "cuda": None}
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()
-    return {"gpu": torch.cuda.get_device_name(0), "nvidia_smi": smi, "torch": torch.__version__,
-            "triton": triton.__version__, "cuda": torch.version.cuda}
-
-
 def markdown(doc: dict) -> str:
     env = doc["environment"]
     lines = [f"# Static decode step accuracy per kernel set (`{doc['preset']}`, bf16, vs a float32 oracle)", "",
@@ -148,7 +136,7 @@ def main(argv: list[str]) -> int:
                   f"static {r['static_median']:.4f} / {r['static_agree']}  of {r['tokens']}", flush=True)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32
-    doc = {"environment": environment(), "command": "PYTHONPATH=. python benchmarks/static_accuracy.py "
+    doc = {"environment": environment(torch.device(args.device)), "command": "PYTHONPATH=. python benchmarks/static_accuracy.py "
            + " ".join(argv), "preset": args.preset, "prompt_lengths": args.lengths, "steps": args.steps, "rows": rows}
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "static_accuracy_h200" if args.device == "cuda" else f"static_accuracy_{args.preset}_cpu"

@@ -35,7 +35,7 @@ tiles of 64 elements per thread cut NVFP4 to 27 per element and measured slower,
   with one fma correction (Markstein: y = RN(1/b), q0 = RN(a y), r = a - q0 b exact in
   an fma, RN(q0 + r y) = RN(a/b)), one ``div_rn`` per block instead of one per element.
   Static SASS for sm_90 (tests/runtime/compile_sm90.py's launches) went from 34 / 61 / 38
-  to 17 / 37 / 32 instructions per element (FP8 / NVFP4 / MXFP4); measured at 4,096 rows
+  to 17 / 37 / 31 instructions per element (FP8 / NVFP4 / MXFP4); measured at 4,096 rows
   (`mid`), 54 -> 67 %, 45 -> 54 %, 59 -> 81 % of the roofline
   (benchmarks/results/kernels_h200_rope_quant.md against kernels_h200_mhc_rope_quant_policy.md).
 
@@ -192,7 +192,6 @@ def _rope_quant_kernel(
                 if HW_E4M3:
                     r8 = tl.inline_asm_elementwise(_E4M3_PTX, "=f,f", [target], dtype=tl.float32,
                                                    is_pure=True, pack=1)
-                    r8m = tl.abs(r8)
                 else:
                     a = tl.minimum(tl.abs(target), 448.0)
                     e = tl.maximum(((a.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127, -6)
@@ -201,9 +200,10 @@ def _rope_quant_kernel(
                     r8m = ((a * inv_spacing + TWO23) - TWO23) * spacing
                     r8 = tl.where(target < 0, r8m * -1.0, r8m)  # not -r8m: see the module doc
                 if PACK:  # the e4m3 byte of r8: exponent and top mantissa bits, or m * 2^-9
-                    bits8 = r8m.to(tl.int32, bitcast=True)
+                    mag8 = tl.abs(r8)
+                    bits8 = mag8.to(tl.int32, bitcast=True)
                     ex8 = ((bits8 >> 23) & 0xFF) - 127
-                    code8 = tl.where(ex8 >= -6, ((ex8 + 7) << 3) | ((bits8 >> 20) & 7), (r8m * 512.0).to(tl.int32))
+                    code8 = tl.where(ex8 >= -6, ((ex8 + 7) << 3) | ((bits8 >> 20) & 7), (mag8 * 512.0).to(tl.int32))
                     if FMT == 1:  # the sign bit of r8 (the conversion keeps a -0, the arithmetic does not)
                         code8 = code8 | ((r8.to(tl.int32, bitcast=True) >> 24) & 128)
             if FMT == 1:
