@@ -55,7 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     d, t = c.hidden_size, args.rows
     variants = {"reference (torch float32)": None}
     for projection in PROJECTIONS:
-        variants[f"fused {projection}"] = FusedMhc(MhcPolicy(projection=projection, decode_projection=projection))
+        reload_d = 128 if projection == "tf32x2" else 0  # tf32x2 projects X' as re-read
+        variants[f"fused {projection}"] = FusedMhc(MhcPolicy(projection=projection, decode_projection=projection,
+                                                             reload_d=reload_d, tail_reload_d=reload_d))
+    variants["fused tf32x3 reload"] = FusedMhc(MhcPolicy(projection="tf32x3", decode_projection="tf32x3",
+                                                         reload_d=128, tail_reload_d=128))
     cases = ("site alone", "after the previous mixing")
     worst = {(case, name): {"pre": 0.0, "post": 0.0, "comb": 0.0} for case in cases for name in variants}
     for seed in range(args.seeds):

@@ -49,18 +49,17 @@ OPS = ("mhc", "inv_rope", "rope_quant", "compress", "indexer")
 # mHC tilings (label, policy); the first of each list is the default.
 MHC_DECODE = (
     ("default", MhcPolicy()),
-    ("finish w4", MhcPolicy(finish_warps=4)),
-    ("finish w1", MhcPolicy(finish_warps=1)),
+    ("no reload", MhcPolicy(reload_d=0)),
+    ("reload tf32x2", MhcPolicy(decode_projection="tf32x2")),
     ("d32 w2", MhcPolicy(decode_block_d=32, decode_warps=2)),
-    ("tail", MhcPolicy(tail_rows=1)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),
-    ("tail", MhcPolicy(tail_rows=1)),
-    ("no tail", MhcPolicy(tail_rows=1 << 30)),
-    ("p1024", MhcPolicy(programs=1024)),
-    ("t32 d16 w2", MhcPolicy(block_t=32, block_d=16)),
-    ("t64 d16 w4", MhcPolicy(block_t=64, block_d=16, num_warps=4)),
+    ("no reload", MhcPolicy(reload_d=0)),
+    ("t32", MhcPolicy(block_t=32)),
+    ("tail reload d32", MhcPolicy(tail_reload_d=128, tail_block_d=32)),
+    ("tf32x2", MhcPolicy(projection="tf32x2", tail_reload_d=128, tail_block_d=32)),
+    ("t64 w4", MhcPolicy(block_t=64, tail_block_t=64, num_warps=4)),
 )
 
 

@@ -10,7 +10,14 @@ modes are):
 - the sweep: each program covers its D range: X' (rounded to the stream dtype, as the
   reference rounds it) is written, the 24 projections accumulate per stream as
   [BLOCK_T, BLOCK_D] x [BLOCK_D, 32] products (``PROJ``), and sum(X'^2), the collapsed row
-  and its sum of squares accumulate; it writes those partials per split;
+  and its sum of squares accumulate; it writes those partials per split. With
+  ``RELOAD_D`` > 0 the projection is not in the mixing loop: after every ``RELOAD_D``
+  columns are mixed and written, a second loop re-reads that X' (from L2) and projects it.
+  A dot on the mixing's values made Triton recompute the whole mixing in the tensor-core
+  operand's layout, holding every coefficient twice (255 registers and spills in the
+  static sm_90 count, 62 instructions per element; re-read: 20 to mix plus 17-30 to
+  project with TF32x3, no spills); a plain load is staged for the tensor cores by the
+  compiler itself;
 - the finish: the partials summed over the splits in split order (deterministic), the
   coefficients (sigmoids, softmax, Sinkhorn) once per row, and the collapsed row
   normalised. Many rows: by the row block's last program in the same launch (a ticket,
@@ -49,7 +56,7 @@ def _mhc_site_kernel(
     T, D, SPLIT_D, norm_eps, hc_eps, sinkhorn_iters,
     PHASE: tl.constexpr, HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr,
     BLOCK_D: tl.constexpr, PROJ: tl.constexpr, TAIL_T: tl.constexpr, CHUNK: tl.constexpr,
-    NORM_D: tl.constexpr,
+    NORM_D: tl.constexpr, RELOAD_D: tl.constexpr,
 ):
     """One launch of a site, by PHASE:
 
@@ -84,8 +91,10 @@ def _mhc_site_kernel(
         p2 = tl.load(pre_shift_ptr + rows64 * HC + 2, mask=r_ok, other=0.0)
         p3 = tl.load(pre_shift_ptr + rows64 * HC + 3, mask=r_ok, other=0.0)
         m = tl.zeros((BLOCK_T, NCOL), dtype=tl.float32)
-        sq = tl.zeros((BLOCK_T, BLOCK_D), dtype=tl.float32)
-        xsq = tl.zeros((BLOCK_T, BLOCK_D), dtype=tl.float32)
+        # the sums of squares per row, summed per tile: a [BLOCK_T, BLOCK_D] accumulator
+        # would hold two more tiles of registers per thread through the loop
+        sq = tl.zeros((BLOCK_T,), dtype=tl.float32)
+        xsq = tl.zeros((BLOCK_T,), dtype=tl.float32)
         if HAS_OUT:  # the previous sublayer's post and combination, loaded once (not per D tile)
             cb = prev_comb_ptr + rows64 * HC * HC
             pp = prev_post_ptr + rows64 * HC
@@ -110,55 +119,85 @@ def _mhc_site_kernel(
             c32 = tl.load(cb + 14, mask=r_ok, other=0.0)[:, None]
             c33 = tl.load(cb + 15, mask=r_ok, other=0.0)[:, None]
         d_lo = split * SPLIT_D
-        for d0 in range(d_lo, d_lo + SPLIT_D, BLOCK_D):
-            ds = d0 + tl.arange(0, BLOCK_D)
-            d_ok = ds < D
-            ok = r_ok[:, None] & d_ok[None, :]
-            base = rows64[:, None] * width + ds[None, :]
-            x0 = tl.load(streams_ptr + base + 0 * D, mask=ok, other=0.0).to(tl.float32)
-            x1 = tl.load(streams_ptr + base + 1 * D, mask=ok, other=0.0).to(tl.float32)
-            x2 = tl.load(streams_ptr + base + 2 * D, mask=ok, other=0.0).to(tl.float32)
-            x3 = tl.load(streams_ptr + base + 3 * D, mask=ok, other=0.0).to(tl.float32)
-            if HAS_OUT:
-                o = tl.load(out_ptr + rows64[:, None] * D + ds[None, :], mask=ok, other=0.0).to(tl.float32)
-                # X'_j = post_j * out + sum_i comb[i, j] * X_i (comb [hc, hc] row-major)
-                y0 = q0 * o + (c00 * x0 + c10 * x1 + c20 * x2 + c30 * x3)
-                y1 = q1 * o + (c01 * x0 + c11 * x1 + c21 * x2 + c31 * x3)
-                y2 = q2 * o + (c02 * x0 + c12 * x1 + c22 * x2 + c32 * x3)
-                y3 = q3 * o + (c03 * x0 + c13 * x1 + c23 * x2 + c33 * x3)
-                x0 = y0.to(DTYPE).to(tl.float32)
-                x1 = y1.to(DTYPE).to(tl.float32)
-                x2 = y2.to(DTYPE).to(tl.float32)
-                x3 = y3.to(DTYPE).to(tl.float32)
-                tl.store(new_streams_ptr + base + 0 * D, x0.to(DTYPE), mask=ok)
-                tl.store(new_streams_ptr + base + 1 * D, x1.to(DTYPE), mask=ok)
-                tl.store(new_streams_ptr + base + 2 * D, x2.to(DTYPE), mask=ok)
-                tl.store(new_streams_ptr + base + 3 * D, x3.to(DTYPE), mask=ok)
-            sq += x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3
-            f_ok = d_ok[:, None] & c_ok[None, :]
-            fcol = fn_ptr + cols[None, :] * width + ds[:, None]  # [BLOCK_D, 32] of stream 0's fn
-            f0 = tl.load(fcol + 0 * D, mask=f_ok, other=0.0)
-            f1 = tl.load(fcol + 1 * D, mask=f_ok, other=0.0)
-            f2 = tl.load(fcol + 2 * D, mask=f_ok, other=0.0)
-            f3 = tl.load(fcol + 3 * D, mask=f_ok, other=0.0)
-            if PROJ == "fma":  # [BLOCK_T, BLOCK_D, 1] * [1, BLOCK_D, 32] summed over D
-                m += tl.sum(x0[:, :, None] * f0[None, :, :], axis=1)
-                m += tl.sum(x1[:, :, None] * f1[None, :, :], axis=1)
-                m += tl.sum(x2[:, :, None] * f2[None, :, :], axis=1)
-                m += tl.sum(x3[:, :, None] * f3[None, :, :], axis=1)
-            else:
-                m += tl.dot(x0, f0, input_precision=PROJ)
-                m += tl.dot(x1, f1, input_precision=PROJ)
-                m += tl.dot(x2, f2, input_precision=PROJ)
-                m += tl.dot(x3, f3, input_precision=PROJ)
-            xc = (p0[:, None] * x0 + p1[:, None] * x1 + p2[:, None] * x2 + p3[:, None] * x3).to(DTYPE)
-            tl.store(x_ptr + rows64[:, None] * D + ds[None, :], xc, mask=ok)
-            xcf = xc.to(tl.float32)
-            xsq += xcf * xcf
+        d_hi = d_lo + SPLIT_D
+        for c0 in range(d_lo, d_hi, RELOAD_D if RELOAD_D > 0 else SPLIT_D):
+            c_hi = tl.minimum(c0 + RELOAD_D, d_hi) if RELOAD_D > 0 else d_hi
+            for d0 in range(c0, c_hi, BLOCK_D):
+                ds = d0 + tl.arange(0, BLOCK_D)
+                d_ok = ds < D
+                ok = r_ok[:, None] & d_ok[None, :]
+                base = rows64[:, None] * width + ds[None, :]
+                x0 = tl.load(streams_ptr + base + 0 * D, mask=ok, other=0.0).to(tl.float32)
+                x1 = tl.load(streams_ptr + base + 1 * D, mask=ok, other=0.0).to(tl.float32)
+                x2 = tl.load(streams_ptr + base + 2 * D, mask=ok, other=0.0).to(tl.float32)
+                x3 = tl.load(streams_ptr + base + 3 * D, mask=ok, other=0.0).to(tl.float32)
+                if HAS_OUT:
+                    o = tl.load(out_ptr + rows64[:, None] * D + ds[None, :], mask=ok, other=0.0).to(tl.float32)
+                    # X'_j = post_j * out + sum_i comb[i, j] * X_i (comb [hc, hc] row-major)
+                    y0 = q0 * o + (c00 * x0 + c10 * x1 + c20 * x2 + c30 * x3)
+                    y1 = q1 * o + (c01 * x0 + c11 * x1 + c21 * x2 + c31 * x3)
+                    y2 = q2 * o + (c02 * x0 + c12 * x1 + c22 * x2 + c32 * x3)
+                    y3 = q3 * o + (c03 * x0 + c13 * x1 + c23 * x2 + c33 * x3)
+                    x0 = y0.to(DTYPE).to(tl.float32)
+                    x1 = y1.to(DTYPE).to(tl.float32)
+                    x2 = y2.to(DTYPE).to(tl.float32)
+                    x3 = y3.to(DTYPE).to(tl.float32)
+                    tl.store(new_streams_ptr + base + 0 * D, x0.to(DTYPE), mask=ok)
+                    tl.store(new_streams_ptr + base + 1 * D, x1.to(DTYPE), mask=ok)
+                    tl.store(new_streams_ptr + base + 2 * D, x2.to(DTYPE), mask=ok)
+                    tl.store(new_streams_ptr + base + 3 * D, x3.to(DTYPE), mask=ok)
+                sq += tl.sum(x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3, axis=1)
+                if RELOAD_D == 0:
+                    f_ok = d_ok[:, None] & c_ok[None, :]
+                    fcol = fn_ptr + cols[None, :] * width + ds[:, None]  # [BLOCK_D, 32] of stream 0's fn
+                    f0 = tl.load(fcol + 0 * D, mask=f_ok, other=0.0)
+                    f1 = tl.load(fcol + 1 * D, mask=f_ok, other=0.0)
+                    f2 = tl.load(fcol + 2 * D, mask=f_ok, other=0.0)
+                    f3 = tl.load(fcol + 3 * D, mask=f_ok, other=0.0)
+                    if PROJ == "fma":  # [BLOCK_T, BLOCK_D, 1] * [1, BLOCK_D, 32] summed over D
+                        m += tl.sum(x0[:, :, None] * f0[None, :, :], axis=1)
+                        m += tl.sum(x1[:, :, None] * f1[None, :, :], axis=1)
+                        m += tl.sum(x2[:, :, None] * f2[None, :, :], axis=1)
+                        m += tl.sum(x3[:, :, None] * f3[None, :, :], axis=1)
+                    else:
+                        m += tl.dot(x0, f0, input_precision=PROJ)
+                        m += tl.dot(x1, f1, input_precision=PROJ)
+                        m += tl.dot(x2, f2, input_precision=PROJ)
+                        m += tl.dot(x3, f3, input_precision=PROJ)
+                xc = (p0[:, None] * x0 + p1[:, None] * x1 + p2[:, None] * x2 + p3[:, None] * x3).to(DTYPE)
+                tl.store(x_ptr + rows64[:, None] * D + ds[None, :], xc, mask=ok)
+                xcf = xc.to(tl.float32)
+                xsq += tl.sum(xcf * xcf, axis=1)
+            if RELOAD_D > 0:
+                # The projection of this chunk from X' as just written (L2-hot): the operand
+                # is a plain load, which the compiler stages for the tensor cores itself; a
+                # dot on the mixing's values made it recompute the mixing in the operand's
+                # layout (twice the arithmetic, every coefficient held twice: spills).
+                tl.debug_barrier()  # every thread's X' stores are visible to the whole program
+                src = new_streams_ptr if HAS_OUT else streams_ptr
+                for d0 in range(c0, c_hi, BLOCK_D):
+                    ds = d0 + tl.arange(0, BLOCK_D)
+                    d_ok = ds < D
+                    ok = r_ok[:, None] & d_ok[None, :]
+                    base = rows64[:, None] * width + ds[None, :]
+                    f_ok = d_ok[:, None] & c_ok[None, :]
+                    fcol = fn_ptr + cols[None, :] * width + ds[:, None]
+                    for s in tl.static_range(HC):
+                        a = tl.load(src + base + s * D, mask=ok, other=0.0).to(tl.float32)
+                        f = tl.load(fcol + s * D, mask=f_ok, other=0.0)
+                        if PROJ == "tf32x2":
+                            # X' is bf16, so exact in TF32: f as its TF32 head (the top 19
+                            # bits) and the float32 remainder, two TF32 products (TF32x3's
+                            # third, X' remainder times f's head, is zero here)
+                            f_hi = (f.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
+                            m = tl.dot(a, f - f_hi, m, input_precision="tf32")
+                            m = tl.dot(a, f_hi, m, input_precision="tf32")
+                        else:
+                            m += tl.dot(a, f, input_precision=PROJ)
         part = part_ptr + (split * T + rows64) * PART  # [BLOCK_T] row starts
         tl.store(part[:, None] + cols[None, :], m, mask=r_ok[:, None])
-        tl.store(part + NCOL, tl.sum(sq, axis=1), mask=r_ok)
-        tl.store(part + NCOL + 1, tl.sum(xsq, axis=1), mask=r_ok)
+        tl.store(part + NCOL, sq, mask=r_ok)
+        tl.store(part + NCOL + 1, xsq, mask=r_ok)
     if PHASE == SWEEP_AND_TAIL:
         tl.debug_barrier()  # every thread's partial is written before the ticket releases them
         ticket = tl.atomic_add(count_ptr + pid, 1, sem="acq_rel")
@@ -238,7 +277,7 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
     # the tensor-core operand's layout, for the projection); contracted differently, the
     # two copies rounded to different bf16 values (mhc_tiles.py).
     common = dict(HAS_OUT=has_out, DTYPE=TL_DTYPES[dtype], BLOCK_D=tiles.block_d, PROJ=tiles.projection,
-                  CHUNK=tiles.chunk, enable_fp_fusion=False)
+                  CHUNK=tiles.chunk, RELOAD_D=tiles.reload_d, enable_fp_fusion=False)
     sweep = dict(PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t,
                  NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
     if tiles.tail:

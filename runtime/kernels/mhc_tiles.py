@@ -38,6 +38,17 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
   than "tf32x3" from 512 rows up (tile_sweep_h200_mhc_2.md); the interpreter's mode (it
   computes float32 whatever the request).
 
+- "tf32x2" (only with a re-read, below): X' is bf16, so exact in TF32; fn as its TF32 head
+  plus the float32 remainder, two TF32 products instead of three. 1-5 % faster than
+  "tf32x3" in the same tiling (tile_sweep_h200_mhc_reload_tiles.md) but 6.6e-6 from the
+  oracle against 4.2e-7 (mhc_precision_h200_reload.md; the cause is not established), so
+  not the default.
+
+The re-read (``reload_d``): the sweep mixes and writes ``reload_d`` columns of X', then
+projects them from memory (runtime/kernels/mhc.py says why). It made decode and mid-size
+calls 4-28 % faster and the tail 5-10 % slower (tile_sweep_h200_mhc_reload.md), so the
+tail does not re-read by default (``tail_reload_d`` = 0).
+
 A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core product) timed
 within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it
 was not kept.
@@ -51,7 +62,7 @@ from dataclasses import dataclass
 
 from runtime.kernels.backend import cdiv, next_pow2
 
-PROJECTIONS = ("ieee", "tf32x3", "fma")
+PROJECTIONS = ("ieee", "tf32x3", "tf32x2", "fma")
 DOT_ROWS = 16  # tl.dot's smallest row tile
 FMA_ROWS = 8
 
@@ -73,6 +84,7 @@ class MhcTiling:
     tail_d: int
     chunk: int
     finish_warps: int
+    reload_d: int = 0
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -98,12 +110,16 @@ class MhcPolicy:
     finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,
     smaller ones finished by a second launch (``decode_finish_warps`` / ``finish_warps``);
     ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
-    and most elements the tail normalises at once.
+    and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
+    columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
+    (0 = project in the mixing loop; rounded up to whole D tiles; multiply-add tilings never
+    re-read).
 
     The defaults are the H200's best of benchmarks/results/tile_sweep_h200_mhc_3.md: at 1-8
     rows the finish with 1 warp (mid: 8.2 / 9.3 / 16.8 us at 1 / 2 / 8 rows vs 8.8 / 10.1 /
     18.1 with 2); from 1,024 rows 32 x 16 tiles (4,096 rows: 160 vs 172 us at mid, 362 vs
-    413 us at flash; at 64 rows they lost, 26.5 vs 18.3 us)."""
+    413 us at flash; at 64 rows they lost, 26.5 vs 18.3 us). The re-read below the tail:
+    tile_sweep_h200_mhc_reload.md (e.g. mid 8 rows 12.5 vs 16.4 us, 512 rows 26.3 vs 31.4)."""
 
     projection: str = ""
     block_t: int = 16
@@ -123,12 +139,23 @@ class MhcPolicy:
     tail_elements: int = 4096
     finish_warps: int = 2
     split: bool | None = None
+    reload_d: int = 128
+    tail_reload_d: int = 0
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):
             value = getattr(self, name)
             if value and value not in PROJECTIONS:
                 raise ValueError(f"MhcPolicy.{name}: expected one of {PROJECTIONS} or '', got {value!r}")
+            if value == "tf32x2" and self.reload_d <= 0:
+                raise ValueError(f"MhcPolicy.{name}: 'tf32x2' projects X' as re-read, so it needs reload_d > 0")
+        for name in ("reload_d", "tail_reload_d"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"MhcPolicy.{name}: expected >= 0 (0 = project in the mixing loop), "
+                                 f"got {getattr(self, name)}")
+        if self.projection == "tf32x2" and self.tail_reload_d <= 0:
+            raise ValueError("MhcPolicy.projection: 'tf32x2' projects X' as re-read, so it needs tail_reload_d > 0 "
+                             "as well (calls of tail_rows rows or more)")
 
     def tiling(self, t: int, d: int, cuda: bool) -> MhcTiling:
         decode = t <= self.decode_rows
@@ -148,8 +175,9 @@ class MhcPolicy:
         tail_t = min(block_t, 8) if tail else min(8, next_pow2(t))
         chunk = max(2, min(next_pow2(cdiv(d, split_d)), self.tail_elements // (tail_t * 16)))
         tail_d = max(block_d, min(next_pow2(d), self.tail_elements // tail_t))
+        reload_d = 0 if projection == "fma" else cdiv(self.tail_reload_d if tail else self.reload_d, block_d) * block_d
         return MhcTiling(projection, block_t, block_d, split_d, warps, tail, tail_t, tail_d, chunk,
-                         finish_warps=self.decode_finish_warps if decode else self.finish_warps)
+                         finish_warps=self.decode_finish_warps if decode else self.finish_warps, reload_d=reload_d)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

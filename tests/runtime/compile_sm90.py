@@ -32,21 +32,23 @@ SITE_SIGNATURE = {  # _mhc_site_kernel's runtime arguments, bf16 streams
 }
 
 
-OPTIONS = ("num_warps", "enable_fp_fusion")  # launch keywords that are compile options, not constexprs
+OPTIONS = ("num_warps", "enable_fp_fusion", "num_stages")  # launch keywords that are compile options, not constexprs
 
 
-def compile_sm90(fn, signature: dict, kwargs: dict):
+def compile_sm90(fn, signature: dict, kwargs: dict, multiples_of_16: tuple[str, ...] = ()):
     """``fn`` compiled for sm_90 as a launch with these runtime argument types and keyword
-    arguments (constexprs and compile options) would compile it."""
+    arguments (constexprs and compile options) would compile it. ``multiples_of_16``: the
+    integer arguments whose launch values are multiples of 16."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     constexprs = {k: v for k, v in kwargs.items() if k not in OPTIONS}
     jitted = triton.jit(fn)
-    # Pointers aligned to 16 bytes, as a launch on torch's allocations specializes them
-    # (without it the compiler cannot vectorise loads and picks other layouts).
+    # Pointers aligned to 16 bytes and integers that are multiples of 16, as a launch
+    # specializes them (without it the compiler cannot vectorise loads and picks other
+    # layouts).
     aligned = {(jitted.arg_names.index(k),): [["tt.divisibility", 16]] for k, v in signature.items()
-               if v.startswith("*")}
+               if v.startswith("*") or k in multiples_of_16}
     src = ASTSource(fn=jitted, signature={**signature, **{k: "constexpr" for k in constexprs}},
                     constexprs=constexprs, attrs=aligned)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
@@ -57,15 +59,18 @@ def one_load_one_store(x_ptr):
     tl.store(x_ptr, tl.load(x_ptr) + 1.0)
 
 
-def site_launches(rows: int, d: int) -> list[tuple[str, dict]]:
-    """The mHC site's launches as FusedMhc makes them on CUDA for bf16 streams."""
+def site_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
+    """The mHC site's launches as FusedMhc makes them on CUDA for bf16 streams, with the
+    integer arguments a launch would specialize as multiples of 16."""
     import torch
 
     from runtime.kernels import mhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
     tiles = MhcPolicy().tiling(rows, d, cuda=True)
-    return [(f"mhc T={rows} D={d} phase {kwargs['PHASE']} {tiles.projection}", kwargs)
+    ints = {"T": rows, "D": d, "SPLIT_D": tiles.split_d}
+    multiples = tuple(name for name, value in ints.items() if value % 16 == 0)
+    return [(f"mhc T={rows} D={d} phase {kwargs['PHASE']} {tiles.projection}", kwargs, multiples)
             for _, kwargs in mhc.site_launches(tiles, rows, d, True, torch.bfloat16)]
 
 
@@ -126,15 +131,15 @@ def main(argv: list[str]) -> int:
         return 2
     from runtime.kernels import gate, mhc, rope_quant
 
-    launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs) for case in argv
-                for name, kwargs in site_launches(*(int(v) for v in case.split(":")))]
-    launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs)
+    launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in argv
+                for name, kwargs, multiples in site_launches(*(int(v) for v in case.split(":")))]
+    launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, ())
                  for name, signature, kwargs in rope_quant_launches()]
-    launches += [(name, gate._gate_kernel, signature, kwargs) for name, signature, kwargs in gate_launches()]
+    launches += [(name, gate._gate_kernel, signature, kwargs, ()) for name, signature, kwargs in gate_launches()]
     failed = 0
-    for name, kernel, signature, kwargs in launches:
+    for name, kernel, signature, kwargs, multiples in launches:
         try:
-            compile_sm90(kernel, signature, kwargs)
+            compile_sm90(kernel, signature, kwargs, multiples)
             print(f"ok {name}")
         except Exception as e:  # noqa: BLE001 - reported per launch
             failed += 1

@@ -82,4 +82,25 @@ def test_unsplit_is_one_program_per_row_block_over_all_of_d():
 def test_an_unknown_projection_is_refused_by_name(field):
     with pytest.raises(ValueError, match=f"MhcPolicy.{field}: expected one of"):
         MhcPolicy(**{field: "bf16x3"})
-    assert set(PROJECTIONS) == {"ieee", "tf32x3", "fma"}
+    assert set(PROJECTIONS) == {"ieee", "tf32x3", "tf32x2", "fma"}
+
+
+def test_tf32x2_without_a_reload_is_refused_by_name():
+    """TF32x2 is exact only on X' as stored (bf16): it exists only as the re-read projection."""
+    with pytest.raises(ValueError, match="MhcPolicy.decode_projection: 'tf32x2'.*reload_d > 0"):
+        MhcPolicy(decode_projection="tf32x2", reload_d=0)
+    with pytest.raises(ValueError, match="MhcPolicy.projection: 'tf32x2'.*tail_reload_d > 0"):
+        MhcPolicy(projection="tf32x2")
+    with pytest.raises(ValueError, match="MhcPolicy.reload_d: expected >= 0"):
+        MhcPolicy(reload_d=-1)
+
+
+@pytest.mark.parametrize("t,expected", [(1, 0), (2, 0), (8, 128), (64, 128), (512, 128), (4096, 0)])
+def test_the_reload_applies_to_dot_tilings_below_the_tail(t, expected):
+    """Defaults (benchmarks/results/tile_sweep_h200_mhc_reload.md): the multiply-add rows
+    never re-read X'; dot tilings below ``tail_rows`` do; the tail does not
+    (``tail_reload_d`` = 0). A chunk is a whole number of D tiles."""
+    assert MhcPolicy().tiling(t, 5120, cuda=True).reload_d == expected
+    tiles = MhcPolicy(reload_d=100, tail_reload_d=40).tiling(t, 5120, cuda=True)
+    if tiles.projection != "fma":
+        assert tiles.reload_d % tiles.block_d == 0 and 0 <= tiles.reload_d - (40 if tiles.tail else 100) < tiles.block_d

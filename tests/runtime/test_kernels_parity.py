@@ -320,6 +320,22 @@ def test_mhc_projection_modes_match_the_reference(fused, gen, projection, t):
     check_mhc(fused, gen, TINY, t, torch.float32, with_out=False)
 
 
+@pytest.mark.parametrize("projection,t,tail_rows", [("ieee", 20, 64), ("tf32x2", 20, 64), ("tf32x2", 40, 1)])
+def test_mhc_reloaded_projection_matches_the_reference(fused, gen, projection, t, tail_rows):
+    """The projection re-reading X' after each ``reload_d`` columns are mixed and written
+    (chunks of 3 tiles, not dividing the split; both finishes), against the reference."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    policy = MhcPolicy(projection=projection, decode_projection=projection, decode_rows=4, programs=4,
+                       block_d=16, tail_block_d=16, reload_d=48, tail_reload_d=48, tail_rows=tail_rows)
+    tiles = policy.tiling(t, TINY.hidden_size, cuda=False)
+    assert tiles.reload_d == 48 and tiles.split_d % tiles.reload_d != 0 and tiles.splits(TINY.hidden_size) > 1
+    fused.mhc = FusedMhc(policy)
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out=True)
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out=False)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("config,t", [(MID, 1), (MID, 64), (MID, 333), (MID, 2048), (FLASH, 8)])
@@ -331,14 +347,17 @@ def test_mhc_parity_gpu(fused, gen, config, t, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("projection", ["ieee", "tf32x3", "fma"])
+@pytest.mark.parametrize("projection,reload_d", [("ieee", 0), ("tf32x3", 0), ("fma", 0), ("tf32x3", 128),
+                                                ("tf32x2", 128)])
 @pytest.mark.parametrize("config,t", [(MID, 1), (MID, 8), (MID, 2048), (FLASH, 64)])
-def test_mhc_projection_modes_parity_gpu(fused, gen, projection, config, t):
-    """Every projection mode, compiled, on bf16 streams, with both finishes (2,048 rows: the tail)."""
+def test_mhc_projection_modes_parity_gpu(fused, gen, projection, reload_d, config, t):
+    """Every projection mode, compiled, on bf16 streams, with both finishes (2,048 rows: the
+    tail), projecting in the mixing loop or re-reading X' (``reload_d``)."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    fused.mhc = FusedMhc(MhcPolicy(projection=projection, decode_projection=projection))
+    fused.mhc = FusedMhc(MhcPolicy(projection=projection, decode_projection=projection, reload_d=reload_d,
+                                   tail_reload_d=reload_d))
     check_mhc(fused, gen, config, t, torch.bfloat16, with_out=True)
     check_mhc(fused, gen, config, t, torch.bfloat16, with_out=False)
 
