@@ -74,12 +74,15 @@ def hd_bucket(head_dim: int) -> int:
 
 
 # The hd-512 decode rows are benchmarks/attention_tiles.py --quick's suggestion on the H200
-# (best geometric mean over mid/flash x engine/ring; benchmarks/results/attention_tiles_h200.md).
+# (best geometric mean over mid/flash x engine/ring; benchmarks/results/attention_tiles_h200.md);
+# the hd-512 prefill row is the suggestion of a sweep at 512 queries
+# (benchmarks/results/attention_tiles_h200_prefill.md: 32 keys per tile instead of 16, 1.5x at
+# mid, 1.4x at flash).
 TILES: dict[tuple[int, int], AttentionTile] = {
     (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16),
     (8, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16),
     (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=4),
-    (PREFILL, 512): AttentionTile(32, 16),
+    (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=1),
     (1, 128): AttentionTile(32, 32, splits=16),
     (8, 128): AttentionTile(32, 32, splits=16),
     (64, 128): AttentionTile(32, 32, splits=4),
