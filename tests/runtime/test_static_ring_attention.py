@@ -29,6 +29,9 @@ from runtime.static.attention import KeyLayout, decode_attention
 from runtime.static.ring_attention import RingAttention, RingKeys
 
 CUDA = torch.cuda.is_available()
+# The small cases run where the kernel does: interpreted on CPU tensors, or compiled on CUDA
+# ones (with CUDA present the kernel is compiled, and it cannot read CPU tensors).
+SMALL = "cuda" if CUDA else "cpu"
 NUM = Numerics()
 
 
@@ -92,7 +95,7 @@ def test_ring_attention_matches_the_batched_core(kernel_cls, gen, b, splits, wit
     from runtime.kernels.attention_tiles import AttentionTile
 
     window, hd = 32, 32
-    case = slab_case(gen, b, 4, hd, window, 20, 30, torch.float32, "cpu", with_topk=with_topk)
+    case = slab_case(gen, b, 4, hd, window, 20, 30, torch.float32, SMALL, with_topk=with_topk)
     kernel = kernel_cls() if splits is None else kernel_cls(tile=AttentionTile(16, 16, splits=splits))
     got, want = both(kernel, case, window, hd)
     assert got.dtype == torch.float32 and got.shape == want.shape
@@ -106,7 +109,7 @@ def test_split_path_writes_every_scratch_slot(kernel_cls, gen, monkeypatch):
     from runtime.kernels.attention_tiles import AttentionTile
 
     window, hd = 16, 32
-    case = slab_case(gen, 4, 4, hd, window, 8, 12, torch.float32, "cpu")
+    case = slab_case(gen, 4, 4, hd, window, 8, 12, torch.float32, SMALL)
     # 16-key tiles, 4 splits of 24 keys: the last split has 16 keys, some splits hold
     # only invalid keys (slot 0's window before position 0, its all -1 top-k).
     kernel = kernel_cls(tile=AttentionTile(16, 16, splits=4))
@@ -126,7 +129,7 @@ def test_split_path_writes_every_scratch_slot(kernel_cls, gen, monkeypatch):
 
 
 def test_ring_attention_refuses_mismatched_slots(kernel_cls, gen):
-    q, ring, entries, pos, floor, topk, sink = slab_case(gen, 3, 4, 32, 8, 6, 10, torch.float32, "cpu")
+    q, ring, entries, pos, floor, topk, sink = slab_case(gen, 3, 4, 32, 8, 6, 10, torch.float32, SMALL)
     with pytest.raises(ValueError, match="3 queries but ring"):
         kernel_cls().ring(q, pos, floor, ring[:2], entries, topk, sink)
 
@@ -230,10 +233,10 @@ def test_packed_ring_attention_is_bitwise_the_unpacked(kernel_cls, gen, b, split
     from runtime.kernels.attention_tiles import AttentionTile
 
     window, hd = 32, 64
-    q, _, _, pos, floor, topk, sink = slab_case(gen, b, 4, hd, window, 20, 30, torch.float32, "cpu",
+    q, _, _, pos, floor, topk, sink = slab_case(gen, b, 4, hd, window, 20, 30, torch.float32, SMALL,
                                                 with_topk=with_topk)
-    ring = random_packed(gen, (b, window), hd, "fp8", "cpu")
-    entries = random_packed(gen, (b, 30), hd, "nvfp4", "cpu") if with_topk else None
+    ring = random_packed(gen, (b, window), hd, "fp8", SMALL)
+    entries = random_packed(gen, (b, 30), hd, "nvfp4", SMALL) if with_topk else None
     kernel = kernel_cls() if splits is None else kernel_cls(tile=AttentionTile(16, 16, splits=splits))
     got = kernel.ring(q, pos, floor, ring, entries, topk, sink)
     want = kernel.ring(q, pos, floor, ring.unpack(), None if entries is None else entries.unpack(), topk, sink)
@@ -247,13 +250,13 @@ def test_packed_ring_attention_is_bitwise_the_unpacked(kernel_cls, gen, b, split
 
 
 def test_packed_ring_attention_refuses_mixed_layouts(kernel_cls, gen):
-    q, ring, entries, pos, floor, topk, sink = slab_case(gen, 2, 4, 32, 8, 6, 10, torch.float32, "cpu")
-    packed_ring = random_packed(gen, (2, 8), 32, "fp8", "cpu")
+    q, ring, entries, pos, floor, topk, sink = slab_case(gen, 2, 4, 32, 8, 6, 10, torch.float32, SMALL)
+    packed_ring = random_packed(gen, (2, 8), 32, "fp8", SMALL)
     with pytest.raises(ValueError, match="both be packed or neither"):
         kernel_cls().ring(q, pos, floor, packed_ring, entries, topk, sink)
     with pytest.raises(ValueError, match="packed ring must be fp8 and entries nvfp4"):
-        kernel_cls().ring(q, pos, floor, random_packed(gen, (2, 8), 32, "nvfp4", "cpu"),
-                          random_packed(gen, (2, 10), 32, "nvfp4", "cpu"), topk, sink)
+        kernel_cls().ring(q, pos, floor, random_packed(gen, (2, 8), 32, "nvfp4", SMALL),
+                          random_packed(gen, (2, 10), 32, "nvfp4", SMALL), topk, sink)
     with pytest.raises(ValueError, match="packed caches are the static slab's"):
         kernel_cls()(q[0:1], pos[:1], floor[:1], packed_ring, 8, None, None, sink, NUM)
 
