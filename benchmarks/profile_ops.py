@@ -1,0 +1,76 @@
+"""Run chosen fused-op cases of ``benchmarks/kernels.py`` between cudaProfilerStart/Stop, so
+Nsight Compute (``ncu --profile-from-start off``) profiles exactly those launches: why a
+kernel sits where it does against the roofline (DRAM throughput, occupancy, warp stall
+reasons), not only how long it takes.
+
+    ncu --clock-control none --profile-from-start off --section SpeedOfLight \\
+        --section Occupancy --section WarpStateStats --csv --page details \\
+        python benchmarks/profile_ops.py mhc:flash:4096 attention:mid:64 > ncu.csv
+
+A case is op:scale:rows (the benchmark's own case builders; rope_quant takes
+op:scale:rows:fmt, the indexer op:scale:rows:keys). Every case is run once before
+profiling starts (Triton compiles then), then ``--calls`` times inside the profiled
+range, one NVTX range per case. A reading: benchmarks/results/ncu_h200_attention_gate_mhc.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from benchmarks import kernels as bench
+from runtime.config import V41Config
+from runtime.kernels import KernelRegistry
+
+BUILDERS = {"gate": bench.gate_case, "mhc": bench.mhc_case, "attention": bench.attention_case,
+            "inv_rope": bench.inv_rope_case, "compress": bench.compress_case, "engram": bench.engram_case}
+
+
+def build(ops, spec: str):
+    """(label, zero-argument call) of one case spec."""
+    parts = spec.split(":")
+    if len(parts) < 3:
+        raise SystemExit(f"profile_ops: case {spec!r}: expected op:scale:rows[:use or :N]")
+    op, scale, rows = parts[0], parts[1], int(parts[2])
+    c = V41Config.preset(scale)
+    if op == "rope_quant":
+        use = next((u for u, (fmt, _) in bench.ROPE_QUANT_USES.items() if fmt == parts[3]), None)
+        if use is None:
+            raise SystemExit(f"profile_ops: case {spec!r}: rope_quant takes a format, one of "
+                             f"{[fmt for fmt, _ in bench.ROPE_QUANT_USES.values()]}")
+        _, args = bench.rope_quant_case(ops, c, scale, rows, use)
+    elif op == "indexer":
+        _, args = bench.indexer_case(ops, c, scale, rows, int(parts[3]))
+    elif op in BUILDERS:
+        _, args = BUILDERS[op](ops, c, scale, rows)
+    else:
+        raise SystemExit(f"profile_ops: unknown op {op!r} in {spec!r}")
+    fn = getattr(ops, op)
+    return spec, lambda: fn(*args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="+")
+    parser.add_argument("--calls", type=int, default=1)
+    args = parser.parse_args(argv)
+    ops = KernelRegistry("fused", device="cuda", on_unavailable="error")
+    cases = [build(ops, spec) for spec in args.cases]
+    for _, call in cases:
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    for label, call in cases:
+        torch.cuda.nvtx.range_push(label)
+        for _ in range(args.calls):
+            call()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.cudart().cudaProfilerStop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
