@@ -4,14 +4,17 @@
 # /tmp/res come back as one tar, rewritten after each step so a call cut short still
 # returns what finished). Usage on the device:
 #   OUT=/path bash benchmarks/h200_checklist.sh
-# Open after 2026-12-02 (session 9), issue 16 (its closing note has the figures):
-# - mHC: no case meets the goal (decode 8-20 us against ~1.9; 16-27 % from 512 rows);
-# - RoPE + quant NVFP4 at 4,096 rows: 53-56 % (goal 60 %); fewer instructions per element
-#   (bigger tiles) measured slower, so its per-block chain or occupancy is what is left;
-# - the gate at mid 512 rows measured 6.4 us with a second selecting launch vs 8.3 with one,
-#   left at one launch because mid 4,096 rows lost 1.1 us that way; a rule by row blocks is
-#   untested; attention at T >= 8, the linear kernel, most ops under 4 MiB;
-# - the first lines below re-run the GPU tests of what session 9 changed.
+# Open after 2026-12-02 (session 10), issue 16 (its closing note has the figures):
+# - mHC: no case meets the goal (decode 8-15 us against ~2; 20-31 % from 512 rows). The
+#   decode finish (Sinkhorn on [rows, 4, 4], one warp) takes longer than the sweep
+#   (ncu_h200_attention_gate_mhc.md); the tail at 4,096 rows still projects in its mixing loop
+#   (re-reading there measured slower);
+# - attention: its partial kernel holds a [heads, 512] float32 accumulator (208-255 registers,
+#   12 % occupancy, spills at flash); the merge is 17-40 % of its time at T >= 8;
+# - RoPE + quant NVFP4 at 4,096 rows 53-56 %; the gate; most ops under 4 MiB;
+# - ncu works there: add `ncu --clock-control none --profile-from-start off ... python
+#   benchmarks/profile_ops.py op:scale:rows` to a call to see registers, occupancy, stalls;
+# - the first lines below re-run the GPU tests of what sessions 9-10 changed.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -20,7 +23,7 @@ timeout 120 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test
 grep -E "AssertionError|passed|failed" "$OUT/static.log" | tail -4
 timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_rope_quant.py tests/runtime/test_kv_packing.py tests/runtime/test_kernels_parity.py -k "rope or pack or gate_parity_gpu or gate_graph" > "$OUT/rope_gate.log" 2>&1; el rope_gate $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/rope_gate.log" | tail -6
-timeout 150 python -m pytest -q -p no:cacheprovider tests/runtime/test_kernels_parity.py tests/runtime/test_kernels_experts.py -k "mhc_parity_gpu or mhc_projection_modes_parity_gpu or gpu_mid_experts" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 200 python -m pytest -q -p no:cacheprovider tests/runtime/test_kernels_parity.py tests/runtime/test_kernels_experts.py -k "mhc_parity_gpu or mhc_projection_modes_parity_gpu or gpu_mid_experts" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
 timeout 100 python benchmarks/kernels.py --ops mhc,rope_quant,gate --out "$R" > "$OUT/kernels.log" 2>&1; el kernels $?
 grep -E "^\| (mhc|rope_quant|gate)|Goal met" "$OUT/kernels.log"
