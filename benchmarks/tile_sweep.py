@@ -50,13 +50,16 @@ OPS = ("mhc", "inv_rope", "rope_quant", "compress", "indexer")
 MHC_DECODE = (
     ("default", MhcPolicy()),
     ("no reload", MhcPolicy(reload_d=0)),
-    ("reload tf32x2", MhcPolicy(decode_projection="tf32x2")),
+    ("finish 1 row", MhcPolicy(decode_finish_rows=1)),
+    ("regs finish", MhcPolicy(finish_registers=True)),
+    ("regs finish 1 row", MhcPolicy(finish_registers=True, decode_finish_rows=1)),
     ("d32 w2", MhcPolicy(decode_block_d=32, decode_warps=2)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),
     ("no reload", MhcPolicy(reload_d=0)),
     ("t32", MhcPolicy(block_t=32)),
+    ("regs finish", MhcPolicy(finish_registers=True)),
     ("tail reload d32", MhcPolicy(tail_reload_d=128, tail_block_d=32)),
     ("tf32x2", MhcPolicy(projection="tf32x2", tail_reload_d=128, tail_block_d=32)),
     ("t64 w4", MhcPolicy(block_t=64, tail_block_t=64, num_warps=4)),

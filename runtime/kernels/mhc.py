@@ -22,6 +22,9 @@ modes are):
   coefficients (sigmoids, softmax, Sinkhorn) once per row, and the collapsed row
   normalised. Many rows: by the row block's last program in the same launch (a ticket,
   ``runtime/kernels/tickets.py``); decode rows: by a second launch of the same kernel.
+  The coefficients are [rows, 4, 4] tensors, or with ``REG_FINISH`` one [rows] vector per
+  coefficient, so the Sinkhorn is register arithmetic instead of 40 cross-lane reductions
+  (mhc_tiles.py: the candidate, not yet timed on the GPU).
 
 Why split over D: with one program per row block sweeping all of D, decode shapes (one or
 a handful of row blocks) left a site to one or a few SMs reading the whole 24 x 4D ``fn``
@@ -56,7 +59,7 @@ def _mhc_site_kernel(
     T, D, SPLIT_D, norm_eps, hc_eps, sinkhorn_iters,
     PHASE: tl.constexpr, HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr,
     BLOCK_D: tl.constexpr, PROJ: tl.constexpr, TAIL_T: tl.constexpr, CHUNK: tl.constexpr,
-    NORM_D: tl.constexpr, RELOAD_D: tl.constexpr,
+    NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
 ):
     """One launch of a site, by PHASE:
 
@@ -212,8 +215,6 @@ def _mhc_site_kernel(
         norm_hi = tl.minimum(norm_lo + SPLIT_D, D)
     if PHASE != SWEEP:
         n_splits = tl.num_programs(1)
-        h = tl.arange(0, HC)
-        c_idx = h[:, None] * HC + h[None, :]
         for sub in range(0, n_sub):
             t_rows = pid * BLOCK_T + sub * TAIL_T + tl.arange(0, TAIL_T)
             t_ok = t_rows < T
@@ -225,38 +226,182 @@ def _mhc_site_kernel(
                 at = part_ptr + (sp[None, :].to(tl.int64) * T + t_rows64[:, None]) * PART
                 t_xsq += tl.sum(tl.load(at + NCOL + 1, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
             if (split == 0) | (PHASE == SWEEP_AND_TAIL):  # the coefficients, once per row
-                z_pre = tl.zeros((TAIL_T, HC), dtype=tl.float32)
-                z_post = tl.zeros((TAIL_T, HC), dtype=tl.float32)
-                z_comb = tl.zeros((TAIL_T, HC, HC), dtype=tl.float32)
-                t_sq = tl.zeros((TAIL_T,), dtype=tl.float32)
-                for s_lo in range(0, n_splits, CHUNK):
-                    sp = s_lo + tl.arange(0, CHUNK)
-                    ok2 = t_ok[:, None] & (sp[None, :] < n_splits)
-                    at = part_ptr + (sp[None, :].to(tl.int64) * T + t_rows64[:, None]) * PART
-                    z_pre += tl.sum(tl.load(at[:, :, None] + h[None, None, :], mask=ok2[:, :, None], other=0.0,
-                                            cache_modifier=".cg"), axis=1)
-                    z_post += tl.sum(tl.load(at[:, :, None] + HC + h[None, None, :], mask=ok2[:, :, None],
-                                             other=0.0, cache_modifier=".cg"), axis=1)
-                    z_comb += tl.sum(tl.load(at[:, :, None, None] + 2 * HC + c_idx[None, None, :, :],
-                                             mask=ok2[:, :, None, None], other=0.0, cache_modifier=".cg"), axis=1)
-                    t_sq += tl.sum(tl.load(at + NCOL, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                rstd = 1.0 / tl.sqrt(t_sq / (HC * D) + norm_eps)
-                z_pre = (z_pre * rstd[:, None]) * tl.load(scale_ptr + 0) + tl.load(base_ptr + h)[None, :]
-                z_post = (z_post * rstd[:, None]) * tl.load(scale_ptr + 1) + tl.load(base_ptr + HC + h)[None, :]
-                z_comb = ((z_comb * rstd[:, None, None]) * tl.load(scale_ptr + 2)
-                          + tl.load(base_ptr + 2 * HC + c_idx)[None, :, :])
-                pre = 1.0 / (1.0 + tl.exp(-z_pre)) + hc_eps
-                post = 2.0 / (1.0 + tl.exp(-z_post))
-                e = tl.exp(z_comb - tl.max(z_comb, axis=2)[:, :, None])
-                c = e / tl.sum(e, axis=2)[:, :, None] + hc_eps
-                c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
-                for _ in range(sinkhorn_iters - 1):
-                    c = c / (tl.sum(c, axis=2)[:, :, None] + hc_eps)
+                if REG_FINISH:
+                    # Every one of the 24 projections (and sum X'^2) is its own [TAIL_T] vector,
+                    # so a row's coefficients sit in the same threads and the Sinkhorn below is
+                    # register arithmetic. On [TAIL_T, 4, 4] tensors each of its 40
+                    # normalisations was a cross-lane reduction: at decode that serial chain
+                    # outlasted the whole sweep (ncu_h200_attention_gate_mhc.md).
+                    zero = tl.zeros((TAIL_T,), dtype=tl.float32)
+                    t_sq = zero
+                    a0, a1, a2, a3 = zero, zero, zero, zero  # pre
+                    b0, b1, b2, b3 = zero, zero, zero, zero  # post
+                    z00, z01, z02, z03 = zero, zero, zero, zero  # comb, row-major
+                    z10, z11, z12, z13 = zero, zero, zero, zero
+                    z20, z21, z22, z23 = zero, zero, zero, zero
+                    z30, z31, z32, z33 = zero, zero, zero, zero
+                    for s_lo in range(0, n_splits, CHUNK):
+                        sp = s_lo + tl.arange(0, CHUNK)
+                        ok2 = t_ok[:, None] & (sp[None, :] < n_splits)
+                        at = part_ptr + (sp[None, :].to(tl.int64) * T + t_rows64[:, None]) * PART  # [TAIL_T, CHUNK]
+                        t_sq += tl.sum(tl.load(at + NCOL, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        a0 += tl.sum(tl.load(at + 0, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        a1 += tl.sum(tl.load(at + 1, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        a2 += tl.sum(tl.load(at + 2, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        a3 += tl.sum(tl.load(at + 3, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        b0 += tl.sum(tl.load(at + 4, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        b1 += tl.sum(tl.load(at + 5, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        b2 += tl.sum(tl.load(at + 6, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        b3 += tl.sum(tl.load(at + 7, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z00 += tl.sum(tl.load(at + 8, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z01 += tl.sum(tl.load(at + 9, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z02 += tl.sum(tl.load(at + 10, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z03 += tl.sum(tl.load(at + 11, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z10 += tl.sum(tl.load(at + 12, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z11 += tl.sum(tl.load(at + 13, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z12 += tl.sum(tl.load(at + 14, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z13 += tl.sum(tl.load(at + 15, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z20 += tl.sum(tl.load(at + 16, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z21 += tl.sum(tl.load(at + 17, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z22 += tl.sum(tl.load(at + 18, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z23 += tl.sum(tl.load(at + 19, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z30 += tl.sum(tl.load(at + 20, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z31 += tl.sum(tl.load(at + 21, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z32 += tl.sum(tl.load(at + 22, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                        z33 += tl.sum(tl.load(at + 23, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                    rstd = 1.0 / tl.sqrt(t_sq / (HC * D) + norm_eps)
+                    # pre = sigmoid((z * rstd) * scale_0 + base) + eps; post = 2 sigmoid(...)
+                    s_pre, s_post, s_comb = tl.load(scale_ptr + 0), tl.load(scale_ptr + 1), tl.load(scale_ptr + 2)
+                    a0 = 1.0 / (1.0 + tl.exp(-((a0 * rstd) * s_pre + tl.load(base_ptr + 0)))) + hc_eps
+                    a1 = 1.0 / (1.0 + tl.exp(-((a1 * rstd) * s_pre + tl.load(base_ptr + 1)))) + hc_eps
+                    a2 = 1.0 / (1.0 + tl.exp(-((a2 * rstd) * s_pre + tl.load(base_ptr + 2)))) + hc_eps
+                    a3 = 1.0 / (1.0 + tl.exp(-((a3 * rstd) * s_pre + tl.load(base_ptr + 3)))) + hc_eps
+                    b0 = 2.0 / (1.0 + tl.exp(-((b0 * rstd) * s_post + tl.load(base_ptr + 4))))
+                    b1 = 2.0 / (1.0 + tl.exp(-((b1 * rstd) * s_post + tl.load(base_ptr + 5))))
+                    b2 = 2.0 / (1.0 + tl.exp(-((b2 * rstd) * s_post + tl.load(base_ptr + 6))))
+                    b3 = 2.0 / (1.0 + tl.exp(-((b3 * rstd) * s_post + tl.load(base_ptr + 7))))
+                    # comb logits (z * rstd) * scale_2 + base, then a softmax over each row (j)
+                    z00 = (z00 * rstd) * s_comb + tl.load(base_ptr + 8)
+                    z01 = (z01 * rstd) * s_comb + tl.load(base_ptr + 9)
+                    z02 = (z02 * rstd) * s_comb + tl.load(base_ptr + 10)
+                    z03 = (z03 * rstd) * s_comb + tl.load(base_ptr + 11)
+                    z10 = (z10 * rstd) * s_comb + tl.load(base_ptr + 12)
+                    z11 = (z11 * rstd) * s_comb + tl.load(base_ptr + 13)
+                    z12 = (z12 * rstd) * s_comb + tl.load(base_ptr + 14)
+                    z13 = (z13 * rstd) * s_comb + tl.load(base_ptr + 15)
+                    z20 = (z20 * rstd) * s_comb + tl.load(base_ptr + 16)
+                    z21 = (z21 * rstd) * s_comb + tl.load(base_ptr + 17)
+                    z22 = (z22 * rstd) * s_comb + tl.load(base_ptr + 18)
+                    z23 = (z23 * rstd) * s_comb + tl.load(base_ptr + 19)
+                    z30 = (z30 * rstd) * s_comb + tl.load(base_ptr + 20)
+                    z31 = (z31 * rstd) * s_comb + tl.load(base_ptr + 21)
+                    z32 = (z32 * rstd) * s_comb + tl.load(base_ptr + 22)
+                    z33 = (z33 * rstd) * s_comb + tl.load(base_ptr + 23)
+                    m0 = tl.maximum(tl.maximum(z00, z01), tl.maximum(z02, z03))
+                    m1 = tl.maximum(tl.maximum(z10, z11), tl.maximum(z12, z13))
+                    m2 = tl.maximum(tl.maximum(z20, z21), tl.maximum(z22, z23))
+                    m3 = tl.maximum(tl.maximum(z30, z31), tl.maximum(z32, z33))
+                    z00, z01, z02, z03 = tl.exp(z00 - m0), tl.exp(z01 - m0), tl.exp(z02 - m0), tl.exp(z03 - m0)
+                    z10, z11, z12, z13 = tl.exp(z10 - m1), tl.exp(z11 - m1), tl.exp(z12 - m1), tl.exp(z13 - m1)
+                    z20, z21, z22, z23 = tl.exp(z20 - m2), tl.exp(z21 - m2), tl.exp(z22 - m2), tl.exp(z23 - m2)
+                    z30, z31, z32, z33 = tl.exp(z30 - m3), tl.exp(z31 - m3), tl.exp(z32 - m3), tl.exp(z33 - m3)
+                    r0 = 1.0 / (z00 + z01 + z02 + z03)
+                    r1 = 1.0 / (z10 + z11 + z12 + z13)
+                    r2 = 1.0 / (z20 + z21 + z22 + z23)
+                    r3 = 1.0 / (z30 + z31 + z32 + z33)
+                    z00, z01, z02, z03 = z00 * r0 + hc_eps, z01 * r0 + hc_eps, z02 * r0 + hc_eps, z03 * r0 + hc_eps
+                    z10, z11, z12, z13 = z10 * r1 + hc_eps, z11 * r1 + hc_eps, z12 * r1 + hc_eps, z13 * r1 + hc_eps
+                    z20, z21, z22, z23 = z20 * r2 + hc_eps, z21 * r2 + hc_eps, z22 * r2 + hc_eps, z23 * r2 + hc_eps
+                    z30, z31, z32, z33 = z30 * r3 + hc_eps, z31 * r3 + hc_eps, z32 * r3 + hc_eps, z33 * r3 + hc_eps
+                    # Sinkhorn: each normalisation a reciprocal of the sum + eps and four
+                    # multiplies (Triton's float32 division is a reciprocal and a multiply too)
+                    # columns (over i), then rows and columns sinkhorn_iters - 1 times
+                    r0 = 1.0 / (z00 + z10 + z20 + z30 + hc_eps)
+                    r1 = 1.0 / (z01 + z11 + z21 + z31 + hc_eps)
+                    r2 = 1.0 / (z02 + z12 + z22 + z32 + hc_eps)
+                    r3 = 1.0 / (z03 + z13 + z23 + z33 + hc_eps)
+                    z00, z01, z02, z03 = z00 * r0, z01 * r1, z02 * r2, z03 * r3
+                    z10, z11, z12, z13 = z10 * r0, z11 * r1, z12 * r2, z13 * r3
+                    z20, z21, z22, z23 = z20 * r0, z21 * r1, z22 * r2, z23 * r3
+                    z30, z31, z32, z33 = z30 * r0, z31 * r1, z32 * r2, z33 * r3
+                    for _ in range(sinkhorn_iters - 1):
+                        r0 = 1.0 / (z00 + z01 + z02 + z03 + hc_eps)
+                        r1 = 1.0 / (z10 + z11 + z12 + z13 + hc_eps)
+                        r2 = 1.0 / (z20 + z21 + z22 + z23 + hc_eps)
+                        r3 = 1.0 / (z30 + z31 + z32 + z33 + hc_eps)
+                        z00, z01, z02, z03 = z00 * r0, z01 * r0, z02 * r0, z03 * r0
+                        z10, z11, z12, z13 = z10 * r1, z11 * r1, z12 * r1, z13 * r1
+                        z20, z21, z22, z23 = z20 * r2, z21 * r2, z22 * r2, z23 * r2
+                        z30, z31, z32, z33 = z30 * r3, z31 * r3, z32 * r3, z33 * r3
+                        r0 = 1.0 / (z00 + z10 + z20 + z30 + hc_eps)
+                        r1 = 1.0 / (z01 + z11 + z21 + z31 + hc_eps)
+                        r2 = 1.0 / (z02 + z12 + z22 + z32 + hc_eps)
+                        r3 = 1.0 / (z03 + z13 + z23 + z33 + hc_eps)
+                        z00, z01, z02, z03 = z00 * r0, z01 * r1, z02 * r2, z03 * r3
+                        z10, z11, z12, z13 = z10 * r0, z11 * r1, z12 * r2, z13 * r3
+                        z20, z21, z22, z23 = z20 * r0, z21 * r1, z22 * r2, z23 * r3
+                        z30, z31, z32, z33 = z30 * r0, z31 * r1, z32 * r2, z33 * r3
+                    at_pre, at_post = pre_ptr + t_rows64 * HC, post_ptr + t_rows64 * HC
+                    tl.store(at_pre + 0, a0, mask=t_ok)
+                    tl.store(at_pre + 1, a1, mask=t_ok)
+                    tl.store(at_pre + 2, a2, mask=t_ok)
+                    tl.store(at_pre + 3, a3, mask=t_ok)
+                    tl.store(at_post + 0, b0, mask=t_ok)
+                    tl.store(at_post + 1, b1, mask=t_ok)
+                    tl.store(at_post + 2, b2, mask=t_ok)
+                    tl.store(at_post + 3, b3, mask=t_ok)
+                    at_comb = comb_ptr + t_rows64 * HC * HC
+                    tl.store(at_comb + 0, z00, mask=t_ok)
+                    tl.store(at_comb + 1, z01, mask=t_ok)
+                    tl.store(at_comb + 2, z02, mask=t_ok)
+                    tl.store(at_comb + 3, z03, mask=t_ok)
+                    tl.store(at_comb + 4, z10, mask=t_ok)
+                    tl.store(at_comb + 5, z11, mask=t_ok)
+                    tl.store(at_comb + 6, z12, mask=t_ok)
+                    tl.store(at_comb + 7, z13, mask=t_ok)
+                    tl.store(at_comb + 8, z20, mask=t_ok)
+                    tl.store(at_comb + 9, z21, mask=t_ok)
+                    tl.store(at_comb + 10, z22, mask=t_ok)
+                    tl.store(at_comb + 11, z23, mask=t_ok)
+                    tl.store(at_comb + 12, z30, mask=t_ok)
+                    tl.store(at_comb + 13, z31, mask=t_ok)
+                    tl.store(at_comb + 14, z32, mask=t_ok)
+                    tl.store(at_comb + 15, z33, mask=t_ok)
+                else:  # [TAIL_T, 4, 4] tensors: reductions across lanes
+                    h = tl.arange(0, HC)
+                    c_idx = h[:, None] * HC + h[None, :]
+                    z_pre = tl.zeros((TAIL_T, HC), dtype=tl.float32)
+                    z_post = tl.zeros((TAIL_T, HC), dtype=tl.float32)
+                    z_comb = tl.zeros((TAIL_T, HC, HC), dtype=tl.float32)
+                    t_sq = tl.zeros((TAIL_T,), dtype=tl.float32)
+                    for s_lo in range(0, n_splits, CHUNK):
+                        sp = s_lo + tl.arange(0, CHUNK)
+                        ok2 = t_ok[:, None] & (sp[None, :] < n_splits)
+                        at = part_ptr + (sp[None, :].to(tl.int64) * T + t_rows64[:, None]) * PART
+                        z_pre += tl.sum(tl.load(at[:, :, None] + h[None, None, :], mask=ok2[:, :, None], other=0.0,
+                                                cache_modifier=".cg"), axis=1)
+                        z_post += tl.sum(tl.load(at[:, :, None] + HC + h[None, None, :], mask=ok2[:, :, None],
+                                                 other=0.0, cache_modifier=".cg"), axis=1)
+                        z_comb += tl.sum(tl.load(at[:, :, None, None] + 2 * HC + c_idx[None, None, :, :],
+                                                 mask=ok2[:, :, None, None], other=0.0, cache_modifier=".cg"), axis=1)
+                        t_sq += tl.sum(tl.load(at + NCOL, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                    rstd = 1.0 / tl.sqrt(t_sq / (HC * D) + norm_eps)
+                    z_pre = (z_pre * rstd[:, None]) * tl.load(scale_ptr + 0) + tl.load(base_ptr + h)[None, :]
+                    z_post = (z_post * rstd[:, None]) * tl.load(scale_ptr + 1) + tl.load(base_ptr + HC + h)[None, :]
+                    z_comb = ((z_comb * rstd[:, None, None]) * tl.load(scale_ptr + 2)
+                              + tl.load(base_ptr + 2 * HC + c_idx)[None, :, :])
+                    pre = 1.0 / (1.0 + tl.exp(-z_pre)) + hc_eps
+                    post = 2.0 / (1.0 + tl.exp(-z_post))
+                    e = tl.exp(z_comb - tl.max(z_comb, axis=2)[:, :, None])
+                    c = e / tl.sum(e, axis=2)[:, :, None] + hc_eps
                     c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
-                tl.store(pre_ptr + t_rows64[:, None] * HC + h[None, :], pre, mask=t_ok[:, None])
-                tl.store(post_ptr + t_rows64[:, None] * HC + h[None, :], post, mask=t_ok[:, None])
-                tl.store(comb_ptr + t_rows64[:, None, None] * HC * HC + c_idx[None, :, :], c,
-                         mask=t_ok[:, None, None])
+                    for _ in range(sinkhorn_iters - 1):
+                        c = c / (tl.sum(c, axis=2)[:, :, None] + hc_eps)
+                        c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
+                    tl.store(pre_ptr + t_rows64[:, None] * HC + h[None, :], pre, mask=t_ok[:, None])
+                    tl.store(post_ptr + t_rows64[:, None] * HC + h[None, :], post, mask=t_ok[:, None])
+                    tl.store(comb_ptr + t_rows64[:, None, None] * HC * HC + c_idx[None, :, :], c,
+                             mask=t_ok[:, None, None])
             rstd_x = 1.0 / tl.sqrt(t_xsq / D + norm_eps)
             for n_d0 in range(norm_lo, norm_hi, NORM_D):  # weight * (x * rstd), rounded as the reference
                 n_ds = n_d0 + tl.arange(0, NORM_D)
@@ -277,7 +422,8 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
     # the tensor-core operand's layout, for the projection); contracted differently, the
     # two copies rounded to different bf16 values (mhc_tiles.py).
     common = dict(HAS_OUT=has_out, DTYPE=TL_DTYPES[dtype], BLOCK_D=tiles.block_d, PROJ=tiles.projection,
-                  CHUNK=tiles.chunk, RELOAD_D=tiles.reload_d, enable_fp_fusion=False)
+                  CHUNK=tiles.chunk, RELOAD_D=tiles.reload_d,
+                  REG_FINISH=tiles.finish_registers, enable_fp_fusion=False)
     sweep = dict(PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t,
                  NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
     if tiles.tail:

@@ -49,6 +49,15 @@ projects them from memory (runtime/kernels/mhc.py says why). It made decode and 
 calls 4-28 % faster and the tail 5-10 % slower (tile_sweep_h200_mhc_reload.md), so the
 tail does not re-read by default (``tail_reload_d`` = 0).
 
+The finish's coefficients (``finish_registers``): on [rows, 4, 4] tensors every one of the
+Sinkhorn's 40 normalisations is a reduction across lanes, a serial chain that at decode
+took longer than the sweep (6.5 vs 5.0 us at ``mid``, one row:
+benchmarks/results/ncu_h200_attention_gate_mhc.md). With one [rows] vector per
+coefficient it is register arithmetic (static sm_90 SASS of the finish at 8 rows: no
+shuffles in the Sinkhorn loop; with one row per program, 64 registers and no spills
+against 255 and 16 bytes of stack). Not yet measured on the GPU, so not the default:
+benchmarks/tile_sweep.py's decode variants time both.
+
 A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core product) timed
 within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it
 was not kept.
@@ -85,6 +94,7 @@ class MhcTiling:
     chunk: int
     finish_warps: int
     reload_d: int = 0
+    finish_registers: bool = False
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -108,7 +118,11 @@ class MhcPolicy:
     program per row block over all of D (the interpreter's default: there every program
     costs time, not parallelism); ``tail_rows``: calls of at least this many rows are
     finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,
-    smaller ones finished by a second launch (``decode_finish_warps`` / ``finish_warps``);
+    smaller ones finished by a second launch (``decode_finish_warps`` / ``finish_warps``) of
+    programs of ``decode_finish_rows`` rows at decode (at most: fewer rows are rounded up to
+    a power of two) and 8 rows above; ``finish_registers``: the coefficients as one
+    [rows] vector per coefficient (runtime/kernels/mhc.py, ``REG_FINISH``) instead of
+    [rows, 4, 4] tensors;
     ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
     and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
     columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
@@ -131,6 +145,7 @@ class MhcPolicy:
     decode_block_d: int = 64
     decode_warps: int = 4
     decode_finish_warps: int = 1
+    decode_finish_rows: int = 8
     fma_rows: int = 2
     programs: int = 512
     tail_rows: int = 1024
@@ -141,6 +156,7 @@ class MhcPolicy:
     split: bool | None = None
     reload_d: int = 128
     tail_reload_d: int = 0
+    finish_registers: bool = False
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):
@@ -149,6 +165,8 @@ class MhcPolicy:
                 raise ValueError(f"MhcPolicy.{name}: expected one of {PROJECTIONS} or '', got {value!r}")
             if value == "tf32x2" and self.reload_d <= 0:
                 raise ValueError(f"MhcPolicy.{name}: 'tf32x2' projects X' as re-read, so it needs reload_d > 0")
+        if self.decode_finish_rows < 1 or self.decode_finish_rows & (self.decode_finish_rows - 1):
+            raise ValueError(f"MhcPolicy.decode_finish_rows: expected a power of two >= 1, got {self.decode_finish_rows}")
         for name in ("reload_d", "tail_reload_d"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected >= 0 (0 = project in the mixing loop), "
@@ -172,12 +190,13 @@ class MhcPolicy:
         chunks = cdiv(d, block_d)
         splits = 1 if self.split is False else min(chunks, cdiv(self.programs, cdiv(t, block_t)))
         split_d = cdiv(chunks, max(1, splits)) * block_d
-        tail_t = min(block_t, 8) if tail else min(8, next_pow2(t))
+        tail_t = min(block_t, 8) if tail else min(self.decode_finish_rows if decode else 8, next_pow2(t))
         chunk = max(2, min(next_pow2(cdiv(d, split_d)), self.tail_elements // (tail_t * 16)))
         tail_d = max(block_d, min(next_pow2(d), self.tail_elements // tail_t))
         reload_d = 0 if projection == "fma" else cdiv(self.tail_reload_d if tail else self.reload_d, block_d) * block_d
         return MhcTiling(projection, block_t, block_d, split_d, warps, tail, tail_t, tail_d, chunk,
-                         finish_warps=self.decode_finish_warps if decode else self.finish_warps, reload_d=reload_d)
+                         finish_warps=self.decode_finish_warps if decode else self.finish_warps, reload_d=reload_d,
+                         finish_registers=self.finish_registers)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

@@ -59,19 +59,32 @@ def one_load_one_store(x_ptr):
     tl.store(x_ptr, tl.load(x_ptr) + 1.0)
 
 
-def site_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
-    """The mHC site's launches as FusedMhc makes them on CUDA for bf16 streams, with the
-    integer arguments a launch would specialize as multiples of 16."""
+def site_launches(rows: int, d: int, policy=None) -> list[tuple[str, dict, tuple[str, ...]]]:
+    """The mHC site's launches as FusedMhc makes them on CUDA for bf16 streams under
+    ``policy`` (default MhcPolicy()), with the integer arguments a launch would specialize
+    as multiples of 16."""
     import torch
 
     from runtime.kernels import mhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    tiles = MhcPolicy().tiling(rows, d, cuda=True)
+    tiles = (policy or MhcPolicy()).tiling(rows, d, cuda=True)
     ints = {"T": rows, "D": d, "SPLIT_D": tiles.split_d}
     multiples = tuple(name for name, value in ints.items() if value % 16 == 0)
-    return [(f"mhc T={rows} D={d} phase {kwargs['PHASE']} {tiles.projection}", kwargs, multiples)
+    form = " registers" if tiles.finish_registers else ""
+    return [(f"mhc T={rows} D={d} phase {kwargs['PHASE']} {tiles.projection}{form}", kwargs, multiples)
             for _, kwargs in mhc.site_launches(tiles, rows, d, True, torch.bfloat16)]
+
+
+def register_finish_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
+    """The launches that finish a site with the register form of the coefficients (one row
+    per decode program), the candidate ``MhcPolicy.finish_registers`` (sweeps without a tail
+    are the default's)."""
+    from runtime.kernels.mhc import SWEEP
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    policy = MhcPolicy(finish_registers=True, decode_finish_rows=1)
+    return [launch for launch in site_launches(rows, d, policy) if launch[1]["PHASE"] != SWEEP.value]
 
 
 ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32"}
@@ -131,8 +144,9 @@ def main(argv: list[str]) -> int:
         return 2
     from runtime.kernels import gate, mhc, rope_quant
 
-    launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in argv
-                for name, kwargs, multiples in site_launches(*(int(v) for v in case.split(":")))]
+    cases = [tuple(int(v) for v in case.split(":")) for case in argv]
+    launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in cases
+                for name, kwargs, multiples in site_launches(*case) + register_finish_launches(*case)]
     launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, ())
                  for name, signature, kwargs in rope_quant_launches()]
     launches += [(name, gate._gate_kernel, signature, kwargs, ()) for name, signature, kwargs in gate_launches()]

@@ -26,6 +26,8 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     if run.returncode == 2:
         pytest.skip(run.stdout.strip())
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
-    # mHC: 3 sweeps + 3 finishes + 1 sweep with its tail; RoPE + quant: 3 formats + 2 packed;
-    # gate: mid 1 / 8 / 64 / 512 rows and flash 1 row one launch each, flash 8 / 64 / 512 two
-    assert run.stdout.count("ok ") == 12 + 11, run.stdout
+    # mHC: 3 sweeps + 3 finishes + 1 sweep with its tail, and the register finish's 3 + 1;
+    # RoPE + quant: 3 formats + 2 packed; gate: mid 1 / 8 / 64 / 512 rows and flash 1 row one
+    # launch each, flash 8 / 64 / 512 two
+    assert run.stdout.count("ok ") == 16 + 11, run.stdout
+    assert run.stdout.count(" registers") == 4, run.stdout

@@ -104,3 +104,19 @@ def test_the_reload_applies_to_dot_tilings_below_the_tail(t, expected):
     tiles = MhcPolicy(reload_d=100, tail_reload_d=40).tiling(t, 5120, cuda=True)
     if tiles.projection != "fma":
         assert tiles.reload_d % tiles.block_d == 0 and 0 <= tiles.reload_d - (40 if tiles.tail else 100) < tiles.block_d
+
+
+@pytest.mark.parametrize("t,rows,expected", [(1, 1, 1), (8, 1, 1), (16, 1, 1), (8, 4, 4), (3, 4, 4), (2, 8, 2),
+                                             (17, 1, 8), (512, 1, 8)])
+def test_decode_finishes_take_decode_finish_rows_per_program(t, rows, expected):
+    """A row's coefficients are a serial chain, so decode calls finish a row (or a few) per
+    program; above decode_rows the finish keeps 8-row programs."""
+    tiles = MhcPolicy(decode_finish_rows=rows).tiling(t, 2048, cuda=True)
+    assert not tiles.tail and tiles.tail_t == expected
+    assert tiles.finish_grid(t, 2048)[0] == -(-t // expected)
+
+
+@pytest.mark.parametrize("rows", [0, 3, -2])
+def test_decode_finish_rows_must_be_a_power_of_two(rows):
+    with pytest.raises(ValueError, match="MhcPolicy.decode_finish_rows: expected a power of two >= 1"):
+        MhcPolicy(decode_finish_rows=rows)

@@ -336,6 +336,24 @@ def test_mhc_reloaded_projection_matches_the_reference(fused, gen, projection, t
     check_mhc(fused, gen, TINY, t, torch.float32, with_out=False)
 
 
+@pytest.mark.parametrize("finish_registers", [False, True])
+@pytest.mark.parametrize("finish_rows,t,tail_rows", [(1, 3, 1024), (2, 4, 1024), (4, 3, 1024), (8, 40, 1)])
+def test_mhc_finishes_match_the_reference(fused, gen, finish_registers, finish_rows, t, tail_rows):
+    """Both forms of the coefficients (``finish_registers``) in both finishes: a second
+    launch with one row per program and with a few (masked rows included), and the ticket's
+    tail (40 rows, ``tail_rows`` = 1), split over D, against the reference."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    policy = MhcPolicy(decode_finish_rows=finish_rows, decode_block_d=16, block_d=16, tail_block_d=16, programs=64,
+                       tail_rows=tail_rows, finish_registers=finish_registers)
+    tiles = policy.tiling(t, TINY.hidden_size, cuda=False)
+    assert tiles.splits(TINY.hidden_size) > 1 and tiles.finish_registers == finish_registers
+    assert tiles.tail if tail_rows == 1 else (not tiles.tail and tiles.tail_t == finish_rows)
+    fused.mhc = FusedMhc(policy)
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out=True)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("config,t", [(MID, 1), (MID, 64), (MID, 333), (MID, 2048), (FLASH, 8)])
@@ -343,6 +361,20 @@ def test_mhc_reloaded_projection_matches_the_reference(fused, gen, projection, t
 def test_mhc_parity_gpu(fused, gen, config, t, dtype):
     check_mhc(fused, gen, config, t, dtype, with_out=True)
     check_mhc(fused, gen, config, t, dtype, with_out=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("finish_registers,finish_rows", [(True, 1), (True, 8), (False, 1)])
+@pytest.mark.parametrize("config,t", [(MID, 1), (MID, 8), (MID, 2048), (FLASH, 8)])
+def test_mhc_finish_forms_parity_gpu(fused, gen, finish_registers, finish_rows, config, t):
+    """The register finish and one-row decode finishes, compiled, on bf16 streams (2,048
+    rows: the ticket's tail)."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    fused.mhc = FusedMhc(MhcPolicy(finish_registers=finish_registers, decode_finish_rows=finish_rows))
+    check_mhc(fused, gen, config, t, torch.bfloat16, with_out=True)
 
 
 @pytest.mark.gpu
