@@ -14,7 +14,7 @@ device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MiB
 (benchmarks/kernels.py's limits and empty kernel). In the ring
 layout the batched torch core the kernel replaces in the static step is timed too.
 
-Candidates are the product of --block-h, --block-n, --warps, --stages and --splits
+Candidates are the product of --block-h, --block-n, --warps, --stages, --splits and --merge-d
 (tilings that run the same program, e.g. a head cap above the head count, are timed
 once). The table printed last names, per T bucket, the candidate with the best
 geometric mean over mid/flash x engine/ring of (its time / the case's best time), in
@@ -159,7 +159,8 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     from runtime.kernels.attention import split_plan
 
     _, n_split = split_plan(shape.window + shape.topk, tile.splits, tile.block_n)
-    return tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split
+    merge = tile.merge_columns(shape.head_dim) if n_split > 1 else 0  # no merge without splits
+    return tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge
 
 
 def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
@@ -197,8 +198,8 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
 
 
 def candidates_from(args) -> list[AttentionTile]:
-    return [AttentionTile(h, n, w, s, x) for h, n, w, s, x in
-            itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits)]
+    return [AttentionTile(h, n, w, s, x, m) for h, n, w, s, x, m in
+            itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d)]
 
 
 def suggestions(results: list[CaseResult]) -> dict[int, tuple[str, float]]:
@@ -220,9 +221,10 @@ def suggestions(results: list[CaseResult]) -> dict[int, tuple[str, float]]:
 
 
 def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
-    h, n, w, s, x = (int(part[1:]) for part in label.split())
+    h, n, w, s, x, *m = (int(part[1:]) for part in label.split())
+    merge = f", merge_d={m[0]}" if m else ""
     return (f"({bucket}, {head_dim_bucket}): AttentionTile({h}, {n}, num_warps={w}, num_stages={s}, "
-            f"splits={x}),")
+            f"splits={x}{merge}),")
 
 
 def verdict(shape: Shape, ms: float, empty_ms: float) -> tuple[float, str]:
@@ -242,7 +244,8 @@ def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: d
         "- Device time per call: one CUDA graph of 20 calls, median of 10 replays (benchmarks/kernels.py "
         "`graph_ms`). Roofline: bytes / 4.3 TB/s. Goal (issue 16): < 4 MiB moved: <= 2x the empty kernel; "
         f">= 4 MiB: >= 60 % of the roofline. Empty Triton kernel (`empty_launch_ms`): **{empty_ms * 1e3:.2f} us**.",
-        "- Tile label: h = heads per program (cap), n = keys per tile, w = warps, s = stages, x = splits asked.", "",
+        "- Tile label: h = heads per program (cap), n = keys per tile, w = warps, s = stages, x = splits asked, "
+        "m = head-dim columns per merge program (absent: all).", "",
         "- `core us`: the ring layout's batched torch core (runtime/static/attention.py, float32 gathers "
         "+ bmm), the static step's attention before the fused ring kernel.", "",
         "| case | bytes | core us | table tile | table us | best tile | best us | roofline (best) | goal (best) |",
@@ -284,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warps", nargs="+", type=int, default=[4, 8])
     parser.add_argument("--stages", nargs="+", type=int, default=[2, 3])
     parser.add_argument("--splits", nargs="+", type=int, default=[1, 2, 4, 8, 16, 32, 64])
+    parser.add_argument("--merge-d", nargs="+", type=int, default=[0],
+                        help="head-dim columns per merge program (0: the whole head dim)")
     args = parser.parse_args(argv)
     if args.quick:
         args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]
@@ -293,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         candidates = candidates_from(args)
     except ValueError as exc:
-        print(f"benchmarks/attention_tiles.py: {exc} (from --block-h/--block-n/--warps/--stages/--splits)",
+        print(f"benchmarks/attention_tiles.py: {exc} (from --block-h/--block-n/--warps/--stages/--splits/--merge-d)",
               file=sys.stderr)
         return 2
     if not torch.cuda.is_available():

@@ -163,13 +163,15 @@ def _attn_partial_kernel(
 
 def _attn_merge_kernel(
     part_ptr, m_ptr, l_ptr, sink_ptr, out_ptr, H, n_split,
-    HD: tl.constexpr, SPLITS_P2: tl.constexpr,
+    HD: tl.constexpr, SPLITS_P2: tl.constexpr, MERGE_D: tl.constexpr,
 ):
+    """Program (query * head, column block): the splits' partials of MERGE_D head-dim
+    columns, rescaled to the common max, summed and divided by the sink-including sum."""
     row = tl.program_id(0).to(tl.int64)  # t * H + h
     h = row % H
     sp = tl.arange(0, SPLITS_P2)
     sp_ok = sp < n_split
-    dim = tl.arange(0, HD)
+    dim = tl.program_id(1) * MERGE_D + tl.arange(0, MERGE_D)
     m = tl.load(m_ptr + row * n_split + sp, mask=sp_ok, other=-1.0e30)
     l_part = tl.load(l_ptr + row * n_split + sp, mask=sp_ok, other=0.0)
     sink = tl.load(sink_ptr + h).to(tl.float32)
@@ -292,6 +294,7 @@ class FusedSparseAttention:
         lsum = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
         self.partial[(t, h_blocks, n_split)](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum, *scale_ptrs,
                                              *scalars, **launch)
-        self.merge[(t * n_heads,)](part, m, lsum, sink_f, out, n_heads, n_split,
-                                   HD=hd, SPLITS_P2=next_pow2(n_split))
+        merge_d = tile.merge_columns(hd)
+        self.merge[(t * n_heads, hd // merge_d)](part, m, lsum, sink_f, out, n_heads, n_split,
+                                                 HD=hd, SPLITS_P2=next_pow2(n_split), MERGE_D=merge_d)
         return out

@@ -16,7 +16,12 @@ Each row gives, for queries in the bucket:
 - ``num_warps``, ``num_stages``: Triton's launch options (4 and 3 are its defaults);
 - ``splits``: flash-decoding splits of the key list on CUDA (one merge kernel adds them
   up when > 1). Off CUDA (the interpreter) the key list is never split unless a caller
-  forces it: splitting only adds work there.
+  forces it: splitting only adds work there;
+- ``merge_d``: head-dim columns per merge program (0: all of them, one program per query
+  and head). The merge was 17-40 % of attention's device time at 8-64 queries with one
+  program per (query, head): 128 programs at ``mid`` with 8 queries, each loading
+  [splits, 512] float32 partials at once (benchmarks/results/ncu_h200_attention_gate_mhc.md:
+  6 % occupancy); a narrower merge runs more, smaller programs.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class AttentionTile:
     num_warps: int = 4
     num_stages: int = 3
     splits: int = 1
+    merge_d: int = 0
 
     def __post_init__(self) -> None:
         for name in ("block_h", "block_n", "num_warps"):
@@ -46,6 +52,9 @@ class AttentionTile:
         if self.block_h < 16 or self.block_n < 16:
             raise ValueError(f"AttentionTile: block_h and block_n must be >= 16 (tl.dot), got "
                              f"{self.block_h}, {self.block_n}")
+        if self.merge_d < 0 or self.merge_d & (self.merge_d - 1):
+            raise ValueError(f"AttentionTile.merge_d: expected 0 (the whole head dim) or a power of two, "
+                             f"got {self.merge_d}")
         if self.num_stages < 1 or self.splits < 1:
             raise ValueError(f"AttentionTile: num_stages and splits must be >= 1, got "
                              f"{self.num_stages}, {self.splits}")
@@ -54,8 +63,13 @@ class AttentionTile:
         wanted = max(16, next_pow2(n_heads))
         return min(self.block_h, wanted)
 
+    def merge_columns(self, head_dim: int) -> int:
+        """Head-dim columns per merge program."""
+        return head_dim if self.merge_d == 0 else min(self.merge_d, head_dim)
+
     def label(self) -> str:
-        return f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}"
+        merge = f" m{self.merge_d}" if self.merge_d else ""
+        return f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}"
 
 
 def t_bucket(t: int) -> int:
