@@ -14,7 +14,8 @@ device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MiB
 (benchmarks/kernels.py's limits and empty kernel). In the ring
 layout the batched torch core the kernel replaces in the static step is timed too.
 
-Candidates are the product of --block-h, --block-n, --warps, --stages, --splits and --merge-d
+Candidates are the product of --block-h, --block-n, --warps, --stages, --splits, --merge-d
+and --value-d
 (tilings that run the same program, e.g. a head cap above the head count, are timed
 once). The table printed last names, per T bucket, the candidate with the best
 geometric mean over mid/flash x engine/ring of (its time / the case's best time), in
@@ -160,7 +161,9 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
 
     _, n_split = split_plan(shape.window + shape.topk, tile.splits, tile.block_n)
     merge = tile.merge_columns(shape.head_dim) if n_split > 1 else 0  # no merge without splits
-    return tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge
+    value = shape.head_dim if shape.layout == "ring_packed" else tile.value_columns(shape.head_dim)
+    return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
+            value)
 
 
 def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
@@ -198,8 +201,9 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
 
 
 def candidates_from(args) -> list[AttentionTile]:
-    return [AttentionTile(h, n, w, s, x, m) for h, n, w, s, x, m in
-            itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d)]
+    return [AttentionTile(h, n, w, s, x, m, v) for h, n, w, s, x, m, v in
+            itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d,
+                              args.value_d)]
 
 
 def suggestions(results: list[CaseResult]) -> dict[int, tuple[str, float]]:
@@ -221,10 +225,12 @@ def suggestions(results: list[CaseResult]) -> dict[int, tuple[str, float]]:
 
 
 def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
-    h, n, w, s, x, *m = (int(part[1:]) for part in label.split())
-    merge = f", merge_d={m[0]}" if m else ""
+    parts = label.split()
+    h, n, w, s, x = (int(part[1:]) for part in parts[:5])
+    extra = "".join(f", {name}={part[1:]}" for part in parts[5:]
+                    for prefix, name in (("m", "merge_d"), ("v", "value_d")) if part[0] == prefix)
     return (f"({bucket}, {head_dim_bucket}): AttentionTile({h}, {n}, num_warps={w}, num_stages={s}, "
-            f"splits={x}{merge}),")
+            f"splits={x}{extra}),")
 
 
 def verdict(shape: Shape, ms: float, empty_ms: float) -> tuple[float, str]:
@@ -245,7 +251,7 @@ def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: d
         "`graph_ms`). Roofline: bytes / 4.3 TB/s. Goal (issue 16): < 4 MiB moved: <= 2x the empty kernel; "
         f">= 4 MiB: >= 60 % of the roofline. Empty Triton kernel (`empty_launch_ms`): **{empty_ms * 1e3:.2f} us**.",
         "- Tile label: h = heads per program (cap), n = keys per tile, w = warps, s = stages, x = splits asked, "
-        "m = head-dim columns per merge program (absent: all).", "",
+        "m = head-dim columns per merge program, v = value columns per partial program (absent: all).", "",
         "- `core us`: the ring layout's batched torch core (runtime/static/attention.py, float32 gathers "
         "+ bmm), the static step's attention before the fused ring kernel.", "",
         "| case | bytes | core us | table tile | table us | best tile | best us | roofline (best) | goal (best) |",
@@ -289,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--splits", nargs="+", type=int, default=[1, 2, 4, 8, 16, 32, 64])
     parser.add_argument("--merge-d", nargs="+", type=int, default=[0],
                         help="head-dim columns per merge program (0: the whole head dim)")
+    parser.add_argument("--value-d", nargs="+", type=int, default=[0],
+                        help="value columns per partial program (0: the whole head dim)")
     args = parser.parse_args(argv)
     if args.quick:
         args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]
@@ -298,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         candidates = candidates_from(args)
     except ValueError as exc:
-        print(f"benchmarks/attention_tiles.py: {exc} (from --block-h/--block-n/--warps/--stages/--splits/--merge-d)",
+        print(f"benchmarks/attention_tiles.py: {exc} (from --block-h/--block-n/--warps/--stages/--splits/--merge-d/"
+              "--value-d)",
               file=sys.stderr)
         return 2
     if not torch.cuda.is_available():

@@ -12,10 +12,12 @@
 #     one [rows] vector per coefficient: no shuffles, 131 instructions per iteration);
 #     tile_sweep.py's decode variants "finish 1 row", "regs finish", "regs finish 1 row";
 #   - attention: AttentionTile.merge_d (the merge in head-dim column blocks; ncu had the
-#     merge at 17-40 % of attention's time at T >= 8), swept below around the table rows;
+#     merge at 17-40 % of attention's time at T >= 8) and AttentionTile.value_d (value
+#     columns per partial program: no stack at the 64-query tile with 128), swept below
+#     around the table rows;
 # - flip a default only where the sweep shows it faster, then rerun the kernel table;
 # - still open: mHC below goal everywhere, attention at T >= 8 (partial kernel at 208-255
-#   registers: a value-dim split is untried), RoPE + quant NVFP4 at 4,096 rows (53-56 %),
+#   registers; q and k tiles live in registers as mma.sync operands), RoPE + quant NVFP4 at 4,096 rows (53-56 %),
 #   the gate, most ops under 4 MiB.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
@@ -28,7 +30,7 @@ grep -E "^\| mhc" "$OUT/mhc_sweep.log" | head -40
 for t in 1 8 64; do
   case $t in 1) base="--block-h 16 --block-n 32 --warps 8 --splits 16";; 8) base="--block-h 32 --block-n 16 --warps 4 --splits 16";;
              64) base="--block-h 32 --block-n 32 --warps 4 --splits 4";; esac
-  timeout 120 python benchmarks/attention_tiles.py --t $t $base --stages 3 --merge-d 0 64 128 256 --out "$R/att$t" > "$OUT/att$t.log" 2>&1; el att$t $?
+  timeout 120 python benchmarks/attention_tiles.py --t $t $base --stages 3 --merge-d 0 64 128 256 --value-d 0 128 256 --out "$R/att$t" > "$OUT/att$t.log" 2>&1; el att$t $?
   grep -E "table .* best" "$OUT/att$t.log"
 done
 timeout 120 ncu --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats -o "$R/prof" python benchmarks/profile_ops.py mhc:mid:1 mhc:mid:8 attention:mid:8 > "$OUT/ncu.log" 2>&1; el ncu $?

@@ -49,18 +49,26 @@ def _attn_partial_kernel(
     out_ptr, m_ptr, l_ptr, swa_scale_ptr, comp_scale_ptr,
     H, W, K, swa_rows, comp_rows, keys_per_split, n_split, scale,
     HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
-    HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr,
+    HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr, VD: tl.constexpr,
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
     source shared by all queries, the engine's layout). PACKED: ``swa_ptr`` / ``comp_ptr``
     hold e4m3 codes [.., HD] / e2m1 nibble pairs [.., HD/2], ``swa_scale_ptr`` /
     ``comp_scale_ptr`` their ue8m0 [.., HD/32] / e4m3 [.., HD/16] scales
-    (runtime/kv_packing.py), decoded here with integer bit operations."""
+    (runtime/kv_packing.py), decoded here with integer bit operations. ``VD``: the value
+    columns this program accumulates (HD: all; less: the grid's third axis is splits x
+    HD / VD, every program of a split computes the same scores and accumulates its own
+    column block, so the [BLOCK_H, VD] accumulator holds HD / VD times fewer registers;
+    unpacked caches only)."""
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     scale = tl.cast(scale, tl.float32)
     t = tl.program_id(0).to(tl.int64)
     hb = tl.program_id(1)
-    split = tl.program_id(2)
+    tl.static_assert(VD == HD or not PACKED, "packed caches decode every column once: no value split")
+    V_BLOCKS: tl.constexpr = HD // VD
+    split = tl.program_id(2) // V_BLOCKS
+    vb = tl.program_id(2) % V_BLOCKS
+    vdim = vb * VD + tl.arange(0, VD)
     heads = hb * BLOCK_H + tl.arange(0, BLOCK_H)
     h_ok = heads < H
     dim = tl.arange(0, HD)
@@ -85,7 +93,7 @@ def _attn_partial_kernel(
     else:
         m_i = tl.load(sink_ptr + heads, mask=h_ok, other=0.0).to(tl.float32)
         l_i = tl.full((BLOCK_H,), 1.0, dtype=tl.float32)
-    acc = tl.zeros((BLOCK_H, HD), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_H, VD), dtype=tl.float32)
     for j0 in range(start, end, BLOCK_N):
         js = j0 + tl.arange(0, BLOCK_N)
         in_range = js < end
@@ -136,6 +144,10 @@ def _attn_partial_kernel(
                 k = k.to(q.dtype)  # exact: every packed value is a bf16 value
         else:
             k = tl.load(kp[:, None] + dim[None, :], mask=ok[:, None], other=0.0)  # [BLOCK_N, HD]
+        if VD == HD:
+            v = k  # MQA: the values are the keys
+        else:  # this program's value columns, read again (L1 / L2: the same rows)
+            v = tl.load(kp[:, None] + vdim[None, :], mask=ok[:, None], other=0.0)  # [BLOCK_N, VD]
         if IEEE:
             k = k.to(tl.float32)
             s = tl.dot(q, tl.trans(k), input_precision="ieee")
@@ -147,18 +159,19 @@ def _attn_partial_kernel(
         p = tl.exp(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
         if IEEE:
-            acc = acc * alpha[:, None] + tl.dot(p, k, input_precision="ieee")
+            acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32), input_precision="ieee")
         else:
-            acc = acc * alpha[:, None] + tl.dot(p.to(k.dtype), k)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     if SPLIT:
         part = (t * H + heads) * n_split + split
-        tl.store(out_ptr + part[:, None] * HD + dim[None, :], acc, mask=h_ok[:, None])
-        tl.store(m_ptr + part, m_i, mask=h_ok)
-        tl.store(l_ptr + part, l_i, mask=h_ok)
+        tl.store(out_ptr + part[:, None] * HD + vdim[None, :], acc, mask=h_ok[:, None])
+        if vb == 0:  # the same in every column block
+            tl.store(m_ptr + part, m_i, mask=h_ok)
+            tl.store(l_ptr + part, l_i, mask=h_ok)
     else:
         o = acc / l_i[:, None]
-        tl.store(out_ptr + (t * H + heads[:, None]) * HD + dim[None, :], o, mask=h_ok[:, None])
+        tl.store(out_ptr + (t * H + heads[:, None]) * HD + vdim[None, :], o, mask=h_ok[:, None])
 
 
 def _attn_merge_kernel(
@@ -280,20 +293,22 @@ class FusedSparseAttention:
         flo = floor.long().contiguous()
         swa_rows = window if ring else 0
         comp_rows = comp.shape[1] if ring and has_topk else 0
+        vd = hd if packed else tile.value_columns(hd)  # packed: one decode of every column (no value split)
         launch = dict(HD=hd, BLOCK_H=block_h, BLOCK_N=tile.block_n, SPLIT=n_split > 1, HAS_TOPK=has_topk,
-                      RING=ring, IEEE=ieee, PACKED=packed, num_warps=tile.num_warps, num_stages=tile.num_stages)
+                      RING=ring, IEEE=ieee, PACKED=packed, VD=vd, num_warps=tile.num_warps,
+                      num_stages=tile.num_stages)
         scale_ptrs = (swa_scales, comp_scales)
         scalars = (n_heads, window, k_width, swa_rows, comp_rows, per_split, n_split, hd**-0.5)
         if n_split == 1:
-            self.partial[(t, h_blocks, 1)](q, pos, flo, swa, comp, tk, sink_f, out, out, out, *scale_ptrs,
-                                           *scalars, **launch)
+            self.partial[(t, h_blocks, hd // vd)](q, pos, flo, swa, comp, tk, sink_f, out, out, out, *scale_ptrs,
+                                                  *scalars, **launch)
             return out
         # No fills: every (query, head, split) slot is written by its partial program.
         part = torch.empty(t, n_heads, n_split, hd, dtype=torch.float32, device=dev)
         m = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
         lsum = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
-        self.partial[(t, h_blocks, n_split)](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum, *scale_ptrs,
-                                             *scalars, **launch)
+        self.partial[(t, h_blocks, n_split * (hd // vd))](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum,
+                                                          *scale_ptrs, *scalars, **launch)
         merge_d = tile.merge_columns(hd)
         self.merge[(t * n_heads, hd // merge_d)](part, m, lsum, sink_f, out, n_heads, n_split,
                                                  HD=hd, SPLITS_P2=next_pow2(n_split), MERGE_D=merge_d)

@@ -21,7 +21,18 @@ Each row gives, for queries in the bucket:
   and head). The merge was 17-40 % of attention's device time at 8-64 queries with one
   program per (query, head): 128 programs at ``mid`` with 8 queries, each loading
   [splits, 512] float32 partials at once (benchmarks/results/ncu_h200_attention_gate_mhc.md:
-  6 % occupancy); a narrower merge runs more, smaller programs.
+  6 % occupancy); a narrower merge runs more, smaller programs;
+- ``value_d``: value columns per partial program (0: all). A program's [heads, 512] float32
+  accumulator is 128 registers per thread at 32 heads and 4 warps; ncu measured the partial
+  kernel at 208-255 registers and 12 % occupancy, spilling at ``flash``. With a value split
+  the programs of a split all compute the same scores (each reads the whole key rows) and
+  keep HD / value_d times smaller accumulators, as FlashMLA splits the value dim across
+  warpgroups. Packed caches ignore it (a second decode of every value column). Static
+  sm_90 SASS (triton 3.9, bf16, split): the 64-query tile (32 heads, 32 keys) holds 255
+  registers and 152 bytes of stack at 512 columns, 8 bytes at 256, none at 128; the
+  8-query tile (32 heads, 16 keys) 242 registers at 512, 174 at 128. The query and key
+  tiles stay in registers as tensor-core operands (mma.sync: 16-32 heads are too few rows
+  for wgmma), so the accumulator is only part of the pressure. Untimed: a sweep option.
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ class AttentionTile:
     num_stages: int = 3
     splits: int = 1
     merge_d: int = 0
+    value_d: int = 0
 
     def __post_init__(self) -> None:
         for name in ("block_h", "block_n", "num_warps"):
@@ -52,9 +64,11 @@ class AttentionTile:
         if self.block_h < 16 or self.block_n < 16:
             raise ValueError(f"AttentionTile: block_h and block_n must be >= 16 (tl.dot), got "
                              f"{self.block_h}, {self.block_n}")
-        if self.merge_d < 0 or self.merge_d & (self.merge_d - 1):
-            raise ValueError(f"AttentionTile.merge_d: expected 0 (the whole head dim) or a power of two, "
-                             f"got {self.merge_d}")
+        for name in ("merge_d", "value_d"):
+            value = getattr(self, name)
+            if value < 0 or value & (value - 1):
+                raise ValueError(f"AttentionTile.{name}: expected 0 (the whole head dim) or a power of two, "
+                                 f"got {value}")
         if self.num_stages < 1 or self.splits < 1:
             raise ValueError(f"AttentionTile: num_stages and splits must be >= 1, got "
                              f"{self.num_stages}, {self.splits}")
@@ -67,9 +81,14 @@ class AttentionTile:
         """Head-dim columns per merge program."""
         return head_dim if self.merge_d == 0 else min(self.merge_d, head_dim)
 
+    def value_columns(self, head_dim: int) -> int:
+        """Value columns each partial program accumulates (unpacked caches)."""
+        return head_dim if self.value_d == 0 else min(self.value_d, head_dim)
+
     def label(self) -> str:
         merge = f" m{self.merge_d}" if self.merge_d else ""
-        return f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}"
+        value = f" v{self.value_d}" if self.value_d else ""
+        return f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
 
 
 def t_bucket(t: int) -> int:

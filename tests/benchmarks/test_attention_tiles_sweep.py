@@ -51,9 +51,10 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     row = as_row(1, 512, b)
     assert row == "(1, 512): AttentionTile(16, 32, num_warps=8, num_stages=2, splits=8),"
     assert AttentionTile(16, 32, num_warps=8, num_stages=2, splits=8).label() == b
-    merged = AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16, merge_d=128)
+    merged = AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16, merge_d=128, value_d=256)
     assert as_row(8, 512, merged.label()) == ("(8, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, "
-                                              "splits=16, merge_d=128),")
+                                              "splits=16, merge_d=128, value_d=256),")
+    assert as_row(8, 512, AttentionTile(32, 16, value_d=128).label()).endswith("splits=1, value_d=128),")
     env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
     note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
     assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note

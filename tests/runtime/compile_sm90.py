@@ -136,6 +136,36 @@ def gate_launches() -> list[tuple[str, dict, dict]]:
     return out
 
 
+ATTENTION_SIGNATURE = {"q_ptr": "*bf16", "pos_ptr": "*i64", "floor_ptr": "*i64", "swa_ptr": "*bf16",
+                       "comp_ptr": "*bf16", "topk_ptr": "*i64", "sink_ptr": "*fp32", "out_ptr": "*fp32",
+                       "m_ptr": "*fp32", "l_ptr": "*fp32", "swa_scale_ptr": "*bf16", "comp_scale_ptr": "*bf16",
+                       "H": "i32", "W": "i32", "K": "i32", "swa_rows": "i32", "comp_rows": "i32",
+                       "keys_per_split": "i32", "n_split": "i32", "scale": "fp32"}
+MERGE_SIGNATURE = {"part_ptr": "*fp32", "m_ptr": "*fp32", "l_ptr": "*fp32", "sink_ptr": "*fp32",
+                   "out_ptr": "*fp32", "H": "i32", "n_split": "i32"}
+
+
+def attention_launches() -> list[tuple[str, object, dict, dict]]:
+    """The sweep options of attention's tiles (runtime/kernels/attention_tiles.py) that no
+    table row uses yet, on bf16 caches at head dim 512: the value split (split and not, the
+    ring layout) and the merge in column blocks; the packed ring keeps every column."""
+    from runtime.kernels import attention
+
+    common = dict(HD=512, BLOCK_H=32, BLOCK_N=32, HAS_TOPK=True, IEEE=False, num_warps=4, num_stages=3)
+    packed = {**ATTENTION_SIGNATURE, "swa_ptr": "*u8", "comp_ptr": "*u8", "swa_scale_ptr": "*u8",
+              "comp_scale_ptr": "*u8"}
+    return [
+        ("attention split value_d 128", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
+         dict(SPLIT=True, RING=False, PACKED=False, VD=128, **common)),
+        ("attention ring value_d 256", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
+         dict(SPLIT=False, RING=True, PACKED=False, VD=256, **common)),
+        ("attention packed ring", attention._attn_partial_kernel, packed,
+         dict(SPLIT=True, RING=True, PACKED=True, VD=512, **common)),
+        ("attention merge merge_d 128", attention._attn_merge_kernel, MERGE_SIGNATURE,
+         dict(HD=512, SPLITS_P2=16, MERGE_D=128)),
+    ]
+
+
 def main(argv: list[str]) -> int:
     try:
         compile_sm90(one_load_one_store, {"x_ptr": "*fp32"}, {})
@@ -150,6 +180,8 @@ def main(argv: list[str]) -> int:
     launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, ())
                  for name, signature, kwargs in rope_quant_launches()]
     launches += [(name, gate._gate_kernel, signature, kwargs, ()) for name, signature, kwargs in gate_launches()]
+    launches += [(name, kernel, signature, kwargs, ("H", "W", "K") if "W" in signature else ("H",))
+                 for name, kernel, signature, kwargs in attention_launches()]
     failed = 0
     for name, kernel, signature, kwargs, multiples in launches:
         try:

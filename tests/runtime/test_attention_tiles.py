@@ -24,7 +24,7 @@ def test_every_bucket_has_a_row():
 
 
 @pytest.mark.parametrize("field,value", [("block_n", 24), ("block_h", 8), ("num_warps", 3), ("splits", 0),
-                                         ("merge_d", 24), ("merge_d", -16)])
+                                         ("merge_d", 24), ("merge_d", -16), ("value_d", 48)])
 def test_invalid_tiles_are_refused_in_one_line(field, value):
     fields = dict(block_h=16, block_n=16, num_warps=4, num_stages=2, splits=1)
     fields[field] = value
@@ -32,10 +32,12 @@ def test_invalid_tiles_are_refused_in_one_line(field, value):
         AttentionTile(**fields)
 
 
-def test_merge_columns_are_the_head_dim_unless_narrower():
+def test_merge_and_value_columns_are_the_head_dim_unless_narrower():
     assert [AttentionTile(16, 16, merge_d=m).merge_columns(512) for m in (0, 128, 512, 1024)] == [512, 128, 512, 512]
     assert AttentionTile(16, 16).label() == "h16 n16 w4 s3 x1"
     assert AttentionTile(16, 16, merge_d=128).label() == "h16 n16 w4 s3 x1 m128"
+    assert [AttentionTile(16, 16, value_d=v).value_columns(512) for v in (0, 256, 1024)] == [512, 256, 512]
+    assert AttentionTile(16, 16, merge_d=64, value_d=256).label() == "h16 n16 w4 s3 x1 m64 v256"
 
 
 def test_heads_per_program_is_capped_by_the_head_count():

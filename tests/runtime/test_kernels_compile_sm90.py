@@ -1,4 +1,4 @@
-"""The fused mHC site, RoPE + quant and gate kernels compiled for an H100/H200 (sm_90) on a machine without a GPU
+"""The fused mHC site, RoPE + quant, gate and attention kernels compiled for an H100/H200 (sm_90) on a machine without a GPU
 (tests/runtime/compile_sm90.py: Triton's front end and the ptxas its wheel ships). The
 interpreter runs kernels as Python, so it accepts what the compiler refuses: a plain-int
 global read in the kernel passed every interpreted test and failed every compiled launch
@@ -28,6 +28,6 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     # mHC: 3 sweeps + 3 finishes + 1 sweep with its tail, and the register finish's 3 + 1;
     # RoPE + quant: 3 formats + 2 packed; gate: mid 1 / 8 / 64 / 512 rows and flash 1 row one
-    # launch each, flash 8 / 64 / 512 two
-    assert run.stdout.count("ok ") == 16 + 11, run.stdout
+    # launch each, flash 8 / 64 / 512 two; attention's untimed tile options: 3 partial, 1 merge
+    assert run.stdout.count("ok ") == 16 + 11 + 4, run.stdout
     assert run.stdout.count(" registers") == 4, run.stdout

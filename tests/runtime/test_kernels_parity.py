@@ -453,7 +453,7 @@ def test_indexer_parity_gpu(fused, gen, t, n, dtype):
 
 # ---------------------------------------------------------------------------- attention
 def check_attention(fused, gen, t, n_heads, hd, window, k, n_comp, dtype, with_topk=True, splits=None,
-                    merge_d=0):
+                    merge_d=0, value_d=0):
     p_max = 3 * window
     positions = torch.randint(0, p_max, (t,), generator=gen)
     positions[0] = 0  # window edge: only itself
@@ -474,19 +474,21 @@ def check_attention(fused, gen, t, n_heads, hd, window, k, n_comp, dtype, with_t
     pos, flo = positions.to(DEVICE), floor.to(DEVICE)
     # A forced split count in 16-key tiles, so that small key lists split too.
     op = (fused.attention if splits is None
-          else type(fused.attention)(tile=AttentionTile(16, 16, splits=splits, merge_d=merge_d)))
+          else type(fused.attention)(tile=AttentionTile(16, 16, splits=splits, merge_d=merge_d, value_d=value_d)))
     a = op(q, pos, flo, swa, window, comp, topk, sink, NUM)
     b = REFERENCE_OPS["attention"](q, pos, flo, swa, window, comp, topk, sink, NUM)
     tol = 2e-5 if dtype == torch.float32 else 2e-2
     close(a, b, tol, rel=True, what="attention", seed=gen.initial_seed())
 
 
-@pytest.mark.parametrize("t,splits,with_topk,merge_d", [(1, None, True, 0), (5, None, True, 0), (4, 4, True, 0),
-                                                        (3, None, False, 0), (4, 4, True, 16), (2, 3, True, 32)])
-def test_attention_parity_small(fused, gen, t, splits, with_topk, merge_d):
-    """``merge_d``: the merge in head-dim column blocks (TINY's head dim is 64)."""
+@pytest.mark.parametrize("t,splits,with_topk,merge_d,value_d", [
+    (1, None, True, 0, 0), (5, None, True, 0, 0), (4, 4, True, 0, 0), (3, None, False, 0, 0),
+    (4, 4, True, 16, 0), (2, 3, True, 32, 0), (3, 1, True, 0, 16), (4, 4, True, 32, 32), (2, 2, False, 0, 16)])
+def test_attention_parity_small(fused, gen, t, splits, with_topk, merge_d, value_d):
+    """``merge_d``: the merge in head-dim column blocks; ``value_d``: each partial program
+    accumulating a block of the value columns (TINY's head dim is 64)."""
     check_attention(fused, gen, t, TINY.num_attention_heads, TINY.head_dim, 16, 8, 10, torch.float32,
-                    with_topk=with_topk, splits=splits, merge_d=merge_d)
+                    with_topk=with_topk, splits=splits, merge_d=merge_d, value_d=value_d)
 
 
 @pytest.mark.gpu
@@ -499,11 +501,12 @@ def test_attention_parity_gpu(fused, gen, t, n_heads, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("merge_d", [64, 128, 256])
+@pytest.mark.parametrize("splits,merge_d,value_d", [(16, 64, 0), (16, 128, 0), (16, 256, 0), (16, 0, 256),
+                                                    (4, 128, 128), (1, 0, 256)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_attention_column_block_merge_parity_gpu(fused, gen, merge_d, dtype):
-    """The merge in head-dim column blocks, compiled, at decode shapes with 16 splits."""
-    check_attention(fused, gen, 8, 16, 512, 128, 512, 3000, dtype, splits=16, merge_d=merge_d)
+def test_attention_column_blocks_parity_gpu(fused, gen, splits, merge_d, value_d, dtype):
+    """The merge in head-dim column blocks and the value split, compiled, at decode shapes."""
+    check_attention(fused, gen, 8, 16, 512, 128, 512, 3000, dtype, splits=splits, merge_d=merge_d, value_d=value_d)
 
 
 # ---------------------------------------------------------------------------- inverse rope

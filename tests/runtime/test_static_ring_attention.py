@@ -249,6 +249,24 @@ def test_packed_ring_attention_is_bitwise_the_unpacked(kernel_cls, gen, b, split
     assert rel_err(got, core) <= 2e-5
 
 
+def test_packed_ring_attention_ignores_the_value_split(kernel_cls, gen):
+    """Packed caches decode every column once: a tile's value split does not apply to them
+    (the same program as without it, bit for bit), while the unpacked caches under that tile
+    are split and still match the batched core."""
+    from runtime.kernels.attention_tiles import AttentionTile
+
+    window, hd = 32, 64
+    q, _, _, pos, floor, topk, sink = slab_case(gen, 3, 4, hd, window, 20, 30, torch.float32, SMALL)
+    ring, entries = random_packed(gen, (3, window), hd, "fp8", SMALL), random_packed(gen, (3, 30), hd, "nvfp4", SMALL)
+    split = kernel_cls(tile=AttentionTile(16, 16, splits=2, value_d=16))
+    whole = kernel_cls(tile=AttentionTile(16, 16, splits=2))
+    got = split.ring(q, pos, floor, ring, entries, topk, sink)
+    assert torch.equal(got.view(torch.int32), whole.ring(q, pos, floor, ring, entries, topk, sink).view(torch.int32))
+    cached = (q, ring.unpack(), entries.unpack(), pos, floor, topk, sink)
+    unpacked, core = both(split, cached, window, hd)
+    assert rel_err(unpacked, core) <= 2e-5 and rel_err(got, core) <= 2e-5
+
+
 def test_packed_ring_attention_refuses_mixed_layouts(kernel_cls, gen):
     q, ring, entries, pos, floor, topk, sink = slab_case(gen, 2, 4, 32, 8, 6, 10, torch.float32, SMALL)
     packed_ring = random_packed(gen, (2, 8), 32, "fp8", SMALL)
