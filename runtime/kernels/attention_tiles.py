@@ -28,7 +28,8 @@ Each row gives, for queries in the bucket:
   the programs of a split all compute the same scores (each reads the whole key rows) and
   keep HD / value_d times smaller accumulators, as FlashMLA splits the value dim across
   warpgroups. Packed caches ignore it (a second decode of every value column). Static
-  sm_90 SASS (triton 3.9, bf16, split): the 64-query tile (32 heads, 32 keys) holds 255
+  sm_90 resources (triton 3.9, bf16, split; benchmarks/results/sass_static_sm90.md for
+  the table's rows): the 64-query tile (32 heads, 32 keys) holds 255
   registers and 152 bytes of stack at 512 columns, 8 bytes at 256, none at 128; the
   8-query tile (32 heads, 16 keys) 242 registers at 512, 174 at 128. The query and key
   tiles stay in registers as tensor-core operands (mma.sync: 16-32 heads are too few rows

@@ -53,10 +53,11 @@ The finish's coefficients (``finish_registers``): on [rows, 4, 4] tensors every 
 Sinkhorn's 40 normalisations is a reduction across lanes, a serial chain that at decode
 took longer than the sweep (6.5 vs 5.0 us at ``mid``, one row:
 benchmarks/results/ncu_h200_attention_gate_mhc.md). With one [rows] vector per
-coefficient it is register arithmetic (static sm_90 SASS of the finish at 8 rows: no
-shuffles in the Sinkhorn loop; with one row per program, 64 registers and no spills
-against 255 and 16 bytes of stack). Not yet measured on the GPU, so not the default:
-benchmarks/tile_sweep.py's decode variants time both.
+coefficient it is register arithmetic (no shuffles in its Sinkhorn loop). Static sm_90
+resources (benchmarks/results/sass_static_sm90.md): the 8-row finish at 8 rows holds 255
+registers and 16 bytes of stack, one row per program (``decode_finish_rows``) 64 at
+``mid``. Neither is timed on the GPU yet, so the defaults are the timed code:
+benchmarks/tile_sweep.py's decode variants time them.
 
 A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core product) timed
 within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it

@@ -3,19 +3,32 @@ ptxas its wheel ships. Run as a script by test_kernels_compile_sm90.py, in a pro
 its own, because the test session imports Triton for the interpreter (tests/conftest.py),
 after which nothing compiles in that process.
 
-    python tests/runtime/compile_sm90.py ROWS:D [ROWS:D ...]
+    python tests/runtime/compile_sm90.py [--sass] [--out DIR] [--attention-table] ROWS:D [ROWS:D ...]
 
 For each (rows, hidden size) it compiles the fused mHC site kernel's launches as FusedMhc
-makes them on CUDA (``runtime.kernels.mhc.site_launches`` with the default policy), then
-the RoPE + quant kernel's formats and packed forms (``FusedRopeQuant.launch``) and the
-gate's launches at mid / flash (``runtime.kernels.gate.gate_launches``), and prints
+makes them on CUDA (``runtime.kernels.mhc.site_launches`` with the default policy, and the
+finish candidates), then the RoPE + quant kernel's formats and packed forms
+(``FusedRopeQuant.launch``), the gate's launches at mid / flash
+(``runtime.kernels.gate.gate_launches``) and attention's packed ring and untimed tile
+options (``--attention-table``: and the tile table's rows at head dim 512), and prints
 one line per launch: "ok <name>" or "error <name>: <message>". Exit status 2: Triton
 cannot compile for CUDA here at all; 1: some launch failed; 0: all compiled.
+
+``--sass``: each "ok" line also gives the compiled kernel's static resources, read with
+the cuobjdump Triton's wheel ships: registers per thread, stack bytes (spills), static
+shared bytes, SASS instructions and counts of a few opcodes (tensor-core MMAs, shuffles,
+barriers, global / shared loads and stores, special-function ops). What a launch will
+hold on the GPU, read without one: a CPU session's evidence for a tiling, not a timing.
+``--out DIR`` (with --sass) writes them to DIR/sass_static_sm90.json and .md.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -71,20 +84,26 @@ def site_launches(rows: int, d: int, policy=None) -> list[tuple[str, dict, tuple
     tiles = (policy or MhcPolicy()).tiling(rows, d, cuda=True)
     ints = {"T": rows, "D": d, "SPLIT_D": tiles.split_d}
     multiples = tuple(name for name, value in ints.items() if value % 16 == 0)
-    form = " registers" if tiles.finish_registers else ""
+    form = (" register-finish" if tiles.finish_registers else "") + (
+        " 1-row-finish" if not tiles.tail and tiles.tail_t == 1 and rows > 1 else "")
     return [(f"mhc T={rows} D={d} phase {kwargs['PHASE']} {tiles.projection}{form}", kwargs, multiples)
             for _, kwargs in mhc.site_launches(tiles, rows, d, True, torch.bfloat16)]
 
 
-def register_finish_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
-    """The launches that finish a site with the register form of the coefficients (one row
-    per decode program), the candidate ``MhcPolicy.finish_registers`` (sweeps without a tail
-    are the default's)."""
+def finish_candidate_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
+    """The finishing launches of the untimed finish candidates: the register form of the
+    coefficients with one row per decode program (``MhcPolicy.finish_registers``), and the
+    tensor form with one row per decode program where that differs from the default
+    (``decode_finish_rows``). Sweeps without a tail are the default's."""
     from runtime.kernels.mhc import SWEEP
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    policy = MhcPolicy(finish_registers=True, decode_finish_rows=1)
-    return [launch for launch in site_launches(rows, d, policy) if launch[1]["PHASE"] != SWEEP.value]
+    policies = [MhcPolicy(finish_registers=True, decode_finish_rows=1)]
+    default = MhcPolicy().tiling(rows, d, cuda=True)
+    if not default.tail and default.tail_t != MhcPolicy(decode_finish_rows=1).tiling(rows, d, cuda=True).tail_t:
+        policies.append(MhcPolicy(decode_finish_rows=1))
+    return [launch for policy in policies for launch in site_launches(rows, d, policy)
+            if launch[1]["PHASE"] != SWEEP.value]
 
 
 ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32"}
@@ -145,51 +164,163 @@ MERGE_SIGNATURE = {"part_ptr": "*fp32", "m_ptr": "*fp32", "l_ptr": "*fp32", "sin
                    "out_ptr": "*fp32", "H": "i32", "n_split": "i32"}
 
 
-def attention_launches() -> list[tuple[str, object, dict, dict]]:
-    """The sweep options of attention's tiles (runtime/kernels/attention_tiles.py) that no
-    table row uses yet, on bf16 caches at head dim 512: the value split (split and not, the
-    ring layout) and the merge in column blocks; the packed ring keeps every column."""
+def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
+    """Attention's partial kernel on packed ring caches (the 64-query tile), and the tile
+    options no table row uses yet: the value split (split and not, the ring layout) and the
+    merge in column blocks. ``table``: first, the partial kernel as the tile table launches
+    it at head dim 512 for ``mid`` and ``flash`` heads (bf16 engine caches at every query
+    bucket, packed ring caches at the decode buckets)."""
+    from runtime.config import V41Config
     from runtime.kernels import attention
+    from runtime.kernels.attention_tiles import PREFILL, T_BUCKETS, TILES
 
-    common = dict(HD=512, BLOCK_H=32, BLOCK_N=32, HAS_TOPK=True, IEEE=False, num_warps=4, num_stages=3)
     packed = {**ATTENTION_SIGNATURE, "swa_ptr": "*u8", "comp_ptr": "*u8", "swa_scale_ptr": "*u8",
               "comp_scale_ptr": "*u8"}
-    return [
-        ("attention split value_d 128", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
+    out, seen = [], set()
+    for name in ("mid", "flash") if table else ():
+        heads = V41Config.preset(name).num_attention_heads
+        for bucket in (*T_BUCKETS, PREFILL):
+            tile = TILES[(bucket, 512)]
+            queries = f"T<={bucket}" if bucket else "prefill"
+            for layout in ("engine", "packed ring") if bucket else ("engine",):
+                kwargs = dict(HD=512, BLOCK_H=tile.heads_per_program(heads), BLOCK_N=tile.block_n,
+                              SPLIT=tile.splits > 1, HAS_TOPK=True, RING=layout != "engine", IEEE=False,
+                              PACKED=layout != "engine", VD=512, num_warps=tile.num_warps,
+                              num_stages=tile.num_stages)
+                key = tuple(sorted(kwargs.items()))
+                if key not in seen:
+                    seen.add(key)
+                    out.append((f"attention {name} {queries} {layout} {tile.label()}", attention._attn_partial_kernel,
+                                packed if kwargs["PACKED"] else ATTENTION_SIGNATURE, kwargs))
+    common = dict(HD=512, BLOCK_H=32, BLOCK_N=32, HAS_TOPK=True, IEEE=False, num_warps=4, num_stages=3)
+    if not table:
+        out.append(("attention packed ring h32 n32 w4 s3 x4", attention._attn_partial_kernel, packed,
+                    dict(SPLIT=True, RING=True, PACKED=True, VD=512, **common)))
+    return out + [
+        ("attention option split value_d 128", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
          dict(SPLIT=True, RING=False, PACKED=False, VD=128, **common)),
-        ("attention ring value_d 256", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
+        ("attention option ring value_d 256", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
          dict(SPLIT=False, RING=True, PACKED=False, VD=256, **common)),
-        ("attention packed ring", attention._attn_partial_kernel, packed,
-         dict(SPLIT=True, RING=True, PACKED=True, VD=512, **common)),
-        ("attention merge merge_d 128", attention._attn_merge_kernel, MERGE_SIGNATURE,
+        ("attention option merge merge_d 128", attention._attn_merge_kernel, MERGE_SIGNATURE,
          dict(HD=512, SPLITS_P2=16, MERGE_D=128)),
     ]
 
 
+OPCODES = ("HMMA", "HGMMA", "SHFL", "BAR", "LDG", "STG", "LDS", "STS", "LDL", "STL", "MUFU")
+_INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(\S.*?)\s*;")
+
+
+def parse_resources(text: str) -> dict:
+    """Registers, stack and static shared bytes from ``cuobjdump -res-usage`` (one kernel)."""
+    found = {key: re.search(rf"\b{key}:(\d+)", text) for key in ("REG", "STACK", "SHARED")}
+    missing = [key for key, match in found.items() if match is None]
+    if missing:
+        raise ValueError(f"cuobjdump -res-usage: no {', '.join(missing)} in {text[:200]!r}")
+    return {"registers": int(found["REG"].group(1)), "stack_bytes": int(found["STACK"].group(1)),
+            "shared_bytes": int(found["SHARED"].group(1))}
+
+
+def parse_sass(text: str) -> dict:
+    """SASS instructions (NOP padding left out) and counts of ``OPCODES`` from
+    ``cuobjdump -sass``; an opcode counts by its base name (``SHFL.BFLY`` is SHFL), after
+    any predicate (``@!P0``)."""
+    counts = dict.fromkeys(OPCODES, 0)
+    total = 0
+    for line in text.splitlines():
+        match = _INSTRUCTION.match(line)
+        if not match:
+            continue
+        words = match.group(1).split()
+        opcode = (words[1] if words[0].startswith("@") and len(words) > 1 else words[0]).split(".")[0]
+        if opcode == "NOP":
+            continue
+        total += 1
+        if opcode in counts:
+            counts[opcode] += 1
+    return {"instructions": total, **counts}
+
+
+def sass_resources(compiled) -> dict:
+    """A compiled kernel's static resources (``parse_resources`` and ``parse_sass``)."""
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "kernel.cubin"
+        cubin.write_bytes(compiled.asm["cubin"])
+        usage = subprocess.run([str(tool), "-res-usage", str(cubin)], capture_output=True, text=True, check=True)
+        sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True, check=True)
+    return {**parse_resources(usage.stdout), **parse_sass(sass.stdout)}
+
+
+def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
+                 ) -> list[tuple[str, object, dict, dict, tuple[str, ...]]]:
+    """(name, kernel, signature, keyword arguments, integer multiples of 16) of every launch
+    the check compiles, for these (rows, hidden size) mHC cases (``attention_table``: with
+    attention's tile-table launches)."""
+    from runtime.kernels import gate, mhc, rope_quant
+
+    launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in cases
+                for name, kwargs, multiples in site_launches(*case) + finish_candidate_launches(*case)]
+    launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, ())
+                 for name, signature, kwargs in rope_quant_launches()]
+    launches += [(name, gate._gate_kernel, signature, kwargs, ()) for name, signature, kwargs in gate_launches()]
+    launches += [(name, kernel, signature, kwargs, ("H", "W", "K") if "W" in signature else ("H",))
+                 for name, kernel, signature, kwargs in attention_launches(attention_table)]
+    return launches
+
+
+def sass_markdown(rows: list[dict], command: str) -> str:
+    lines = ["# Static sm_90 resources of the fused kernels' launches (compiled on a CPU)", "",
+             f"- Triton {triton.__version__}; ptxas and cuobjdump from its wheel; no GPU involved.",
+             f"- Command: `{command}`",
+             "- Registers per thread, stack bytes (spills), static shared bytes, SASS instructions (no NOPs) and "
+             "opcode counts of the whole kernel (static: a loop body counts once).", "",
+             "| launch | registers | stack B | shared B | instructions | " + " | ".join(OPCODES) + " |",
+             "|---|" + "---:|" * (4 + len(OPCODES))]
+    for row in rows:
+        lines.append(f"| {row['launch']} | {row['registers']} | {row['stack_bytes']} | {row['shared_bytes']} | "
+                     f"{row['instructions']} | " + " | ".join(str(row[op]) for op in OPCODES) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
+    args = list(argv)
+    sass = "--sass" in args
+    out_dir = None
+    if "--out" in args:
+        at = args.index("--out")
+        if at + 1 >= len(args):
+            print("compile_sm90: --out needs a directory")
+            return 1
+        out_dir = Path(args[at + 1])
+        del args[at:at + 2]
+    table = "--attention-table" in args
+    args = [a for a in args if a not in ("--sass", "--attention-table")]
     try:
         compile_sm90(one_load_one_store, {"x_ptr": "*fp32"}, {})
     except Exception as e:  # noqa: BLE001 - any failure here means no compiler, not a kernel bug
         print(f"cannot compile for sm_90 here: {type(e).__name__}: {str(e)[:300]}")
         return 2
-    from runtime.kernels import gate, mhc, rope_quant
-
-    cases = [tuple(int(v) for v in case.split(":")) for case in argv]
-    launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in cases
-                for name, kwargs, multiples in site_launches(*case) + register_finish_launches(*case)]
-    launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, ())
-                 for name, signature, kwargs in rope_quant_launches()]
-    launches += [(name, gate._gate_kernel, signature, kwargs, ()) for name, signature, kwargs in gate_launches()]
-    launches += [(name, kernel, signature, kwargs, ("H", "W", "K") if "W" in signature else ("H",))
-                 for name, kernel, signature, kwargs in attention_launches()]
-    failed = 0
-    for name, kernel, signature, kwargs, multiples in launches:
+    failed, rows = 0, []
+    for name, kernel, signature, kwargs, multiples in all_launches([tuple(int(v) for v in a.split(":")) for a in args], table):
         try:
-            compile_sm90(kernel, signature, kwargs, multiples)
-            print(f"ok {name}")
+            compiled = compile_sm90(kernel, signature, kwargs, multiples)
         except Exception as e:  # noqa: BLE001 - reported per launch
             failed += 1
             print(f"error {name}: {type(e).__name__}: {str(e)[:2000]}")
+            continue
+        if not sass:
+            print(f"ok {name}")
+            continue
+        rows.append({"launch": name, **sass_resources(compiled)})
+        r = rows[-1]
+        print(f"ok {name} | registers {r['registers']} stack {r['stack_bytes']} shared {r['shared_bytes']} "
+              f"| instructions {r['instructions']} | " + " ".join(f"{op} {r[op]}" for op in OPCODES), flush=True)
+    if sass and out_dir is not None:
+        command = "python tests/runtime/compile_sm90.py " + " ".join(argv)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "sass_static_sm90.json").write_text(
+            json.dumps({"triton": triton.__version__, "command": command, "launches": rows}, indent=2) + "\n")
+        (out_dir / "sass_static_sm90.md").write_text(sass_markdown(rows, command))
     return 1 if failed else 0
 
 

@@ -8,7 +8,9 @@ Triton cannot compile for CUDA here at all."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +23,47 @@ SCRIPT = Path(__file__).resolve().parent / "compile_sm90.py"
 def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     pytest.importorskip("triton")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    run = subprocess.run([sys.executable, str(SCRIPT), "1:2048", "8:5120", "512:2048", "4096:5120"],
+    run = subprocess.run([sys.executable, str(SCRIPT), "--sass", "1:2048", "8:5120", "512:2048", "4096:5120"],
                          capture_output=True, text=True, env=env, timeout=600)
     if run.returncode == 2:
         pytest.skip(run.stdout.strip())
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
-    # mHC: 3 sweeps + 3 finishes + 1 sweep with its tail, and the register finish's 3 + 1;
+    # mHC: 3 sweeps + 3 finishes + 1 sweep with its tail, the register finish's 3 + 1 and the
+    # one-row finish at 8 rows;
     # RoPE + quant: 3 formats + 2 packed; gate: mid 1 / 8 / 64 / 512 rows and flash 1 row one
     # launch each, flash 8 / 64 / 512 two; attention's untimed tile options: 3 partial, 1 merge
-    assert run.stdout.count("ok ") == 16 + 11 + 4, run.stdout
-    assert run.stdout.count(" registers") == 4, run.stdout
+    assert run.stdout.count("ok ") == 17 + 11 + 4, run.stdout
+    assert run.stdout.count(" register-finish") == 4 and run.stdout.count(" 1-row-finish") == 2, run.stdout
+    # --sass: every launch's resources were read back from its cubin
+    found = re.findall(r"^ok .* \| registers (\d+) stack \d+ shared \d+ \| instructions (\d+) ", run.stdout, re.M)
+    assert len(found) == 32 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("compile_sm90_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SASS = """
+        Function : _kernel
+        /*0000*/                   MOV R1, c[0x0][0x28] ;                          /* 0x00000a0000017a02 */
+        /*0010*/              @!P0 SHFL.BFLY PT, R7, R6, 0x10, 0x1f ;               /* 0x0e001f0006077f89 */
+        /*0020*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;           /* 0x0000000c0804723c */
+        /*0030*/                   NOP ;                                           /* 0x0000000000007918 */
+        /*0040*/               @P1 BRA 0x10 ;                                      /* 0xfffffffc00f01947 */
+        /*1a50*/                   EXIT ;                                          /* 0x000000000000794d */
+"""
+
+
+def test_sass_parsing_counts_instructions_and_opcodes_by_base_name():
+    pytest.importorskip("triton")
+    script = load_script()
+    got = script.parse_sass(SASS)
+    assert got["instructions"] == 5  # MOV, SHFL, HMMA, BRA, EXIT; the NOP is padding
+    assert (got["SHFL"], got["HMMA"], got["BAR"], got["LDG"]) == (1, 1, 0, 0)
+    usage = "Resource usage:\n Function _kernel:REG:64 STACK:16 SHARED:1024 LOCAL:0 CONSTANT[0]:556 TEXTURE:0"
+    assert script.parse_resources(usage) == {"registers": 64, "stack_bytes": 16, "shared_bytes": 1024}
+    with pytest.raises(ValueError, match="no STACK"):
+        script.parse_resources("Function _kernel:REG:64 SHARED:0")
