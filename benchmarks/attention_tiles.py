@@ -175,7 +175,7 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     fused, reference = inputs(shape, gen, **where)
     want = reference().float()
     scale = max(1.0, float(want.abs().max()))
-    table = tile_for(shape.t, shape.head_dim)
+    table = tile_for(shape.t, shape.head_dim, packed=shape.layout == "ring_packed")
     result = CaseResult(shape, table.label())
     if shape.layout != "engine":  # the engine's reference reads positions on the host: no graph
         result.core_ms = timer(reference)
@@ -206,11 +206,14 @@ def candidates_from(args) -> list[AttentionTile]:
                               args.value_d)]
 
 
-def suggestions(results: list[CaseResult]) -> dict[int, tuple[str, float]]:
-    """T bucket -> (tile label, geometric mean of time / best time over its cases)."""
+def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, float]]:
+    """(T bucket, packed) -> (tile label, geometric mean of time / best time over its
+    cases): packed-cache cases (``ring_packed``) suggest PACKED_TILES rows, the others TILES
+    rows."""
     out = {}
-    for bucket in sorted({t_bucket(r.shape.t) for r in results}):
-        cases = [r for r in results if t_bucket(r.shape.t) == bucket and r.best() is not None]
+    for key in sorted({(t_bucket(r.shape.t), r.shape.layout == "ring_packed") for r in results}):
+        cases = [r for r in results if (t_bucket(r.shape.t), r.shape.layout == "ring_packed") == key
+                 and r.best() is not None]
         labels = {x.tile for r in cases for x in r.timings}
         scored = []
         for label in labels:
@@ -220,7 +223,7 @@ def suggestions(results: list[CaseResult]) -> dict[int, tuple[str, float]]:
                 scored.append((math.exp(sum(math.log(x) for x in ratios) / len(ratios)), label))
         if scored:
             score, label = min(scored)
-            out[bucket] = (label, score)
+            out[key] = (label, score)
     return out
 
 
@@ -267,10 +270,13 @@ def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: d
         fraction, goal = verdict(r.shape, best.ms, empty_ms)
         table_us = f"{table_ms * 1e3:.1f}" if table_ms is not None else "-"
         lines.append(f"{head} {table_us} | {best.tile} | {best.ms * 1e3:.1f} | {fraction:.0%} | {goal} |")
-    lines += ["", "Suggested rows of runtime/kernels/attention_tiles.py `TILES` (best geometric mean of "
-              "time / the case's best over the bucket's cases):", "", "```python"]
-    lines += [f"{as_row(b, 512, label)}  # {score:.2f}x of each case's best" for b, (label, score) in best_rows.items()]
-    lines += ["```", "", "All candidates (us; `-` = did not run):", ""]
+    for packed, table in ((False, "TILES"), (True, "PACKED_TILES")):
+        rows = [f"{as_row(b, 512, label)}  # {score:.2f}x of each case's best"
+                for (b, is_packed), (label, score) in best_rows.items() if is_packed == packed]
+        if rows:
+            lines += ["", f"Suggested rows of runtime/kernels/attention_tiles.py `{table}` (best geometric mean of "
+                      "time / the case's best over the bucket's cases):", "", "```python", *rows, "```"]
+    lines += ["", "All candidates (us; `-` = did not run):", ""]
     for r in results:
         runs = sorted((x for x in r.timings if x.ms is not None and not x.error), key=lambda x: x.ms)
         failed = [x for x in r.timings if x.ms is None or x.error]
@@ -335,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/attention_tiles.py", *(argv or sys.argv[1:])])
     doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S,
            "empty_kernel_ms": empty_ms,
-           "suggested_rows": {str(b): {"tile": label, "geomean_vs_best": score}
-                              for b, (label, score) in best_rows.items()},
+           "suggested_rows": {f"{'packed ' if packed else ''}{b}": {"tile": label, "geomean_vs_best": score}
+                              for (b, packed), (label, score) in best_rows.items()},
            "cases": [{"shape": asdict(r.shape), "bytes": r.shape.bytes, "table_tile": r.table_tile, "core_ms": r.core_ms,
                       "timings": [asdict(x) for x in r.timings]} for r in results]}
     tag = env["gpu"].split()[-1].lower()

@@ -124,5 +124,27 @@ TILES: dict[tuple[int, int], AttentionTile] = {
 }
 
 
-def tile_for(t: int, head_dim: int, table: dict[tuple[int, int], AttentionTile] | None = None) -> AttentionTile:
-    return (TILES if table is None else table)[(t_bucket(t), hd_bucket(head_dim))]
+# Packed caches (the static slab's FP8 ring and NVFP4 entries, decoded in the kernel) have
+# rows of their own: decoding a whole [keys, 512] tile in registers spills, 1,016 bytes of
+# stack with the 64-query row above at flash heads (benchmarks/results/sass_static_sm90.md),
+# and 16 keys per tile measured best for them at every decode bucket in the same sweep
+# (benchmarks/results/attention_tiles_h200_packed.md, ring_packed cases): T = 1 mid 50.2 ->
+# 35.6 us, flash 50.2 -> 36.2; T = 8 the table's row was already the best; T = 64 mid 311.0
+# -> 152.9 us, flash 3,314.6 -> 417.7. More than 64 queries (slots) was not swept: its row
+# is the 64-query row without splits (prefill rows never split), for the same spills.
+PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
+    (1, 512): AttentionTile(16, 16, num_warps=4, num_stages=3, splits=16),
+    (8, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16),
+    (64, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=4),
+    (PREFILL, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=1),
+}
+
+
+def tile_for(t: int, head_dim: int, table: dict[tuple[int, int], AttentionTile] | None = None,
+             packed: bool = False) -> AttentionTile:
+    """The tile of a call of ``t`` queries at ``head_dim``: ``table``'s row if one is given,
+    else PACKED_TILES' for packed caches where it has one, else TILES'."""
+    key = (t_bucket(t), hd_bucket(head_dim))
+    if table is not None:
+        return table[key]
+    return PACKED_TILES[key] if packed and key in PACKED_TILES else TILES[key]

@@ -31,8 +31,8 @@ def test_bad_flags_are_one_line_and_exit_2(argv, message, capsys, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def case(t, scale, times):
-    shape = Shape(scale, t, "ring", 16, 512, 128, 512)
+def case(t, scale, times, layout="ring"):
+    shape = Shape(scale, t, layout, 16, 512, 128, 512)
     return CaseResult(shape, "a", [Timing(label, ms, 0.0) for label, ms in times.items()])
 
 
@@ -44,10 +44,13 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
         case(1, "flash", {a: 1.0, b: 1.21, c: None}),  # c could not be captured at flash: no row
         # bucket 64: c wins everywhere
         case(64, "mid", {a: 3.0, b: 2.0, c: 1.0}),
+        # bucket 64 on packed caches: a PACKED_TILES row of its own, a wins
+        case(64, "mid", {a: 1.0, b: 2.0, c: 8.0}, layout="ring_packed"),
     ]
     got = suggestions(results)
-    assert got[1][0] == b and got[1][1] == pytest.approx(1.1)
-    assert got[64] == (c, pytest.approx(1.0))
+    assert set(got) == {(1, False), (64, False), (64, True)}
+    assert got[(1, False)][0] == b and got[(1, False)][1] == pytest.approx(1.1)
+    assert got[(64, False)] == (c, pytest.approx(1.0)) and got[(64, True)] == (a, pytest.approx(1.0))
     row = as_row(1, 512, b)
     assert row == "(1, 512): AttentionTile(16, 32, num_warps=8, num_stages=2, splits=8),"
     assert AttentionTile(16, 32, num_warps=8, num_stages=2, splits=8).label() == b
@@ -58,6 +61,8 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
     note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
     assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note
+    packed_rows = note.split("`PACKED_TILES`")[1].split("```")[1]
+    assert as_row(64, 512, a) in packed_rows and as_row(64, 512, c) not in packed_rows
     assert f"failed: {c} (no CUDA graph)" in note
 
 

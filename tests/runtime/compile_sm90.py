@@ -169,10 +169,10 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     options no table row uses yet: the value split (split and not, the ring layout) and the
     merge in column blocks. ``table``: first, the partial kernel as the tile table launches
     it at head dim 512 for ``mid`` and ``flash`` heads (bf16 engine caches at every query
-    bucket, packed ring caches at the decode buckets)."""
+    bucket, packed ring caches at every bucket by PACKED_TILES)."""
     from runtime.config import V41Config
     from runtime.kernels import attention
-    from runtime.kernels.attention_tiles import PREFILL, T_BUCKETS, TILES
+    from runtime.kernels.attention_tiles import PREFILL, T_BUCKETS, tile_for
 
     packed = {**ATTENTION_SIGNATURE, "swa_ptr": "*u8", "comp_ptr": "*u8", "swa_scale_ptr": "*u8",
               "comp_scale_ptr": "*u8"}
@@ -180,9 +180,9 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     for name in ("mid", "flash") if table else ():
         heads = V41Config.preset(name).num_attention_heads
         for bucket in (*T_BUCKETS, PREFILL):
-            tile = TILES[(bucket, 512)]
             queries = f"T<={bucket}" if bucket else "prefill"
-            for layout in ("engine", "packed ring") if bucket else ("engine",):
+            for layout in ("engine", "packed ring"):
+                tile = tile_for(bucket or 4096, 512, packed=layout != "engine")
                 kwargs = dict(HD=512, BLOCK_H=tile.heads_per_program(heads), BLOCK_N=tile.block_n,
                               SPLIT=tile.splits > 1, HAS_TOPK=True, RING=layout != "engine", IEEE=False,
                               PACKED=layout != "engine", VD=512, num_warps=tile.num_warps,

@@ -8,6 +8,7 @@ import pytest
 
 from runtime.kernels.attention_tiles import (
     HD_BUCKETS,
+    PACKED_TILES,
     PREFILL,
     T_BUCKETS,
     TILES,
@@ -21,6 +22,15 @@ def test_every_bucket_has_a_row():
     assert set(TILES) == {(t, hd) for t in (*T_BUCKETS, PREFILL) for hd in HD_BUCKETS}
     assert [t_bucket(t) for t in (1, 2, 8, 9, 64, 65, 4096)] == [1, 8, 8, 64, 64, PREFILL, PREFILL]
     assert tile_for(1, 512) is TILES[(1, 512)] and tile_for(300, 64) is TILES[(PREFILL, 128)]
+
+
+def test_packed_caches_take_their_own_rows_where_there_are_some():
+    assert set(PACKED_TILES) == {(t, 512) for t in (*T_BUCKETS, PREFILL)}
+    assert tile_for(64, 512, packed=True) is PACKED_TILES[(64, 512)] is not TILES[(64, 512)]
+    assert tile_for(300, 512, packed=True) is PACKED_TILES[(PREFILL, 512)]
+    assert tile_for(8, 128, packed=True) is TILES[(8, 128)]  # no packed row: the table's
+    custom = {key: AttentionTile(16, 16) for key in TILES}
+    assert tile_for(64, 512, custom, packed=True) is custom[(64, 512)]  # a given table wins
 
 
 @pytest.mark.parametrize("field,value", [("block_n", 24), ("block_h", 8), ("num_warps", 3), ("splits", 0),

@@ -285,7 +285,8 @@ def test_packed_ring_attention_refuses_mixed_layouts(kernel_cls, gen):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
     """``mid`` shapes compiled: packed vs the unpacked caches in the query dtype (every
-    packed value is exact in bf16). float32 (IEEE dots): bit for bit, the same FMA order
+    packed value is exact in bf16), both under the packed caches' tiles. float32 (IEEE
+    dots): bit for bit, the same FMA order
     over the same values. bf16: the decoded tile reaches the tensor cores from registers,
     the loaded one from memory, so the compiler may pick other MMA instructions and the
     float32 sums another order (measured on the H200: max |diff| 2.9e-6 at batch 1,
@@ -298,9 +299,13 @@ def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
     q, _, _, pos, floor, topk, sink = slab_case(gen, b, cfg.num_attention_heads, hd, window, k, n, dtype, "cuda")
     ring = random_packed(gen, (b, window), hd, "fp8", "cuda")
     entries = random_packed(gen, (b, n), hd, "nvfp4", "cuda")
-    kernel = kernel_cls()
-    got = kernel.ring(q, pos, floor, ring, entries, topk, sink)
-    want = kernel.ring(q, pos, floor, ring.unpack(dtype), entries.unpack(dtype), topk, sink)
+    from runtime.kernels.attention_tiles import PACKED_TILES, TILES
+
+    got = kernel_cls().ring(q, pos, floor, ring, entries, topk, sink)  # packed caches take PACKED_TILES' row
+    # the unpacked caches under the same tiles (TILES' row may split the keys elsewhere)
+    same_tiles = kernel_cls(table={**TILES, **PACKED_TILES})
+    want = same_tiles.ring(q, pos, floor, ring.unpack(dtype), entries.unpack(dtype), topk, sink)
+    assert torch.equal(same_tiles.ring(q, pos, floor, ring, entries, topk, sink), got)
     assert bool(torch.isfinite(want).all()), f"unpacked output not finite (seed {gen.initial_seed()})"
     if dtype == torch.float32:
         assert torch.equal(got, want), f"max |diff| {(got - want).abs().max():.3g} (seed {gen.initial_seed()})"
