@@ -161,7 +161,7 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
 
     _, n_split = split_plan(shape.window + shape.topk, tile.splits, tile.block_n)
     merge = tile.merge_columns(shape.head_dim) if n_split > 1 else 0  # no merge without splits
-    value = shape.head_dim if shape.layout == "ring_packed" else tile.value_columns(shape.head_dim)
+    value = tile.value_columns(shape.head_dim, packed=shape.layout == "ring_packed")
     return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
             value)
 

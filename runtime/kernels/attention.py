@@ -293,7 +293,7 @@ class FusedSparseAttention:
         flo = floor.long().contiguous()
         swa_rows = window if ring else 0
         comp_rows = comp.shape[1] if ring and has_topk else 0
-        vd = hd if packed else tile.value_columns(hd)  # packed: one decode of every column (no value split)
+        vd = tile.value_columns(hd, packed)
         launch = dict(HD=hd, BLOCK_H=block_h, BLOCK_N=tile.block_n, SPLIT=n_split > 1, HAS_TOPK=has_topk,
                       RING=ring, IEEE=ieee, PACKED=packed, VD=vd, num_warps=tile.num_warps,
                       num_stages=tile.num_stages)

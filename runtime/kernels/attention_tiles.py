@@ -82,9 +82,10 @@ class AttentionTile:
         """Head-dim columns per merge program."""
         return head_dim if self.merge_d == 0 else min(self.merge_d, head_dim)
 
-    def value_columns(self, head_dim: int) -> int:
-        """Value columns each partial program accumulates (unpacked caches)."""
-        return head_dim if self.value_d == 0 else min(self.value_d, head_dim)
+    def value_columns(self, head_dim: int, packed: bool = False) -> int:
+        """Value columns each partial program accumulates: all of them for packed caches
+        (splitting would decode every value column a second time)."""
+        return head_dim if self.value_d == 0 or packed else min(self.value_d, head_dim)
 
     def label(self) -> str:
         merge = f" m{self.merge_d}" if self.merge_d else ""

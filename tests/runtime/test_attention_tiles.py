@@ -47,6 +47,7 @@ def test_merge_and_value_columns_are_the_head_dim_unless_narrower():
     assert AttentionTile(16, 16).label() == "h16 n16 w4 s3 x1"
     assert AttentionTile(16, 16, merge_d=128).label() == "h16 n16 w4 s3 x1 m128"
     assert [AttentionTile(16, 16, value_d=v).value_columns(512) for v in (0, 256, 1024)] == [512, 256, 512]
+    assert AttentionTile(16, 16, value_d=256).value_columns(512, packed=True) == 512
     assert AttentionTile(16, 16, merge_d=64, value_d=256).label() == "h16 n16 w4 s3 x1 m64 v256"
 
 
