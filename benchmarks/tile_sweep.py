@@ -50,9 +50,9 @@ OPS = ("mhc", "inv_rope", "rope_quant", "compress", "indexer")
 MHC_DECODE = (
     ("default", MhcPolicy()),
     ("no reload", MhcPolicy(reload_d=0)),
-    ("finish 1 row", MhcPolicy(decode_finish_rows=1)),
+    ("finish 8 rows", MhcPolicy(decode_finish_rows=8)),
     ("regs finish", MhcPolicy(finish_registers=True)),
-    ("regs finish 1 row", MhcPolicy(finish_registers=True, decode_finish_rows=1)),
+    ("regs finish 8 rows", MhcPolicy(finish_registers=True, decode_finish_rows=8)),
     ("d32 w2", MhcPolicy(decode_block_d=32, decode_warps=2)),
 )
 MHC_MANY = (

@@ -56,8 +56,12 @@ benchmarks/results/ncu_h200_attention_gate_mhc.md). With one [rows] vector per
 coefficient it is register arithmetic (no shuffles in its Sinkhorn loop). Static sm_90
 resources (benchmarks/results/sass_static_sm90.md): the 8-row finish at 8 rows holds 255
 registers and 16 bytes of stack, one row per program (``decode_finish_rows``) 64 at
-``mid``. Neither is timed on the GPU yet, so the defaults are the timed code:
-benchmarks/tile_sweep.py's decode variants time them.
+``mid``. On the H200 (benchmarks/results/tile_sweep_h200_mhc_finish.md) one row per
+program is the default: 8 rows mid 11.9 -> 11.1 us, flash 15.6 -> 12.1; 2 rows mid 8.8 ->
+8.8, flash 10.0 -> 9.3; 1 row the same program either way (mid 8.45 / 8.43, flash 9.71 /
+9.98, within the run's noise). The register coefficients were slower at every row count
+(mid 1 row 9.5 vs 8.5 us, 8 rows 14.3 vs 11.9; 64 rows 20.1 vs 16.7): the serial chain is
+the longer loop body, not the shuffles, so they stay off.
 
 A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core product) timed
 within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it
@@ -134,7 +138,8 @@ class MhcPolicy:
     rows the finish with 1 warp (mid: 8.2 / 9.3 / 16.8 us at 1 / 2 / 8 rows vs 8.8 / 10.1 /
     18.1 with 2); from 1,024 rows 32 x 16 tiles (4,096 rows: 160 vs 172 us at mid, 362 vs
     413 us at flash; at 64 rows they lost, 26.5 vs 18.3 us). The re-read below the tail:
-    tile_sweep_h200_mhc_reload.md (e.g. mid 8 rows 12.5 vs 16.4 us, 512 rows 26.3 vs 31.4)."""
+    tile_sweep_h200_mhc_reload.md (e.g. mid 8 rows 12.5 vs 16.4 us, 512 rows 26.3 vs 31.4).
+    One row per decode finishing program: tile_sweep_h200_mhc_finish.md."""
 
     projection: str = ""
     block_t: int = 16
@@ -146,7 +151,7 @@ class MhcPolicy:
     decode_block_d: int = 64
     decode_warps: int = 4
     decode_finish_warps: int = 1
-    decode_finish_rows: int = 8
+    decode_finish_rows: int = 1
     fma_rows: int = 2
     programs: int = 512
     tail_rows: int = 1024

@@ -365,11 +365,11 @@ def test_mhc_parity_gpu(fused, gen, config, t, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("finish_registers,finish_rows", [(True, 1), (True, 8), (False, 1)])
+@pytest.mark.parametrize("finish_registers,finish_rows", [(True, 1), (True, 8), (False, 8)])
 @pytest.mark.parametrize("config,t", [(MID, 1), (MID, 8), (MID, 2048), (FLASH, 8)])
 def test_mhc_finish_forms_parity_gpu(fused, gen, finish_registers, finish_rows, config, t):
-    """The register finish and one-row decode finishes, compiled, on bf16 streams (2,048
-    rows: the ticket's tail)."""
+    """The register finish and the 8-row decode finish (the default is one row), compiled,
+    on bf16 streams (2,048 rows: the ticket's tail)."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
