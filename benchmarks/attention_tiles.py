@@ -159,7 +159,7 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     """What the kernel would run: tilings with the same key launch the same program."""
     from runtime.kernels.attention import split_plan
 
-    _, n_split = split_plan(shape.window + shape.topk, tile.splits, tile.block_n)
+    _, n_split = split_plan(shape.window + shape.topk, tile.splits_for(shape.t, shape.heads), tile.block_n)
     merge = tile.merge_columns(shape.head_dim) if n_split > 1 else 0  # no merge without splits
     value = tile.value_columns(shape.head_dim, packed=shape.layout == "ring_packed")
     return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
@@ -201,9 +201,9 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
 
 
 def candidates_from(args) -> list[AttentionTile]:
-    return [AttentionTile(h, n, w, s, x, m, v) for h, n, w, s, x, m, v in
+    return [AttentionTile(h, n, w, s, x, m, v, p) for h, n, w, s, x, m, v, p in
             itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d,
-                              args.value_d)]
+                              args.value_d, args.programs)]
 
 
 def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, float]]:
@@ -231,7 +231,7 @@ def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
     parts = label.split()
     h, n, w, s, x = (int(part[1:]) for part in parts[:5])
     extra = "".join(f", {name}={part[1:]}" for part in parts[5:]
-                    for prefix, name in (("m", "merge_d"), ("v", "value_d")) if part[0] == prefix)
+                    for prefix, name in (("m", "merge_d"), ("v", "value_d"), ("p", "programs")) if part[0] == prefix)
     return (f"({bucket}, {head_dim_bucket}): AttentionTile({h}, {n}, num_warps={w}, num_stages={s}, "
             f"splits={x}{extra}),")
 
@@ -254,7 +254,8 @@ def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: d
         "`graph_ms`). Roofline: bytes / 4.3 TB/s. Goal (issue 16): < 4 MiB moved: <= 2x the empty kernel; "
         f">= 4 MiB: >= 60 % of the roofline. Empty Triton kernel (`empty_launch_ms`): **{empty_ms * 1e3:.2f} us**.",
         "- Tile label: h = heads per program (cap), n = keys per tile, w = warps, s = stages, x = splits asked, "
-        "m = head-dim columns per merge program, v = value columns per partial program (absent: all).", "",
+        "m = head-dim columns per merge program, v = value columns per partial program (absent: all), "
+        "p = programs to fill (x is then a cap).", "",
         "- `core us`: the ring layout's batched torch core (runtime/static/attention.py, float32 gathers "
         "+ bmm), the static step's attention before the fused ring kernel.", "",
         "| case | bytes | core us | table tile | table us | best tile | best us | roofline (best) | goal (best) |",
@@ -303,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="head-dim columns per merge program (0: the whole head dim)")
     parser.add_argument("--value-d", nargs="+", type=int, default=[0],
                         help="value columns per partial program (0: the whole head dim)")
+    parser.add_argument("--programs", nargs="+", type=int, default=[0],
+                        help="programs to fill (0: splits as given; more: splits is a cap, the fewest that fill)")
     args = parser.parse_args(argv)
     if args.quick:
         args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]

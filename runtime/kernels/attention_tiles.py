@@ -17,6 +17,17 @@ Each row gives, for queries in the bucket:
 - ``splits``: flash-decoding splits of the key list on CUDA (one merge kernel adds them
   up when > 1). Off CUDA (the interpreter) the key list is never split unless a caller
   forces it: splitting only adds work there;
+- ``programs``: 0 launches ``splits`` as given; more makes ``splits`` a cap: the fewest
+  splits (a power of two) that bring (query, head block) programs x splits to
+  ``programs``. The best split count is the one that fills the GPU, not a constant of the
+  query bucket: on the H200 the sweeps' winners were 256 programs (the partial kernel
+  holds 255 registers, two programs per SM, 132 SMs) at every measured case, e.g. 8
+  queries ``mid`` (16 heads, one head block) 16 splits, ``flash`` (64 heads, four blocks
+  of 16) 8; 64 queries ``mid`` 4, ``flash`` (two blocks of 32) 2; packed caches with 128
+  slots ``mid`` 2, ``flash`` 1 (benchmarks/results/attention_tiles_h200_splits_t8.md,
+  attention_tiles_h200_splits_t64.md, attention_tiles_h200_packed_prefill.md). Fewer
+  splits also write fewer [splits, head_dim] float32 partials, which at ``flash`` with 8
+  queries and 16 splits asked (14 launched) are 14.7 MB for 6.9 MB of keys;
 - ``merge_d``: head-dim columns per merge program (0: all of them, one program per query
   and head). The merge was 17-40 % of attention's device time at 8-64 queries with one
   program per (query, head): 128 programs at ``mid`` with 8 queries, each loading
@@ -33,7 +44,9 @@ Each row gives, for queries in the bucket:
   registers and 152 bytes of stack at 512 columns, 8 bytes at 256, none at 128; the
   8-query tile (32 heads, 16 keys) 242 registers at 512, 174 at 128. The query and key
   tiles stay in registers as tensor-core operands (mma.sync: 16-32 heads are too few rows
-  for wgmma), so the accumulator is only part of the pressure. Untimed: a sweep option.
+  for wgmma), so the accumulator is only part of the pressure. Timed: slower at every
+  decode case but one (benchmarks/results/attention_tiles_h200_merge_t1.md,
+  attention_tiles_h200_merge_t8.md), so off.
 """
 
 from __future__ import annotations
@@ -56,6 +69,7 @@ class AttentionTile:
     splits: int = 1
     merge_d: int = 0
     value_d: int = 0
+    programs: int = 0
 
     def __post_init__(self) -> None:
         for name in ("block_h", "block_n", "num_warps"):
@@ -70,6 +84,9 @@ class AttentionTile:
             if value < 0 or value & (value - 1):
                 raise ValueError(f"AttentionTile.{name}: expected 0 (the whole head dim) or a power of two, "
                                  f"got {value}")
+        if self.programs < 0:
+            raise ValueError(f"AttentionTile.programs: expected 0 (splits as given) or a program count, "
+                             f"got {self.programs}")
         if self.num_stages < 1 or self.splits < 1:
             raise ValueError(f"AttentionTile: num_stages and splits must be >= 1, got "
                              f"{self.num_stages}, {self.splits}")
@@ -77,6 +94,17 @@ class AttentionTile:
     def heads_per_program(self, n_heads: int) -> int:
         wanted = max(16, next_pow2(n_heads))
         return min(self.block_h, wanted)
+
+    def splits_for(self, t: int, n_heads: int) -> int:
+        """Splits asked for ``t`` queries of ``n_heads`` heads: ``splits``, or with
+        ``programs`` the fewest powers of two up to it that reach that many programs."""
+        if not self.programs:
+            return self.splits
+        base = max(1, t) * -(-n_heads // self.heads_per_program(n_heads))
+        splits = 1
+        while splits < self.splits and base * splits < self.programs:
+            splits *= 2
+        return min(splits, self.splits)
 
     def merge_columns(self, head_dim: int) -> int:
         """Head-dim columns per merge program."""
@@ -90,7 +118,9 @@ class AttentionTile:
     def label(self) -> str:
         merge = f" m{self.merge_d}" if self.merge_d else ""
         value = f" v{self.value_d}" if self.value_d else ""
-        return f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
+        programs = f" p{self.programs}" if self.programs else ""
+        return (f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
+                f"{programs}")
 
 
 def t_bucket(t: int) -> int:
@@ -109,14 +139,24 @@ def hd_bucket(head_dim: int) -> int:
 
 
 # The hd-512 decode rows are benchmarks/attention_tiles.py --quick's suggestion on the H200
-# (best geometric mean over mid/flash x engine/ring; benchmarks/results/attention_tiles_h200.md);
-# the hd-512 prefill row is the suggestion of a sweep at 512 queries
-# (benchmarks/results/attention_tiles_h200_prefill.md: 32 keys per tile instead of 16, 1.5x at
-# mid, 1.4x at flash).
+# (best geometric mean over mid/flash x engine/ring;
+# benchmarks/results/attention_tiles_h200.md); the hd-512 prefill row is the suggestion of a
+# sweep at 512 queries (benchmarks/results/attention_tiles_h200_prefill.md: 32 keys per tile
+# instead of 16, 1.5x at mid, 1.4x at flash). The decode rows' merge in head-dim column blocks
+# (merge_d) is the suggestion of a sweep around these rows
+# (benchmarks/results/attention_tiles_h200_merge_t1.md, attention_tiles_h200_merge_t8.md,
+# attention_tiles_h200_merge_t64.md): T = 1 merge_d 64, mid engine 11.1 -> 9.8 us, flash engine
+# 11.7 -> 10.4; T = 8 merge_d 256, mid engine 11.8 -> 10.7, flash engine 21.1 -> 21.0 (ring 23.7
+# -> 23.9); T = 64 no column block was faster. Value columns per partial program (value_d) were
+# slower everywhere but mid T = 1 engine (9.7 vs 9.8 us), so they stay off. The 8- and 64-query
+# rows fill 256 programs (``programs``): in one interleaved sweep against the rows before
+# (attention_tiles_h200_programs_t8.md, attention_tiles_h200_programs_t64.md) T = 8 (now 16
+# heads x 32 keys, 8 warps) mid engine / ring 10.6 / 14.8 -> 10.3 / 14.2 us, flash 20.9 / 24.3
+# -> 19.2 / 23.8; T = 64 mid the same splits (23.6 / 39.3), flash 71.0 / 90.7 -> 59.3 / 79.6.
 TILES: dict[tuple[int, int], AttentionTile] = {
-    (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16),
-    (8, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16),
-    (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=4),
+    (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=64),
+    (8, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=256, programs=256),
+    (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=4, programs=256),
     (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=1),
     (1, 128): AttentionTile(32, 32, splits=16),
     (8, 128): AttentionTile(32, 32, splits=16),
@@ -125,19 +165,26 @@ TILES: dict[tuple[int, int], AttentionTile] = {
 }
 
 
-# Packed caches (the static slab's FP8 ring and NVFP4 entries, decoded in the kernel) have
-# rows of their own: decoding a whole [keys, 512] tile in registers spills, 1,016 bytes of
-# stack with the 64-query row above at flash heads (benchmarks/results/sass_static_sm90.md),
-# and 16 keys per tile measured best for them at every decode bucket in the same sweep
-# (benchmarks/results/attention_tiles_h200_packed.md, ring_packed cases): T = 1 mid 50.2 ->
-# 35.6 us, flash 50.2 -> 36.2; T = 8 the table's row was already the best; T = 64 mid 311.0
-# -> 152.9 us, flash 3,314.6 -> 417.7. More than 64 queries (slots) was not swept: its row
-# is the 64-query row without splits (prefill rows never split), for the same spills.
+# Packed caches (the static slab's FP8 ring and NVFP4 entries, decoded in the kernel) have rows
+# of their own: decoding a whole [keys, 512] tile in registers spills, 1,016 bytes of stack with
+# the 64-query row above at flash heads (benchmarks/results/sass_static_sm90.md), and 16 keys
+# per tile measured best for them at every decode bucket in the same sweep
+# (benchmarks/results/attention_tiles_h200_packed.md, ring_packed cases): T = 1 mid 50.2 -> 35.6
+# us, flash 50.2 -> 36.2; T = 8 the table's row was already the best; T = 64 mid 311.0 -> 152.9
+# us, flash 3,314.6 -> 417.7. The merge's column blocks help them as they help the loaded caches
+# (attention_tiles_h200_packed_merge_t1.md, attention_tiles_h200_packed_merge_t8.md,
+# attention_tiles_h200_packed_merge_t64.md): T = 1 merge_d 64, mid 36.1 -> 34.1 us (flash 37.7
+# -> 36.2; 256 gave 36.1); T = 8 merge_d 256, mid 36.8 -> 35.4, flash 74.3 -> 72.8; T = 64 none.
+# More than 64 queries (slots): attention_tiles_h200_packed_prefill.md (128 and 512, 24 tiles):
+# 2 splits, mid 128 slots 384.5 -> 289.8 us, 1-3 % slower in the other three cases; filling 256
+# programs instead (attention_tiles_h200_packed_programs.md) gives each case its best: 128 slots
+# mid 292.1 us (2 splits), flash 757.0 (1); 512 slots 1,119.7 / 3,008.2 (1); 64 slots flash
+# 394.5 (2; 4 splits 407.8).
 PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
-    (1, 512): AttentionTile(16, 16, num_warps=4, num_stages=3, splits=16),
-    (8, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16),
-    (64, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=4),
-    (PREFILL, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=1),
+    (1, 512): AttentionTile(16, 16, num_warps=4, num_stages=3, splits=16, merge_d=64),
+    (8, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16, merge_d=256),
+    (64, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=4, programs=256),
+    (PREFILL, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=2, programs=256),
 }
 
 

@@ -58,6 +58,9 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     assert as_row(8, 512, merged.label()) == ("(8, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, "
                                               "splits=16, merge_d=128, value_d=256),")
     assert as_row(8, 512, AttentionTile(32, 16, value_d=128).label()).endswith("splits=1, value_d=128),")
+    filling = AttentionTile(16, 32, num_warps=8, splits=16, merge_d=256, programs=256)
+    assert as_row(8, 512, filling.label()) == ("(8, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, "
+                                               "splits=16, merge_d=256, programs=256),")
     env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
     note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
     assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note

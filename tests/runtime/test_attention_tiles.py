@@ -34,7 +34,7 @@ def test_packed_caches_take_their_own_rows_where_there_are_some():
 
 
 @pytest.mark.parametrize("field,value", [("block_n", 24), ("block_h", 8), ("num_warps", 3), ("splits", 0),
-                                         ("merge_d", 24), ("merge_d", -16), ("value_d", 48)])
+                                         ("merge_d", 24), ("merge_d", -16), ("value_d", 48), ("programs", -1)])
 def test_invalid_tiles_are_refused_in_one_line(field, value):
     fields = dict(block_h=16, block_n=16, num_warps=4, num_stages=2, splits=1)
     fields[field] = value
@@ -49,6 +49,21 @@ def test_merge_and_value_columns_are_the_head_dim_unless_narrower():
     assert [AttentionTile(16, 16, value_d=v).value_columns(512) for v in (0, 256, 1024)] == [512, 256, 512]
     assert AttentionTile(16, 16, value_d=256).value_columns(512, packed=True) == 512
     assert AttentionTile(16, 16, merge_d=64, value_d=256).label() == "h16 n16 w4 s3 x1 m64 v256"
+
+
+@pytest.mark.parametrize("t", [1, 3, 8, 64, 128, 512])
+@pytest.mark.parametrize("heads", [16, 64, 128])
+@pytest.mark.parametrize("block_h,cap,programs", [(16, 16, 256), (32, 4, 256), (32, 16, 100), (16, 8, 0)])
+def test_splits_fill_the_programs_asked_up_to_the_cap(t, heads, block_h, cap, programs):
+    """Checked against a direct search: the smallest power of two up to the cap whose
+    programs (queries x head blocks x splits) reach ``programs``, else the cap; without
+    ``programs`` the cap itself."""
+    tile = AttentionTile(block_h, 16, splits=cap, programs=programs)
+    head_blocks = -(-heads // min(block_h, heads))
+    fills = [2**i for i in range(10) if 2**i <= cap and t * head_blocks * 2**i >= programs]
+    want = (min(fills) if fills else cap) if programs else cap
+    assert tile.splits_for(t, heads) == want
+    assert AttentionTile(16, 16, splits=8, programs=256).label() == "h16 n16 w4 s3 x8 p256"
 
 
 def test_heads_per_program_is_capped_by_the_head_count():
