@@ -81,11 +81,13 @@ def site_launches(rows: int, d: int, policy=None) -> list[tuple[str, dict, tuple
     from runtime.kernels import mhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    tiles = (policy or MhcPolicy()).tiling(rows, d, cuda=True)
+    policy = policy or MhcPolicy()
+    tiles = policy.tiling(rows, d, cuda=True)
     ints = {"T": rows, "D": d, "SPLIT_D": tiles.split_d}
     multiples = tuple(name for name, value in ints.items() if value % 16 == 0)
+    decode_finish = not tiles.tail and 1 < rows <= policy.decode_rows  # rows per finishing program vary here
     form = (" register-finish" if tiles.finish_registers else "") + (
-        " 1-row-finish" if not tiles.tail and tiles.tail_t == 1 and rows > 1 else "")
+        f" {tiles.tail_t}-row-finish" if decode_finish else "")
     return [(f"mhc T={rows} D={d} phase {kwargs['PHASE']} {tiles.projection}{form}", kwargs, multiples)
             for _, kwargs in mhc.site_launches(tiles, rows, d, True, torch.bfloat16)]
 
