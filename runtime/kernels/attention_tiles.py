@@ -97,7 +97,8 @@ class AttentionTile:
 
     def splits_for(self, t: int, n_heads: int) -> int:
         """Splits asked for ``t`` queries of ``n_heads`` heads: ``splits``, or with
-        ``programs`` the fewest powers of two up to it that reach that many programs."""
+        ``programs`` the smallest power of two (at most ``splits``) whose programs reach
+        that many."""
         if not self.programs:
             return self.splits
         base = max(1, t) * -(-n_heads // self.heads_per_program(n_heads))

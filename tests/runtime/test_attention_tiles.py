@@ -49,6 +49,7 @@ def test_merge_and_value_columns_are_the_head_dim_unless_narrower():
     assert [AttentionTile(16, 16, value_d=v).value_columns(512) for v in (0, 256, 1024)] == [512, 256, 512]
     assert AttentionTile(16, 16, value_d=256).value_columns(512, packed=True) == 512
     assert AttentionTile(16, 16, merge_d=64, value_d=256).label() == "h16 n16 w4 s3 x1 m64 v256"
+    assert AttentionTile(16, 16, splits=8, programs=256).label() == "h16 n16 w4 s3 x8 p256"
 
 
 @pytest.mark.parametrize("t", [1, 3, 8, 64, 128, 512])
@@ -63,7 +64,6 @@ def test_splits_fill_the_programs_asked_up_to_the_cap(t, heads, block_h, cap, pr
     fills = [2**i for i in range(10) if 2**i <= cap and t * head_blocks * 2**i >= programs]
     want = (min(fills) if fills else cap) if programs else cap
     assert tile.splits_for(t, heads) == want
-    assert AttentionTile(16, 16, splits=8, programs=256).label() == "h16 n16 w4 s3 x8 p256"
 
 
 def test_heads_per_program_is_capped_by_the_head_count():
