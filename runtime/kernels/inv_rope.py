@@ -18,20 +18,24 @@ from runtime.kernels.mhc import TL_DTYPES
 
 def _inv_rope_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, H,
                      BLOCK_H: tl.constexpr, HD: tl.constexpr, HALF: tl.constexpr, DTYPE: tl.constexpr):
+    """Every load is issued before the first store. The compiler keeps a load after a
+    store to a pointer that may alias it, so the form that stored the leading channels
+    before loading the rope pairs took two memory round trips (LDG, STG, LDG, STG in the
+    sm_90 SASS), the whole cost of a one-row call beyond the launch."""
     r = tl.program_id(0).to(tl.int64)
     heads = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     h_ok = heads < H
     base = (r * H + heads[:, None]) * HD  # [BLOCK_H, 1]
     dim = tl.arange(0, HD)
     rope_start: tl.constexpr = HD - 2 * HALF
-    x = tl.load(x_ptr + base + dim[None, :], mask=h_ok[:, None], other=0.0)
-    tl.store(out_ptr + base + dim[None, :], x.to(DTYPE), mask=h_ok[:, None] & (dim[None, :] < rope_start))
     i = tl.arange(0, HALF)
-    even_at = base + rope_start + 2 * i[None, :]
+    even_at = base + rope_start + 2 * i[None, :]  # [BLOCK_H, HALF]
+    x = tl.load(x_ptr + base + dim[None, :], mask=h_ok[:, None], other=0.0)  # [BLOCK_H, HD]
     even = tl.load(x_ptr + even_at, mask=h_ok[:, None], other=0.0).to(tl.float32)
     odd = tl.load(x_ptr + even_at + 1, mask=h_ok[:, None], other=0.0).to(tl.float32)
     c = tl.load(cos_ptr + r * HALF + i)[None, :]
     s = -tl.load(sin_ptr + r * HALF + i)[None, :]
+    tl.store(out_ptr + base + dim[None, :], x.to(DTYPE), mask=h_ok[:, None] & (dim[None, :] < rope_start))
     tl.store(out_ptr + even_at, (even * c - odd * s).to(DTYPE), mask=h_ok[:, None])
     tl.store(out_ptr + even_at + 1, (even * s + odd * c).to(DTYPE), mask=h_ok[:, None])
 

@@ -130,6 +130,18 @@ def _rope_quant_kernel(
         v_ok = vec < V
     row = vec // H  # the cos/sin row of each vector
     lane = tl.arange(0, QB)
+    # The tail's loads (its vectors' rope blocks, cos and sin) come first: the compiler
+    # keeps a load after a store to a pointer that may alias it, so loading them after the
+    # head's store took a second memory round trip (LDG, STG, LDG, STG in the sm_90 SASS),
+    # most of a small call's time beyond the launch.
+    t_blk = HEAD + tl.arange(0, TAIL_P)  # [TAIL_P] block index in the vector
+    t_ok = v_ok[:, None, None] & (t_blk[None, :, None] < N_SCALES)  # [BLOCK_V, TAIL_P, 1]
+    t_x = tl.load(x_ptr + vec[:, None, None] * C + t_blk[None, :, None] * QB + lane[None, None, :],
+                  mask=t_ok, other=0.0).to(tl.float32)  # [BLOCK_V, TAIL_P, QB]
+    t_pair = t_blk[None, :, None] * (QB // 2) + tl.arange(0, QB // 2)[None, None, :] - (C // 2 - HALF)
+    rope_pair = v_ok[:, None, None] & (t_pair >= 0) & (t_pair < HALF)  # [BLOCK_V, TAIL_P, QB/2]
+    t_cos = tl.load(cos_ptr + row[:, None, None] * HALF + t_pair, mask=rope_pair, other=1.0)
+    t_sin = tl.load(sin_ptr + row[:, None, None] * HALF + t_pair, mask=rope_pair, other=0.0)
     for part in tl.static_range(0 if HEAD > 0 else 1, 2):  # 0: head blocks, 1: tail blocks
         # The part's block count NP (HEAD_P or TAIL_P) is written out where a constexpr is
         # needed (a name bound in an unrolled loop is not one), then read as blk.shape[0].
@@ -138,18 +150,16 @@ def _rope_quant_kernel(
         ch = blk[None, :, None] * QB + lane[None, None, :]  # [1, NP, QB] channel index
         ok = blk_ok[:, :, None]
         base = vec[:, None, None] * C
-        x = tl.load(x_ptr + base + ch, mask=ok, other=0.0).to(tl.float32)  # [BLOCK_V, NP, QB]
         if part == 0:
+            x = tl.load(x_ptr + base + ch, mask=ok, other=0.0).to(tl.float32)  # [BLOCK_V, NP, QB]
             v = x
         else:
             # RoPE on the trailing 2*HALF channels: pairs (2i, 2i+1) of the tail.
             # even' = even*cos - odd*sin ; odd' = even*sin + odd*cos
             # [BLOCK_V, NP, QB/2, 2]: the last axis is (even, odd), so no partner load.
+            x = t_x
             even, odd = tl.split(tl.reshape(x, (BLOCK_V, blk.shape[0], QB // 2, 2)))
-            pair = blk[None, :, None] * (QB // 2) + tl.arange(0, QB // 2)[None, None, :] - (C // 2 - HALF)
-            rope_pair = v_ok[:, None, None] & (pair >= 0) & (pair < HALF)  # [BLOCK_V, NP, QB/2]
-            c = tl.load(cos_ptr + row[:, None, None] * HALF + pair, mask=rope_pair, other=1.0)
-            s = tl.load(sin_ptr + row[:, None, None] * HALF + pair, mask=rope_pair, other=0.0)
+            c, s = t_cos, t_sin
             rotated = tl.join(even * c - odd * s, even * s + odd * c)
             if ROUND_BF16:  # explicit nearest-even: the interpreter's bfloat16 cast truncates
                 bits = rotated.to(tl.int32, bitcast=True)
