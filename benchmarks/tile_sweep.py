@@ -4,6 +4,11 @@ roofline (issue 16), each variant checked against the reference before it is tim
 
     PYTHONPATH=. python benchmarks/tile_sweep.py --out benchmarks/results [--ops mhc inv_rope]
 
+``--baseline DIR``: a folder holding an earlier revision of ``runtime/kernels/inv_rope.py``
+and/or ``rope_quant.py`` (``git show REV:runtime/kernels/rope_quant.py > DIR/rope_quant.py``);
+its op, at its own default tiles, is timed on every case next to the current variants
+(labels "baseline ..."), so a kernel rewrite is compared in the same run.
+
 Device time per call from CUDA-graph replay (``benchmarks/kernels.py``'s ``graph_ms``), next
 to an empty Triton kernel and a one-load-one-store kernel replayed the same way (the floor
 of an op that touches memory at all). Writes tile_sweep_<gpu>.json and .md.
@@ -12,6 +17,7 @@ of an op that touches memory at all). Writes tile_sweep_<gpu>.json and .md.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -135,7 +141,23 @@ def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label
     return rows
 
 
-def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...]) -> list[dict]:
+def baseline_ops(folder: Path | None) -> dict[str, object]:
+    """op name -> the callable of an earlier revision's module in ``folder`` (those present)."""
+    found = {}
+    for op_name, file, cls in (("inv_rope", "inv_rope.py", "FusedInverseRope"),
+                               ("rope_quant", "rope_quant.py", "FusedRopeQuant")):
+        path = folder / file if folder else None
+        if path is None or not path.is_file():
+            continue
+        spec = importlib.util.spec_from_file_location(f"baseline_{op_name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        found[op_name] = getattr(module, cls)()
+    return found
+
+
+def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...], baseline: dict[str, object] | None = None) -> list[dict]:
+    baseline = baseline or {}
     out = []
     for name in ("mid", "flash"):
         c = V41Config.preset(name)
@@ -144,13 +166,16 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...]) -> list[dict]:
                 out += sweep_mhc(name, c, t)
             if "inv_rope" in ops:
                 out += sweep_simple("inv_rope", inv_rope_case(None, c, name, t),
-                                    [(f"tile {tile} w4", FusedInverseRope(tile_elements=tile)) for tile in INV_ROPE_TILES],
+                                    [(f"tile {tile} w4", FusedInverseRope(tile_elements=tile)) for tile in INV_ROPE_TILES]
+                                    + [("baseline", op) for op in [baseline.get("inv_rope")] if op],
                                     name, t)
             if "rope_quant" in ops:
                 for use in ROPE_QUANT_USES:
                     out += sweep_simple("rope_quant", rope_quant_case(None, c, name, t, use),
                                         [(f"tile {tile} w{w or 'by size'}", FusedRopeQuant(tile_elements=tile, num_warps=w))
-                                         for tile, w in ROPE_QUANT_TILES], name, t, label=f"{use}: ")
+                                         for tile, w in ROPE_QUANT_TILES]
+                                        + [("baseline", op) for op in [baseline.get("rope_quant")] if op],
+                                        name, t, label=f"{use}: ")
             if "compress" in ops:
                 out += sweep_simple("compress", compress_case(None, c, name, max(2, t)),
                                     [(f"tile {tile} w{w}", FusedPoolNorm(tile_elements=tile, num_warps=w))
@@ -187,7 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 64, 512, 4096])
     parser.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="folder with an earlier revision's inv_rope.py / rope_quant.py to time alongside")
     args = parser.parse_args(argv)
+    if args.baseline is not None and not args.baseline.is_dir():
+        parser.error(f"--baseline {args.baseline}: not a folder")
     ops = tuple(args.ops)
     if not torch.cuda.is_available():
         print("benchmarks/tile_sweep.py: needs a CUDA GPU", file=sys.stderr)
@@ -195,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     floors = {"empty_us": empty_launch_ms() * 1e3, "load_store_us": load_store_ms() * 1e3}
     print(floors, flush=True)
-    rows = sweep(tuple(args.rows), ops)
+    rows = sweep(tuple(args.rows), ops, baseline_ops(args.baseline))
     env = environment()
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/tile_sweep.py", *(argv or sys.argv[1:])])
     tag = env["gpu"].split()[-1].lower()

@@ -1,0 +1,49 @@
+"""benchmarks/tile_sweep.py's ``--baseline``: an earlier revision's kernel module, loaded from
+a folder, is its own op (not the current module's class) and computes what it computed.
+Here the "earlier revision" is a copy of the current file with the tile default changed,
+so the test can tell the two apart; interpreted, both agree with the reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks.tile_sweep import baseline_ops, main
+from runtime.kernels import rope_quant
+from runtime.kernels.reference import REFERENCE_OPS
+
+REPO_FILE = rope_quant.__file__
+
+
+def test_a_copied_module_is_loaded_as_its_own_op(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    text = Path(REPO_FILE).read_text()
+    marker = "TILE_ELEMENTS = 1024"
+    assert marker in text
+    (tmp_path / "rope_quant.py").write_text(text.replace(marker, "TILE_ELEMENTS = 512", 1))
+    ops = baseline_ops(tmp_path)
+    assert set(ops) == {"rope_quant"}  # no inv_rope.py in the folder
+    op = ops["rope_quant"]
+    assert type(op) is not rope_quant.FusedRopeQuant and type(op).__name__ == "FusedRopeQuant"
+    assert op.tile_elements == 512
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(5, 512, generator=gen)
+    ang = torch.randn(5, 32, generator=gen)
+    got = op(x, ang.cos(), ang.sin(), "nvfp4")
+    want = REFERENCE_OPS["rope_quant"](x, ang.cos(), ang.sin(), "nvfp4")
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_no_folder_means_no_baseline(tmp_path):
+    assert baseline_ops(None) == {}
+    assert baseline_ops(tmp_path) == {}
+
+
+def test_a_missing_baseline_folder_is_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--baseline", str(tmp_path / "nope"), "--out", str(tmp_path)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith(f"--baseline {tmp_path / 'nope'}: not a folder")
