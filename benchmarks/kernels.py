@@ -79,7 +79,7 @@ class Case:
         if self.bytes >= LARGE_OP_BYTES:
             return f">= {ROOFLINE_GOAL:.0%} roofline", self.roofline_fraction >= ROOFLINE_GOAL
         limit = LAUNCH_GOAL * empty_launch_ms
-        return f"<= {limit * 1e3:.1f} us", self.kernel_ms <= limit
+        return f"<= {limit * 1e3:.2f} us", self.kernel_ms <= limit
 
 
 def median_ms(fn, warmup: int = 5, iters: int = 30) -> float:
@@ -277,9 +277,15 @@ def run(ops, only: tuple[str, ...] = ()) -> list[Case]:
     if only:
         cases = [entry for entry in cases if entry[0] in only]
     done = []
-    empty_ms = empty_launch_ms()
-    print(f"empty Triton kernel, graph replay: {empty_ms * 1e3:.2f} us per launch", flush=True)
+    # The floor is measured before every op's cases and once after the last: one reading
+    # moved from 0.68 to 0.84 us between two runs (kernels_h200.md), which alone moved
+    # cases across the 2x line. Ops are held to the smallest reading (the strictest).
+    empty_samples = []
     for op, case, args in cases:
+        if not done or done[-1].op != op:
+            empty_samples.append(empty_launch_ms())
+            print(f"empty Triton kernel, graph replay: {empty_samples[-1] * 1e3:.2f} us per launch", flush=True)
+        empty_ms = min(empty_samples)
         if op == "indexer+topk":
             k = flash.index_topk
             ref = REFERENCE_OPS["indexer"], REFERENCE_OPS["topk"]
@@ -297,7 +303,18 @@ def run(ops, only: tuple[str, ...] = ()) -> list[Case]:
         print(f"{case.op:13s} {case.scale:10s} {case.shape:40s} ref {case.ref_ms:8.3f} ms  fused "
               f"{case.fused_ms:7.3f} ms (graph {graph})  x{case.speedup:6.1f}  roofline "
               f"{case.roofline_fraction:5.1%} ({case.bound})  goal {goal}: {verdict(met)}", flush=True)
-    return done, empty_ms
+    empty_samples.append(empty_launch_ms())
+    return done, empty_samples
+
+
+def floor_line(empty_samples: list[float]) -> str:
+    """The Markdown line on the empty-launch floor: its readings and the goal they set."""
+    low, mid, high = min(empty_samples), statistics.median(empty_samples), max(empty_samples)
+    return (f"- Empty Triton kernel, replayed the same way, measured {len(empty_samples)} times through the run "
+            f"(before every change of op and at the end): {low * 1e3:.2f} us smallest, {mid * 1e3:.2f} median, "
+            f"{high * 1e3:.2f} largest. Goal (issue 16): a memory-bound op moving >= "
+            f"{LARGE_OP_BYTES / 2**20:.0f} MiB reaches >= {ROOFLINE_GOAL:.0%} of the roofline; one moving "
+            f"less takes <= {LAUNCH_GOAL:.0f}x the smallest empty launch ({LAUNCH_GOAL * low * 1e3:.2f} us).")
 
 
 def verdict(met: bool | None) -> str:
@@ -313,7 +330,8 @@ def environment() -> dict:
             "triton": triton.__version__, "cuda": torch.version.cuda, "python": platform.python_version()}
 
 
-def markdown(env: dict, cases: list[Case], command: str, empty_ms: float) -> str:
+def markdown(env: dict, cases: list[Case], command: str, empty_samples: list[float]) -> str:
+    empty_ms = min(empty_samples)
     lines = [
         "# Kernel benchmark: reference vs fused (Triton)", "",
         f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, CUDA {env['cuda']}",
@@ -322,16 +340,13 @@ def markdown(env: dict, cases: list[Case], command: str, empty_ms: float) -> str
         "(Python + launches included; speed-up = reference eager / fused eager). \"fused graph\" = per-call "
         "time replaying 20 calls from one CUDA graph (device time); roofline = max(bytes / 4.3 TB/s, "
         "FLOPs / 790 TFLOP/s) / fused graph time (eager time where capture failed).",
-        f"- Empty Triton kernel, replayed the same way: {empty_ms * 1e3:.2f} us per launch. Goal (issue 16): a "
-        f"memory-bound op moving >= {LARGE_OP_BYTES / 2**20:.0f} MiB reaches >= {ROOFLINE_GOAL:.0%} of the "
-        f"roofline; one moving less takes <= {LAUNCH_GOAL:.0f}x the empty launch "
-        f"({LAUNCH_GOAL * empty_ms * 1e3:.1f} us).", "",
+        floor_line(empty_samples), "",
         "| op | scale | shape | MB moved | reference ms | fused ms | fused graph ms | speed-up | roofline | bound "
         "| goal | met |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for c in cases:
-        graph = f"{c.fused_graph_ms:.4f}" if c.fused_graph_ms is not None else "n/a"
+        graph = f"{c.fused_graph_ms:.5f}" if c.fused_graph_ms is not None else "n/a"
         goal, met = c.goal(empty_ms)
         lines.append(f"| {c.op} | {c.scale} | {c.shape} | {c.bytes / 1e6:.2f} | {c.ref_ms:.3f} | {c.fused_ms:.3f} | "
                      f"{graph} | {c.speedup:.1f}x | {c.roofline_fraction:.0%} | {c.bound} | {goal} | "
@@ -353,19 +368,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.manual_seed(0)
     ops = KernelRegistry("fused", device="cuda", on_unavailable="error")
-    cases, empty_ms = run(ops, only)
+    cases, empty_samples = run(ops, only)
+    empty_ms = min(empty_samples)
     env = environment()
     tag = env["gpu"].split()[-1].lower() + ("_" + "_".join(only) if only else "")
     args.out.mkdir(parents=True, exist_ok=True)
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/kernels.py", *(argv or sys.argv[1:])])
     doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S,
-           "bf16_flops_per_s": BF16_FLOPS_PER_S, "empty_launch_ms": empty_ms,
+           "bf16_flops_per_s": BF16_FLOPS_PER_S, "empty_launch_ms": empty_ms, "empty_launch_samples_ms": empty_samples,
            "cases": [{**asdict(c), "speedup": c.speedup, "roofline_fraction": c.roofline_fraction,
                       "bound": c.bound, "kernel_ms": c.kernel_ms, "goal": c.goal(empty_ms)[0],
                       "goal_met": c.goal(empty_ms)[1]} for c in cases]}
     (args.out / f"kernels_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (args.out / f"kernels_{tag}.md").write_text(markdown(env, cases, command, empty_ms))
-    print(markdown(env, cases, command, empty_ms))
+    (args.out / f"kernels_{tag}.md").write_text(markdown(env, cases, command, empty_samples))
+    print(markdown(env, cases, command, empty_samples))
     return 0
 
 
