@@ -31,6 +31,19 @@ def _import_triton_for_the_interpreter() -> None:
 _import_triton_for_the_interpreter()
 
 
+def _share_the_cores_between_xdist_workers() -> None:
+    """Under pytest-xdist (the README's ``-n auto``) each worker gets its share of the
+    cores for torch's intra-op threads: on the 2-core CI machine two workers that each
+    kept torch's default of 2 threads would run 4 on 2 cores. Most of the suite's time is
+    single-threaded Python (Triton's interpreter), which is why it is split by worker."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
+_share_the_cores_between_xdist_workers()
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
