@@ -5,16 +5,17 @@
 # returns what finished). Usage on the device:
 #   OUT=/path bash benchmarks/h200_checklist.sh 1   # GPU tests, mHC and attention sweeps
 #   OUT=/path bash benchmarks/h200_checklist.sh 2   # packed attention: sweep, decode, ncu
-# Open after 2026-12-02 (session 12; its sweeps flipped the mHC decode finish to 1 row, the
-# attention merge to column blocks at 1-8 queries, and attention splits to "fill 256
-# programs"), issue 16:
-# - part 1 re-checks the GPU parity of those defaults, re-times mHC's decode forms and sweeps
-#   attention around the table rows (merge_d, splits via --programs);
-# - part 2 times packed attention and the packed decode step, and profiles what is left;
-# - still open: mHC below goal everywhere (decode: two serial chains, ncu_h200_session12.md;
-#   a one-launch design is the next step), attention at T >= 8 (partial kernel at 255
-#   registers, 2 programs per SM), flash prefill attention (28 %), RoPE + quant NVFP4 at
-#   4,096 rows (56 %), the gate, most ops under 4 MiB.
+# Open after 2026-12-03 (session 13; it made inverse RoPE and RoPE + quant issue every
+# load before the first store, 0.06-0.26 us off each 1-64 row call, and ran part 2's packed
+# sweep and its ncu: attention_tiles_h200_packed_recheck.md, ncu_h200_session13.md), issue 16:
+# - part 1 re-times mHC's decode forms and sweeps attention around the table rows;
+# - part 2's packed sweep and ncu are done for now; rerun them after a kernel change;
+# - still open: mHC below goal everywhere (two serial chains), attention below 512 queries
+#   (its merge launch is a quarter of `flash` T=8), flash prefill attention (28 %, 255
+#   registers), RoPE + quant NVFP4 at 4,096 rows (53-58 %, latency-bound per ncu), the gate
+#   (its selection launch), ops under 4 MiB (inverse RoPE at 1 row is the only one within
+#   2x the empty launch). RoPE + quant "tile 2048 w4" was faster at 1-64 rows for fp8 and
+#   nvfp4 once (tile_sweep_h200_loads_first.md): worth a second run before a flip.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
