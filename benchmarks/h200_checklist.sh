@@ -13,7 +13,7 @@
 # - still open: mHC below goal everywhere (two serial chains), attention below 512 queries
 #   (its merge launch is a quarter of `flash` T=8), flash prefill attention (28 %, 255
 #   registers), RoPE + quant NVFP4 at 4,096 rows (53-58 %, latency-bound per ncu), the gate
-#   (its selection launch), ops under 4 MiB (inverse RoPE at 1 row is the only one within
+#   (its selection launch), ops under 4 MiB (inverse RoPE at one `mid` row is the only one within
 #   2x the empty launch). RoPE + quant "tile 2048 w4" was faster at 1-64 rows for fp8 and
 #   nvfp4 once (tile_sweep_h200_loads_first.md): worth a second run before a flip.
 set -u
