@@ -141,8 +141,9 @@ def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label
     return rows
 
 
-def baseline_ops(folder: Path | None) -> dict[str, object]:
-    """op name -> the callable of an earlier revision's module in ``folder`` (those present)."""
+def baseline_ops(folder: Path | None) -> dict[str, list[tuple[str, object]]]:
+    """op name -> [("baseline", the op of an earlier revision's module in ``folder``)], for
+    the modules present: the extra sweep variants of that op."""
     found = {}
     for op_name, file, cls in (("inv_rope", "inv_rope.py", "FusedInverseRope"),
                                ("rope_quant", "rope_quant.py", "FusedRopeQuant")):
@@ -152,11 +153,12 @@ def baseline_ops(folder: Path | None) -> dict[str, object]:
         spec = importlib.util.spec_from_file_location(f"baseline_{op_name}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        found[op_name] = getattr(module, cls)()
+        found[op_name] = [("baseline", getattr(module, cls)())]
     return found
 
 
-def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...], baseline: dict[str, object] | None = None) -> list[dict]:
+def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
+          baseline: dict[str, list[tuple[str, object]]] | None = None) -> list[dict]:
     baseline = baseline or {}
     out = []
     for name in ("mid", "flash"):
@@ -167,14 +169,14 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...], baseline: dict[str, 
             if "inv_rope" in ops:
                 out += sweep_simple("inv_rope", inv_rope_case(None, c, name, t),
                                     [(f"tile {tile} w4", FusedInverseRope(tile_elements=tile)) for tile in INV_ROPE_TILES]
-                                    + [("baseline", op) for op in [baseline.get("inv_rope")] if op],
+                                    + baseline.get("inv_rope", []),
                                     name, t)
             if "rope_quant" in ops:
                 for use in ROPE_QUANT_USES:
                     out += sweep_simple("rope_quant", rope_quant_case(None, c, name, t, use),
                                         [(f"tile {tile} w{w or 'by size'}", FusedRopeQuant(tile_elements=tile, num_warps=w))
                                          for tile, w in ROPE_QUANT_TILES]
-                                        + [("baseline", op) for op in [baseline.get("rope_quant")] if op],
+                                        + baseline.get("rope_quant", []),
                                         name, t, label=f"{use}: ")
             if "compress" in ops:
                 out += sweep_simple("compress", compress_case(None, c, name, max(2, t)),

@@ -25,7 +25,8 @@ def test_a_copied_module_is_loaded_as_its_own_op(tmp_path, monkeypatch):
     (tmp_path / "rope_quant.py").write_text(text.replace(marker, "TILE_ELEMENTS = 512", 1))
     ops = baseline_ops(tmp_path)
     assert set(ops) == {"rope_quant"}  # no inv_rope.py in the folder
-    op = ops["rope_quant"]
+    [(label, op)] = ops["rope_quant"]
+    assert label == "baseline"
     assert type(op) is not rope_quant.FusedRopeQuant and type(op).__name__ == "FusedRopeQuant"
     assert op.tile_elements == 512
     gen = torch.Generator().manual_seed(3)
