@@ -277,7 +277,7 @@ def run(ops, only: tuple[str, ...] = ()) -> list[Case]:
     if only:
         cases = [entry for entry in cases if entry[0] in only]
     done = []
-    # The floor is measured before every op's cases and once after the last: one reading
+    # The floor is measured before every change of op and once after the last case: one reading
     # moved from 0.68 to 0.84 us between two runs (kernels_h200.md), which alone moved
     # cases across the 2x line. Ops are held to the smallest reading (the strictest).
     empty_samples = []
