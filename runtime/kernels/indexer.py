@@ -3,10 +3,22 @@
     s[t, j] = sum_h w[t, h] * ReLU(q[t, h] . k[j]) * dI^-1/2,   -inf where j >= counts[t]
 
 Same signature and math as :func:`runtime.kernels.reference.index_logits`. A program owns
-BLOCK_T queries x all heads (the GEMM's M = BLOCK_T * nI rows) and BLOCK_N keys; the head
-reduction happens in registers, so only the [T, N] scores are written (the reference
-materialises one [T, N] product per head). Key tiles wholly past every query's visible
-count are not read.
+BLOCK_T queries x all heads (BLOCK_T * nI columns of the product) and KEY_TILES consecutive
+tiles of BLOCK_N keys; the head reduction happens in registers, so only the [T, N] scores
+are written (the reference materialises one [T, N] product per head). Key tiles wholly past
+every query's visible count are not read.
+
+Why several key tiles per program: the query tile is loaded once per program. With one
+64-key tile per program, 8 decode queries at ``mid`` (a 128 x 128 bf16 query tile, 32 KB)
+re-read the queries from L2 for every 16 KB of keys read from HBM: twice the keys' bytes,
+at 38 % of the roofline for 128k keys (benchmarks/results/kernels_h200.md). A loop over the
+program's tiles keeps the queries resident and lets the compiler pipeline the key loads.
+
+Why the keys as the MMA's rows (``KEYS_AS_ROWS``, the default): with the queries' heads
+down the rows, each head sum is a reduction across lanes and warps; with k [BLOCK_N, dI] x
+q^T the heads of a query are adjacent columns of the accumulator, summed mostly within a
+thread, and 64 key rows are one warpgroup's MMA. 8 ``mid`` queries at 128k keys: 15.7 ->
+12.7 us on the H200 (runtime/kernels/indexer_tiles.py has the sweeps).
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ import torch
 import triton.language as tl
 
 from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.indexer_tiles import IndexerPolicy, IndexerTiling
 from runtime.numerics import Numerics
 
 
@@ -22,8 +35,11 @@ def _index_logits_kernel(
     q_ptr, w_ptr, k_ptr, counts_ptr, out_ptr,
     T, N, scale,
     NI: tl.constexpr, DI: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-    IEEE: tl.constexpr,
+    KEY_TILES: tl.constexpr, KEYS_AS_ROWS: tl.constexpr, IEEE: tl.constexpr,
 ):
+    """``KEYS_AS_ROWS``: the product as k [BLOCK_N, DI] x q^T [DI, M] (keys the MMA's rows,
+    a query's heads adjacent columns, so the head sum stays mostly within a thread) instead
+    of q [M, DI] x k^T [DI, BLOCK_N] (heads down the rows, summed across lanes)."""
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     scale = tl.cast(scale, tl.float32)
     pid_t = tl.program_id(0)
@@ -33,40 +49,63 @@ def _index_logits_kernel(
     q_ok = qrow < T * NI
     ts = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)
     t_ok = ts < T
-    js = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    dim = tl.arange(0, DI)
     counts = tl.load(counts_ptr + ts, mask=t_ok, other=0)
-    visible = (js[None, :] < counts[:, None]) & (js[None, :] < N)  # [BLOCK_T, BLOCK_N]
-    out_offs = ts[:, None].to(tl.int64) * N + js[None, :]
-    out_ok = t_ok[:, None] & (js[None, :] < N)
-    if pid_n * BLOCK_N < tl.max(counts, axis=0):
-        dim = tl.arange(0, DI)
+    # the program's keys [first, first + KEY_TILES * BLOCK_N): tiles from the first one past
+    # every visible count on are written -inf without reading them
+    first = pid_n * (KEY_TILES * BLOCK_N)
+    seen = tl.minimum(tl.max(counts, axis=0), N)
+    n_read = tl.minimum(tl.maximum(seen - first + BLOCK_N - 1, 0) // BLOCK_N, KEY_TILES)
+    if n_read > 0:
         q = tl.load(q_ptr + qrow[:, None].to(tl.int64) * DI + dim[None, :], mask=q_ok[:, None], other=0.0)
-        k = tl.load(k_ptr + js[None, :].to(tl.int64) * DI + dim[:, None], mask=js[None, :] < N, other=0.0)
+        w = tl.load(w_ptr + qrow, mask=q_ok, other=0.0)  # [M]
         if IEEE:
-            dots = tl.dot(q.to(tl.float32), k.to(tl.float32), input_precision="ieee")
-        else:
-            dots = tl.dot(q, k)  # [M, BLOCK_N], fp32 accumulation
-        w = tl.load(w_ptr + qrow, mask=q_ok, other=0.0)
-        terms = w[:, None] * (tl.maximum(dots, 0.0) * scale)
-        scores = tl.sum(tl.reshape(terms, (BLOCK_T, NI, BLOCK_N)), axis=1)
-        scores = tl.where(visible, scores, float("-inf"))
-    else:
-        scores = tl.full((BLOCK_T, BLOCK_N), float("-inf"), dtype=tl.float32)
-    tl.store(out_ptr + out_offs, scores, mask=out_ok)
+            q = q.to(tl.float32)
+        for i in range(0, n_read):
+            js = first + i * BLOCK_N + tl.arange(0, BLOCK_N)
+            if KEYS_AS_ROWS:
+                k = tl.load(k_ptr + js[:, None].to(tl.int64) * DI + dim[None, :], mask=js[:, None] < N, other=0.0)
+                if IEEE:
+                    dots = tl.dot(k.to(tl.float32), tl.trans(q), input_precision="ieee")
+                else:
+                    dots = tl.dot(k, tl.trans(q))  # [BLOCK_N, M], fp32 accumulation
+                terms = (tl.maximum(dots, 0.0) * scale) * w[None, :]
+                scores = tl.sum(tl.reshape(terms, (BLOCK_N, BLOCK_T, NI)), axis=2)  # [BLOCK_N, BLOCK_T]
+                scores = tl.where(js[:, None] < counts[None, :], scores, float("-inf"))
+                tl.store(out_ptr + ts[None, :].to(tl.int64) * N + js[:, None], scores,
+                         mask=t_ok[None, :] & (js[:, None] < N))
+            else:
+                k = tl.load(k_ptr + js[None, :].to(tl.int64) * DI + dim[:, None], mask=js[None, :] < N, other=0.0)
+                if IEEE:
+                    dots = tl.dot(q, k.to(tl.float32), input_precision="ieee")
+                else:
+                    dots = tl.dot(q, k)  # [M, BLOCK_N], fp32 accumulation
+                terms = w[:, None] * (tl.maximum(dots, 0.0) * scale)
+                scores = tl.sum(tl.reshape(terms, (BLOCK_T, NI, BLOCK_N)), axis=1)  # [BLOCK_T, BLOCK_N]
+                scores = tl.where(js[None, :] < counts[:, None], scores, float("-inf"))
+                tl.store(out_ptr + ts[:, None].to(tl.int64) * N + js[None, :], scores,
+                         mask=t_ok[:, None] & (js[None, :] < N))
+    hidden = tl.full((BLOCK_T, BLOCK_N), float("-inf"), dtype=tl.float32)
+    for i in range(n_read, KEY_TILES):
+        js = first + i * BLOCK_N + tl.arange(0, BLOCK_N)
+        tl.store(out_ptr + ts[:, None].to(tl.int64) * N + js[None, :], hidden, mask=t_ok[:, None] & (js[None, :] < N))
+
+
+def launch_kwargs(tiles: IndexerTiling, n_heads: int, dim: int, ieee: bool) -> dict:
+    """The kernel's constexprs and compile options for one call (the sm_90 compile check,
+    tests/runtime/compile_sm90.py, compiles exactly these)."""
+    return dict(NI=n_heads, DI=dim, BLOCK_T=tiles.block_t, BLOCK_N=tiles.block_n, KEY_TILES=tiles.key_tiles,
+                KEYS_AS_ROWS=tiles.keys_as_rows, IEEE=ieee, num_warps=tiles.num_warps)
 
 
 class FusedIndexLogits:
     """Callable with :func:`runtime.kernels.reference.index_logits`'s signature."""
 
-    def __init__(self, shared_query_rows: int = 128, num_warps: int | None = None) -> None:
-        """Up to 16 queries, one program's dot holds ``shared_query_rows`` (query x head)
-        rows, so that many queries share each key tile read from memory: with one query per
-        program, 8 queries read the keys 8 times (16 % of the roofline at mid, T=8, 128k
-        keys; 37 % with 128 rows and 8 warps, benchmarks/tile_sweep.py on the H200).
-        ``num_warps`` None: 8 for a 128-row dot, else 4. Both are for benchmark sweeps."""
+    def __init__(self, policy: IndexerPolicy | None = None) -> None:
+        """``policy``: how calls are tiled (default :class:`IndexerPolicy`); benchmark
+        sweeps pass others."""
         self.kernel = jit(_index_logits_kernel)
-        self.shared_query_rows = shared_query_rows
-        self.num_warps = num_warps
+        self.policy = policy or IndexerPolicy()
 
     def __call__(self, q: torch.Tensor, head_w: torch.Tensor, keys: torch.Tensor, counts: torch.Tensor,
                  num: Numerics) -> torch.Tensor:
@@ -81,16 +120,9 @@ class FusedIndexLogits:
         keys = keys.contiguous()
         if q.dtype != keys.dtype:
             q, keys = q.float(), keys.float()
-        ieee = q.dtype == torch.float32
-        if t <= 16:
-            block_t = max(1, min(next_pow2(t), self.shared_query_rows // n_heads))
-        else:
-            block_t = max(1, 64 // n_heads)
-        block_n = 64
-        grid = (-(-t // block_t), -(-n // block_n))
-        self.kernel[grid](
+        tiles = self.policy.tiling(t, n_heads, n)
+        self.kernel[tiles.grid(t, n)](
             q, head_w.float().contiguous(), keys, counts.long().contiguous(), out, t, n, dim**-0.5,
-            NI=n_heads, DI=dim, BLOCK_T=block_t, BLOCK_N=block_n, IEEE=ieee,
-            num_warps=self.num_warps or (8 if block_t * n_heads >= 128 else 4),
+            **launch_kwargs(tiles, n_heads, dim, ieee=q.dtype == torch.float32),
         )
         return out

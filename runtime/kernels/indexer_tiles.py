@@ -1,0 +1,77 @@
+"""How the fused indexer logits (``runtime/kernels/indexer.py``) tile a call: queries per
+program, keys per tile, key tiles per program (the kernel's docstring says why a program
+loops over several), warps. Pure arithmetic on ints, so the policy is tested without
+running a kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.kernels.backend import cdiv, next_pow2
+
+
+@dataclass(frozen=True)
+class IndexerTiling:
+    """One call's tiles: ``block_t`` queries x ``block_n`` keys per tile, ``key_tiles``
+    tiles per program, ``num_warps`` warps."""
+
+    block_t: int
+    block_n: int
+    key_tiles: int
+    num_warps: int
+    keys_as_rows: bool = False
+
+    def grid(self, t: int, n: int) -> tuple[int, int]:
+        return cdiv(t, self.block_t), cdiv(n, self.block_n * self.key_tiles)
+
+
+@dataclass(frozen=True)
+class IndexerPolicy:
+    """Chooses an :class:`IndexerTiling` from (T, nI, N).
+
+    ``shared_query_rows``: up to 16 queries, one program's product holds this many (query x
+    head) columns, so that many queries share each key tile read from memory (with one
+    query per program, 8 queries read the keys 8 times: 16 % of the roofline at ``mid``,
+    T=8, 128k keys); more queries: 64. ``key_tiles`` 0: as many tiles per program as keep
+    about ``programs`` programs (at most ``max_key_tiles``), one program per tile when there
+    are fewer tiles than that. ``keys_as_rows``: the kernel's product with the keys as the
+    MMA's rows (runtime/kernels/indexer.py). ``num_warps`` 0: 4 with the keys as rows (one
+    warpgroup for 64 key rows), else 8 for a 128-row dot and 4 below.
+
+    The defaults are the H200's best of three sweeps (benchmarks/tile_sweep.py, graph replay;
+    tile_sweep_h200_indexer_key_tiles.md, tile_sweep_h200_indexer_key_tiles_2.md,
+    tile_sweep_h200_indexer_keys_as_rows.md): at 128k keys
+    and 8 ``mid`` queries 1 tile per program 27.8 us (32 %), 8 tiles 15.7 us (56 %), and the
+    keys as rows 13.3 / 12.7 us (66 / 69 %, 8 / 4 warps); ``flash`` at 2 queries 18.4 ->
+    11.7 -> 8.1 us. At 8k keys one tile per program stays best (2.5-5.0 us)."""
+
+    shared_query_rows: int = 128
+    block_n: int = 64
+    key_tiles: int = 0
+    programs: int = 256
+    max_key_tiles: int = 16
+    num_warps: int = 0
+    keys_as_rows: bool = True
+
+    def __post_init__(self) -> None:
+        if self.block_n < 16 or self.block_n & (self.block_n - 1):
+            raise ValueError(f"IndexerPolicy.block_n: expected a power of two >= 16 (tl.dot's smallest), "
+                             f"got {self.block_n}")
+        if self.num_warps not in (0, 1, 2, 4, 8, 16):
+            raise ValueError(f"IndexerPolicy.num_warps: expected 0 (by size) or a power of two of 1-16, "
+                             f"got {self.num_warps}")
+        for name in ("shared_query_rows", "programs", "max_key_tiles"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"IndexerPolicy.{name}: expected >= 1, got {getattr(self, name)}")
+        if self.key_tiles < 0:
+            raise ValueError(f"IndexerPolicy.key_tiles: expected >= 0 (0 = by size), got {self.key_tiles}")
+
+    def tiling(self, t: int, n_heads: int, n: int) -> IndexerTiling:
+        if t <= 16:
+            block_t = max(1, min(next_pow2(t), self.shared_query_rows // n_heads))
+        else:
+            block_t = max(1, 64 // n_heads)
+        tiles = cdiv(t, block_t) * cdiv(n, self.block_n)
+        key_tiles = self.key_tiles or max(1, min(self.max_key_tiles, tiles // self.programs))
+        warps = self.num_warps or (4 if self.keys_as_rows or block_t * n_heads < 128 else 8)
+        return IndexerTiling(block_t, self.block_n, key_tiles, warps, self.keys_as_rows)
