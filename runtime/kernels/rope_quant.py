@@ -89,6 +89,14 @@ TILE_ELEMENTS = 1024  # vectors per program: about this many channels (best of 5
 # [4096, 16|32, 128] mxfp4) 4 warps 4.2-4.3 / 4.9 / 14.4 / 28.3 us, 2 warps
 # 4.0-4.15 / 4.84 / 13.3 / 26.3 us.
 FEW_WARPS_FROM = 2**20
+# Vectors of WIDE_FROM channels or more (the window KV and the entries, 512): WIDE_TILE_ELEMENTS
+# channels (4 vectors) per program and 4 warps at every size. Two H200 runs of
+# benchmarks/tile_sweep.py (tile_sweep_h200_loads_first.md, tile_sweep_h200_rope_quant_wide.md):
+# 0.03-0.22 us faster at 1-64 rows for fp8 and nvfp4, fp8 at 4,096 rows 73 -> 76 %, nvfp4
+# at 4,096 rows within 2 %; the 128-channel MXFP4 index queries were slower that way
+# (1.6 -> 2.0 us at 1-64 rows), so they keep TILE_ELEMENTS and the warps by size.
+WIDE_FROM = 512
+WIDE_TILE_ELEMENTS = 2048
 
 
 # e4m3 round-to-nearest-even with saturation at 448 by the GPU's own conversion
@@ -273,17 +281,26 @@ def code_and_block(x: torch.Tensor, fmt: str) -> tuple[int, int]:
 class FusedRopeQuant:
     """Callable with :func:`runtime.compressor.rope_then_quant`'s signature."""
 
-    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int | None = None) -> None:
-        """``tile_elements`` (channels per program) and ``num_warps`` (None: by call size,
-        FEW_WARPS_FROM): for benchmark sweeps."""
+    def __init__(self, tile_elements: int | None = None, num_warps: int | None = None) -> None:
+        """``tile_elements`` (channels per program) and ``num_warps``, for benchmark sweeps;
+        None: by vector width and call size (WIDE_FROM, TILE_ELEMENTS, FEW_WARPS_FROM)."""
         self.kernel = jit(_rope_quant_kernel)
         self.tile_elements = tile_elements
         self.num_warps = num_warps
 
-    def warps(self, elements: int) -> int:
-        """Warps per program for a call of ``elements`` (vectors x channels)."""
+    def tile(self, channels: int) -> int:
+        """Channels per program for vectors of ``channels``."""
+        if self.tile_elements is not None:
+            return self.tile_elements
+        return WIDE_TILE_ELEMENTS if channels >= WIDE_FROM else TILE_ELEMENTS
+
+    def warps(self, elements: int, channels: int = 0) -> int:
+        """Warps per program for a call of ``elements`` (vectors x channels) of vectors of
+        ``channels`` each."""
         if self.num_warps is not None:
             return self.num_warps
+        if channels >= WIDE_FROM and self.tile_elements is None:
+            return 4
         return 4 if elements < FEW_WARPS_FROM else 2
 
     def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fmt: str) -> torch.Tensor:
@@ -340,11 +357,11 @@ class FusedRopeQuant:
         tail = min(n_scales, -(-2 * half // block))  # blocks holding a rope channel
         head = n_scales - tail
         n_blocks = next_pow2(n_scales)
-        block_v = max(1, min(64, self.tile_elements // (n_blocks * block)))
+        block_v = max(1, min(64, self.tile(channels) // (n_blocks * block)))
         return (-(-vectors // block_v),), dict(
             C=channels, FMT=code, QB=block, HALF=half, HEAD=head, HEAD_P=next_pow2(head) if head else 0,
             TAIL_P=next_pow2(tail), BLOCK_V=block_v, DTYPE=TL_DTYPES[dtype],
             ROUND_BF16=dtype == torch.bfloat16, PACK=pack, HW_E4M3=cuda and code in (1, 2),
             EVEN_V=vectors % block_v == 0, WIDE=vectors * channels >= 2**31, enable_fp_fusion=False,
-            num_warps=self.warps(vectors * channels),
+            num_warps=self.warps(vectors * channels, channels),
         )

@@ -28,7 +28,7 @@ def test_a_copied_module_is_loaded_as_its_own_op(tmp_path, monkeypatch):
     [(label, op)] = ops["rope_quant"]
     assert label == "baseline"
     assert type(op) is not rope_quant.FusedRopeQuant and type(op).__name__ == "FusedRopeQuant"
-    assert op.tile_elements == 512
+    assert op.tile(128) == 512 and rope_quant.FusedRopeQuant().tile(128) == 1024  # narrow vectors: TILE_ELEMENTS
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(5, 512, generator=gen)
     ang = torch.randn(5, 32, generator=gen)

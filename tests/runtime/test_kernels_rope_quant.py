@@ -79,10 +79,28 @@ def test_default_warps_by_call_size():
     from runtime.kernels.rope_quant import FEW_WARPS_FROM, FusedRopeQuant
 
     default = FusedRopeQuant()
-    assert default.warps(64 * 512) == 4 and default.warps(FEW_WARPS_FROM - 1) == 4
-    assert default.warps(FEW_WARPS_FROM) == 2 and default.warps(4096 * 32 * 128) == 2
-    assert FusedRopeQuant(num_warps=8).warps(4096 * 32 * 128) == 8  # an explicit count wins
-    assert FusedRopeQuant(num_warps=4).warps(FEW_WARPS_FROM) == 4
+    assert default.warps(64 * 128, 128) == 4 and default.warps(FEW_WARPS_FROM - 1, 128) == 4
+    assert default.warps(FEW_WARPS_FROM, 128) == 2 and default.warps(4096 * 32 * 128, 128) == 2
+    assert default.warps(4096 * 512, 512) == 4  # wide vectors: 4 warps at every size
+    assert FusedRopeQuant(num_warps=8).warps(4096 * 32 * 128, 128) == 8  # an explicit count wins
+    assert FusedRopeQuant(num_warps=4).warps(FEW_WARPS_FROM, 128) == 4
+    assert FusedRopeQuant(tile_elements=1024).warps(4096 * 512, 512) == 2  # an explicit tile: by size
+
+
+def test_default_tile_by_vector_width():
+    """512-channel vectors (window KV, entries): 2,048 channels (4 vectors) per program;
+    128-channel index queries: 1,024 (8 vectors); an explicit tile wins."""
+    import torch
+
+    from runtime.kernels.rope_quant import FORMATS, FusedRopeQuant
+
+    default = FusedRopeQuant()
+    for fmt, channels, vectors_per_program in (("fp8", 512, 4), ("nvfp4", 512, 4), ("mxfp4", 128, 8)):
+        code, block = FORMATS[fmt]
+        grid, kwargs = default.launch(4096, channels, 32, code, block, torch.bfloat16, False, cuda=True)
+        assert kwargs["BLOCK_V"] == vectors_per_program and grid == (4096 // vectors_per_program,), fmt
+    assert FusedRopeQuant(tile_elements=1024).launch(8, 512, 32, *FORMATS["fp8"], torch.bfloat16, False,
+                                                     cuda=True)[1]["BLOCK_V"] == 2
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
