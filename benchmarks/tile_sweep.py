@@ -41,6 +41,7 @@ from runtime.config import V41Config
 from runtime.kernels.backend import jit
 from runtime.kernels.compress import FusedPoolNorm
 from runtime.kernels.indexer import FusedIndexLogits
+from runtime.kernels.indexer_tiles import IndexerPolicy
 from runtime.kernels.inv_rope import FusedInverseRope
 from runtime.kernels.mhc import FusedMhc
 from runtime.kernels.mhc_tiles import MhcPolicy
@@ -49,26 +50,34 @@ from runtime.kernels.rope_quant import FusedRopeQuant
 
 INV_ROPE_TILES = (1024, 2048, 32768)
 ELEMENTWISE_TILES = ((4096, 4), (2048, 4), (1024, 4), (512, 4), (8192, 8), (2048, 2))  # (channels, warps)
-ROPE_QUANT_TILES = ((1024, None), (1024, 4), (2048, 2), (2048, 4), (4096, 2), (4096, 4), (8192, 4))  # (channels, warps: None = by size)
-INDEXER_TILES = ((16, 4), (32, 4), (64, 4), (64, 8), (128, 8))  # ((query x head) rows per dot, warps)
+ROPE_QUANT_TILES = ((None, None), (1024, None), (1024, 4), (2048, 2), (2048, 4), (4096, 2), (4096, 4), (8192, 4))  # (channels, warps; None = the default's)
+# indexer tilings (label, policy); the first is the default
+INDEXER_TILES = (("default", IndexerPolicy()),
+                 ("queries as rows", IndexerPolicy(keys_as_rows=False)),  # the default before session 14's last sweep
+                 ("queries as rows 1 key tile", IndexerPolicy(keys_as_rows=False, key_tiles=1)),  # before session 14
+                 ("w8", IndexerPolicy(num_warps=8)),
+                 ("n128", IndexerPolicy(block_n=128)),
+                 ("1 key tile", IndexerPolicy(key_tiles=1)),
+                 ("16 key tiles", IndexerPolicy(key_tiles=16)))
 OPS = ("mhc", "inv_rope", "rope_quant", "compress", "indexer")
 # mHC tilings (label, policy); the first of each list is the default.
 MHC_DECODE = (
     ("default", MhcPolicy()),
-    ("no reload", MhcPolicy(reload_d=0)),
+    ("reload 128", MhcPolicy(reload_d=128)),  # the projection re-reading X' (the default before session 14)
+    ("tf32x2", MhcPolicy(decode_projection="tf32x2")),
     ("finish 8 rows", MhcPolicy(decode_finish_rows=8)),
     ("regs finish", MhcPolicy(finish_registers=True)),
-    ("regs finish 8 rows", MhcPolicy(finish_registers=True, decode_finish_rows=8)),
     ("d32 w2", MhcPolicy(decode_block_d=32, decode_warps=2)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),
-    ("no reload", MhcPolicy(reload_d=0)),
+    ("before session 14", MhcPolicy(pin_mix=False, reload_d=128)),  # re-read below the tail, tail not pinned
+    ("not pinned", MhcPolicy(pin_mix=False)),  # every dot recomputing the mixing in its operand's layout
+    ("reload 128", MhcPolicy(reload_d=128)),  # below the tail the projection re-reads X'
+    ("tf32x2", MhcPolicy(projection="tf32x2")),
+    ("tf32x2 tail d32", MhcPolicy(projection="tf32x2", tail_block_d=32)),
     ("t32", MhcPolicy(block_t=32)),
     ("regs finish", MhcPolicy(finish_registers=True)),
-    ("tail reload d32", MhcPolicy(tail_reload_d=128, tail_block_d=32)),
-    ("tf32x2", MhcPolicy(projection="tf32x2", tail_reload_d=128, tail_block_d=32)),
-    ("t64 w4", MhcPolicy(block_t=64, tail_block_t=64, num_warps=4)),
 )
 
 
@@ -174,7 +183,8 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
             if "rope_quant" in ops:
                 for use in ROPE_QUANT_USES:
                     out += sweep_simple("rope_quant", rope_quant_case(None, c, name, t, use),
-                                        [(f"tile {tile} w{w or 'by size'}", FusedRopeQuant(tile_elements=tile, num_warps=w))
+                                        [("default" if tile is None else f"tile {tile} w{w or 'by size'}",
+                                          FusedRopeQuant(tile_elements=tile, num_warps=w))
                                          for tile, w in ROPE_QUANT_TILES]
                                         + baseline.get("rope_quant", []),
                                         name, t, label=f"{use}: ")
@@ -183,10 +193,10 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
                                     [(f"tile {tile} w{w}", FusedPoolNorm(tile_elements=tile, num_warps=w))
                                      for tile, w in ELEMENTWISE_TILES], name, max(2, t))
         if "indexer" in ops:
-            for t, n in ((1, 131072), (8, 131072), (8, 8192)):
+            for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536), (1, 8192), (8, 8192)):
                 out += sweep_simple("indexer", indexer_case(None, c, name, t, n),
-                                    [(f"rows {r} w{w}", FusedIndexLogits(shared_query_rows=r, num_warps=w))
-                                     for r, w in INDEXER_TILES], name, t, label=f"N={n}: ")
+                                    [(label, FusedIndexLogits(policy)) for label, policy in INDEXER_TILES],
+                                    name, t, label=f"N={n}: ")
     return out
 
 

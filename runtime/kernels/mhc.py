@@ -17,7 +17,9 @@ modes are):
   operand's layout, holding every coefficient twice (255 registers and spills in the
   static sm_90 count, 62 instructions per element; re-read: 20 to mix plus 17-30 to
   project with TF32x3, no spills); a plain load is staged for the tensor cores by the
-  compiler itself;
+  compiler itself. ``PIN_MIX`` (the default on CUDA) stops the recompute without the
+  re-read: X' passes through an identity the compiler may not duplicate, so it is moved
+  into the operand's layout instead (mhc_tiles.py has the counts and timings);
 - the finish: the partials summed over the splits in split order (deterministic), the
   coefficients (sigmoids, softmax, Sinkhorn) once per row, and the collapsed row
   normalised. Many rows: by the row block's last program in the same launch (a ticket,
@@ -35,6 +37,8 @@ sums are grouped exactly as in one sweep.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import triton.language as tl
 
@@ -51,15 +55,31 @@ MIX_COLS = 32  # 24 projections padded to a power of two
 
 # The site kernel's PHASE (constexpr globals: compiled Triton reads no other globals).
 SWEEP, SWEEP_AND_TAIL, FINISH = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2)
+_PIN_ASM: tl.constexpr = tl.constexpr("mov.b32 $0, $1;")  # PIN_MIX's identity
+
+
+def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """float32 ``x`` as (head, remainder), both exact in TF32, each rounded to nearest (ties
+    away from zero, as ``cvt.rna.tf32.f32`` and Triton's TF32x3 split round): head + remainder
+    is within 2^-22 |x| of x. The "tf32x2" projection's operands: X' is bf16, so exact in
+    TF32, and X' * head + X' * remainder are two TF32 products with nothing dropped that
+    TF32x3 keeps. (On the H200 the projection still measured 6.1e-6 from a float64 oracle
+    against 5.0e-7 for TF32x3, as the earlier truncating split did: mhc_tiles.py.)"""
+
+    def rna(v: torch.Tensor) -> torch.Tensor:
+        return ((v.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+    head = rna(x)
+    return head, rna(x - head)
 
 
 def _mhc_site_kernel(
-    streams_ptr, out_ptr, prev_post_ptr, prev_comb_ptr, pre_shift_ptr, fn_ptr, base_ptr, scale_ptr, norm_w_ptr,
+    streams_ptr, out_ptr, prev_post_ptr, prev_comb_ptr, pre_shift_ptr, fn_ptr, fn_lo_ptr, base_ptr, scale_ptr, norm_w_ptr,
     new_streams_ptr, x_ptr, part_ptr, count_ptr, pre_ptr, post_ptr, comb_ptr,
     T, D, SPLIT_D, norm_eps, hc_eps, sinkhorn_iters,
     PHASE: tl.constexpr, HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr,
     BLOCK_D: tl.constexpr, PROJ: tl.constexpr, TAIL_T: tl.constexpr, CHUNK: tl.constexpr,
-    NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
+    NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr, PIN_MIX: tl.constexpr,
 ):
     """One launch of a site, by PHASE:
 
@@ -145,6 +165,15 @@ def _mhc_site_kernel(
                     x1 = y1.to(DTYPE).to(tl.float32)
                     x2 = y2.to(DTYPE).to(tl.float32)
                     x3 = y3.to(DTYPE).to(tl.float32)
+                    if PIN_MIX:
+                        # X' computed once: an identity the compiler may not duplicate (not
+                        # pure), so the dot's operand is X' moved into the tensor-core layout,
+                        # not the mixing recomputed there (sm_90 static count at 4,096 rows:
+                        # 1,929 -> 1,523 instructions per loop iteration)
+                        x0 = tl.inline_asm_elementwise(_PIN_ASM, "=r,r", [x0], dtype=tl.float32, is_pure=False, pack=1)
+                        x1 = tl.inline_asm_elementwise(_PIN_ASM, "=r,r", [x1], dtype=tl.float32, is_pure=False, pack=1)
+                        x2 = tl.inline_asm_elementwise(_PIN_ASM, "=r,r", [x2], dtype=tl.float32, is_pure=False, pack=1)
+                        x3 = tl.inline_asm_elementwise(_PIN_ASM, "=r,r", [x3], dtype=tl.float32, is_pure=False, pack=1)
                     tl.store(new_streams_ptr + base + 0 * D, x0.to(DTYPE), mask=ok)
                     tl.store(new_streams_ptr + base + 1 * D, x1.to(DTYPE), mask=ok)
                     tl.store(new_streams_ptr + base + 2 * D, x2.to(DTYPE), mask=ok)
@@ -162,6 +191,16 @@ def _mhc_site_kernel(
                         m += tl.sum(x1[:, :, None] * f1[None, :, :], axis=1)
                         m += tl.sum(x2[:, :, None] * f2[None, :, :], axis=1)
                         m += tl.sum(x3[:, :, None] * f3[None, :, :], axis=1)
+                    elif PROJ == "tf32x2":  # fn's TF32 remainder, then its head (split on the host)
+                        lcol = fn_lo_ptr + cols[None, :] * width + ds[:, None]
+                        m = tl.dot(x0, tl.load(lcol + 0 * D, mask=f_ok, other=0.0), m, input_precision="tf32")
+                        m = tl.dot(x1, tl.load(lcol + 1 * D, mask=f_ok, other=0.0), m, input_precision="tf32")
+                        m = tl.dot(x2, tl.load(lcol + 2 * D, mask=f_ok, other=0.0), m, input_precision="tf32")
+                        m = tl.dot(x3, tl.load(lcol + 3 * D, mask=f_ok, other=0.0), m, input_precision="tf32")
+                        m = tl.dot(x0, f0, m, input_precision="tf32")
+                        m = tl.dot(x1, f1, m, input_precision="tf32")
+                        m = tl.dot(x2, f2, m, input_precision="tf32")
+                        m = tl.dot(x3, f3, m, input_precision="tf32")
                     else:
                         m += tl.dot(x0, f0, input_precision=PROJ)
                         m += tl.dot(x1, f1, input_precision=PROJ)
@@ -188,13 +227,10 @@ def _mhc_site_kernel(
                     for s in tl.static_range(HC):
                         a = tl.load(src + base + s * D, mask=ok, other=0.0).to(tl.float32)
                         f = tl.load(fcol + s * D, mask=f_ok, other=0.0)
-                        if PROJ == "tf32x2":
-                            # X' is bf16, so exact in TF32: f as its TF32 head (the top 19
-                            # bits) and the float32 remainder, two TF32 products (TF32x3's
-                            # third, X' remainder times f's head, is zero here)
-                            f_hi = (f.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
-                            m = tl.dot(a, f - f_hi, m, input_precision="tf32")
-                            m = tl.dot(a, f_hi, m, input_precision="tf32")
+                        if PROJ == "tf32x2":  # fn's TF32 remainder, then its head
+                            f_lo = tl.load(fn_lo_ptr + cols[None, :] * width + ds[:, None] + s * D, mask=f_ok, other=0.0)
+                            m = tl.dot(a, f_lo, m, input_precision="tf32")
+                            m = tl.dot(a, f, m, input_precision="tf32")
                         else:
                             m += tl.dot(a, f, input_precision=PROJ)
         part = part_ptr + (split * T + rows64) * PART  # [BLOCK_T] row starts
@@ -423,7 +459,7 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
     # two copies rounded to different bf16 values (mhc_tiles.py).
     common = dict(HAS_OUT=has_out, DTYPE=TL_DTYPES[dtype], BLOCK_D=tiles.block_d, PROJ=tiles.projection,
                   CHUNK=tiles.chunk, RELOAD_D=tiles.reload_d,
-                  REG_FINISH=tiles.finish_registers, enable_fp_fusion=False)
+                  REG_FINISH=tiles.finish_registers, PIN_MIX=tiles.pin_mix, enable_fp_fusion=False)
     sweep = dict(PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t,
                  NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
     if tiles.tail:
@@ -465,11 +501,14 @@ class FusedMhc:
         else:
             out_arg, post_arg, comb_arg = x, pre, comb  # unused (HAS_OUT=False)
         pre_shift, fn = pre_shift.float().contiguous(), fn.float().contiguous()
-        base, scale, norm_weight = base.float().contiguous(), scale.float().contiguous(), norm_weight.contiguous()
         tiles = self.policy.tiling(t, d, cuda=dev.type == "cuda")
+        if tiles.projection == "tf32x2" and streams.dtype == torch.float32:
+            tiles = replace(tiles, projection="tf32x3")  # float32 X' is not exact in TF32
+        fn, fn_lo = tf32_split(fn) if tiles.projection == "tf32x2" else (fn, fn)
+        base, scale, norm_weight = base.float().contiguous(), scale.float().contiguous(), norm_weight.contiguous()
         grid = tiles.grid(t, d)
         part = torch.empty(grid[1], t, MIX_COLS + 2, dtype=torch.float32, device=dev)
-        args = (streams, out_arg, post_arg, comb_arg, pre_shift, fn, base, scale, norm_weight,
+        args = (streams, out_arg, post_arg, comb_arg, pre_shift, fn, fn_lo, base, scale, norm_weight,
                 new_streams, x, part, self.tickets.get(dev, grid[0]), pre, post, comb,
                 t, d, tiles.split_d, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters)
         for launch_grid, kwargs in site_launches(tiles, t, d, out is not None, streams.dtype):

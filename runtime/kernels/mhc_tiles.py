@@ -38,16 +38,23 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
   than "tf32x3" from 512 rows up (tile_sweep_h200_mhc_2.md); the interpreter's mode (it
   computes float32 whatever the request).
 
-- "tf32x2" (only with a re-read, below): X' is bf16, so exact in TF32; fn as its TF32 head
-  plus the float32 remainder, two TF32 products instead of three. 1-5 % faster than
-  "tf32x3" in the same tiling (tile_sweep_h200_mhc_reload_tiles.md) but 6.6e-6 from the
-  oracle against 4.2e-7 (mhc_precision_h200_reload.md; the cause is not established), so
-  not the default.
+- "tf32x2": X' is bf16, so exact in TF32; fn as its TF32 head plus remainder, both rounded
+  to nearest on the host (``runtime.kernels.mhc.tf32_split``), two TF32 products instead of
+  three, and no operand split in the kernel (float32 streams fall back to "tf32x3": their
+  X' is not exact in TF32). Not the default: 6.1e-6 from the float64 oracle against 5.0e-7
+  for "tf32x3" (mhc_precision_h200_pin.md), as the first form (head truncated to fn's top 19
+  bits, split in the kernel: 6.6e-6, mhc_precision_h200_reload.md), so the rounding of the
+  split is not the cause, which is still not established; and slower than "tf32x3" in
+  every case but the ``flash`` tail with 32-column tiles (tile_sweep_h200_mhc_pin.md: e.g.
+  mid 512 rows 37.4 vs 25.1 us, decode 2x).
 
 The re-read (``reload_d``): the sweep mixes and writes ``reload_d`` columns of X', then
-projects them from memory (runtime/kernels/mhc.py says why). It made decode and mid-size
-calls 4-28 % faster and the tail 5-10 % slower (tile_sweep_h200_mhc_reload.md), so the
-tail does not re-read by default (``tail_reload_d`` = 0).
+projects them from memory (runtime/kernels/mhc.py says why). Without the pin (below) it
+made decode and mid-size calls 4-28 % faster and the tail 5-10 % slower
+(tile_sweep_h200_mhc_reload.md). With the mixing pinned the projection in the mixing loop
+is faster at every row count, so nothing re-reads by default (``reload_d`` = 0;
+tile_sweep_h200_mhc_pin.md: 8 rows mid 11.07 -> 10.10 us, flash 11.76 -> 10.77; 512 rows
+mid 26.7 -> 25.1, flash 57.7 -> 45.7).
 
 The finish's coefficients (``finish_registers``): on [rows, 4, 4] tensors every one of the
 Sinkhorn's 40 normalisations is a reduction across lanes, a serial chain that at decode
@@ -62,6 +69,16 @@ program is the default: 8 rows mid 11.9 -> 11.1 us, flash 15.6 -> 12.1; 2 rows m
 9.98, within the run's noise). The register coefficients were slower at every row count
 (mid 1 row 9.5 vs 8.5 us, 8 rows 14.3 vs 11.9; 64 rows 20.1 vs 16.7): the serial chain is
 the longer loop body, not the shuffles, so they stay off.
+
+Pinning the mixing (``pin_mix``, CUDA only: the interpreter has no inline PTX): with a dot
+in the mixing loop Triton recomputed the whole mixing in the tensor-core operand's layout
+(the reason for the re-read above). An identity the compiler may not duplicate, on X' as
+rounded, makes it move X' into that layout instead: the sm_90 static count of the 4,096-row
+tail's loop went from 1,929 to 1,523 instructions per iteration (ncu read the tail as
+issue-bound: 255 registers, 8 warps per SM, an instruction every 2.7 cycles per warp,
+ncu_h200_session14.md). On the H200 (tile_sweep_h200_mhc_pin.md) the tail at 4,096 rows:
+mid 147.7 -> 131.9 us, flash 323.2 -> 289.2 us. The mixed streams and x are the same bits
+either way; the coefficients moved in their last bits (the dot now takes X' as stored).
 
 A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core product) timed
 within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it
@@ -100,6 +117,7 @@ class MhcTiling:
     finish_warps: int
     reload_d: int = 0
     finish_registers: bool = False
+    pin_mix: bool = False
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -127,7 +145,8 @@ class MhcPolicy:
     programs of ``decode_finish_rows`` rows at decode (at most: fewer rows are rounded up to
     a power of two) and 8 rows above; ``finish_registers``: the coefficients as one
     [rows] vector per coefficient (runtime/kernels/mhc.py, ``REG_FINISH``) instead of
-    [rows, 4, 4] tensors;
+    [rows, 4, 4] tensors; ``pin_mix``: on CUDA, a dot in the mixing loop takes X' as mixed
+    once (``PIN_MIX``; the module docstring says why);
     ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
     and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
     columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
@@ -137,9 +156,9 @@ class MhcPolicy:
     The defaults are the H200's best of benchmarks/results/tile_sweep_h200_mhc_3.md: at 1-8
     rows the finish with 1 warp (mid: 8.2 / 9.3 / 16.8 us at 1 / 2 / 8 rows vs 8.8 / 10.1 /
     18.1 with 2); from 1,024 rows 32 x 16 tiles (4,096 rows: 160 vs 172 us at mid, 362 vs
-    413 us at flash; at 64 rows they lost, 26.5 vs 18.3 us). The re-read below the tail:
-    tile_sweep_h200_mhc_reload.md (e.g. mid 8 rows 12.5 vs 16.4 us, 512 rows 26.3 vs 31.4).
-    One row per decode finishing program: tile_sweep_h200_mhc_finish.md."""
+    413 us at flash; at 64 rows they lost, 26.5 vs 18.3 us). No re-read, the mixing pinned:
+    tile_sweep_h200_mhc_pin.md. One row per decode finishing program:
+    tile_sweep_h200_mhc_finish.md."""
 
     projection: str = ""
     block_t: int = 16
@@ -160,26 +179,22 @@ class MhcPolicy:
     tail_elements: int = 4096
     finish_warps: int = 2
     split: bool | None = None
-    reload_d: int = 128
+    reload_d: int = 0
     tail_reload_d: int = 0
     finish_registers: bool = False
+    pin_mix: bool = True
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):
             value = getattr(self, name)
             if value and value not in PROJECTIONS:
                 raise ValueError(f"MhcPolicy.{name}: expected one of {PROJECTIONS} or '', got {value!r}")
-            if value == "tf32x2" and self.reload_d <= 0:
-                raise ValueError(f"MhcPolicy.{name}: 'tf32x2' projects X' as re-read, so it needs reload_d > 0")
         if self.decode_finish_rows < 1 or self.decode_finish_rows & (self.decode_finish_rows - 1):
             raise ValueError(f"MhcPolicy.decode_finish_rows: expected a power of two >= 1, got {self.decode_finish_rows}")
         for name in ("reload_d", "tail_reload_d"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected >= 0 (0 = project in the mixing loop), "
                                  f"got {getattr(self, name)}")
-        if self.projection == "tf32x2" and self.tail_reload_d <= 0:
-            raise ValueError("MhcPolicy.projection: 'tf32x2' projects X' as re-read, so it needs tail_reload_d > 0 "
-                             "as well (calls of tail_rows rows or more)")
 
     def tiling(self, t: int, d: int, cuda: bool) -> MhcTiling:
         decode = t <= self.decode_rows
@@ -202,7 +217,8 @@ class MhcPolicy:
         reload_d = 0 if projection == "fma" else cdiv(self.tail_reload_d if tail else self.reload_d, block_d) * block_d
         return MhcTiling(projection, block_t, block_d, split_d, warps, tail, tail_t, tail_d, chunk,
                          finish_warps=self.decode_finish_warps if decode else self.finish_warps, reload_d=reload_d,
-                         finish_registers=self.finish_registers)
+                         finish_registers=self.finish_registers,
+                         pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

@@ -9,7 +9,7 @@ For each (rows, hidden size) it compiles the fused mHC site kernel's launches as
 makes them on CUDA (``runtime.kernels.mhc.site_launches`` with the default policy, and the
 finish candidates), then the RoPE + quant kernel's formats and packed forms
 (``FusedRopeQuant.launch``), the gate's launches at mid / flash
-(``runtime.kernels.gate.gate_launches``) and attention's packed ring and untimed tile
+(``runtime.kernels.gate.gate_launches``), the indexer logits' at decode and 512 queries, and attention's packed ring and untimed tile
 options (``--attention-table``: and the tile table's rows at head dim 512), and prints
 one line per launch: "ok <name>" or "error <name>: <message>". Exit status 2: Triton
 cannot compile for CUDA here at all; 1: some launch failed; 0: all compiled.
@@ -38,7 +38,7 @@ import triton.language as tl  # noqa: E402
 
 SITE_SIGNATURE = {  # _mhc_site_kernel's runtime arguments, bf16 streams
     "streams_ptr": "*bf16", "out_ptr": "*bf16", "prev_post_ptr": "*fp32", "prev_comb_ptr": "*fp32",
-    "pre_shift_ptr": "*fp32", "fn_ptr": "*fp32", "base_ptr": "*fp32", "scale_ptr": "*fp32", "norm_w_ptr": "*bf16",
+    "pre_shift_ptr": "*fp32", "fn_ptr": "*fp32", "fn_lo_ptr": "*fp32", "base_ptr": "*fp32", "scale_ptr": "*fp32", "norm_w_ptr": "*bf16",
     "new_streams_ptr": "*bf16", "x_ptr": "*bf16", "part_ptr": "*fp32", "count_ptr": "*i32", "pre_ptr": "*fp32",
     "post_ptr": "*fp32", "comb_ptr": "*fp32", "T": "i32", "D": "i32", "SPLIT_D": "i32", "norm_eps": "fp32",
     "hc_eps": "fp32", "sinkhorn_iters": "i32",
@@ -158,6 +158,27 @@ def gate_launches() -> list[tuple[str, dict, dict]]:
     return out
 
 
+INDEXER_SIGNATURE = {"q_ptr": "*bf16", "w_ptr": "*fp32", "k_ptr": "*bf16", "counts_ptr": "*i64", "out_ptr": "*fp32",
+                     "T": "i32", "N": "i32", "scale": "fp32"}
+
+
+def indexer_launches() -> list[tuple[str, dict]]:
+    """The indexer logits as FusedIndexLogits launches them on bf16 queries and keys at
+    ``mid`` and ``flash``: decode (1 / 8 queries) at 8k and 128k keys, and 512 queries."""
+    from runtime.config import V41Config
+    from runtime.kernels.indexer import launch_kwargs
+    from runtime.kernels.indexer_tiles import IndexerPolicy
+
+    out = []
+    for name in ("mid", "flash"):
+        c = V41Config.preset(name)
+        for t, n in ((1, 8192), (8, 131072), (512, 8192)):
+            tiles = IndexerPolicy().tiling(t, c.index_n_heads, n)
+            out.append((f"indexer {name} T={t} N={n} key tiles {tiles.key_tiles}",
+                        launch_kwargs(tiles, c.index_n_heads, c.index_head_dim, ieee=False)))
+    return out
+
+
 ATTENTION_SIGNATURE = {"q_ptr": "*bf16", "pos_ptr": "*i64", "floor_ptr": "*i64", "swa_ptr": "*bf16",
                        "comp_ptr": "*bf16", "topk_ptr": "*i64", "sink_ptr": "*fp32", "out_ptr": "*fp32",
                        "m_ptr": "*fp32", "l_ptr": "*fp32", "swa_scale_ptr": "*bf16", "comp_scale_ptr": "*bf16",
@@ -259,13 +280,14 @@ def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
     """(name, kernel, signature, keyword arguments, integer multiples of 16) of every launch
     the check compiles, for these (rows, hidden size) mHC cases (``attention_table``: with
     attention's tile-table launches)."""
-    from runtime.kernels import gate, mhc, rope_quant
+    from runtime.kernels import gate, indexer, mhc, rope_quant
 
     launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in cases
                 for name, kwargs, multiples in site_launches(*case) + finish_candidate_launches(*case)]
     launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, ())
                  for name, signature, kwargs in rope_quant_launches()]
     launches += [(name, gate._gate_kernel, signature, kwargs, ()) for name, signature, kwargs in gate_launches()]
+    launches += [(name, indexer._index_logits_kernel, INDEXER_SIGNATURE, kwargs, ()) for name, kwargs in indexer_launches()]
     launches += [(name, kernel, signature, kwargs, ("H", "W", "K") if "W" in signature else ("H",))
                  for name, kernel, signature, kwargs in attention_launches(attention_table)]
     return launches

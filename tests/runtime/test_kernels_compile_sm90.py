@@ -1,4 +1,4 @@
-"""The fused mHC site, RoPE + quant, gate and attention kernels compiled for an H100/H200 (sm_90) on a machine without a GPU
+"""The fused mHC site, RoPE + quant, gate, indexer and attention kernels compiled for an H100/H200 (sm_90) on a machine without a GPU
 (tests/runtime/compile_sm90.py: Triton's front end and the ptxas its wheel ships). The
 interpreter runs kernels as Python, so it accepts what the compiler refuses: a plain-int
 global read in the kernel passed every interpreted test and failed every compiled launch
@@ -31,13 +31,15 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # mHC: 3 sweeps + 3 finishes + 1 sweep with its tail, the register finish's 3 + 1 and the
     # 8-row finish at 8 rows (the default finishes one row per program there);
     # RoPE + quant: 3 formats + 2 packed; gate: mid 1 / 8 / 64 / 512 rows and flash 1 row one
-    # launch each, flash 8 / 64 / 512 two; attention's untimed tile options: 3 partial, 1 merge
-    assert run.stdout.count("ok ") == 17 + 11 + 4, run.stdout
+    # launch each, flash 8 / 64 / 512 two; indexer: mid / flash at 3 shapes each;
+    # attention's untimed tile options: 3 partial, 1 merge
+    assert run.stdout.count("ok ") == 17 + 11 + 6 + 4, run.stdout
+    assert run.stdout.count("ok indexer ") == 6, run.stdout
     assert run.stdout.count(" register-finish") == 4, run.stdout
     assert run.stdout.count(" 1-row-finish") == 3 and run.stdout.count(" 8-row-finish") == 1, run.stdout
     # --sass: every launch's resources were read back from its cubin
     found = re.findall(r"^ok .* \| registers (\d+) stack \d+ shared \d+ \| instructions (\d+) ", run.stdout, re.M)
-    assert len(found) == 32 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
+    assert len(found) == 38 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
 
 
 def load_script():

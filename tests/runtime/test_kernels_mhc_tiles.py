@@ -85,22 +85,31 @@ def test_an_unknown_projection_is_refused_by_name(field):
     assert set(PROJECTIONS) == {"ieee", "tf32x3", "tf32x2", "fma"}
 
 
-def test_tf32x2_without_a_reload_is_refused_by_name():
-    """TF32x2 is exact only on X' as stored (bf16): it exists only as the re-read projection."""
-    with pytest.raises(ValueError, match="MhcPolicy.decode_projection: 'tf32x2'.*reload_d > 0"):
-        MhcPolicy(decode_projection="tf32x2", reload_d=0)
-    with pytest.raises(ValueError, match="MhcPolicy.projection: 'tf32x2'.*tail_reload_d > 0"):
-        MhcPolicy(projection="tf32x2")
+def test_a_negative_reload_is_refused_by_name():
     with pytest.raises(ValueError, match="MhcPolicy.reload_d: expected >= 0"):
         MhcPolicy(reload_d=-1)
 
 
+@pytest.mark.parametrize("t", [1, 2, 8, 64, 512, 4096])
+def test_the_mixing_is_pinned_only_for_a_dot_in_the_mixing_loop_on_cuda(t):
+    """PIN_MIX is inline PTX (no interpreter) and only matters where the mixing loop feeds a
+    dot: not for multiply-add rows, not where the projection re-reads X'."""
+    tiles = MhcPolicy().tiling(t, 2048, cuda=True)
+    assert tiles.pin_mix == (tiles.projection != "fma" and tiles.reload_d == 0)
+    assert tiles.pin_mix == (t > MhcPolicy().fma_rows)  # the defaults: every dot tiling projects while mixing
+    assert not MhcPolicy().tiling(t, 2048, cuda=False).pin_mix
+    assert not MhcPolicy(pin_mix=False).tiling(t, 2048, cuda=True).pin_mix
+    assert not MhcPolicy(reload_d=128).tiling(t, 2048, cuda=True).pin_mix or t >= MhcPolicy().tail_rows
+
+
 @pytest.mark.parametrize("t,expected", [(1, 0), (2, 0), (8, 128), (64, 128), (512, 128), (4096, 0)])
 def test_the_reload_applies_to_dot_tilings_below_the_tail(t, expected):
-    """Defaults (benchmarks/results/tile_sweep_h200_mhc_reload.md): the multiply-add rows
-    never re-read X'; dot tilings below ``tail_rows`` do; the tail does not
-    (``tail_reload_d`` = 0). A chunk is a whole number of D tiles."""
-    assert MhcPolicy().tiling(t, 5120, cuda=True).reload_d == expected
+    """Asked for (the default re-reads nowhere since the mixing is pinned:
+    benchmarks/results/tile_sweep_h200_mhc_pin.md): the multiply-add rows never re-read X';
+    dot tilings below ``tail_rows`` do; the tail only with ``tail_reload_d``. A chunk is a
+    whole number of D tiles."""
+    assert MhcPolicy().tiling(t, 5120, cuda=True).reload_d == 0
+    assert MhcPolicy(reload_d=128).tiling(t, 5120, cuda=True).reload_d == expected
     tiles = MhcPolicy(reload_d=100, tail_reload_d=40).tiling(t, 5120, cuda=True)
     if tiles.projection != "fma":
         assert tiles.reload_d % tiles.block_d == 0 and 0 <= tiles.reload_d - (40 if tiles.tail else 100) < tiles.block_d

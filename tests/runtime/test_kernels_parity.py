@@ -235,7 +235,8 @@ def test_gate_graph_replay_is_sync_free_and_bitwise_stable(fused, gen, config, t
 
 
 # ---------------------------------------------------------------------------- mhc
-def check_mhc(fused, gen, config, t, dtype, with_out):
+def mhc_args(gen, config, t, dtype, with_out):
+    """A site's arguments: (streams, out, prev, pre_shift, fn, base, scale, norm_w, config, NUM)."""
     d = config.hidden_size
     streams = randn(gen, t, 4, d, dtype=dtype)
     out = randn(gen, t, d, dtype=dtype) if with_out else None
@@ -248,8 +249,20 @@ def check_mhc(fused, gen, config, t, dtype, with_out):
     base = randn(gen, 24, scale=0.5)
     scale = randn(gen, 3).abs() + 0.5
     norm_w = randn(gen, d, dtype=dtype)
-    a = fused.mhc(streams, out, prev, pre_shift, fn, base, scale, norm_w, config, NUM)
-    b = REFERENCE_OPS["mhc"](streams, out, prev, pre_shift, fn, base, scale, norm_w, config, NUM)
+    return streams, out, prev, pre_shift, fn, base, scale, norm_w, config, NUM
+
+
+def flat(site_result):
+    """A site's outputs as one tuple of tensors: streams, pre, post, comb, x."""
+    streams, mix, x = site_result
+    return streams, mix.pre, mix.post, mix.comb, x
+
+
+def check_mhc(fused, gen, config, t, dtype, with_out):
+    args = mhc_args(gen, config, t, dtype, with_out)
+    _, _, _, pre_shift, fn, base, scale, norm_w, _, _ = args
+    a = fused.mhc(*args)
+    b = REFERENCE_OPS["mhc"](*args)
     seed = gen.initial_seed()
     bf16 = dtype != torch.float32
     # bf16: both sides round the same fp32 X' to bf16, but their fp32 sums may differ in
@@ -379,8 +392,8 @@ def test_mhc_finish_forms_parity_gpu(fused, gen, finish_registers, finish_rows, 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("projection,reload_d", [("ieee", 0), ("tf32x3", 0), ("fma", 0), ("tf32x3", 128),
-                                                ("tf32x2", 128)])
+@pytest.mark.parametrize("projection,reload_d", [("ieee", 0), ("tf32x3", 0), ("fma", 0), ("tf32x2", 0),
+                                                ("tf32x3", 128), ("tf32x2", 128)])
 @pytest.mark.parametrize("config,t", [(MID, 1), (MID, 8), (MID, 2048), (FLASH, 64)])
 def test_mhc_projection_modes_parity_gpu(fused, gen, projection, reload_d, config, t):
     """Every projection mode, compiled, on bf16 streams, with both finishes (2,048 rows: the
@@ -392,6 +405,30 @@ def test_mhc_projection_modes_parity_gpu(fused, gen, projection, reload_d, confi
                                    tail_reload_d=reload_d))
     check_mhc(fused, gen, config, t, torch.bfloat16, with_out=True)
     check_mhc(fused, gen, config, t, torch.bfloat16, with_out=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("projection", ["tf32x3", "tf32x2", "ieee"])
+@pytest.mark.parametrize("config,t", [(MID, 8), (MID, 2048), (FLASH, 64)])
+def test_mhc_pinned_mixing_gives_the_same_bits_gpu(gen, projection, config, t):
+    """Pinning the mixing (PIN_MIX) only stops the compiler computing X' twice: the mixed
+    streams and x bit for bit as without it, the coefficients within 5e-5 (the projection
+    now takes X' as stored; unpinned, the dot's operand was X' recomputed in another layout,
+    which moved the coefficients' last bits: measured on the H200)."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    kw = dict(projection=projection, decode_projection=projection, reload_d=0, tail_reload_d=0)
+    pinned, plain = FusedMhc(MhcPolicy(**kw)), FusedMhc(MhcPolicy(pin_mix=False, **kw))
+    assert pinned.policy.tiling(t, config.hidden_size, cuda=True).pin_mix
+    args = mhc_args(gen, config, t, torch.bfloat16, with_out=True)
+    got, want = flat(pinned(*args)), flat(plain(*args))
+    for name, a, b in zip(("streams", "pre", "post", "comb", "x"), got, want, strict=True):
+        if name in ("streams", "x"):
+            assert torch.equal(a, b), f"pinned and plain {name} differ (seed {gen.initial_seed()})"
+        else:
+            close(a, b, 5e-5, what=f"pinned vs plain {name}", seed=gen.initial_seed())
 
 
 # ---------------------------------------------------------------------------- indexer + topk
