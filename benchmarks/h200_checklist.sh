@@ -8,16 +8,15 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 3   # indexer key tiles, RoPE + quant tiles, gate at 4,096 rows, ncu of mHC
 #   OUT=/path bash benchmarks/h200_checklist.sh 4   # the kernel table (benchmarks/kernels.py)
 #   OUT=/path bash benchmarks/h200_checklist.sh 5   # mHC pinned mixing / host-split TF32x2: parity, precision, sweep; indexer keys as rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 6   # what session 14 left: GPU parity of its final defaults, mHC's tail from 256 / 512 rows
 # Open after 2026-12-03 (session 14: the indexer's key-tile loop with the keys as the MMA's
 # rows met its 128k / 8-query goal; mHC's mixing pinned, no re-read, 4,096 rows 27 -> 30 %
 # (mid) and 31 -> 34 % (flash); RoPE + quant 512-channel tiles; parts 3-5 ran), issue 16:
-# - not yet run on the GPU: the relaxed pinned-mHC test (coefficients within 5e-5 instead
-#   of bit-equal; streams and x stay bit-equal) and the indexer's GPU parity tests on the
-#   keys-as-rows default: `pytest tests/runtime/test_kernels_parity.py
-#   tests/runtime/test_kernels_indexer_tiles.py -k "mhc_pinned or indexer_parity_gpu or
-#   several_key_tiles"` first;
-# - mHC at 512 rows: the finishing launch is 40 % of the site (ncu_h200_session14.md); time
-#   the ticket tail there (MhcPolicy(tail_rows=512)); the 4,096-row tail is issue-bound:
+# - part 6 first: the relaxed pinned-mHC test (coefficients within 5e-5 instead of
+#   bit-equal; streams and x stay bit-equal) and the indexer's GPU parity tests on the
+#   keys-as-rows default have not run on the GPU yet;
+# - mHC at 512 rows: the finishing launch is 40 % of the site (ncu_h200_session14.md); part
+#   6 times the ticket tail from 256 / 512 rows; the 4,096-row tail is issue-bound:
 #   the TF32x3 operand split is the next largest block of instructions (host-split TF32x2
 #   cut it but lost precision, cause unknown: mhc_precision_h200_pin.md);
 # - still open: mHC below goal everywhere, attention below 512 queries (its merge launch),
@@ -58,6 +57,11 @@ timeout 200 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 512 4096 --o
 grep -E "^\| mhc" "$R"/mhc/*.md | cut -d'|' -f3-9
 timeout 100 python benchmarks/tile_sweep.py --ops indexer --rows 1 --out "$R/idx" > "$OUT/idx.log" 2>&1; el idx $?
 grep -E "^\| indexer" "$R"/idx/*.md | cut -d'|' -f3-9 | grep -v "N=8192"
+elif [ "$PART" = 6 ]; then
+timeout 300 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py tests/runtime/test_kernels_indexer_tiles.py -k "mhc_pinned or mhc_parity_gpu or indexer_parity_gpu or several_key_tiles or mhc_projection_modes_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -12
+timeout 200 python benchmarks/tile_sweep.py --ops mhc --rows 256 512 1024 --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
+grep -E "^\| mhc" "$R"/mhc/*.md | cut -d"|" -f3-9
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

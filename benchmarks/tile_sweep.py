@@ -78,6 +78,10 @@ MHC_MANY = (
     ("tf32x2 tail d32", MhcPolicy(projection="tf32x2", tail_block_d=32)),
     ("t32", MhcPolicy(block_t=32)),
     ("regs finish", MhcPolicy(finish_registers=True)),
+    # the ticket's tail from fewer rows: at 512 rows the finishing launch was 40 % of the
+    # site (ncu_h200_session14.md)
+    ("tail from 512", MhcPolicy(tail_rows=512)),
+    ("tail from 256", MhcPolicy(tail_rows=256)),
 )
 
 
