@@ -288,18 +288,22 @@ class FusedRopeQuant:
         self.tile_elements = tile_elements
         self.num_warps = num_warps
 
+    def wide(self, channels: int) -> bool:
+        """Whether vectors of ``channels`` take the wide default (WIDE_FROM): no tile given."""
+        return self.tile_elements is None and channels >= WIDE_FROM
+
     def tile(self, channels: int) -> int:
         """Channels per program for vectors of ``channels``."""
         if self.tile_elements is not None:
             return self.tile_elements
-        return WIDE_TILE_ELEMENTS if channels >= WIDE_FROM else TILE_ELEMENTS
+        return WIDE_TILE_ELEMENTS if self.wide(channels) else TILE_ELEMENTS
 
-    def warps(self, elements: int, channels: int = 0) -> int:
+    def warps(self, elements: int, channels: int) -> int:
         """Warps per program for a call of ``elements`` (vectors x channels) of vectors of
         ``channels`` each."""
         if self.num_warps is not None:
             return self.num_warps
-        if channels >= WIDE_FROM and self.tile_elements is None:
+        if self.wide(channels):
             return 4
         return 4 if elements < FEW_WARPS_FROM else 2
 
