@@ -38,6 +38,7 @@ from benchmarks.kernels import (
     environment,
     gate_case,
     graph_ms,
+    kernel_breakdown,
     verdict,
 )
 from runtime.config import V41Config
@@ -58,6 +59,7 @@ class Row:
     empty_us: float
     ids_differ: int
     weight_err: float
+    kernels_us: dict | None = None  # per launch of a call (new / two launches only)
 
     @property
     def us(self) -> float | None:
@@ -72,7 +74,8 @@ class Row:
 
 
 def variants(sweep: bool) -> list[tuple[str, GatePolicy]]:
-    out = [("old", GatePolicy(one_program=True)), ("new", GatePolicy()), ("ticket", GatePolicy(select_from=1 << 30))]
+    out = [("old", GatePolicy(one_program=True)), ("new", GatePolicy()), ("ticket", GatePolicy(select_from=1 << 30)),
+           ("two launches", GatePolicy(select_from=0))]  # the partials' launch timed apart from the selection's
     if sweep:
         for block_d, block_e, warps in itertools.product((32, 64, 128, 256), (16, 32, 64), (2, 4)):
             out.append((f"d{block_d} e{block_e} w{warps}", GatePolicy(block_d=block_d, block_e=block_e,
@@ -117,6 +120,8 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int) -> list[Row]
                         f"{tiles.splits(d)} sel {tiles.sel_m}{' 2nd launch' if tiles.select_rows else ''} "
                         f"w{tiles.num_warps}")
                 row = Row(replace(case, fused_graph_ms=ms), t, label, desc, row_blocks * cols, empty, differ, err)
+                if label in ("new", "two launches"):
+                    row.kernels_us = kernel_breakdown(lambda gate=gate, args=args: gate(*args))
                 done.append(row)
                 print(line(row), flush=True)
     return done
@@ -143,7 +148,8 @@ def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int) 
         "compute-bound cases have none. bf16 x and weight, float32 bias.",
         "- old: `GatePolicy(one_program=True)`, the first kernel's tiling (one program per 16 rows over all "
         "experts and all of D); new: `GatePolicy()`; ticket: the default tiling with the selection always in "
-        "the ticket-holder (one launch, `select_from` unbounded); other rows: `--sweep` variants "
+        "the ticket-holder (one launch, `select_from` unbounded); two launches: partials and selection always in "
+        "two launches (`select_from` 0), timed apart below; other rows: `--sweep` variants "
         "(`runtime/kernels/gate_tiles.py`). A variant whose tiling equals an earlier one's is not repeated.",
         "- ids differ: rows whose expert set differs from `runtime.moe.route` (bf16 near-ties can do that); "
         "w err: max |weight - reference| on the other rows.", "",
@@ -157,6 +163,9 @@ def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int) 
         goal, met = r.goal()
         lines.append(f"| {r.case.scale} | {r.t} | {r.variant} | {r.tiling} | {r.programs} | {r.case.bytes / 1e6:.2f} | "
                      f"{us} | {x} | {roof} | {goal}: {verdict(met)} | {r.ids_differ} | {r.weight_err:.1e} |")
+    lines += ["", "Device time per launch of a call (torch.profiler, eager; #n: the call's n-th launch):", ""]
+    lines += [f"- {r.case.scale} T={r.t} {r.variant}: " + ", ".join(f"{k} {v:.2f} us" for k, v in r.kernels_us.items())
+              for r in rows if r.kernels_us]
     return "\n".join(lines) + "\n"
 
 

@@ -116,6 +116,32 @@ def graph_ms(fn, reps: int = 20) -> float | None:
         return None
 
 
+def kernel_breakdown(fn, calls: int = 20) -> dict[str, float]:
+    """Mean device microseconds per call of each CUDA kernel ``fn`` launches (torch.profiler),
+    one entry per launch of a call in launch order ("name #2": a call's second launch),
+    so two launches of one kernel (mHC's sweep and finish, the gate's partials and
+    selection) are told apart. If the kernels do not divide evenly into calls, by name."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    kernels = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and e.time_range.elapsed_us() > 0),
+                     key=lambda e: e.time_range.start)
+    if not kernels or len(kernels) % calls:
+        return {e.key[:60]: e.device_time_total / calls for e in prof.key_averages() if e.device_time_total > 0}
+    per_call = len(kernels) // calls
+    out: dict[str, float] = {}
+    for i, e in enumerate(kernels):
+        label = f"{e.name.split('(')[0][:60]} #{i % per_call + 1}"
+        out[label] = out.get(label, 0.0) + e.time_range.elapsed_us() / calls
+    return out
+
+
 def _empty_kernel(x_ptr):
     pass
 

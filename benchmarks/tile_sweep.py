@@ -4,8 +4,8 @@ roofline (issue 16), each variant checked against the reference before it is tim
 
     PYTHONPATH=. python benchmarks/tile_sweep.py --out benchmarks/results [--ops mhc inv_rope]
 
-``--baseline DIR``: a folder holding an earlier revision of ``runtime/kernels/inv_rope.py``
-and/or ``rope_quant.py`` (``git show REV:runtime/kernels/rope_quant.py > DIR/rope_quant.py``);
+``--baseline DIR``: a folder holding an earlier revision of ``runtime/kernels/mhc.py``,
+``inv_rope.py`` and/or ``rope_quant.py`` (``git show REV:runtime/kernels/rope_quant.py > DIR/rope_quant.py``);
 its op, at its own default tiles, is timed on every case next to the current variants
 (labels "baseline ..."), so a kernel rewrite is compared in the same run.
 
@@ -34,6 +34,7 @@ from benchmarks.kernels import (
     graph_ms,
     indexer_case,
     inv_rope_case,
+    kernel_breakdown,
     mhc_case,
     rope_quant_case,
 )
@@ -111,35 +112,24 @@ def timed(op_name: str, scale: str, rows: int, config: str, mb: float, fn, got, 
     return row
 
 
-def kernel_breakdown(fn, calls: int = 20) -> dict[str, float]:
-    """Mean device microseconds per call of each CUDA kernel ``fn`` launches (torch.profiler)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    return {e.key[:60]: e.device_time_total / calls for e in prof.key_averages() if e.device_time_total > 0}
-
-
 def flat_mhc(result) -> tuple:
     streams, mix, x = result
     return streams, x, mix.pre, mix.post, mix.comb
 
 
-def sweep_mhc(name: str, c: V41Config, t: int) -> list[dict]:
+def sweep_mhc(name: str, c: V41Config, t: int, baseline: list[tuple[str, object]]) -> list[dict]:
     case, args = mhc_case(None, c, name, t)
     want = flat_mhc(REFERENCE_OPS["mhc"](*args))
     rows = []
-    for label, policy in MHC_DECODE if t <= MhcPolicy().decode_rows else MHC_MANY:
-        op = FusedMhc(policy)
+    variants = [(label, FusedMhc(policy)) for label, policy in (MHC_DECODE if t <= MhcPolicy().decode_rows else MHC_MANY)]
+    for label, op in variants + baseline:
         rows.append(timed("mhc", name, t, label, case.bytes / 1e6, lambda op=op, a=args: op(*a),
                           flat_mhc(op(*args)), want))
-    default = FusedMhc()  # one op, as the registry holds it (a new one would allocate ticket counters per call)
-    rows[-1]["kernels_us"] = kernel_breakdown(lambda a=args: default(*a))
-    print(f"mhc {name} T={t} default, per kernel (us):", rows[-1]["kernels_us"], flush=True)
+    # per launch, every variant (each op made once, as the registry holds one: a fresh one per
+    # call would allocate ticket counters each time)
+    for row, (_, op) in zip(rows, variants + baseline, strict=True):
+        row["kernels_us"] = kernel_breakdown(lambda op=op, a=args: op(*a))
+        print(f"mhc {name} T={t} {row['config']}, per launch (us):", row["kernels_us"], flush=True)
     return rows
 
 
@@ -158,7 +148,7 @@ def baseline_ops(folder: Path | None) -> dict[str, list[tuple[str, object]]]:
     """op name -> [("baseline", the op of an earlier revision's module in ``folder``)], for
     the modules present: the extra sweep variants of that op."""
     found = {}
-    for op_name, file, cls in (("inv_rope", "inv_rope.py", "FusedInverseRope"),
+    for op_name, file, cls in (("mhc", "mhc.py", "FusedMhc"), ("inv_rope", "inv_rope.py", "FusedInverseRope"),
                                ("rope_quant", "rope_quant.py", "FusedRopeQuant")):
         path = folder / file if folder else None
         if path is None or not path.is_file():
@@ -178,7 +168,7 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
         c = V41Config.preset(name)
         for t in rows_list:
             if "mhc" in ops:
-                out += sweep_mhc(name, c, t)
+                out += sweep_mhc(name, c, t, baseline.get("mhc", []))
             if "inv_rope" in ops:
                 out += sweep_simple("inv_rope", inv_rope_case(None, c, name, t),
                                     [(f"tile {tile} w4", FusedInverseRope(tile_elements=tile)) for tile in INV_ROPE_TILES]
@@ -215,11 +205,12 @@ def markdown(env: dict, rows: list[dict], floors: dict, command: str) -> str:
     for r in rows:
         lines.append(f"| {r['op']} | {r['scale']} | {r['rows']} | {r['config']} | {r['mb']:.2f} | {r['us']:.2f} | "
                      f"{r['roofline']:.0%} | {r['max_rel_err']:.1e} |")
-    lines += ["", "Default mHC tiling, device time per kernel (torch.profiler, eager):", ""]
+    lines += ["", "mHC, device time per launch of a call (torch.profiler, eager; "
+              "#n: the call's n-th launch):", ""]
     for r in rows:
         if "kernels_us" in r:
-            parts = ", ".join(f"{k.split('(')[0]} {v:.2f} us" for k, v in r["kernels_us"].items())
-            lines.append(f"- {r['scale']} T={r['rows']}: {parts}")
+            parts = ", ".join(f"{k} {v:.2f} us" for k, v in r["kernels_us"].items())
+            lines.append(f"- {r['scale']} T={r['rows']} {r['config']}: {parts}")
     return "\n".join(lines) + "\n"
 
 
@@ -229,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 64, 512, 4096])
     parser.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
     parser.add_argument("--baseline", type=Path, default=None,
-                        help="folder with an earlier revision's inv_rope.py / rope_quant.py to time alongside")
+                        help="folder with an earlier revision's mhc.py / inv_rope.py / rope_quant.py to time alongside")
     args = parser.parse_args(argv)
     if args.baseline is not None and not args.baseline.is_dir():
         parser.error(f"--baseline {args.baseline}: not a folder")
