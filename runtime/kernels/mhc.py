@@ -88,8 +88,11 @@ def _mhc_site_kernel(
       sum X'^2, sum x^2);
     - SWEEP_AND_TAIL: the same, then the row block's last program (ticket) finishes it: the
       coefficients, and the normalised rows over all of D;
-    - FINISH (a second launch after SWEEP, grid row blocks x the same splits): every program
-      normalises its rows over its D range; split 0 also computes the coefficients.
+    - FINISH (a second launch after SWEEP, grid row blocks x (the same splits + 1)): program
+      (row block, 0) computes the coefficients and program (row block, s > 0) normalises its
+      rows over the sweep's split s - 1, so no program does both one after the other (when
+      split 0 did, it set the launch's length: mid, one row, the finish was 4.41 us of a
+      6.86-us site on the H200).
 
     Finishing sums the partials of every split in split order (a fixed tree, whoever came
     last: deterministic), CHUNK splits per load (one memory round trip each, not one per
@@ -186,7 +189,15 @@ def _mhc_site_kernel(
                     f1 = tl.load(fcol + 1 * D, mask=f_ok, other=0.0)
                     f2 = tl.load(fcol + 2 * D, mask=f_ok, other=0.0)
                     f3 = tl.load(fcol + 3 * D, mask=f_ok, other=0.0)
-                    if PROJ == "fma":  # [BLOCK_T, BLOCK_D, 1] * [1, BLOCK_D, 32] summed over D
+                    if (PROJ == "fma") & (BLOCK_T == 1):
+                        # one row: [BLOCK_D, 32] products, the four streams summed before the one
+                        # reduction over D. The 3-D form below, with a row axis of one, compiled
+                        # the decode sweep to 1,746 sm_90 instructions (413 FMUL a thread, for 64
+                        # products a thread); this way 576 (tests/runtime/compile_sm90.py --sass)
+                        p = tl.sum(x0, axis=0)[:, None] * f0 + tl.sum(x1, axis=0)[:, None] * f1
+                        p += tl.sum(x2, axis=0)[:, None] * f2 + tl.sum(x3, axis=0)[:, None] * f3
+                        m += tl.sum(p, axis=0)[None, :]
+                    elif PROJ == "fma":  # [BLOCK_T, BLOCK_D, 1] * [1, BLOCK_D, 32] summed over D
                         m += tl.sum(x0[:, :, None] * f0[None, :, :], axis=1)
                         m += tl.sum(x1[:, :, None] * f1[None, :, :], axis=1)
                         m += tl.sum(x2[:, :, None] * f2[None, :, :], axis=1)
@@ -247,10 +258,13 @@ def _mhc_site_kernel(
         norm_hi = D
     elif PHASE == FINISH:
         n_sub = (tl.minimum(T - pid * BLOCK_T, BLOCK_T) + TAIL_T - 1) // TAIL_T
-        norm_lo = split * SPLIT_D
-        norm_hi = tl.minimum(norm_lo + SPLIT_D, D)
+        norm_lo = (split - 1) * SPLIT_D  # program 0 computes the coefficients and normalises nothing
+        norm_hi = tl.where(split == 0, norm_lo, tl.minimum(norm_lo + SPLIT_D, D))
     if PHASE != SWEEP:
-        n_splits = tl.num_programs(1)
+        if PHASE == FINISH:
+            n_splits = tl.num_programs(1) - 1  # one program more: the coefficients'
+        else:
+            n_splits = tl.num_programs(1)
         for sub in range(0, n_sub):
             t_rows = pid * BLOCK_T + sub * TAIL_T + tl.arange(0, TAIL_T)
             t_ok = t_rows < T
@@ -262,77 +276,56 @@ def _mhc_site_kernel(
                 at = part_ptr + (sp[None, :].to(tl.int64) * T + t_rows64[:, None]) * PART
                 t_xsq += tl.sum(tl.load(at + NCOL + 1, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
             if (split == 0) | (PHASE == SWEEP_AND_TAIL):  # the coefficients, once per row
+                # the partials of every split, summed in split order: [TAIL_T, 4] / [.., 4, 4] tensors
+                h = tl.arange(0, HC)
+                c_idx = h[:, None] * HC + h[None, :]
+                z_pre = tl.zeros((TAIL_T, HC), dtype=tl.float32)
+                z_post = tl.zeros((TAIL_T, HC), dtype=tl.float32)
+                z_comb = tl.zeros((TAIL_T, HC, HC), dtype=tl.float32)
+                t_sq = tl.zeros((TAIL_T,), dtype=tl.float32)
+                for s_lo in range(0, n_splits, CHUNK):
+                    sp = s_lo + tl.arange(0, CHUNK)
+                    ok2 = t_ok[:, None] & (sp[None, :] < n_splits)
+                    at = part_ptr + (sp[None, :].to(tl.int64) * T + t_rows64[:, None]) * PART
+                    z_pre += tl.sum(tl.load(at[:, :, None] + h[None, None, :], mask=ok2[:, :, None], other=0.0,
+                                            cache_modifier=".cg"), axis=1)
+                    z_post += tl.sum(tl.load(at[:, :, None] + HC + h[None, None, :], mask=ok2[:, :, None],
+                                             other=0.0, cache_modifier=".cg"), axis=1)
+                    z_comb += tl.sum(tl.load(at[:, :, None, None] + 2 * HC + c_idx[None, None, :, :],
+                                             mask=ok2[:, :, None, None], other=0.0, cache_modifier=".cg"), axis=1)
+                    t_sq += tl.sum(tl.load(at + NCOL, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+                rstd = 1.0 / tl.sqrt(t_sq / (HC * D) + norm_eps)
+                # pre = sigmoid((z * rstd) * scale_0 + base) + eps; post = 2 sigmoid(...); comb logits
+                z_pre = (z_pre * rstd[:, None]) * tl.load(scale_ptr + 0) + tl.load(base_ptr + h)[None, :]
+                z_post = (z_post * rstd[:, None]) * tl.load(scale_ptr + 1) + tl.load(base_ptr + HC + h)[None, :]
+                z_comb = ((z_comb * rstd[:, None, None]) * tl.load(scale_ptr + 2)
+                          + tl.load(base_ptr + 2 * HC + c_idx)[None, :, :])
+                pre = 1.0 / (1.0 + tl.exp(-z_pre)) + hc_eps
+                post = 2.0 / (1.0 + tl.exp(-z_post))
+                tl.store(pre_ptr + t_rows64[:, None] * HC + h[None, :], pre, mask=t_ok[:, None])
+                tl.store(post_ptr + t_rows64[:, None] * HC + h[None, :], post, mask=t_ok[:, None])
                 if REG_FINISH:
-                    # Every one of the 24 projections (and sum X'^2) is its own [TAIL_T] vector,
-                    # so a row's coefficients sit in the same threads and the Sinkhorn below is
-                    # register arithmetic. On [TAIL_T, 4, 4] tensors each of its 40
-                    # normalisations was a cross-lane reduction: at decode that serial chain
+                    # comb as one [TAIL_T] vector per entry (split out of the tensor: every index
+                    # a trailing pair, [t, a, b, c, d] for row 2a + b, column 2c + d), so a row's
+                    # 16 entries sit in the same threads and the softmax and Sinkhorn below are
+                    # register arithmetic. On [TAIL_T, 4, 4] tensors each of the Sinkhorn's 40
+                    # normalisations is a cross-lane reduction: at decode that serial chain
                     # outlasted the whole sweep (ncu_h200_attention_gate_mhc.md).
-                    zero = tl.zeros((TAIL_T,), dtype=tl.float32)
-                    t_sq = zero
-                    a0, a1, a2, a3 = zero, zero, zero, zero  # pre
-                    b0, b1, b2, b3 = zero, zero, zero, zero  # post
-                    z00, z01, z02, z03 = zero, zero, zero, zero  # comb, row-major
-                    z10, z11, z12, z13 = zero, zero, zero, zero
-                    z20, z21, z22, z23 = zero, zero, zero, zero
-                    z30, z31, z32, z33 = zero, zero, zero, zero
-                    for s_lo in range(0, n_splits, CHUNK):
-                        sp = s_lo + tl.arange(0, CHUNK)
-                        ok2 = t_ok[:, None] & (sp[None, :] < n_splits)
-                        at = part_ptr + (sp[None, :].to(tl.int64) * T + t_rows64[:, None]) * PART  # [TAIL_T, CHUNK]
-                        t_sq += tl.sum(tl.load(at + NCOL, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        a0 += tl.sum(tl.load(at + 0, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        a1 += tl.sum(tl.load(at + 1, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        a2 += tl.sum(tl.load(at + 2, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        a3 += tl.sum(tl.load(at + 3, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        b0 += tl.sum(tl.load(at + 4, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        b1 += tl.sum(tl.load(at + 5, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        b2 += tl.sum(tl.load(at + 6, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        b3 += tl.sum(tl.load(at + 7, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z00 += tl.sum(tl.load(at + 8, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z01 += tl.sum(tl.load(at + 9, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z02 += tl.sum(tl.load(at + 10, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z03 += tl.sum(tl.load(at + 11, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z10 += tl.sum(tl.load(at + 12, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z11 += tl.sum(tl.load(at + 13, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z12 += tl.sum(tl.load(at + 14, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z13 += tl.sum(tl.load(at + 15, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z20 += tl.sum(tl.load(at + 16, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z21 += tl.sum(tl.load(at + 17, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z22 += tl.sum(tl.load(at + 18, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z23 += tl.sum(tl.load(at + 19, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z30 += tl.sum(tl.load(at + 20, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z31 += tl.sum(tl.load(at + 21, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z32 += tl.sum(tl.load(at + 22, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                        z33 += tl.sum(tl.load(at + 23, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                    rstd = 1.0 / tl.sqrt(t_sq / (HC * D) + norm_eps)
-                    # pre = sigmoid((z * rstd) * scale_0 + base) + eps; post = 2 sigmoid(...)
-                    s_pre, s_post, s_comb = tl.load(scale_ptr + 0), tl.load(scale_ptr + 1), tl.load(scale_ptr + 2)
-                    a0 = 1.0 / (1.0 + tl.exp(-((a0 * rstd) * s_pre + tl.load(base_ptr + 0)))) + hc_eps
-                    a1 = 1.0 / (1.0 + tl.exp(-((a1 * rstd) * s_pre + tl.load(base_ptr + 1)))) + hc_eps
-                    a2 = 1.0 / (1.0 + tl.exp(-((a2 * rstd) * s_pre + tl.load(base_ptr + 2)))) + hc_eps
-                    a3 = 1.0 / (1.0 + tl.exp(-((a3 * rstd) * s_pre + tl.load(base_ptr + 3)))) + hc_eps
-                    b0 = 2.0 / (1.0 + tl.exp(-((b0 * rstd) * s_post + tl.load(base_ptr + 4))))
-                    b1 = 2.0 / (1.0 + tl.exp(-((b1 * rstd) * s_post + tl.load(base_ptr + 5))))
-                    b2 = 2.0 / (1.0 + tl.exp(-((b2 * rstd) * s_post + tl.load(base_ptr + 6))))
-                    b3 = 2.0 / (1.0 + tl.exp(-((b3 * rstd) * s_post + tl.load(base_ptr + 7))))
-                    # comb logits (z * rstd) * scale_2 + base, then a softmax over each row (j)
-                    z00 = (z00 * rstd) * s_comb + tl.load(base_ptr + 8)
-                    z01 = (z01 * rstd) * s_comb + tl.load(base_ptr + 9)
-                    z02 = (z02 * rstd) * s_comb + tl.load(base_ptr + 10)
-                    z03 = (z03 * rstd) * s_comb + tl.load(base_ptr + 11)
-                    z10 = (z10 * rstd) * s_comb + tl.load(base_ptr + 12)
-                    z11 = (z11 * rstd) * s_comb + tl.load(base_ptr + 13)
-                    z12 = (z12 * rstd) * s_comb + tl.load(base_ptr + 14)
-                    z13 = (z13 * rstd) * s_comb + tl.load(base_ptr + 15)
-                    z20 = (z20 * rstd) * s_comb + tl.load(base_ptr + 16)
-                    z21 = (z21 * rstd) * s_comb + tl.load(base_ptr + 17)
-                    z22 = (z22 * rstd) * s_comb + tl.load(base_ptr + 18)
-                    z23 = (z23 * rstd) * s_comb + tl.load(base_ptr + 19)
-                    z30 = (z30 * rstd) * s_comb + tl.load(base_ptr + 20)
-                    z31 = (z31 * rstd) * s_comb + tl.load(base_ptr + 21)
-                    z32 = (z32 * rstd) * s_comb + tl.load(base_ptr + 22)
-                    z33 = (z33 * rstd) * s_comb + tl.load(base_ptr + 23)
+                    d0, d1 = tl.split(tl.reshape(z_comb, (TAIL_T, 2, 2, 2, 2)))
+                    col0, col2 = tl.split(d0)  # [TAIL_T, 2, 2] over (a, b): columns 0 and 2
+                    col1, col3 = tl.split(d1)
+                    even, odd = tl.split(col0)  # rows (0, 2) and (1, 3)
+                    z00, z20 = tl.split(even)
+                    z10, z30 = tl.split(odd)
+                    even, odd = tl.split(col1)
+                    z01, z21 = tl.split(even)
+                    z11, z31 = tl.split(odd)
+                    even, odd = tl.split(col2)
+                    z02, z22 = tl.split(even)
+                    z12, z32 = tl.split(odd)
+                    even, odd = tl.split(col3)
+                    z03, z23 = tl.split(even)
+                    z13, z33 = tl.split(odd)
                     m0 = tl.maximum(tl.maximum(z00, z01), tl.maximum(z02, z03))
                     m1 = tl.maximum(tl.maximum(z10, z11), tl.maximum(z12, z13))
                     m2 = tl.maximum(tl.maximum(z20, z21), tl.maximum(z22, z23))
@@ -377,15 +370,6 @@ def _mhc_site_kernel(
                         z10, z11, z12, z13 = z10 * r0, z11 * r1, z12 * r2, z13 * r3
                         z20, z21, z22, z23 = z20 * r0, z21 * r1, z22 * r2, z23 * r3
                         z30, z31, z32, z33 = z30 * r0, z31 * r1, z32 * r2, z33 * r3
-                    at_pre, at_post = pre_ptr + t_rows64 * HC, post_ptr + t_rows64 * HC
-                    tl.store(at_pre + 0, a0, mask=t_ok)
-                    tl.store(at_pre + 1, a1, mask=t_ok)
-                    tl.store(at_pre + 2, a2, mask=t_ok)
-                    tl.store(at_pre + 3, a3, mask=t_ok)
-                    tl.store(at_post + 0, b0, mask=t_ok)
-                    tl.store(at_post + 1, b1, mask=t_ok)
-                    tl.store(at_post + 2, b2, mask=t_ok)
-                    tl.store(at_post + 3, b3, mask=t_ok)
                     at_comb = comb_ptr + t_rows64 * HC * HC
                     tl.store(at_comb + 0, z00, mask=t_ok)
                     tl.store(at_comb + 1, z01, mask=t_ok)
@@ -403,39 +387,13 @@ def _mhc_site_kernel(
                     tl.store(at_comb + 13, z31, mask=t_ok)
                     tl.store(at_comb + 14, z32, mask=t_ok)
                     tl.store(at_comb + 15, z33, mask=t_ok)
-                else:  # [TAIL_T, 4, 4] tensors: reductions across lanes
-                    h = tl.arange(0, HC)
-                    c_idx = h[:, None] * HC + h[None, :]
-                    z_pre = tl.zeros((TAIL_T, HC), dtype=tl.float32)
-                    z_post = tl.zeros((TAIL_T, HC), dtype=tl.float32)
-                    z_comb = tl.zeros((TAIL_T, HC, HC), dtype=tl.float32)
-                    t_sq = tl.zeros((TAIL_T,), dtype=tl.float32)
-                    for s_lo in range(0, n_splits, CHUNK):
-                        sp = s_lo + tl.arange(0, CHUNK)
-                        ok2 = t_ok[:, None] & (sp[None, :] < n_splits)
-                        at = part_ptr + (sp[None, :].to(tl.int64) * T + t_rows64[:, None]) * PART
-                        z_pre += tl.sum(tl.load(at[:, :, None] + h[None, None, :], mask=ok2[:, :, None], other=0.0,
-                                                cache_modifier=".cg"), axis=1)
-                        z_post += tl.sum(tl.load(at[:, :, None] + HC + h[None, None, :], mask=ok2[:, :, None],
-                                                 other=0.0, cache_modifier=".cg"), axis=1)
-                        z_comb += tl.sum(tl.load(at[:, :, None, None] + 2 * HC + c_idx[None, None, :, :],
-                                                 mask=ok2[:, :, None, None], other=0.0, cache_modifier=".cg"), axis=1)
-                        t_sq += tl.sum(tl.load(at + NCOL, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
-                    rstd = 1.0 / tl.sqrt(t_sq / (HC * D) + norm_eps)
-                    z_pre = (z_pre * rstd[:, None]) * tl.load(scale_ptr + 0) + tl.load(base_ptr + h)[None, :]
-                    z_post = (z_post * rstd[:, None]) * tl.load(scale_ptr + 1) + tl.load(base_ptr + HC + h)[None, :]
-                    z_comb = ((z_comb * rstd[:, None, None]) * tl.load(scale_ptr + 2)
-                              + tl.load(base_ptr + 2 * HC + c_idx)[None, :, :])
-                    pre = 1.0 / (1.0 + tl.exp(-z_pre)) + hc_eps
-                    post = 2.0 / (1.0 + tl.exp(-z_post))
+                else:  # softmax over each row (j), then Sinkhorn: reductions across lanes
                     e = tl.exp(z_comb - tl.max(z_comb, axis=2)[:, :, None])
                     c = e / tl.sum(e, axis=2)[:, :, None] + hc_eps
                     c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
                     for _ in range(sinkhorn_iters - 1):
                         c = c / (tl.sum(c, axis=2)[:, :, None] + hc_eps)
                         c = c / (tl.sum(c, axis=1)[:, None, :] + hc_eps)
-                    tl.store(pre_ptr + t_rows64[:, None] * HC + h[None, :], pre, mask=t_ok[:, None])
-                    tl.store(post_ptr + t_rows64[:, None] * HC + h[None, :], post, mask=t_ok[:, None])
                     tl.store(comb_ptr + t_rows64[:, None, None] * HC * HC + c_idx[None, :, :], c,
                              mask=t_ok[:, None, None])
             rstd_x = 1.0 / tl.sqrt(t_xsq / D + norm_eps)

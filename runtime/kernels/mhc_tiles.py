@@ -12,9 +12,19 @@ splits, the coefficients, the normalised rows) in one of two ways:
 - "tail" (many rows): the row block's last program, found by a ticket, finishes it in the
   same launch, normalising its rows while they are still in L2;
 - a second launch (decode rows): one program per (row block, split) normalises its D
-  range, and split 0 computes the coefficients. At decode the ticket's serial tail cost
-  more than the launch (benchmarks/results/tile_sweep_h200_mhc_2.md,
-  benchmarks/results/tile_sweep_h200_mhc_3.md).
+  range, and one more program per row block computes the coefficients. At decode the
+  ticket's serial tail cost more than the launch (benchmarks/results/tile_sweep_h200_mhc_2.md,
+  benchmarks/results/tile_sweep_h200_mhc_3.md; again with session 15's kernel, ``mid`` one
+  row 8.47 vs 6.86 us: tile_sweep_h200_decode_sweep.md), and so did the tail from 256 or
+  512 rows (``mid`` 512 rows 55.8 vs 25.3 us, same file).
+
+The coefficients' own program: when split 0 computed the coefficients and then normalised
+its range, it set the finishing launch's length. With its own program (first in the grid)
+the finish went, on the H200 (tile_sweep_h200_decode_finish.md, per launch): ``mid`` one
+row 4.55 -> 3.94 us, 8 rows 4.79 -> 4.23, 512 rows 9.12 -> 8.39; ``flash`` one row 5.00 ->
+4.56, 512 rows 12.42 -> 9.70. At 2-8 ``flash`` rows it went the other way (5.00 -> 6.13
+and 5.34 -> 6.35 us), placed first or last alike (tile_sweep_h200_finish_last.md); the
+cause is not known.
 
 Before, every finishing program computed every coefficient from all the splits' partials:
 97 us at ``flash`` with 64 rows (160 splits) for 8.5 MB of site
@@ -26,7 +36,9 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
   than 16 rows (one decode row does not pay for 15 masked ones). At most ``FMA_ROWS``:
   Triton rewrites a broadcast multiply summed over D with 16 rows into a TF32 ``tl.dot``
   (measured 5.5e-4 off in the coefficients on the H200:
-  benchmarks/results/mhc_precision_h200_first.md);
+  benchmarks/results/mhc_precision_h200_first.md). One row is 2-D [BLOCK_D, 32] products
+  (runtime/kernels/mhc.py says why): the sweeping launch 3.40 -> 1.86 us at ``mid``, 3.59 ->
+  2.03 at ``flash`` (tile_sweep_h200_decode_sweep.md);
 - "tf32x3": ``tl.dot`` as three TF32 tensor-core products: the closest to a float64 oracle
   of every mode, 8.5e-7 (benchmarks/results/mhc_precision_h200.md). It had measured 1.1e-4 off
   after the previous site's mixing, and so had a bf16 tensor-core form, while the FMA form
@@ -68,7 +80,11 @@ program is the default: 8 rows mid 11.9 -> 11.1 us, flash 15.6 -> 12.1; 2 rows m
 8.8, flash 10.0 -> 9.3; 1 row the same program either way (mid 8.45 / 8.43, flash 9.71 /
 9.98, within the run's noise). The register coefficients were slower at every row count
 (mid 1 row 9.5 vs 8.5 us, 8 rows 14.3 vs 11.9; 64 rows 20.1 vs 16.7): the serial chain is
-the longer loop body, not the shuffles, so they stay off.
+the longer loop body, not the shuffles, so they stay off. Since session 15 the register
+form loads the partials as the tensor form does and splits the 16 entries out of the
+[rows, 4, 4] tensor (``tl.split``) instead of 24 loads and reductions of their own: at 1,024
+rows it measured 61.2 vs 65.4 us (``mid``) and 120.7 vs 123.1 (``flash``), at one row
+slower (``mid`` 7.22 vs 6.86: tile_sweep_h200_decode_sweep.md, one run); still off.
 
 Pinning the mixing (``pin_mix``, CUDA only: the interpreter has no inline PTX): with a dot
 in the mixing loop Triton recomputed the whole mixing in the tensor-core operand's layout
@@ -126,7 +142,9 @@ class MhcTiling:
         return cdiv(t, self.block_t), self.splits(d)
 
     def finish_grid(self, t: int, d: int) -> tuple[int, int]:
-        return cdiv(t, self.tail_t), self.splits(d)
+        """The finishing launch: per ``tail_t`` rows, a program computing the coefficients
+        and one per split normalising (runtime/kernels/mhc.py)."""
+        return cdiv(t, self.tail_t), self.splits(d) + 1
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ def test_tiles_cover_every_row_and_column_once(t, d, policy):
     if tiles.tail:
         assert tiles.block_t % tiles.tail_t == 0 and tiles.tail_t * tiles.tail_d <= max(policy.tail_elements, d)
     else:
-        finish_rows, finish_splits = tiles.finish_grid(t, d)
-        assert finish_splits == splits and (finish_rows - 1) * tiles.tail_t < t <= finish_rows * tiles.tail_t
+        finish_rows, finish_programs = tiles.finish_grid(t, d)  # the splits and the coefficients' program
+        assert finish_programs == splits + 1 and (finish_rows - 1) * tiles.tail_t < t <= finish_rows * tiles.tail_t
 
 
 @pytest.mark.parametrize("t,d", [(1, 2048), (8, 5120), (64, 2048), (512, 2048), (4096, 5120)])
