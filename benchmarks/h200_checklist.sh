@@ -9,20 +9,20 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 4   # the kernel table (benchmarks/kernels.py)
 #   OUT=/path bash benchmarks/h200_checklist.sh 5   # mHC pinned mixing / host-split TF32x2: parity, precision, sweep; indexer keys as rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 6   # what session 14 left: GPU parity of its final defaults, mHC's tail from 256 / 512 rows
-# Open after 2026-12-03 (session 14: the indexer's key-tile loop with the keys as the MMA's
-# rows met its 128k / 8-query goal; mHC's mixing pinned, no re-read, 4,096 rows 27 -> 30 %
-# (mid) and 31 -> 34 % (flash); RoPE + quant 512-channel tiles; parts 3-5 ran), issue 16:
-# - part 6 first: the relaxed pinned-mHC test (coefficients within 5e-5 instead of
-#   bit-equal; streams and x stay bit-equal) and the indexer's GPU parity tests on the
-#   keys-as-rows default have not run on the GPU yet;
-# - mHC at 512 rows: the finishing launch is 40 % of the site (ncu_h200_session14.md); part
-#   6 times the ticket tail from 256 / 512 rows; the 4,096-row tail is issue-bound:
-#   the TF32x3 operand split is the next largest block of instructions (host-split TF32x2
-#   cut it but lost precision, cause unknown: mhc_precision_h200_pin.md);
-# - still open: mHC below goal everywhere, attention below 512 queries (its merge launch),
-#   flash prefill attention (28 %, 255 registers), RoPE + quant NVFP4 at 4,096 rows (56 %),
-#   the gate (41 % at best at 4,096 mid rows: gate_tiles_h200_sweep_mid_4096.md), ops under
-#   4 MiB (the empty-launch floor read 0.70-0.89 us across this session's runs).
+#   OUT=/path bash benchmarks/h200_checklist.sh 7   # session 15's open question: mHC's finish at 2-8 flash rows (ncu), the gate's selection (ncu)
+# Open after 2026-12-03 (session 15: part 6 ran: GPU parity of session 14's defaults passed
+# (81 tests), the ticket's tail from 256 / 512 rows lost; decode mHC: one row as 2-D
+# products, the coefficients in a finishing program of their own, 8.61 -> 6.42 us at one
+# mid row; kernels_h200.md is session 15's table), issue 16:
+# - part 7 first: the finishing launch at 2-8 flash rows got slower with the coefficients'
+#   own program (5.0 -> 6.1-6.4 us, tile_sweep_h200_decode_finish.md) while mid's and
+#   flash's 1 / 64 / 512 rows got faster: ncu of both, and the sweep's per-launch lines;
+# - the decode gate is its selection (mid one row: 1.35 us partials, 3.08 us selection,
+#   gate_tiles_h200_launches.md): ncu of the selecting launch;
+# - still open: mHC below goal everywhere (decode 6.4-11.5 us; 22-34 % from 512 rows),
+#   attention below 512 queries, flash prefill attention (28 %), RoPE + quant NVFP4 at
+#   4,096 rows (56 %), the gate (39 % at 4,096 mid rows), ops under 4 MiB (the empty-launch
+#   floor read 0.69-1.08 us across session 15's runs).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -62,6 +62,12 @@ timeout 300 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -12
 timeout 200 python benchmarks/tile_sweep.py --ops mhc --rows 256 512 1024 --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
 grep -E "^\| mhc" "$R"/mhc/*.md | cut -d"|" -f3-9
+elif [ "$PART" = 7 ]; then
+timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 1 2 8 --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
+grep -E "^- (mid|flash) T=" "$R"/mhc/*.md
+timeout 150 ncu --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis -o "$R/prof" python benchmarks/profile_ops.py mhc:flash:8 mhc:mid:8 mhc:flash:1 gate:mid:1 gate:flash:8 > "$OUT/ncu.log" 2>&1; el ncu $?
+ncu -i "$R/prof.ncu-rep" --page details 2>/dev/null > "$R/ncu_details.txt"; el ncu_details $?
+grep -E "_kernel|Duration|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|Grid Size|Block Size" "$R/ncu_details.txt" | head -80
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
