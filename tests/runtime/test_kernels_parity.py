@@ -46,7 +46,10 @@ def fused(monkeypatch):
 
 @pytest.fixture
 def gen():
+    """A fresh seed per test (inputs differ run to run), printed so a failure's report
+    gives the draw to reproduce it with."""
     seed = int.from_bytes(os.urandom(4), "little")
+    print(f"input seed {seed}")
     g = torch.Generator().manual_seed(seed)
     return g
 
