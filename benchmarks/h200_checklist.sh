@@ -16,7 +16,9 @@
 # mid row; kernels_h200.md is session 15's table), issue 16:
 # - part 7 first: the finishing launch at 2-8 flash rows got slower with the coefficients'
 #   own program (5.0 -> 6.1-6.4 us, tile_sweep_h200_decode_finish.md) while mid's and
-#   flash's 1 / 64 / 512 rows got faster: ncu of both, and the sweep's per-launch lines;
+#   flash's 1 / 64 / 512 rows got faster; the split count is now bounded below (Triton 3.6
+#   then issues the partial loads together again, read on a CPU), not yet timed: the
+#   sweep's per-launch lines and ncu say whether it is back to about 5 us;
 # - the decode gate is its selection (mid one row: 1.35 us partials, 3.08 us selection,
 #   gate_tiles_h200_launches.md): ncu of the selecting launch;
 # - still open: mHC below goal everywhere (decode 6.4-11.5 us; 22-34 % from 512 rows),

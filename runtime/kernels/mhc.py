@@ -262,7 +262,12 @@ def _mhc_site_kernel(
         norm_hi = tl.where(split == 0, norm_lo, tl.minimum(norm_lo + SPLIT_D, D))
     if PHASE != SWEEP:
         if PHASE == FINISH:
-            n_splits = tl.num_programs(1) - 1  # one program more: the coefficients'
+            # the sweep's splits (one program more: the coefficients'), known to be >= 1: as
+            # num_programs - 1 alone, Triton 3.6 compiled the flash finish to 80 registers
+            # issuing 10 of its 52 partial loads before the first add (168 and 48 with the
+            # bound), and at 2-8 flash rows it measured 5.0 -> 6.1-6.4 us on the H200
+            # (tile_sweep_h200_decode_finish.md)
+            n_splits = tl.maximum(tl.num_programs(1) - 1, 1)
         else:
             n_splits = tl.num_programs(1)
         for sub in range(0, n_sub):

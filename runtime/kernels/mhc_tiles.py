@@ -23,8 +23,11 @@ its range, it set the finishing launch's length. With its own program (first in 
 the finish went, on the H200 (tile_sweep_h200_decode_finish.md, per launch): ``mid`` one
 row 4.55 -> 3.94 us, 8 rows 4.79 -> 4.23, 512 rows 9.12 -> 8.39; ``flash`` one row 5.00 ->
 4.56, 512 rows 12.42 -> 9.70. At 2-8 ``flash`` rows it went the other way (5.00 -> 6.13
-and 5.34 -> 6.35 us), placed first or last alike (tile_sweep_h200_finish_last.md); the
-cause is not known.
+and 5.34 -> 6.35 us), placed first or last alike (tile_sweep_h200_finish_last.md). The
+cause, found by compiling with the H200's Triton 3.6 on a CPU: with the split count as
+``num_programs - 1`` the compiler issued 10 of the coefficient program's 52 partial loads
+before its first add (80 registers) instead of 48 (168); bounded below by 1 it compiles
+as before (runtime/kernels/mhc.py). That form is not yet timed on the H200.
 
 Before, every finishing program computed every coefficient from all the splits' partials:
 97 us at ``flash`` with 64 rows (160 splits) for 8.5 MB of site

@@ -20,6 +20,11 @@ shared bytes, SASS instructions and counts of a few opcodes (tensor-core MMAs, s
 barriers, global / shared loads and stores, special-function ops). What a launch will
 hold on the GPU, read without one: a CPU session's evidence for a tiling, not a timing.
 ``--out DIR`` (with --sass) writes them to DIR/sass_static_sm90.json and .md.
+
+The Triton first on ``sys.path`` compiles. The H200 machine runs Triton 3.6, whose code
+can differ from a newer one's: ``pip install --no-deps --target DIR triton==3.6.0`` and run
+with ``PYTHONPATH=DIR`` to read what that machine will run (session 15 found the flash mHC
+finish's partial loads issued 10 at a time under 3.6, 48 at once under the fix, this way).
 """
 
 from __future__ import annotations
