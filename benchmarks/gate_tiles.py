@@ -73,15 +73,9 @@ class Row:
         return ("(no graph)", None) if self.us is None else self.case.goal(self.empty_us * 1e-3)
 
 
-def variants(sweep: bool, selection: bool = False) -> list[tuple[str, GatePolicy]]:
+def variants(sweep: bool) -> list[tuple[str, GatePolicy]]:
     out = [("old", GatePolicy(one_program=True)), ("new", GatePolicy()), ("ticket", GatePolicy(select_from=1 << 30)),
            ("two launches", GatePolicy(select_from=0))]  # the partials' launch timed apart from the selection's
-    if selection:  # how the top-k is selected: scores gathered after the rounds, fewer warps
-        for warps, select_warps, after in itertools.product((4, 2, 1), (0, 2, 1), (False, True)):
-            if warps == 4 and select_warps == 0 and not after:
-                continue  # "new"
-            label = (f"w{warps}" + (f" sel w{select_warps}" if select_warps else "") + (" after" if after else ""))
-            out.append((label, GatePolicy(num_warps=warps, select_warps=select_warps, gather_after=after)))
     if sweep:
         for block_d, block_e, warps in itertools.product((32, 64, 128, 256), (16, 32, 64), (2, 4)):
             out.append((f"d{block_d} e{block_e} w{warps}", GatePolicy(block_d=block_d, block_e=block_e,
@@ -100,7 +94,7 @@ def check(gate, args) -> tuple[int, float]:
     return int((~same).sum()), float(err.max()) if err.numel() else 0.0
 
 
-def run(scales: list[str], rows: list[int], sweep: bool, reps: int, selection: bool = False) -> list[Row]:
+def run(scales: list[str], rows: list[int], sweep: bool, reps: int) -> list[Row]:
     from runtime.kernels.gate import FusedGate
 
     empty = empty_launch_ms() * 1e3
@@ -112,7 +106,7 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, selection: b
         for t in rows:
             case, args = gate_case(None, c, name, t)
             seen: dict[tuple, str] = {}
-            for label, policy in variants(sweep, selection):
+            for label, policy in variants(sweep):
                 tiles = policy.tiling(t, d, e)
                 key = tuple(asdict(tiles).values())
                 if key in seen:
@@ -124,10 +118,9 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, selection: b
                 row_blocks, cols = tiles.grid(t, d, e)
                 desc = (f"m{tiles.block_m} e{tiles.block_e} d{tiles.block_d} split {tiles.split_d}x"
                         f"{tiles.splits(d)} sel {tiles.sel_m}{' 2nd launch' if tiles.select_rows else ''} "
-                        f"w{tiles.num_warps}{f' sel w{tiles.select_warps}' if tiles.select_warps else ''}"
-                        f"{' gather after' if tiles.gather_after else ''}")
+                        f"w{tiles.num_warps}")
                 row = Row(replace(case, fused_graph_ms=ms), t, label, desc, row_blocks * cols, empty, differ, err)
-                if label in ("new", "two launches") or (selection and label != "old"):
+                if label in ("new", "two launches"):
                     row.kernels_us = kernel_breakdown(lambda gate=gate, args=args: gate(*args))
                 done.append(row)
                 print(line(row), flush=True)
@@ -156,9 +149,7 @@ def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int) 
         "- old: `GatePolicy(one_program=True)`, the first kernel's tiling (one program per 16 rows over all "
         "experts and all of D); new: `GatePolicy()`; ticket: the default tiling with the selection always in "
         "the ticket-holder (one launch, `select_from` unbounded); two launches: partials and selection always in "
-        "two launches (`select_from` 0), timed apart below; `wN [sel wM] [after]` (`--selection`): N warps "
-        "per program, M in a selecting second launch, the chosen scores gathered after the rounds instead of in "
-        "each; other rows: `--sweep` variants "
+        "two launches (`select_from` 0), timed apart below; other rows: `--sweep` variants "
         "(`runtime/kernels/gate_tiles.py`). A variant whose tiling equals an earlier one's is not repeated.",
         "- ids differ: rows whose expert set differs from `runtime.moe.route` (bf16 near-ties can do that); "
         "w err: max |weight - reference| on the other rows.", "",
@@ -182,9 +173,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--sweep", action="store_true", help="also D chunks x expert blocks x warps, split limits")
-    parser.add_argument("--selection", action="store_true",
-                        help="also the selection's forms: warps (both launches, the selecting one) x scores gathered "
-                             "after the rounds")
     parser.add_argument("--scales", default="mid,flash", help="comma-separated presets (default: mid,flash)")
     parser.add_argument("--rows", default="1,8,64,512", help="comma-separated row counts T (default: 1,8,64,512)")
     parser.add_argument("--reps", type=int, default=20, help="calls per CUDA graph (default: 20)")
@@ -203,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         print("benchmarks/gate_tiles.py: needs a CUDA GPU", file=sys.stderr)
         return 2
     torch.manual_seed(0)
-    done = run(scales, rows, args.sweep, args.reps, args.selection)
+    done = run(scales, rows, args.sweep, args.reps)
     env = environment()
     empty = done[0].empty_us if done else 0.0
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/gate_tiles.py", *(argv or sys.argv[1:])])
@@ -211,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
            "reps": args.reps,
            "rows": [{**asdict(r), "us": r.us, "roofline": r.roofline, "goal": r.goal()[0], "goal_met": r.goal()[1]}
                     for r in done]}
-    tag = env["gpu"].split()[-1].lower() + ("_sweep" if args.sweep else "") + ("_selection" if args.selection else "")
+    tag = env["gpu"].split()[-1].lower() + ("_sweep" if args.sweep else "")
     tag += "" if args.scales == "mid,flash" and args.rows == "1,8,64,512" else "_" + "_".join(scales)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"gate_tiles_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")

@@ -10,6 +10,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 5   # mHC pinned mixing / host-split TF32x2: parity, precision, sweep; indexer keys as rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 6   # what session 14 left: GPU parity of its final defaults, mHC's tail from 256 / 512 rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 7   # session 15's open question: mHC's finish at 2-8 flash rows (ncu), the gate's selection (ncu)
+#   OUT=/path bash benchmarks/h200_checklist.sh 8   # where the decode gate's and mHC finish's time goes: ncu's stall samples per source line
 # Open after 2026-12-03 (session 15: part 6 ran: GPU parity of session 14's defaults passed
 # (81 tests), the ticket's tail from 256 / 512 rows lost; decode mHC: one row as 2-D
 # products, the coefficients in a finishing program of their own, 8.61 -> 6.42 us at one
@@ -70,6 +71,13 @@ grep -E "^- (mid|flash) T=" "$R"/mhc/*.md
 timeout 150 ncu --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis -o "$R/prof" python benchmarks/profile_ops.py mhc:flash:8 mhc:mid:8 mhc:flash:1 gate:mid:1 gate:flash:8 > "$OUT/ncu.log" 2>&1; el ncu $?
 ncu -i "$R/prof.ncu-rep" --page details 2>/dev/null > "$R/ncu_details.txt"; el ncu_details $?
 grep -E "_kernel|Duration|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|Grid Size|Block Size" "$R/ncu_details.txt" | head -80
+elif [ "$PART" = 8 ]; then
+timeout 300 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/src" python benchmarks/profile_ops.py gate:mid:1 gate:flash:8 mhc:mid:1 mhc:flash:8 > "$OUT/ncu.log" 2>&1; el ncu $?
+ncu -i "$R/src.ncu-rep" --page details 2>/dev/null > "$R/src_details.txt"; el details $?
+for how in cuda,sass sass cuda; do
+  ncu -i "$R/src.ncu-rep" --page source --print-source $how --csv > "$R/src_${how/,/_}.csv" 2> "$R/src_${how/,/_}.err"; el "source $how" $?
+done
+grep -E "_kernel \(|Duration|Warp Cycles Per Issued" "$R/src_details.txt" | head -40
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

@@ -20,13 +20,9 @@ float bits mapped to an order-preserving int32 (high half) and ``E_PAD - 1 - exp
 (low half). The maximum is the largest value and, among equal values, the lowest expert,
 exactly the reference's stable-sort tie rule, in one reduction instead of a max and then
 a min over the index. (The map would order -0.0 below +0.0, which torch compares equal;
-no selection value is -0.0: every score is >= +0.0 and +0.0 + -0.0 is +0.0.) The rounds
-wait on each other, so a round is the latency of one block-wide reduction; the chosen
-experts' scores (not score + bias: the bias only selects) are gathered after the last
-round, all slots in one reduction (a gather in every round made the chain twice as long:
-benchmarks/results/ncu_h200_session16.md has the selecting launch at 6.56 us of rounds
-with nothing in memory to wait on). ``GateTiling.select_warps``: the warps of a selecting
-second launch (within one warp a reduction needs no shared memory and no barrier).
+no selection value is -0.0: every score is >= +0.0 and +0.0 + -0.0 is +0.0.) The chosen
+expert's score (not score + bias: the bias only selects) is gathered with a second
+reduction.
 """
 
 from __future__ import annotations
@@ -51,7 +47,7 @@ def _gate_kernel(
     TOPK: tl.constexpr, BLOCK_K_OUT: tl.constexpr, SCORING: tl.constexpr, RENORM: tl.constexpr,
     IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr,
     E_PAD: tl.constexpr, SPLITS: tl.constexpr, SEL_M: tl.constexpr, ONE_PROGRAM: tl.constexpr,
-    PHASE: tl.constexpr, GATHER_AFTER: tl.constexpr,
+    PHASE: tl.constexpr,
 ):
     """PHASE 0: one launch (the logits in registers, or partials and a ticket: the last
     program of a row block selects); 1: partials only; 2: select only, SEL_M rows per
@@ -130,20 +126,16 @@ def _gate_kernel(
         key = (bits ^ ((bits >> 31) & 0x7FFFFFFF)).to(tl.int64)  # float order as signed ints
         packed = (key << 32) | (E_PAD - 1 - ecols).to(tl.int64)[None, :]
         gone = tl.full((SEL_M, E_PAD), -1, tl.int64) << 63  # below every live key
-        top_i = tl.zeros((SEL_M, BLOCK_K_OUT), dtype=tl.int64)
         top_w = tl.zeros((SEL_M, BLOCK_K_OUT), dtype=tl.float32)
-        for i in tl.static_range(TOPK):  # k rounds of one max-reduction, each waiting on the last
+        top_i = tl.zeros((SEL_M, BLOCK_K_OUT), dtype=tl.int64)
+        for i in tl.static_range(TOPK):
             best = tl.max(packed, axis=1)
             hit = packed == best[:, None]
-            top_i = tl.where(kcols[None, :] == i, ((E_PAD - 1) - (best & 0xFFFF))[:, None], top_i)
-            if not GATHER_AFTER:
-                w = tl.sum(tl.where(hit, scores, 0.0), axis=1)
-                top_w = tl.where(kcols[None, :] == i, w[:, None], top_w)
+            w = tl.sum(tl.where(hit, scores, 0.0), axis=1)
+            pick = (E_PAD - 1) - (best & 0xFFFF)
+            top_w = tl.where(kcols[None, :] == i, w[:, None], top_w)
+            top_i = tl.where(kcols[None, :] == i, pick[:, None], top_i)
             packed = tl.where(hit, gone, packed)
-        if GATHER_AFTER:  # the chosen experts' scores, every slot in one reduction after the rounds
-            top_w = tl.sum(tl.where(ecols[None, None, :] == top_i[:, :, None], scores[:, None, :], 0.0),
-                           axis=2)                                                         # [M, KP]
-            top_w = tl.where(kcols[None, :] < TOPK, top_w, 0.0)
         if RENORM:
             top_w = top_w / (tl.sum(top_w, axis=1)[:, None] + 1e-20)
         top_w = top_w * route_scale
@@ -204,10 +196,8 @@ def gate_launches(tiles: GateTiling, t: int, d: int, e: int, config: V41Config,
     consts = dict(TOPK=k, BLOCK_K_OUT=max(2, next_pow2(k)), SCORING=SCORING_CODES[config.scoring_func],
                   RENORM=config.norm_topk_prob and k > 1, IEEE=ieee, BLOCK_M=tiles.block_m,
                   BLOCK_E=tiles.block_e, BLOCK_D=tiles.block_d, E_PAD=tiles.e_pad, SPLITS=tiles.splits(d),
-                  SEL_M=tiles.sel_m, ONE_PROGRAM=tiles.one_program(d, e), GATHER_AFTER=tiles.gather_after,
-                  num_warps=tiles.num_warps)
+                  SEL_M=tiles.sel_m, ONE_PROGRAM=tiles.one_program(d, e), num_warps=tiles.num_warps)
     grid = tiles.grid(t, d, e)
     if tiles.select_rows:
-        select = dict(consts, PHASE=2, num_warps=tiles.select_warps or tiles.num_warps)
-        return [(grid, dict(consts, PHASE=1)), ((tiles.select_grid(t),), select)]
+        return [(grid, dict(consts, PHASE=1)), ((tiles.select_grid(t),), dict(consts, PHASE=2))]
     return [(grid, dict(consts, PHASE=0))]

@@ -35,7 +35,7 @@ Pure arithmetic on ints, so the policy is tested without running a kernel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from runtime.kernels.backend import cdiv, next_pow2
 
@@ -54,8 +54,6 @@ class GateTiling:
     e_pad: int
     num_warps: int = 4
     select_rows: int = 0  # > 0: a second launch selects, this many rows per program (= sel_m)
-    select_warps: int = 0  # warps of that second launch (0: num_warps)
-    gather_after: bool = False  # the chosen scores gathered after the rounds, not in each
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -89,8 +87,7 @@ class GatePolicy:
     all of D), kept to measure against (benchmarks/gate_tiles.py);
     ``select_from`` / ``select_rows``: a second launch selects, ``select_rows`` rows per
     program, when a row block's ticket-holder would select over more (row, padded expert)
-    pairs than ``select_from`` (64 x 32: never at ``mid``, ``flash`` from 5 rows), on
-    ``select_warps`` warps per program (0: ``num_warps``)."""
+    pairs than ``select_from`` (64 x 32: never at ``mid``, ``flash`` from 5 rows)."""
 
     programs: int = 256
     tail_bytes: int = 64 * 1024
@@ -100,13 +97,8 @@ class GatePolicy:
     one_program: bool = False
     select_from: int = 2048
     select_rows: int = 2
-    select_warps: int = 0
-    gather_after: bool = False
 
     def tiling(self, t: int, d: int, e: int) -> GateTiling:
-        return replace(self._tiles(t, d, e), gather_after=self.gather_after)
-
-    def _tiles(self, t: int, d: int, e: int) -> GateTiling:
         e_pad = max(16, next_pow2(e))
         if self.one_program:
             block_d = self.block_d or (64 if e_pad <= 128 else 32)
@@ -128,7 +120,7 @@ class GatePolicy:
         one_program = e_blocks == 1 and cdiv(chunks, per_split) == 1
         if long_selection and not one_program:
             return GateTiling(block_m, block_e, block_d, per_split * block_d, self.select_rows, e_pad,
-                              self.num_warps, self.select_rows, self.select_warps)
+                              self.num_warps, self.select_rows)
         if one_program:
             sel_m = block_m  # one program per row block: selects from its registers
         else:
