@@ -11,21 +11,17 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 6   # what session 14 left: GPU parity of its final defaults, mHC's tail from 256 / 512 rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 7   # session 15's open question: mHC's finish at 2-8 flash rows (ncu), the gate's selection (ncu)
 #   OUT=/path bash benchmarks/h200_checklist.sh 8   # where the decode gate's and mHC finish's time goes: ncu's stall samples per source line
-# Open after 2026-12-03 (session 15: part 6 ran: GPU parity of session 14's defaults passed
-# (81 tests), the ticket's tail from 256 / 512 rows lost; decode mHC: one row as 2-D
-# products, the coefficients in a finishing program of their own, 8.61 -> 6.42 us at one
-# mid row; kernels_h200.md is session 15's table), issue 16:
-# - part 7 first: the finishing launch at 2-8 flash rows got slower with the coefficients'
-#   own program (5.0 -> 6.1-6.4 us, tile_sweep_h200_decode_finish.md) while mid's and
-#   flash's 1 / 64 / 512 rows got faster; the split count is now bounded below (Triton 3.6
-#   then issues the partial loads together again, read on a CPU), not yet timed: the
-#   sweep's per-launch lines and ncu say whether it is back to about 5 us;
-# - the decode gate is its selection (mid one row: 1.35 us partials, 3.08 us selection,
-#   gate_tiles_h200_launches.md): ncu of the selecting launch;
-# - still open: mHC below goal everywhere (decode 6.4-11.5 us; 22-34 % from 512 rows),
+# Open after 2026-12-03 (session 16: parts 7 and 8 ran: the bounded split count brought the
+# 2-8-row flash mHC finish back to 4.6-5.1 us per launch (tile_sweep_h200_decode_bound.md);
+# the gate's selection with scores gathered after the rounds or on fewer warps won nowhere
+# (gate_tiles_h200_selection.md); ncu source lines (ncu_h200_session16.md): the decode gate's
+# one launch spends a third of its samples at the ticket (barrier + fence), the selecting
+# launch gave too few samples to read; kernels_h200.md is session 16's table), issue 16:
+# - still open: mHC below goal everywhere (decode 6.4-10.2 us; 22-34 % from 512 rows),
+#   the decode gate (5.3-7.8 us; its tail: ticket fence, partial loads, k rounds),
 #   attention below 512 queries, flash prefill attention (28 %), RoPE + quant NVFP4 at
-#   4,096 rows (56 %), the gate (39 % at 4,096 mid rows), ops under 4 MiB (the empty-launch
-#   floor read 0.69-1.08 us across session 15's runs).
+#   4,096 rows (56-57 %), the gate at 4,096 mid rows (39 %), ops under 4 MiB (the
+#   empty-launch floor read 0.68-1.08 us across runs, which moves the small-op verdicts).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -78,6 +74,7 @@ for how in cuda,sass sass cuda; do
   ncu -i "$R/src.ncu-rep" --page source --print-source $how --csv > "$R/src_${how/,/_}.csv" 2> "$R/src_${how/,/_}.err"; el "source $how" $?
 done
 grep -E "_kernel \(|Duration|Warp Cycles Per Issued" "$R/src_details.txt" | head -40
+python benchmarks/ncu_source_lines.py "$R/src_cuda_sass.csv" --top 8 | tee "$OUT/source_lines.txt"
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
