@@ -18,7 +18,8 @@
 # one launch spends a third of its samples at the ticket (barrier + fence), the selecting
 # launch gave too few samples to read; kernels_h200.md is session 16's table), issue 16:
 # - still open: mHC below goal everywhere (decode 6.4-10.2 us; 22-34 % from 512 rows),
-#   the decode gate (5.3-7.8 us; its tail: ticket fence, partial loads, k rounds),
+#   the decode gate (mid 4.1-5.0 us after max_splits, flash 7.7-9.7 us; its tail: ticket
+#   fence, partial loads, k rounds; the kernel table predates max_splits),
 #   attention below 512 queries, flash prefill attention (28 %), RoPE + quant NVFP4 at
 #   4,096 rows (56-57 %), the gate at 4,096 mid rows (39 %), ops under 4 MiB (the
 #   empty-launch floor read 0.68-1.08 us across runs, which moves the small-op verdicts).

@@ -13,6 +13,10 @@ Limits on the split, and why:
 - the tail program reads ``splits x rows x E x 4`` bytes of partials alone, so a split
   that would make it read more than ``tail_bytes`` is not taken (at ``flash`` with 16
   rows one split is 25 KB through one SM);
+- at most ``max_splits`` (16) splits: the program that sums them loads and adds one
+  partial per split, and at ``mid`` (2 expert blocks) reaching the program target took 64
+  splits of 32 columns: 5.33 / 7.24 us at 1 / 8 rows, against 4.66 / 4.54 us with 16
+  splits of 128 columns and 32 programs (benchmarks/results/gate_tiles_h200_sweep_mid.md);
 - a D split never goes below one ``block_d`` chunk.
 
 The selection in that last program is serial: k rounds of reductions over its rows x
@@ -87,7 +91,8 @@ class GatePolicy:
     all of D), kept to measure against (benchmarks/gate_tiles.py);
     ``select_from`` / ``select_rows``: a second launch selects, ``select_rows`` rows per
     program, when a row block's ticket-holder would select over more (row, padded expert)
-    pairs than ``select_from`` (64 x 32: never at ``mid``, ``flash`` from 5 rows)."""
+    pairs than ``select_from`` (64 x 32: never at ``mid``, ``flash`` from 5 rows);
+    ``max_splits``: most D splits per row block (the module docstring says why)."""
 
     programs: int = 256
     tail_bytes: int = 64 * 1024
@@ -97,6 +102,7 @@ class GatePolicy:
     one_program: bool = False
     select_from: int = 2048
     select_rows: int = 2
+    max_splits: int = 16
 
     def tiling(self, t: int, d: int, e: int) -> GateTiling:
         e_pad = max(16, next_pow2(e))
@@ -115,7 +121,7 @@ class GatePolicy:
         long_selection = rows * e_pad > self.select_from
         read_rows = self.select_rows if long_selection else rows  # rows whose partials one selecting program reads
         most = max(1, min(chunks, self.tail_bytes // (read_rows * e * 4)))
-        splits = max(1, min(most, cdiv(self.programs, row_blocks * e_blocks)))
+        splits = max(1, min(most, cdiv(self.programs, row_blocks * e_blocks), self.max_splits))
         per_split = cdiv(chunks, splits)
         one_program = e_blocks == 1 and cdiv(chunks, per_split) == 1
         if long_selection and not one_program:
@@ -129,9 +135,10 @@ class GatePolicy:
 
     def decode_block_d(self, tiles: int, d: int) -> int:
         """The widest D chunk (256 .. 32) at which ``tiles`` (row x expert blocks) times
-        the chunks of D reach half the program target: ``flash`` (24 expert blocks) gets
-        256, ``mid`` (2 expert blocks) 32."""
-        for block_d in (256, 128, 64):
-            if tiles * cdiv(d, block_d) >= self.programs // 2:
+        the chunks of D, at most ``max_splits`` of them, reach half the program target:
+        ``flash`` (24 expert blocks) gets 256. Where none does, the narrowest chunk that
+        still covers D in ``max_splits``: ``mid`` (2 expert blocks) gets 128, 16 splits."""
+        for block_d in (256, 128, 64, 32):
+            if tiles * min(cdiv(d, block_d), self.max_splits) >= self.programs // 2:
                 return block_d
-        return 32
+        return next(b for b in (32, 64, 128, 256) if cdiv(d, b) <= self.max_splits or b == 256)
