@@ -69,6 +69,11 @@ MHC_DECODE = (
     ("finish 8 rows", MhcPolicy(decode_finish_rows=8)),
     ("regs finish", MhcPolicy(finish_registers=True)),
     ("d32 w2", MhcPolicy(decode_block_d=32, decode_warps=2)),
+    # fewer D splits for the finishing launch to sum (the gate's tail got faster with 16
+    # instead of 64: gate_tiles_h200_max_splits.md); mid has 32 by default, flash 80
+    ("16 splits", MhcPolicy(programs=16)),
+    ("8 splits", MhcPolicy(programs=8)),
+    ("d128", MhcPolicy(decode_block_d=128)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),
