@@ -15,8 +15,12 @@ whose expert sets differ; max weight error on the others), so a fast wrong tilin
 
     PYTHONPATH=. python benchmarks/gate_tiles.py --out "$OUT" [--sweep] [--scales flash] [--rows 1,8]
 
-Writes gate_tiles_<gpu>[_sweep][_<scales>].json and .md under --out (the suffixes when
---sweep is given or the scales / rows are not the default). A full sweep compiles about 30
+Writes gate_tiles_<gpu>[_sweep][_<scales>][_top<k>].json and .md under --out (the suffixes when
+--sweep is given, the scales / rows are not the default, or ``--topk`` is given).
+
+``--topk K``: every case with K experts per token (the release: 6), reference included, as
+a diagnostic: the selection is K rounds of a block-wide max, one waiting on the last, so
+comparing the per-launch times at K = 1 and 6 says what the rounds cost. A full sweep compiles about 30
 tilings per case: run it one scale at a time (``--sweep --scales flash``).
 """
 
@@ -94,7 +98,7 @@ def check(gate, args) -> tuple[int, float]:
     return int((~same).sum()), float(err.max()) if err.numel() else 0.0
 
 
-def run(scales: list[str], rows: list[int], sweep: bool, reps: int) -> list[Row]:
+def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | None = None) -> list[Row]:
     from runtime.kernels.gate import FusedGate
 
     empty = empty_launch_ms() * 1e3
@@ -102,6 +106,7 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int) -> list[Row]
     done = []
     for name in scales:
         c = V41Config.preset(name)
+        c = c if topk is None else c.replace(num_experts_per_tok=topk)
         d, e = c.hidden_size, c.n_routed_experts
         for t in rows:
             case, args = gate_case(None, c, name, t)
@@ -137,11 +142,12 @@ def line(r: Row) -> str:
             f"w err {r.weight_err:.1e}")
 
 
-def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int) -> str:
+def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int, topk: int | None = None) -> str:
     lines = [
         "# Fused gate tilings: old (one program per 16 rows) vs re-tiled", "",
         f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, CUDA {env['cuda']}",
         f"- Command: `{command}`",
+        *([f"- A diagnostic: top-{topk} instead of the release's top-6, the reference too."] if topk else []),
         f"- Per-call device time: {reps} calls replayed from one CUDA graph, median of 10 replays. "
         f"Empty Triton kernel, same way, same run: **{empty:.2f} us**. Goal (issue 16, as benchmarks/kernels.py "
         "reads it): memory-bound and >= 4 MiB moved -> >= 60 % of 4.3 TB/s, less -> <= 2x the empty launch; "
@@ -176,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", default="mid,flash", help="comma-separated presets (default: mid,flash)")
     parser.add_argument("--rows", default="1,8,64,512", help="comma-separated row counts T (default: 1,8,64,512)")
     parser.add_argument("--reps", type=int, default=20, help="calls per CUDA graph (default: 20)")
+    parser.add_argument("--topk", type=int, default=None,
+                        help="a diagnostic: every case with this many experts per token (the release: 6)")
     args = parser.parse_args(argv)
     try:
         rows = [int(v) for v in args.rows.split(",") if v.strip()]
@@ -187,23 +195,27 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--scales: expected tiny, mid or flash, got {name!r}")
     if not rows or min(rows) < 1 or args.reps < 1:
         parser.error("--rows and --reps: expected positive integers")
+    fewest = min(V41Config.preset(name).n_routed_experts for name in scales) if scales else 0
+    if args.topk is not None and not 1 <= args.topk <= fewest:
+        parser.error(f"--topk: expected 1 to {fewest} (the fewest experts of --scales), got {args.topk}")
     if not torch.cuda.is_available():
         print("benchmarks/gate_tiles.py: needs a CUDA GPU", file=sys.stderr)
         return 2
     torch.manual_seed(0)
-    done = run(scales, rows, args.sweep, args.reps)
+    done = run(scales, rows, args.sweep, args.reps, args.topk)
     env = environment()
     empty = done[0].empty_us if done else 0.0
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/gate_tiles.py", *(argv or sys.argv[1:])])
     doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S, "empty_us": empty,
-           "reps": args.reps,
+           "reps": args.reps, "topk": args.topk,
            "rows": [{**asdict(r), "us": r.us, "roofline": r.roofline, "goal": r.goal()[0], "goal_met": r.goal()[1]}
                     for r in done]}
     tag = env["gpu"].split()[-1].lower() + ("_sweep" if args.sweep else "")
     tag += "" if args.scales == "mid,flash" and args.rows == "1,8,64,512" else "_" + "_".join(scales)
+    tag += "" if args.topk is None else f"_top{args.topk}"
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"gate_tiles_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    note = markdown(env, done, command, empty, args.reps)
+    note = markdown(env, done, command, empty, args.reps, args.topk)
     (args.out / f"gate_tiles_{tag}.md").write_text(note)
     print(note)
     return 0

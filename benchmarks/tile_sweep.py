@@ -12,6 +12,12 @@ its op, at its own default tiles, is timed on every case next to the current var
 Device time per call from CUDA-graph replay (``benchmarks/kernels.py``'s ``graph_ms``), next
 to an empty Triton kernel and a one-load-one-store kernel replayed the same way (the floor
 of an op that touches memory at all). Writes tile_sweep_<gpu>.json and .md.
+
+``--sinkhorn-iters N``: the mHC cases with ``hc_sinkhorn_iters`` = N (the release: 20),
+reference included, as a diagnostic: the finishing launch's Sinkhorn is a chain of
+2N - 1 dependent normalisations, and comparing its per-launch time at N = 1 and 20 says
+what that chain costs (the finish stayed at about 3.6 us with a quarter of the D splits:
+results/tile_sweep_h200_decode_splits.md).
 """
 
 from __future__ import annotations
@@ -166,14 +172,15 @@ def baseline_ops(folder: Path | None) -> dict[str, list[tuple[str, object]]]:
 
 
 def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
-          baseline: dict[str, list[tuple[str, object]]] | None = None) -> list[dict]:
+          baseline: dict[str, list[tuple[str, object]]] | None = None, sinkhorn_iters: int | None = None) -> list[dict]:
     baseline = baseline or {}
     out = []
     for name in ("mid", "flash"):
         c = V41Config.preset(name)
+        mhc_config = c if sinkhorn_iters is None else c.replace(hc_sinkhorn_iters=sinkhorn_iters)
         for t in rows_list:
             if "mhc" in ops:
-                out += sweep_mhc(name, c, t, baseline.get("mhc", []))
+                out += sweep_mhc(name, mhc_config, t, baseline.get("mhc", []))
             if "inv_rope" in ops:
                 out += sweep_simple("inv_rope", inv_rope_case(None, c, name, t),
                                     [(f"tile {tile} w4", FusedInverseRope(tile_elements=tile)) for tile in INV_ROPE_TILES]
@@ -199,10 +206,12 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
     return out
 
 
-def markdown(env: dict, rows: list[dict], floors: dict, command: str) -> str:
+def markdown(env: dict, rows: list[dict], floors: dict, command: str, sinkhorn_iters: int | None = None) -> str:
     lines = ["# Tile sweep: mHC, inverse RoPE, RoPE + quant, compress, indexer", "",
              f"- GPU: {env['gpu']}; torch {env['torch']}, triton {env['triton']}, CUDA {env['cuda']}",
              f"- Command: `{command}`",
+             *([f"- A diagnostic: mHC with `hc_sinkhorn_iters` = {sinkhorn_iters} (the release: 20), the "
+                "reference too."] if sinkhorn_iters is not None else []),
              f"- Floors, graph replay: empty kernel {floors['empty_us']:.2f} us, one load + one store "
              f"{floors['load_store_us']:.2f} us.",
              "- max rel err: worst |fused - reference| / max |reference| over every output (bf16 inputs).", "",
@@ -226,9 +235,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
     parser.add_argument("--baseline", type=Path, default=None,
                         help="folder with an earlier revision's mhc.py / inv_rope.py / rope_quant.py to time alongside")
+    parser.add_argument("--sinkhorn-iters", type=int, default=None,
+                        help="a diagnostic: the mHC cases with this many Sinkhorn iterations (the release: 20)")
     args = parser.parse_args(argv)
     if args.baseline is not None and not args.baseline.is_dir():
         parser.error(f"--baseline {args.baseline}: not a folder")
+    if args.sinkhorn_iters is not None and args.sinkhorn_iters < 1:
+        parser.error(f"--sinkhorn-iters: expected a positive count, got {args.sinkhorn_iters}")
     ops = tuple(args.ops)
     if not torch.cuda.is_available():
         print("benchmarks/tile_sweep.py: needs a CUDA GPU", file=sys.stderr)
@@ -236,14 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     floors = {"empty_us": empty_launch_ms() * 1e3, "load_store_us": load_store_ms() * 1e3}
     print(floors, flush=True)
-    rows = sweep(tuple(args.rows), ops, baseline_ops(args.baseline))
+    rows = sweep(tuple(args.rows), ops, baseline_ops(args.baseline), args.sinkhorn_iters)
     env = environment()
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/tile_sweep.py", *(argv or sys.argv[1:])])
     tag = env["gpu"].split()[-1].lower()
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"tile_sweep_{tag}.json").write_text(
-        json.dumps({"environment": env, "command": command, **floors, "rows": rows}, indent=2) + "\n")
-    doc = markdown(env, rows, floors, command)
+    (args.out / f"tile_sweep_{tag}.json").write_text(json.dumps(
+        {"environment": env, "command": command, **floors, "sinkhorn_iters": args.sinkhorn_iters, "rows": rows},
+        indent=2) + "\n")
+    doc = markdown(env, rows, floors, command, args.sinkhorn_iters)
     (args.out / f"tile_sweep_{tag}.md").write_text(doc)
     print(doc)
     return 0

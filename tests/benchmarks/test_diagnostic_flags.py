@@ -1,0 +1,42 @@
+"""The diagnostic flags of the kernel sweeps (``tile_sweep.py --sinkhorn-iters``,
+``gate_tiles.py --topk``): an impossible count is one line and exit status 2 before any
+GPU is needed, and a diagnostic run says so in its note, so its times are never read as
+the released model's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from benchmarks import gate_tiles, tile_sweep
+
+ENV = {"gpu": "NVIDIA H200", "nvidia_smi": "NVIDIA H200, 580", "torch": "2.11", "triton": "3.6", "cuda": "13.0"}
+
+
+@pytest.mark.parametrize(("module", "argv", "message"), [
+    (tile_sweep, ["--sinkhorn-iters", "0"], "--sinkhorn-iters: expected a positive count, got 0"),
+    (gate_tiles, ["--topk", "0"], "--topk: expected 1 to 32 (the fewest experts of --scales), got 0"),
+    (gate_tiles, ["--topk", "33"], "--topk: expected 1 to 32 (the fewest experts of --scales), got 33"),
+    (gate_tiles, ["--topk", "400", "--scales", "flash"], "--topk: expected 1 to 384 (the fewest experts of "
+                                                         "--scales), got 400"),
+])
+def test_impossible_counts_are_one_line(module, argv, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        module.main([*argv, "--out", str(tmp_path)])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU machine's stop at the GPU check")
+def test_a_possible_count_gets_as_far_as_the_gpu_check(tmp_path, capsys):
+    """100 of flash's 384 experts is a valid diagnostic (mid has only 32)."""
+    assert gate_tiles.main(["--topk", "100", "--scales", "flash", "--out", str(tmp_path)]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_a_diagnostic_run_is_labelled():
+    floors = {"empty_us": 0.9, "load_store_us": 0.95}
+    assert "hc_sinkhorn_iters` = 1 (the release: 20)" in tile_sweep.markdown(ENV, [], floors, "cmd", 1)
+    assert "hc_sinkhorn_iters" not in tile_sweep.markdown(ENV, [], floors, "cmd")
+    assert "top-1 instead of the release's top-6" in gate_tiles.markdown(ENV, [], "cmd", 0.9, 20, 1)
+    assert "instead of the release" not in gate_tiles.markdown(ENV, [], "cmd", 0.9, 20)
