@@ -11,14 +11,18 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 6   # what session 14 left: GPU parity of its final defaults, mHC's tail from 256 / 512 rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 7   # session 15's open question: mHC's finish at 2-8 flash rows (ncu), the gate's selection (ncu)
 #   OUT=/path bash benchmarks/h200_checklist.sh 8   # where the decode gate's and mHC finish's time goes: ncu's stall samples per source line
-#   OUT=/path bash benchmarks/h200_checklist.sh 9   # what the serial chains cost: mHC's finish at 1 vs 20 Sinkhorn iterations, the gate at top-1 vs top-6
+#   OUT=/path bash benchmarks/h200_checklist.sh 9   # mHC's reordered finish (parity, vs base/mhc.py), the serial chains: 1 vs 20 Sinkhorn iterations, gate top-1 vs top-6
 # Open after 2026-12-03 (session 16: parts 7 and 8 ran: the bounded split count brought the
 # 2-8-row flash mHC finish back to 4.6-5.1 us per launch (tile_sweep_h200_decode_bound.md);
 # the gate's selection with scores gathered after the rounds or on fewer warps won nowhere
 # (gate_tiles_h200_selection.md); ncu source lines (ncu_h200_session16.md): the decode gate's
 # one launch spends a third of its samples at the ticket (barrier + fence), the selecting
 # launch gave too few samples to read; kernels_h200.md is session 16's table), issue 16:
-# - part 9 first: what the serial chains cost (mHC's finish stays at about 3.6 us per launch
+# - part 9 first (make base/mhc.py first, see part 9): the mHC finish's loads reordered
+#   after this session's GPU time ran out (the coefficients' program skips the x^2 partials
+#   and loads the scales before the partials; a program normalising one chunk loads it
+#   before summing; Triton 3.6 on the CPU: 903 -> 805 sm_90 instructions at mid, 1,423 ->
+#   1,345 at flash), untimed and without GPU parity: both come first; then what the serial chains cost (mHC's finish stays at about 3.6 us per launch
 #   with 8 D splits, tile_sweep_h200_decode_splits.md: its Sinkhorn is 39 dependent
 #   normalisations; the gate's selection is 6 dependent block-wide max rounds): if the
 #   chains are the time, shorten them (fewer dependent steps), not the loads;
@@ -82,9 +86,14 @@ done
 grep -E "_kernel \(|Duration|Warp Cycles Per Issued" "$R/src_details.txt" | head -40
 python benchmarks/ncu_source_lines.py "$R/src_cuda_sass.csv" --top 8 | tee "$OUT/source_lines.txt"
 elif [ "$PART" = 9 ]; then
+# base/mhc.py (made before the call: git show b2eb990:runtime/kernels/mhc.py > base/mhc.py,
+# untracked, so it travels with the tree): the finish before its loads were reordered
+BASE=""; [ -f base/mhc.py ] && BASE="--baseline base"
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned" > "$OUT/parity.log" 2>&1; el parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
 for it in 20 1; do
-  timeout 120 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 --sinkhorn-iters $it --out "$R/mhc$it" > "$OUT/mhc$it.log" 2>&1; el mhc$it $?
-  grep -E "^- (mid|flash) T=[0-9]+ default:" "$R"/mhc$it/*.md
+  timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 --sinkhorn-iters $it $BASE --out "$R/mhc$it" > "$OUT/mhc$it.log" 2>&1; el mhc$it $?
+  grep -E "^- (mid|flash) T=[0-9]+ (default|baseline):" "$R"/mhc$it/*.md
 done
 for k in 6 1; do
   timeout 120 python benchmarks/gate_tiles.py --rows 1,8,64 --topk $k --out "$R/gate$k" > "$OUT/gate$k.log" 2>&1; el gate$k $?

@@ -79,7 +79,8 @@ def _mhc_site_kernel(
     T, D, SPLIT_D, norm_eps, hc_eps, sinkhorn_iters,
     PHASE: tl.constexpr, HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr,
     BLOCK_D: tl.constexpr, PROJ: tl.constexpr, TAIL_T: tl.constexpr, CHUNK: tl.constexpr,
-    NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr, PIN_MIX: tl.constexpr,
+    NORM_D: tl.constexpr, NORM_ONCE: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
+    PIN_MIX: tl.constexpr,
 ):
     """One launch of a site, by PHASE:
 
@@ -274,16 +275,37 @@ def _mhc_site_kernel(
             t_rows = pid * BLOCK_T + sub * TAIL_T + tl.arange(0, TAIL_T)
             t_ok = t_rows < T
             t_rows64 = t_rows.to(tl.int64)
+            if NORM_ONCE:
+                # a finishing program that normalises one NORM_D chunk loads it (and its
+                # weights) first, so that round trip overlaps the partials' instead of
+                # following their sum (sm_90 code: the loads came after the reduction)
+                n_ds = norm_lo + tl.arange(0, NORM_D)
+                n_ok_d = n_ds < norm_hi
+                n_ok = t_ok[:, None] & n_ok_d[None, :]
+                n_ptr = x_ptr + t_rows64[:, None] * D + n_ds[None, :]
+                n_x = tl.load(n_ptr, mask=n_ok, other=0.0, cache_modifier=".cg").to(tl.float32)
+                n_w = tl.load(norm_w_ptr + n_ds, mask=n_ok_d, other=0.0).to(tl.float32)
             t_xsq = tl.zeros((TAIL_T,), dtype=tl.float32)
-            for s_lo in range(0, n_splits, CHUNK):
-                sp = s_lo + tl.arange(0, CHUNK)
-                ok2 = t_ok[:, None] & (sp[None, :] < n_splits)  # [TAIL_T, CHUNK]
-                at = part_ptr + (sp[None, :].to(tl.int64) * T + t_rows64[:, None]) * PART
-                t_xsq += tl.sum(tl.load(at + NCOL + 1, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
+            # sum x^2 only where rows are normalised: the coefficients' own program of a
+            # finishing launch (split 0) normalises nothing, and its loads and reduction
+            # here came before the coefficients' partials in the sm_90 code, one more L2
+            # round trip on the launch's longest program
+            if norm_hi > norm_lo:
+                for s_lo in range(0, n_splits, CHUNK):
+                    sp = s_lo + tl.arange(0, CHUNK)
+                    ok2 = t_ok[:, None] & (sp[None, :] < n_splits)  # [TAIL_T, CHUNK]
+                    at = part_ptr + (sp[None, :].to(tl.int64) * T + t_rows64[:, None]) * PART
+                    t_xsq += tl.sum(tl.load(at + NCOL + 1, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
             if (split == 0) | (PHASE == SWEEP_AND_TAIL):  # the coefficients, once per row
                 # the partials of every split, summed in split order: [TAIL_T, 4] / [.., 4, 4] tensors
                 h = tl.arange(0, HC)
                 c_idx = h[:, None] * HC + h[None, :]
+                # the scales and biases first: loaded after the partials' loop they were a
+                # memory round trip of their own after it (sm_90 code)
+                scale_pre, scale_post, scale_comb = tl.load(scale_ptr + 0), tl.load(scale_ptr + 1), tl.load(scale_ptr + 2)
+                base_pre = tl.load(base_ptr + h)
+                base_post = tl.load(base_ptr + HC + h)
+                base_comb = tl.load(base_ptr + 2 * HC + c_idx)
                 z_pre = tl.zeros((TAIL_T, HC), dtype=tl.float32)
                 z_post = tl.zeros((TAIL_T, HC), dtype=tl.float32)
                 z_comb = tl.zeros((TAIL_T, HC, HC), dtype=tl.float32)
@@ -301,10 +323,9 @@ def _mhc_site_kernel(
                     t_sq += tl.sum(tl.load(at + NCOL, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
                 rstd = 1.0 / tl.sqrt(t_sq / (HC * D) + norm_eps)
                 # pre = sigmoid((z * rstd) * scale_0 + base) + eps; post = 2 sigmoid(...); comb logits
-                z_pre = (z_pre * rstd[:, None]) * tl.load(scale_ptr + 0) + tl.load(base_ptr + h)[None, :]
-                z_post = (z_post * rstd[:, None]) * tl.load(scale_ptr + 1) + tl.load(base_ptr + HC + h)[None, :]
-                z_comb = ((z_comb * rstd[:, None, None]) * tl.load(scale_ptr + 2)
-                          + tl.load(base_ptr + 2 * HC + c_idx)[None, :, :])
+                z_pre = (z_pre * rstd[:, None]) * scale_pre + base_pre[None, :]
+                z_post = (z_post * rstd[:, None]) * scale_post + base_post[None, :]
+                z_comb = (z_comb * rstd[:, None, None]) * scale_comb + base_comb[None, :, :]
                 pre = 1.0 / (1.0 + tl.exp(-z_pre)) + hc_eps
                 post = 2.0 / (1.0 + tl.exp(-z_post))
                 tl.store(pre_ptr + t_rows64[:, None] * HC + h[None, :], pre, mask=t_ok[:, None])
@@ -402,15 +423,19 @@ def _mhc_site_kernel(
                     tl.store(comb_ptr + t_rows64[:, None, None] * HC * HC + c_idx[None, :, :], c,
                              mask=t_ok[:, None, None])
             rstd_x = 1.0 / tl.sqrt(t_xsq / D + norm_eps)
-            for n_d0 in range(norm_lo, norm_hi, NORM_D):  # weight * (x * rstd), rounded as the reference
-                n_ds = n_d0 + tl.arange(0, NORM_D)
-                n_ok_d = n_ds < norm_hi
-                n_ok = t_ok[:, None] & n_ok_d[None, :]
-                n_ptr = x_ptr + t_rows64[:, None] * D + n_ds[None, :]
-                n_x = tl.load(n_ptr, mask=n_ok, other=0.0, cache_modifier=".cg").to(tl.float32)
+            if NORM_ONCE:  # weight * (x * rstd), rounded as the reference
                 y = (n_x * rstd_x[:, None]).to(DTYPE).to(tl.float32)
-                w = tl.load(norm_w_ptr + n_ds, mask=n_ok_d, other=0.0).to(tl.float32)
-                tl.store(n_ptr, (w[None, :] * y).to(DTYPE), mask=n_ok)
+                tl.store(n_ptr, (n_w[None, :] * y).to(DTYPE), mask=n_ok)
+            else:
+                for n_d0 in range(norm_lo, norm_hi, NORM_D):  # weight * (x * rstd), rounded as the reference
+                    n_ds = n_d0 + tl.arange(0, NORM_D)
+                    n_ok_d = n_ds < norm_hi
+                    n_ok = t_ok[:, None] & n_ok_d[None, :]
+                    n_ptr = x_ptr + t_rows64[:, None] * D + n_ds[None, :]
+                    n_x = tl.load(n_ptr, mask=n_ok, other=0.0, cache_modifier=".cg").to(tl.float32)
+                    y = (n_x * rstd_x[:, None]).to(DTYPE).to(tl.float32)
+                    w = tl.load(norm_w_ptr + n_ds, mask=n_ok_d, other=0.0).to(tl.float32)
+                    tl.store(n_ptr, (w[None, :] * y).to(DTYPE), mask=n_ok)
 
 
 def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.dtype) -> list[tuple[tuple, dict]]:
@@ -424,10 +449,12 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
                   CHUNK=tiles.chunk, RELOAD_D=tiles.reload_d,
                   REG_FINISH=tiles.finish_registers, PIN_MIX=tiles.pin_mix, enable_fp_fusion=False)
     sweep = dict(PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t,
-                 NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
+                 NORM_D=tiles.tail_d, NORM_ONCE=False, num_warps=tiles.num_warps, **common)
     if tiles.tail:
         return [(tiles.grid(t, d), sweep)]
+    # a finishing program normalises one sweep split: one NORM_D chunk when the split is one block
     finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
+                  NORM_ONCE=tiles.split_d <= tiles.block_d,
                   num_warps=tiles.finish_warps, **common)
     return [(tiles.grid(t, d), sweep), (tiles.finish_grid(t, d), finish)]
 
