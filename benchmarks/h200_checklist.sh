@@ -22,7 +22,10 @@
 #   after this session's GPU time ran out (the coefficients' program skips the x^2 partials
 #   and loads the scales before the partials; a program normalising one chunk loads it
 #   before summing; Triton 3.6 on the CPU: 903 -> 805 sm_90 instructions at mid, 1,423 ->
-#   1,345 at flash), untimed and without GPU parity: both come first; then what the serial chains cost (mHC's finish stays at about 3.6 us per launch
+#   1,345 at flash), and the gate's bias loaded before its partials (the selecting
+#   program's bias load had followed the first partial's add), both untimed and without GPU
+#   parity: both come first (the gate against gate_tiles_h200_max_splits.md: mid 4.12 / 4.96
+#   us at 1 / 8 rows, flash 8.32 / 9.74 / 13.49 at 1 / 8 / 64); then what the serial chains cost (mHC's finish stays at about 3.6 us per launch
 #   with 8 D splits, tile_sweep_h200_decode_splits.md: its Sinkhorn is 39 dependent
 #   normalisations; the gate's selection is 6 dependent block-wide max rounds): if the
 #   chains are the time, shorten them (fewer dependent steps), not the loads;
@@ -89,7 +92,7 @@ elif [ "$PART" = 9 ]; then
 # base/mhc.py (made before the call: git show b2eb990:runtime/kernels/mhc.py > base/mhc.py,
 # untracked, so it travels with the tree): the finish before its loads were reordered
 BASE=""; [ -f base/mhc.py ] && BASE="--baseline base"
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned or (gate_parity_gpu and default) or gate_graph_replay" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
 for it in 20 1; do
   timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 --sinkhorn-iters $it $BASE --out "$R/mhc$it" > "$OUT/mhc$it.log" 2>&1; el mhc$it $?
