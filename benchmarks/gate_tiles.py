@@ -18,6 +18,10 @@ whose expert sets differ; max weight error on the others), so a fast wrong tilin
 Writes gate_tiles_<gpu>[_sweep][_<scales>][_top<k>].json and .md under --out (the suffixes when
 --sweep is given, the scales / rows are not the default, or ``--topk`` is given).
 
+``--baseline DIR``: a folder holding an earlier revision of ``runtime/kernels/gate.py``
+(``git show REV:runtime/kernels/gate.py > DIR/gate.py``), timed on every case at its
+default tiling as "baseline", with its launches apart, next to today's kernel.
+
 ``--topk K``: every case with K experts per token (the release: 6), reference included, as
 a diagnostic: the selection is K rounds of a block-wide max, one waiting on the last, so
 comparing the per-launch times at K = 1 and 6 says what the rounds cost. A full sweep compiles about 30
@@ -45,6 +49,7 @@ from benchmarks.kernels import (
     kernel_breakdown,
     verdict,
 )
+from benchmarks.tile_sweep import baseline_ops
 from runtime.config import V41Config
 from runtime.kernels.gate_tiles import GatePolicy
 from runtime.moe import route
@@ -98,7 +103,10 @@ def check(gate, args) -> tuple[int, float]:
     return int((~same).sum()), float(err.max()) if err.numel() else 0.0
 
 
-def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | None = None) -> list[Row]:
+def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | None = None,
+        baseline=None) -> list[Row]:
+    """``baseline``: an earlier revision's gate (``--baseline``), timed on every case as
+    "baseline" at its default tiling."""
     from runtime.kernels.gate import FusedGate
 
     empty = empty_launch_ms() * 1e3
@@ -111,13 +119,13 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
         for t in rows:
             case, args = gate_case(None, c, name, t)
             seen: dict[tuple, str] = {}
-            for label, policy in variants(sweep):
+            for label, policy in variants(sweep) + ([("baseline", GatePolicy())] if baseline else []):
                 tiles = policy.tiling(t, d, e)
                 key = tuple(asdict(tiles).values())
-                if key in seen:
+                if key in seen and label != "baseline":
                     continue  # the same tiling as an earlier variant of this case
                 seen[key] = label
-                gate = FusedGate(policy)
+                gate = baseline if label == "baseline" else FusedGate(policy)
                 differ, err = check(gate, args)
                 ms = graph_ms(lambda gate=gate, args=args: gate(*args), reps=reps)
                 row_blocks, cols = tiles.grid(t, d, e)
@@ -125,7 +133,7 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
                         f"{tiles.splits(d)} sel {tiles.sel_m}{' 2nd launch' if tiles.select_rows else ''} "
                         f"w{tiles.num_warps}")
                 row = Row(replace(case, fused_graph_ms=ms), t, label, desc, row_blocks * cols, empty, differ, err)
-                if label in ("new", "two launches"):
+                if label in ("new", "two launches", "baseline"):
                     row.kernels_us = kernel_breakdown(lambda gate=gate, args=args: gate(*args))
                 done.append(row)
                 print(line(row), flush=True)
@@ -155,7 +163,8 @@ def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int, 
         "- old: `GatePolicy(one_program=True)`, the first kernel's tiling (one program per 16 rows over all "
         "experts and all of D); new: `GatePolicy()`; ticket: the default tiling with the selection always in "
         "the ticket-holder (one launch, `select_from` unbounded); two launches: partials and selection always in "
-        "two launches (`select_from` 0), timed apart below; other rows: `--sweep` variants "
+        "two launches (`select_from` 0), timed apart below; baseline: `--baseline`'s earlier gate.py at its "
+        "default tiling, timed apart below; other rows: `--sweep` variants "
         "(`runtime/kernels/gate_tiles.py`). A variant whose tiling equals an earlier one's is not repeated.",
         "- ids differ: rows whose expert set differs from `runtime.moe.route` (bf16 near-ties can do that); "
         "w err: max |weight - reference| on the other rows.", "",
@@ -182,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", default="mid,flash", help="comma-separated presets (default: mid,flash)")
     parser.add_argument("--rows", default="1,8,64,512", help="comma-separated row counts T (default: 1,8,64,512)")
     parser.add_argument("--reps", type=int, default=20, help="calls per CUDA graph (default: 20)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="folder with an earlier revision's gate.py to time alongside (as tile_sweep.py's)")
     parser.add_argument("--topk", type=int, default=None,
                         help="a diagnostic: every case with this many experts per token (the release: 6)")
     args = parser.parse_args(argv)
@@ -198,11 +209,14 @@ def main(argv: list[str] | None = None) -> int:
     fewest = min(V41Config.preset(name).n_routed_experts for name in scales) if scales else 0
     if args.topk is not None and not 1 <= args.topk <= fewest:
         parser.error(f"--topk: expected 1 to {fewest} (the fewest experts of --scales), got {args.topk}")
+    if args.baseline is not None and not (args.baseline / "gate.py").is_file():
+        parser.error(f"--baseline {args.baseline}: no gate.py there")
     if not torch.cuda.is_available():
         print("benchmarks/gate_tiles.py: needs a CUDA GPU", file=sys.stderr)
         return 2
     torch.manual_seed(0)
-    done = run(scales, rows, args.sweep, args.reps, args.topk)
+    baseline = baseline_ops(args.baseline)["gate"][0][1] if args.baseline else None
+    done = run(scales, rows, args.sweep, args.reps, args.topk, baseline)
     env = environment()
     empty = done[0].empty_us if done else 0.0
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/gate_tiles.py", *(argv or sys.argv[1:])])

@@ -18,7 +18,7 @@
 # (gate_tiles_h200_selection.md); ncu source lines (ncu_h200_session16.md): the decode gate's
 # one launch spends a third of its samples at the ticket (barrier + fence), the selecting
 # launch gave too few samples to read; kernels_h200.md is session 16's table), issue 16:
-# - part 9 first (make base/mhc.py first, see part 9): the mHC finish's loads reordered
+# - part 9 first (make base/mhc.py and base/gate.py first, see part 9): the mHC finish's loads reordered
 #   after this session's GPU time ran out (the coefficients' program skips the x^2 partials
 #   and loads the scales before the partials; a program normalising one chunk loads it
 #   before summing; Triton 3.6 on the CPU: 903 -> 805 sm_90 instructions at mid, 1,423 ->
@@ -89,9 +89,11 @@ done
 grep -E "_kernel \(|Duration|Warp Cycles Per Issued" "$R/src_details.txt" | head -40
 python benchmarks/ncu_source_lines.py "$R/src_cuda_sass.csv" --top 8 | tee "$OUT/source_lines.txt"
 elif [ "$PART" = 9 ]; then
-# base/mhc.py (made before the call: git show b2eb990:runtime/kernels/mhc.py > base/mhc.py,
-# untracked, so it travels with the tree): the finish before its loads were reordered
+# base/mhc.py and base/gate.py (made before the call: git show b2eb990:runtime/kernels/mhc.py
+# > base/mhc.py, the same for gate.py; untracked, so they travel with the tree): the mHC
+# finish before its loads were reordered, the gate before its bias load was
 BASE=""; [ -f base/mhc.py ] && BASE="--baseline base"
+GBASE=""; [ -f base/gate.py ] && GBASE="--baseline base"
 timeout 240 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned or (gate_parity_gpu and default) or gate_graph_replay" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
 for it in 20 1; do
@@ -99,8 +101,8 @@ for it in 20 1; do
   grep -E "^- (mid|flash) T=[0-9]+ (default|baseline):" "$R"/mhc$it/*.md
 done
 for k in 6 1; do
-  timeout 120 python benchmarks/gate_tiles.py --rows 1,8,64 --topk $k --out "$R/gate$k" > "$OUT/gate$k.log" 2>&1; el gate$k $?
-  grep -E "^\| (mid|flash) \| [0-9]+ \| (new|two launches) " "$R"/gate$k/*.md | cut -d"|" -f2-4,8
+  timeout 150 python benchmarks/gate_tiles.py --rows 1,8,64 --topk $k $GBASE --out "$R/gate$k" > "$OUT/gate$k.log" 2>&1; el gate$k $?
+  grep -E "^\| (mid|flash) \| [0-9]+ \| (new|two launches|baseline) " "$R"/gate$k/*.md | cut -d"|" -f2-4,8
   grep -E "^- (mid|flash) T=" "$R"/gate$k/*.md
 done
 elif [ "$PART" = 4 ]; then

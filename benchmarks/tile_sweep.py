@@ -157,10 +157,11 @@ def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label
 
 def baseline_ops(folder: Path | None) -> dict[str, list[tuple[str, object]]]:
     """op name -> [("baseline", the op of an earlier revision's module in ``folder``)], for
-    the modules present: the extra sweep variants of that op."""
+    the modules present: the extra sweep variants of that op (the gate's are timed by
+    benchmarks/gate_tiles.py)."""
     found = {}
     for op_name, file, cls in (("mhc", "mhc.py", "FusedMhc"), ("inv_rope", "inv_rope.py", "FusedInverseRope"),
-                               ("rope_quant", "rope_quant.py", "FusedRopeQuant")):
+                               ("rope_quant", "rope_quant.py", "FusedRopeQuant"), ("gate", "gate.py", "FusedGate")):
         path = folder / file if folder else None
         if path is None or not path.is_file():
             continue

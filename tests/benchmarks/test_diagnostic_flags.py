@@ -40,3 +40,10 @@ def test_a_diagnostic_run_is_labelled():
     assert "hc_sinkhorn_iters" not in tile_sweep.markdown(ENV, [], floors, "cmd")
     assert "top-1 instead of the release's top-6" in gate_tiles.markdown(ENV, [], "cmd", 0.9, 20, 1)
     assert "instead of the release" not in gate_tiles.markdown(ENV, [], "cmd", 0.9, 20)
+
+
+def test_a_gate_baseline_folder_without_gate_py_is_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        gate_tiles.main(["--baseline", str(tmp_path), "--out", str(tmp_path)])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"--baseline {tmp_path}: no gate.py there")

@@ -48,3 +48,30 @@ def test_a_missing_baseline_folder_is_one_line(tmp_path, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].endswith(f"--baseline {tmp_path / 'nope'}: not a folder")
+
+
+def test_an_earlier_gate_is_loaded_as_its_own_op(tmp_path, monkeypatch):
+    """benchmarks/gate_tiles.py's ``--baseline``: gate.py from a folder is a FusedGate of its
+    own, here with the top-k rounds' packed key broken (the expert in its low bits as it
+    is, not reversed, so a tie goes to the higher expert), and the reference tells the two
+    apart."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.config import V41Config
+    from runtime.kernels import gate
+    from runtime.numerics import Numerics
+
+    text = Path(gate.__file__).read_text()
+    marker = "packed = (key << 32) | (E_PAD - 1 - ecols).to(tl.int64)[None, :]"
+    assert marker in text
+    (tmp_path / "gate.py").write_text(text.replace(marker, "packed = (key << 32) | ecols.to(tl.int64)[None, :]", 1))
+    [(label, op)] = baseline_ops(tmp_path)["gate"]
+    assert label == "baseline" and type(op) is not gate.FusedGate and type(op).__name__ == "FusedGate"
+    config = V41Config.preset("tiny").replace(n_routed_experts=16, num_experts_per_tok=2)
+    x = torch.ones(1, 32)
+    w = torch.zeros(16, 32)
+    w[[3, 9]] = 1.0  # experts 3 and 9 tie at the top
+    bias = torch.zeros(16)
+    args = (x, w, bias, config, Numerics())
+    want = REFERENCE_OPS["gate"](*args)[1]
+    assert torch.equal(gate.FusedGate()(*args)[1], want)  # today's: the lower expert first
+    assert not torch.equal(op(*args)[1], want)  # the broken copy: the tie the other way round
