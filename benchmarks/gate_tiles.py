@@ -16,7 +16,8 @@ whose expert sets differ; max weight error on the others), so a fast wrong tilin
     PYTHONPATH=. python benchmarks/gate_tiles.py --out "$OUT" [--sweep] [--scales flash] [--rows 1,8]
 
 Writes gate_tiles_<gpu>[_sweep][_<scales>][_top<k>].json and .md under --out (the suffixes when
---sweep is given, the scales / rows are not the default, or ``--topk`` is given).
+--sweep is given, the scales / rows are not the default, or ``--topk`` is given). A full sweep
+compiles about 30 tilings per case: run it one scale at a time (``--sweep --scales flash``).
 
 ``--baseline DIR``: a folder holding an earlier revision of ``runtime/kernels/gate.py``
 (``git show REV:runtime/kernels/gate.py > DIR/gate.py``), timed on every case at its
@@ -24,8 +25,7 @@ default tiling as "baseline", with its launches apart, next to today's kernel.
 
 ``--topk K``: every case with K experts per token (the release: 6), reference included, as
 a diagnostic: the selection is K rounds of a block-wide max, one waiting on the last, so
-comparing the per-launch times at K = 1 and 6 says what the rounds cost. A full sweep compiles about 30
-tilings per case: run it one scale at a time (``--sweep --scales flash``).
+comparing the per-launch times at K = 1 and 6 says what the rounds cost.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         print("benchmarks/gate_tiles.py: needs a CUDA GPU", file=sys.stderr)
         return 2
     torch.manual_seed(0)
-    baseline = baseline_ops(args.baseline)["gate"][0][1] if args.baseline else None
+    baseline = baseline_ops(args.baseline, ("gate",))["gate"][0][1] if args.baseline else None
     done = run(scales, rows, args.sweep, args.reps, args.topk, baseline)
     env = environment()
     empty = done[0].empty_us if done else 0.0

@@ -155,13 +155,16 @@ def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label
     return rows
 
 
-def baseline_ops(folder: Path | None) -> dict[str, list[tuple[str, object]]]:
+def baseline_ops(folder: Path | None, ops: tuple[str, ...] | None = None) -> dict[str, list[tuple[str, object]]]:
     """op name -> [("baseline", the op of an earlier revision's module in ``folder``)], for
-    the modules present: the extra sweep variants of that op (the gate's are timed by
-    benchmarks/gate_tiles.py)."""
+    the modules present among ``ops`` (None: every one): the extra sweep variants of that op
+    (the gate's are timed by benchmarks/gate_tiles.py). A module of an op not asked for is
+    not imported."""
     found = {}
     for op_name, file, cls in (("mhc", "mhc.py", "FusedMhc"), ("inv_rope", "inv_rope.py", "FusedInverseRope"),
                                ("rope_quant", "rope_quant.py", "FusedRopeQuant"), ("gate", "gate.py", "FusedGate")):
+        if ops is not None and op_name not in ops:
+            continue
         path = folder / file if folder else None
         if path is None or not path.is_file():
             continue
@@ -250,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     floors = {"empty_us": empty_launch_ms() * 1e3, "load_store_us": load_store_ms() * 1e3}
     print(floors, flush=True)
-    rows = sweep(tuple(args.rows), ops, baseline_ops(args.baseline), args.sinkhorn_iters)
+    rows = sweep(tuple(args.rows), ops, baseline_ops(args.baseline, ops), args.sinkhorn_iters)
     env = environment()
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/tile_sweep.py", *(argv or sys.argv[1:])])
     tag = env["gpu"].split()[-1].lower()

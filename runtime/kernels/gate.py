@@ -99,6 +99,7 @@ def _gate_kernel(
     # the bias before the partials, outside the loop that loads them: loaded where it is
     # added (or at the loop's top), it went out only once the first partials had come back
     # (sm_90 code), one more memory round trip; only a program that selects loads it
+    # (n_sub broadcast over the experts: in some phases it is a Python int, not a tensor)
     bias = tl.load(bias_ptr + ecols, mask=e_ok & (ecols * 0 + n_sub > 0), other=0.0).to(tl.float32)
     if PHASE == 2:
         # with no loop left between them (one sub-block) the compiler put the bias load

@@ -25,6 +25,7 @@ def test_a_copied_module_is_loaded_as_its_own_op(tmp_path, monkeypatch):
     (tmp_path / "rope_quant.py").write_text(text.replace(marker, "TILE_ELEMENTS = 512", 1))
     ops = baseline_ops(tmp_path)
     assert set(ops) == {"rope_quant"}  # no inv_rope.py in the folder
+    assert baseline_ops(tmp_path, ("mhc", "gate")) == {}  # rope_quant not asked for: not imported
     [(label, op)] = ops["rope_quant"]
     assert label == "baseline"
     assert type(op) is not rope_quant.FusedRopeQuant and type(op).__name__ == "FusedRopeQuant"
