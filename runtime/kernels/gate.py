@@ -96,15 +96,6 @@ def _gate_kernel(
     ecols = tl.arange(0, E_PAD)
     e_ok = ecols < E
     kcols = tl.arange(0, BLOCK_K_OUT)
-    # the bias before the partials, outside the loop that loads them: loaded where it is
-    # added (or at the loop's top), it went out only once the first partials had come back
-    # (sm_90 code), one more memory round trip; only a program that selects loads it
-    # (n_sub broadcast over the experts: in some phases it is a Python int, not a tensor)
-    bias = tl.load(bias_ptr + ecols, mask=e_ok & (ecols * 0 + n_sub > 0), other=0.0).to(tl.float32)
-    if PHASE == 2:
-        # with no loop left between them (one sub-block) the compiler put the bias load
-        # back after the first partial's add; a barrier keeps it ahead of the partials
-        tl.debug_barrier()
     for sub in range(0, n_sub):
         if ONE_PROGRAM:
             srows = rows
@@ -129,6 +120,7 @@ def _gate_kernel(
             zm = tl.where(e_ok[None, :], z, float("-inf"))
             e = tl.exp(zm - tl.max(zm, axis=1)[:, None])
             scores = e / tl.sum(e, axis=1)[:, None]
+        bias = tl.load(bias_ptr + ecols, mask=e_ok, other=0.0).to(tl.float32)
         sel = tl.where(e_ok[None, :], scores + bias[None, :], float("-inf"))
         bits = sel.to(tl.int32, bitcast=True)
         key = (bits ^ ((bits >> 31) & 0x7FFFFFFF)).to(tl.int64)  # float order as signed ints
