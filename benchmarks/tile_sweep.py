@@ -4,10 +4,12 @@ roofline (issue 16), each variant checked against the reference before it is tim
 
     PYTHONPATH=. python benchmarks/tile_sweep.py --out benchmarks/results [--ops mhc inv_rope]
 
-``--baseline DIR``: a folder holding an earlier revision of ``runtime/kernels/mhc.py``,
-``inv_rope.py`` and/or ``rope_quant.py`` (``git show REV:runtime/kernels/rope_quant.py > DIR/rope_quant.py``);
-its op, at its own default tiles, is timed on every case next to the current variants
-(labels "baseline ..."), so a kernel rewrite is compared in the same run.
+``--baseline DIR [DIR ...]``: folders each holding an earlier revision of
+``runtime/kernels/mhc.py``, ``inv_rope.py`` and/or ``rope_quant.py`` (``git show
+REV:runtime/kernels/rope_quant.py > DIR/rope_quant.py``); each op, at its own default tiles,
+is timed on every case next to the current variants (label "baseline" for one folder,
+"baseline <folder name>" for several), so a kernel rewrite, or the steps of one, are
+compared in the same run.
 
 Device time per call from CUDA-graph replay (``benchmarks/kernels.py``'s ``graph_ms``), next
 to an empty Triton kernel and a one-load-one-store kernel replayed the same way (the floor
@@ -73,7 +75,10 @@ MHC_DECODE = (
     ("reload 128", MhcPolicy(reload_d=128)),  # the projection re-reading X' (the default before session 14)
     ("tf32x2", MhcPolicy(decode_projection="tf32x2")),
     ("finish 8 rows", MhcPolicy(decode_finish_rows=8)),
-    ("regs finish", MhcPolicy(finish_registers=True)),
+    # the coefficients as [rows, 4, 4] tensors (the decode default before
+    # tile_sweep_h200_finish_steps.md), and the register form with div.full's reciprocals
+    ("tensor finish", MhcPolicy(decode_finish_registers=False)),
+    ("regs finish div.full", MhcPolicy(fast_reciprocal=False)),
     ("d32 w2", MhcPolicy(decode_block_d=32, decode_warps=2)),
     # fewer D splits for the finishing launch to sum (the gate's tail got faster with 16
     # instead of 64: gate_tiles_h200_max_splits.md); mid has 32 by default, flash 80
@@ -155,23 +160,26 @@ def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label
     return rows
 
 
-def baseline_ops(folder: Path | None, ops: tuple[str, ...] | None = None) -> dict[str, list[tuple[str, object]]]:
-    """op name -> [("baseline", the op of an earlier revision's module in ``folder``)], for
-    the modules present among ``ops`` (None: every one): the extra sweep variants of that op
-    (the gate's are timed by benchmarks/gate_tiles.py). A module of an op not asked for is
-    not imported."""
-    found = {}
-    for op_name, file, cls in (("mhc", "mhc.py", "FusedMhc"), ("inv_rope", "inv_rope.py", "FusedInverseRope"),
-                               ("rope_quant", "rope_quant.py", "FusedRopeQuant"), ("gate", "gate.py", "FusedGate")):
-        if ops is not None and op_name not in ops:
-            continue
-        path = folder / file if folder else None
-        if path is None or not path.is_file():
-            continue
-        spec = importlib.util.spec_from_file_location(f"baseline_{op_name}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        found[op_name] = [("baseline", getattr(module, cls)())]
+def baseline_ops(folders: Path | list[Path] | None,
+                 ops: tuple[str, ...] | None = None) -> dict[str, list[tuple[str, object]]]:
+    """op name -> [(label, the op of an earlier revision's module in each folder)], for the
+    modules present among ``ops`` (None: every one): the extra sweep variants of that op
+    (the gate's are timed by benchmarks/gate_tiles.py). The label is "baseline" when one
+    folder is given, "baseline <folder name>" when several. A module of an op not asked for
+    is not imported."""
+    folders = [] if folders is None else [folders] if isinstance(folders, Path) else list(folders)
+    found: dict[str, list[tuple[str, object]]] = {}
+    for folder in folders:
+        label = "baseline" if len(folders) == 1 else f"baseline {folder.name}"
+        for op_name, file, cls in (("mhc", "mhc.py", "FusedMhc"), ("inv_rope", "inv_rope.py", "FusedInverseRope"),
+                                   ("rope_quant", "rope_quant.py", "FusedRopeQuant"), ("gate", "gate.py", "FusedGate")):
+            path = folder / file
+            if (ops is not None and op_name not in ops) or not path.is_file():
+                continue
+            spec = importlib.util.spec_from_file_location(f"baseline_{op_name}_{len(found.get(op_name, []))}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            found.setdefault(op_name, []).append((label, getattr(module, cls)()))
     return found
 
 
@@ -237,13 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 64, 512, 4096])
     parser.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
-    parser.add_argument("--baseline", type=Path, default=None,
-                        help="folder with an earlier revision's mhc.py / inv_rope.py / rope_quant.py to time alongside")
+    parser.add_argument("--baseline", type=Path, nargs="+", default=None,
+                        help="folders, each with an earlier revision's mhc.py / inv_rope.py / rope_quant.py to time alongside")
     parser.add_argument("--sinkhorn-iters", type=int, default=None,
                         help="a diagnostic: the mHC cases with this many Sinkhorn iterations (the release: 20)")
     args = parser.parse_args(argv)
-    if args.baseline is not None and not args.baseline.is_dir():
-        parser.error(f"--baseline {args.baseline}: not a folder")
+    for folder in args.baseline or []:
+        if not folder.is_dir():
+            parser.error(f"--baseline {folder}: not a folder")
     if args.sinkhorn_iters is not None and args.sinkhorn_iters < 1:
         parser.error(f"--sinkhorn-iters: expected a positive count, got {args.sinkhorn_iters}")
     ops = tuple(args.ops)

@@ -38,6 +38,20 @@ def test_a_copied_module_is_loaded_as_its_own_op(tmp_path, monkeypatch):
     torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
+def test_several_folders_are_each_their_own_labelled_op(tmp_path, monkeypatch):
+    """Steps of one rewrite timed in one run: each folder's module is loaded apart and keeps
+    its own setting, labelled by its folder."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    text = Path(REPO_FILE).read_text()
+    marker = "TILE_ELEMENTS = 1024"
+    for name, tile in (("a", 512), ("b", 256)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "rope_quant.py").write_text(text.replace(marker, f"TILE_ELEMENTS = {tile}", 1))
+    ops = baseline_ops([tmp_path / "a", tmp_path / "b"], ("rope_quant",))
+    assert [label for label, _ in ops["rope_quant"]] == ["baseline a", "baseline b"]
+    assert [op.tile(128) for _, op in ops["rope_quant"]] == [512, 256]
+
+
 def test_no_folder_means_no_baseline(tmp_path):
     assert baseline_ops(None) == {}
     assert baseline_ops(tmp_path) == {}
