@@ -12,29 +12,23 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 7   # session 15's open question: mHC's finish at 2-8 flash rows (ncu), the gate's selection (ncu)
 #   OUT=/path bash benchmarks/h200_checklist.sh 8   # where the decode gate's and mHC finish's time goes: ncu's stall samples per source line
 #   OUT=/path bash benchmarks/h200_checklist.sh 9   # mHC's reordered finish (parity, vs base/mhc.py), the serial chains: 1 vs 20 Sinkhorn iterations, gate top-1 vs top-6
-# Open after 2026-12-03 (session 16: parts 7 and 8 ran: the bounded split count brought the
-# 2-8-row flash mHC finish back to 4.6-5.1 us per launch (tile_sweep_h200_decode_bound.md);
-# the gate's selection with scores gathered after the rounds or on fewer warps won nowhere
-# (gate_tiles_h200_selection.md); ncu source lines (ncu_h200_session16.md): the decode gate's
-# one launch spends a third of its samples at the ticket (barrier + fence), the selecting
-# launch gave too few samples to read; kernels_h200.md is session 16's table), issue 16:
-# - part 9 first (make base/mhc.py and base/gate.py first, see part 9): the mHC finish's loads reordered
-#   after this session's GPU time ran out (the coefficients' program skips the x^2 partials
-#   and loads the scales before the partials; a program normalising one chunk loads it
-#   before summing; Triton 3.6 on the CPU: 903 -> 805 sm_90 instructions at mid, 1,423 ->
-#   1,345 at flash), and the gate's bias loaded before its partials (the selecting
-#   program's bias load had followed the first partial's add), both untimed and without GPU
-#   parity: both come first (the gate against gate_tiles_h200_max_splits.md: mid 4.12 / 4.96
-#   us at 1 / 8 rows, flash 8.32 / 9.74 / 13.49 at 1 / 8 / 64); then what the serial chains cost (mHC's finish stays at about 3.6 us per launch
-#   with 8 D splits, tile_sweep_h200_decode_splits.md: its Sinkhorn is 39 dependent
-#   normalisations; the gate's selection is 6 dependent block-wide max rounds): if the
-#   chains are the time, shorten them (fewer dependent steps), not the loads;
-# - still open: mHC below goal everywhere (decode 6.4-10.2 us; 22-34 % from 512 rows),
-#   the decode gate (mid 4.1-5.0 us after max_splits, flash 7.7-9.7 us; its tail: ticket
-#   fence, partial loads, k rounds; the kernel table predates max_splits),
-#   attention below 512 queries, flash prefill attention (28 %), RoPE + quant NVFP4 at
-#   4,096 rows (56-57 %), the gate at 4,096 mid rows (39 %), ops under 4 MiB (the
-#   empty-launch floor read 0.68-1.08 us across runs, which moves the small-op verdicts).
+#   OUT=/path bash benchmarks/h200_checklist.sh 10  # dc1885e's three finish steps apart (make bis/* first, see part 10), Sinkhorn 20 vs 1
+#   OUT=/path bash benchmarks/h200_checklist.sh 11  # the committed mHC finish vs bis/*, then the kernel table
+# Open after 2026-12-03 (session 17: parts 9-11 ran. The gate's bias loaded first lost and
+# was reverted (gate_tiles_h200_bias_first.md). Of dc1885e's mHC finish steps, skipping the
+# x^2 partials won, the scales first won at one row per program and cost 7-10 us at 64 rows
+# (now one-row only), NORM_ONCE gained nothing (removed); the decode finish's coefficients
+# are in registers with plain reciprocals: finish 3.7-4.3 us, site mid 6.13 / 9.62, flash
+# 7.77 / 10.29 us at 1 / 8 rows (tile_sweep_h200_finish_steps.md); kernels_h200.md is
+# session 17's table), issue 16:
+# - the serial chains left: mHC's 19 Sinkhorn iterations still take 1.2-1.4 us of a 3.7-us
+#   finish; the gate's five more selection rounds 0.8-1.4 us (top-6 vs top-1); the tensor
+#   coefficients above decode still take div.full's range checks (not tried there);
+# - still open: mHC below goal everywhere (decode 6.1-9.6 us; 21-34 % from 512 rows),
+#   the decode gate (mid 3.9-4.9 us, flash 7.8-12.6 us), attention below 512 queries,
+#   flash prefill attention (28 %), RoPE + quant NVFP4 at 4,096 rows (56-58 %), the gate
+#   at 4,096 mid rows (38 %), ops under 4 MiB (the empty-launch floor read 0.68-1.08 us
+#   across runs, which moves the small-op verdicts).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -105,6 +99,31 @@ for k in 6 1; do
   grep -E "^\| (mid|flash) \| [0-9]+ \| (new|two launches|baseline) " "$R"/gate$k/*.md | cut -d"|" -f2-4,8
   grep -E "^- (mid|flash) T=" "$R"/gate$k/*.md
 done
+elif [ "$PART" = 10 ]; then
+# bis/b0_b2eb990, bis/b1_skip_xsq, bis/b2_hoist_scales (untracked, made before the call:
+# b2eb990's mhc.py; it with the coefficients' program skipping the x^2 partials; today's
+# with NORM_ONCE off): which step of dc1885e made the 64-row finish slower (part 9: mid
+# 10.2 -> 17.4 us per launch); "regs finish" is the register Sinkhorn with FAST_RCP
+BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or (gate_parity_gpu and default) or gate_graph_replay" > "$OUT/parity.log" 2>&1; el parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
+for it in 20 1; do
+  timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 --sinkhorn-iters $it $BIS --out "$R/mhc$it" > "$OUT/mhc$it.log" 2>&1; el mhc$it $?
+  grep -E "^- (mid|flash) T=[0-9]+ (default|regs finish|baseline.*):" "$R"/mhc$it/*.md
+  grep -E "^\| mhc \| .* \| (default|regs finish|baseline.*) \|" "$R"/mhc$it/*.md | cut -d"|" -f3-5,7
+done
+elif [ "$PART" = 11 ]; then
+# the decode finish's coefficients in registers with FAST_RCP, the scales first only at one
+# row per program, NORM_ONCE gone (tile_sweep_h200_finish_steps.md); bis/b0_b2eb990 and
+# bis/b1_skip_xsq as in part 10; then the kernel table
+BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned" > "$OUT/parity.log" 2>&1; el parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
+timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 $BIS --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
+grep -E "^- (mid|flash) T=[0-9]+ (default|tensor finish|regs finish.*|baseline.*):" "$R"/mhc/*.md
+grep -E "^\| mhc \| .* \| (default|tensor finish|regs finish.*|baseline.*) \|" "$R"/mhc/*.md | cut -d"|" -f3-5,7
+timeout 300 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
+grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

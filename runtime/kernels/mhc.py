@@ -24,9 +24,9 @@ modes are):
   coefficients (sigmoids, softmax, Sinkhorn) once per row, and the collapsed row
   normalised. Many rows: by the row block's last program in the same launch (a ticket,
   ``runtime/kernels/tickets.py``); decode rows: by a second launch of the same kernel.
-  The coefficients are [rows, 4, 4] tensors, or with ``REG_FINISH`` one [rows] vector per
-  coefficient, so the Sinkhorn is register arithmetic instead of 40 cross-lane reductions
-  (mhc_tiles.py: the candidate, not yet timed on the GPU).
+  The coefficients are [rows, 4, 4] tensors, or with ``REG_FINISH`` (the decode default)
+  one [rows] vector per coefficient, so the Sinkhorn is register arithmetic, and with
+  ``FAST_RCP`` its reciprocals skip div.full's range checks (mhc_tiles.py has the timings).
 
 Why split over D: with one program per row block sweeping all of D, decode shapes (one or
 a handful of row blocks) left a site to one or a few SMs reading the whole 24 x 4D ``fn``
@@ -56,6 +56,11 @@ MIX_COLS = 32  # 24 projections padded to a power of two
 # The site kernel's PHASE (constexpr globals: compiled Triton reads no other globals).
 SWEEP, SWEEP_AND_TAIL, FINISH = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2)
 _PIN_ASM: tl.constexpr = tl.constexpr("mov.b32 $0, $1;")  # PIN_MIX's identity
+# FAST_RCP's four reciprocals: what Triton's 1.0 / x (div.full.f32) computes for a sum in
+# the normal range, without its range checks and rescaling on the Sinkhorn's serial chain
+_RCP4_ASM: tl.constexpr = tl.constexpr(
+    "rcp.approx.ftz.f32 $0, $4; rcp.approx.ftz.f32 $1, $5; rcp.approx.ftz.f32 $2, $6; rcp.approx.ftz.f32 $3, $7;")
+_RCP4_PINS: tl.constexpr = tl.constexpr("=r,=r,=r,=r,r,r,r,r")
 
 
 def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -79,8 +84,8 @@ def _mhc_site_kernel(
     T, D, SPLIT_D, norm_eps, hc_eps, sinkhorn_iters,
     PHASE: tl.constexpr, HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr,
     BLOCK_D: tl.constexpr, PROJ: tl.constexpr, TAIL_T: tl.constexpr, CHUNK: tl.constexpr,
-    NORM_D: tl.constexpr, NORM_ONCE: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
-    PIN_MIX: tl.constexpr,
+    NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
+    PIN_MIX: tl.constexpr, FAST_RCP: tl.constexpr,
 ):
     """One launch of a site, by PHASE:
 
@@ -275,16 +280,6 @@ def _mhc_site_kernel(
             t_rows = pid * BLOCK_T + sub * TAIL_T + tl.arange(0, TAIL_T)
             t_ok = t_rows < T
             t_rows64 = t_rows.to(tl.int64)
-            if NORM_ONCE:
-                # a finishing program that normalises one NORM_D chunk loads it (and its
-                # weights) first, so that round trip overlaps the partials' instead of
-                # following their sum (sm_90 code: the loads came after the reduction)
-                n_ds = norm_lo + tl.arange(0, NORM_D)
-                n_ok_d = n_ds < norm_hi
-                n_ok = t_ok[:, None] & n_ok_d[None, :]
-                n_ptr = x_ptr + t_rows64[:, None] * D + n_ds[None, :]
-                n_x = tl.load(n_ptr, mask=n_ok, other=0.0, cache_modifier=".cg").to(tl.float32)
-                n_w = tl.load(norm_w_ptr + n_ds, mask=n_ok_d, other=0.0).to(tl.float32)
             t_xsq = tl.zeros((TAIL_T,), dtype=tl.float32)
             # sum x^2 only where rows are normalised: the coefficients' own program of a
             # finishing launch (split 0) normalises nothing, and its loads and reduction
@@ -300,12 +295,16 @@ def _mhc_site_kernel(
                 # the partials of every split, summed in split order: [TAIL_T, 4] / [.., 4, 4] tensors
                 h = tl.arange(0, HC)
                 c_idx = h[:, None] * HC + h[None, :]
-                # the scales and biases first: loaded after the partials' loop they were a
-                # memory round trip of their own after it (sm_90 code)
-                scale_pre, scale_post, scale_comb = tl.load(scale_ptr + 0), tl.load(scale_ptr + 1), tl.load(scale_ptr + 2)
-                base_pre = tl.load(base_ptr + h)
-                base_post = tl.load(base_ptr + HC + h)
-                base_comb = tl.load(base_ptr + 2 * HC + c_idx)
+                if TAIL_T == 1:
+                    # one row: the scales and biases first. Loaded after the partials' loop
+                    # they were a memory round trip of their own after it (sm_90 code); on
+                    # the H200 first is 0.14-0.17 us shorter per finish at 1-8 decode rows,
+                    # and at 8 rows per program (64 rows) 7-10 us longer
+                    # (tile_sweep_h200_finish_steps.md)
+                    scale_pre, scale_post, scale_comb = (tl.load(scale_ptr + 0), tl.load(scale_ptr + 1),
+                                                         tl.load(scale_ptr + 2))
+                    base_pre, base_post = tl.load(base_ptr + h), tl.load(base_ptr + HC + h)
+                    base_comb = tl.load(base_ptr + 2 * HC + c_idx)
                 z_pre = tl.zeros((TAIL_T, HC), dtype=tl.float32)
                 z_post = tl.zeros((TAIL_T, HC), dtype=tl.float32)
                 z_comb = tl.zeros((TAIL_T, HC, HC), dtype=tl.float32)
@@ -322,6 +321,11 @@ def _mhc_site_kernel(
                                              mask=ok2[:, :, None, None], other=0.0, cache_modifier=".cg"), axis=1)
                     t_sq += tl.sum(tl.load(at + NCOL, mask=ok2, other=0.0, cache_modifier=".cg"), axis=1)
                 rstd = 1.0 / tl.sqrt(t_sq / (HC * D) + norm_eps)
+                if TAIL_T > 1:
+                    scale_pre, scale_post, scale_comb = (tl.load(scale_ptr + 0), tl.load(scale_ptr + 1),
+                                                         tl.load(scale_ptr + 2))
+                    base_pre, base_post = tl.load(base_ptr + h), tl.load(base_ptr + HC + h)
+                    base_comb = tl.load(base_ptr + 2 * HC + c_idx)
                 # pre = sigmoid((z * rstd) * scale_0 + base) + eps; post = 2 sigmoid(...); comb logits
                 z_pre = (z_pre * rstd[:, None]) * scale_pre + base_pre[None, :]
                 z_post = (z_post * rstd[:, None]) * scale_post + base_post[None, :]
@@ -360,38 +364,40 @@ def _mhc_site_kernel(
                     z10, z11, z12, z13 = tl.exp(z10 - m1), tl.exp(z11 - m1), tl.exp(z12 - m1), tl.exp(z13 - m1)
                     z20, z21, z22, z23 = tl.exp(z20 - m2), tl.exp(z21 - m2), tl.exp(z22 - m2), tl.exp(z23 - m2)
                     z30, z31, z32, z33 = tl.exp(z30 - m3), tl.exp(z31 - m3), tl.exp(z32 - m3), tl.exp(z33 - m3)
-                    r0 = 1.0 / (z00 + z01 + z02 + z03)
-                    r1 = 1.0 / (z10 + z11 + z12 + z13)
-                    r2 = 1.0 / (z20 + z21 + z22 + z23)
-                    r3 = 1.0 / (z30 + z31 + z32 + z33)
-                    z00, z01, z02, z03 = z00 * r0 + hc_eps, z01 * r0 + hc_eps, z02 * r0 + hc_eps, z03 * r0 + hc_eps
-                    z10, z11, z12, z13 = z10 * r1 + hc_eps, z11 * r1 + hc_eps, z12 * r1 + hc_eps, z13 * r1 + hc_eps
-                    z20, z21, z22, z23 = z20 * r2 + hc_eps, z21 * r2 + hc_eps, z22 * r2 + hc_eps, z23 * r2 + hc_eps
-                    z30, z31, z32, z33 = z30 * r3 + hc_eps, z31 * r3 + hc_eps, z32 * r3 + hc_eps, z33 * r3 + hc_eps
-                    # Sinkhorn: each normalisation a reciprocal of the sum + eps and four
-                    # multiplies (Triton's float32 division is a reciprocal and a multiply too)
-                    # columns (over i), then rows and columns sinkhorn_iters - 1 times
-                    r0 = 1.0 / (z00 + z10 + z20 + z30 + hc_eps)
-                    r1 = 1.0 / (z01 + z11 + z21 + z31 + hc_eps)
-                    r2 = 1.0 / (z02 + z12 + z22 + z32 + hc_eps)
-                    r3 = 1.0 / (z03 + z13 + z23 + z33 + hc_eps)
-                    z00, z01, z02, z03 = z00 * r0, z01 * r1, z02 * r2, z03 * r3
-                    z10, z11, z12, z13 = z10 * r0, z11 * r1, z12 * r2, z13 * r3
-                    z20, z21, z22, z23 = z20 * r0, z21 * r1, z22 * r2, z23 * r3
-                    z30, z31, z32, z33 = z30 * r0, z31 * r1, z32 * r2, z33 * r3
-                    for _ in range(sinkhorn_iters - 1):
-                        r0 = 1.0 / (z00 + z01 + z02 + z03 + hc_eps)
-                        r1 = 1.0 / (z10 + z11 + z12 + z13 + hc_eps)
-                        r2 = 1.0 / (z20 + z21 + z22 + z23 + hc_eps)
-                        r3 = 1.0 / (z30 + z31 + z32 + z33 + hc_eps)
+                    # the softmax's row sums, then Sinkhorn (columns, then rows and columns
+                    # sinkhorn_iters - 1 times) as sinkhorn_iters rounds of rows and columns:
+                    # the first round's rows are the softmax's (no eps in the sum: adding 0.0
+                    # changes no bit; eps added after, in a branch: as an add of 0.0 in every
+                    # round it was 16 more adds per round in the sm_90 code). Each normalisation: four sums
+                    # as pairs of pairs (three dependent adds with the eps, not four), four
+                    # reciprocals, sixteen multiplies; with FAST_RCP the reciprocals without
+                    # div.full's range checks (the sums are at least hc_eps: no denormals, no
+                    # overflow)
+                    for it in range(sinkhorn_iters):
+                        eps_in = tl.where(it == 0, 0.0, hc_eps)
+                        s0, s1 = ((z00 + z01) + (z02 + z03)) + eps_in, ((z10 + z11) + (z12 + z13)) + eps_in
+                        s2, s3 = ((z20 + z21) + (z22 + z23)) + eps_in, ((z30 + z31) + (z32 + z33)) + eps_in
+                        if FAST_RCP:
+                            r0, r1, r2, r3 = tl.inline_asm_elementwise(_RCP4_ASM, _RCP4_PINS, [s0, s1, s2, s3],
+                                                                       dtype=(tl.float32,) * 4, is_pure=True, pack=1)
+                        else:
+                            r0, r1, r2, r3 = 1.0 / s0, 1.0 / s1, 1.0 / s2, 1.0 / s3
                         z00, z01, z02, z03 = z00 * r0, z01 * r0, z02 * r0, z03 * r0
                         z10, z11, z12, z13 = z10 * r1, z11 * r1, z12 * r1, z13 * r1
                         z20, z21, z22, z23 = z20 * r2, z21 * r2, z22 * r2, z23 * r2
                         z30, z31, z32, z33 = z30 * r3, z31 * r3, z32 * r3, z33 * r3
-                        r0 = 1.0 / (z00 + z10 + z20 + z30 + hc_eps)
-                        r1 = 1.0 / (z01 + z11 + z21 + z31 + hc_eps)
-                        r2 = 1.0 / (z02 + z12 + z22 + z32 + hc_eps)
-                        r3 = 1.0 / (z03 + z13 + z23 + z33 + hc_eps)
+                        if it == 0:
+                            z00, z01, z02, z03 = z00 + hc_eps, z01 + hc_eps, z02 + hc_eps, z03 + hc_eps
+                            z10, z11, z12, z13 = z10 + hc_eps, z11 + hc_eps, z12 + hc_eps, z13 + hc_eps
+                            z20, z21, z22, z23 = z20 + hc_eps, z21 + hc_eps, z22 + hc_eps, z23 + hc_eps
+                            z30, z31, z32, z33 = z30 + hc_eps, z31 + hc_eps, z32 + hc_eps, z33 + hc_eps
+                        s0, s1 = ((z00 + z10) + (z20 + z30)) + hc_eps, ((z01 + z11) + (z21 + z31)) + hc_eps
+                        s2, s3 = ((z02 + z12) + (z22 + z32)) + hc_eps, ((z03 + z13) + (z23 + z33)) + hc_eps
+                        if FAST_RCP:
+                            r0, r1, r2, r3 = tl.inline_asm_elementwise(_RCP4_ASM, _RCP4_PINS, [s0, s1, s2, s3],
+                                                                       dtype=(tl.float32,) * 4, is_pure=True, pack=1)
+                        else:
+                            r0, r1, r2, r3 = 1.0 / s0, 1.0 / s1, 1.0 / s2, 1.0 / s3
                         z00, z01, z02, z03 = z00 * r0, z01 * r1, z02 * r2, z03 * r3
                         z10, z11, z12, z13 = z10 * r0, z11 * r1, z12 * r2, z13 * r3
                         z20, z21, z22, z23 = z20 * r0, z21 * r1, z22 * r2, z23 * r3
@@ -423,19 +429,15 @@ def _mhc_site_kernel(
                     tl.store(comb_ptr + t_rows64[:, None, None] * HC * HC + c_idx[None, :, :], c,
                              mask=t_ok[:, None, None])
             rstd_x = 1.0 / tl.sqrt(t_xsq / D + norm_eps)
-            if NORM_ONCE:  # weight * (x * rstd), rounded as the reference
+            for n_d0 in range(norm_lo, norm_hi, NORM_D):  # weight * (x * rstd), rounded as the reference
+                n_ds = n_d0 + tl.arange(0, NORM_D)
+                n_ok_d = n_ds < norm_hi
+                n_ok = t_ok[:, None] & n_ok_d[None, :]
+                n_ptr = x_ptr + t_rows64[:, None] * D + n_ds[None, :]
+                n_x = tl.load(n_ptr, mask=n_ok, other=0.0, cache_modifier=".cg").to(tl.float32)
                 y = (n_x * rstd_x[:, None]).to(DTYPE).to(tl.float32)
-                tl.store(n_ptr, (n_w[None, :] * y).to(DTYPE), mask=n_ok)
-            else:
-                for n_d0 in range(norm_lo, norm_hi, NORM_D):  # weight * (x * rstd), rounded as the reference
-                    n_ds = n_d0 + tl.arange(0, NORM_D)
-                    n_ok_d = n_ds < norm_hi
-                    n_ok = t_ok[:, None] & n_ok_d[None, :]
-                    n_ptr = x_ptr + t_rows64[:, None] * D + n_ds[None, :]
-                    n_x = tl.load(n_ptr, mask=n_ok, other=0.0, cache_modifier=".cg").to(tl.float32)
-                    y = (n_x * rstd_x[:, None]).to(DTYPE).to(tl.float32)
-                    w = tl.load(norm_w_ptr + n_ds, mask=n_ok_d, other=0.0).to(tl.float32)
-                    tl.store(n_ptr, (w[None, :] * y).to(DTYPE), mask=n_ok)
+                w = tl.load(norm_w_ptr + n_ds, mask=n_ok_d, other=0.0).to(tl.float32)
+                tl.store(n_ptr, (w[None, :] * y).to(DTYPE), mask=n_ok)
 
 
 def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.dtype) -> list[tuple[tuple, dict]]:
@@ -447,14 +449,13 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
     # two copies rounded to different bf16 values (mhc_tiles.py).
     common = dict(HAS_OUT=has_out, DTYPE=TL_DTYPES[dtype], BLOCK_D=tiles.block_d, PROJ=tiles.projection,
                   CHUNK=tiles.chunk, RELOAD_D=tiles.reload_d,
-                  REG_FINISH=tiles.finish_registers, PIN_MIX=tiles.pin_mix, enable_fp_fusion=False)
+                  REG_FINISH=tiles.finish_registers, PIN_MIX=tiles.pin_mix, FAST_RCP=tiles.fast_reciprocal,
+                  enable_fp_fusion=False)
     sweep = dict(PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t,
-                 NORM_D=tiles.tail_d, NORM_ONCE=False, num_warps=tiles.num_warps, **common)
+                 NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
     if tiles.tail:
         return [(tiles.grid(t, d), sweep)]
-    # a finishing program normalises one sweep split: one NORM_D chunk when the split is one block
     finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
-                  NORM_ONCE=tiles.split_d <= tiles.block_d,
                   num_warps=tiles.finish_warps, **common)
     return [(tiles.grid(t, d), sweep), (tiles.finish_grid(t, d), finish)]
 

@@ -89,6 +89,19 @@ form loads the partials as the tensor form does and splits the 16 entries out of
 rows it measured 61.2 vs 65.4 us (``mid``) and 120.7 vs 123.1 (``flash``), at one row
 slower (``mid`` 7.22 vs 6.86: tile_sweep_h200_decode_sweep.md, one run); still off.
 
+Why both forms had the same serial chain: 19 Sinkhorn iterations cost about 2 us at decode
+in either (20 vs 1 iterations, tile_sweep_h200_finish_steps.md), and every reciprocal went
+through div.full's range checks (two compares and predicated rescaling ahead of it in the
+sm_90 code). With each sum taken as pairs of pairs and the reciprocal as
+``rcp.approx.ftz.f32`` (``fast_reciprocal``, CUDA only: the same value for 1.0 / x in the
+normal range, and the sums are at least hc_eps) the register form's iteration went from 131
+to 73 instructions and its 19 iterations to 1.2-1.4 us, so it is the decode default
+(``decode_finish_registers``): the finishing launch at ``mid`` one row 3.77 -> 3.67 us
+against the tensor form and 4.48 -> 3.67 against the session's start, 8 rows 4.57 -> 3.69;
+``flash`` one row 4.88 -> 4.05, 8 rows 5.45 -> 4.28 (the site 6.91 -> 6.13, 10.64 -> 9.62,
+8.03 -> 7.77, 11.62 -> 10.29 us). Above decode it stays off: at 64 rows, 8 rows per
+program, it measured 12.4 vs 9.7 us (``mid``) and 15.2 vs 12.4 (``flash``).
+
 Pinning the mixing (``pin_mix``, CUDA only: the interpreter has no inline PTX): with a dot
 in the mixing loop Triton recomputed the whole mixing in the tensor-core operand's layout
 (the reason for the re-read above). An identity the compiler may not duplicate, on X' as
@@ -137,6 +150,7 @@ class MhcTiling:
     reload_d: int = 0
     finish_registers: bool = False
     pin_mix: bool = False
+    fast_reciprocal: bool = False
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -164,9 +178,11 @@ class MhcPolicy:
     finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,
     smaller ones finished by a second launch (``decode_finish_warps`` / ``finish_warps``) of
     programs of ``decode_finish_rows`` rows at decode (at most: fewer rows are rounded up to
-    a power of two) and 8 rows above; ``finish_registers``: the coefficients as one
-    [rows] vector per coefficient (runtime/kernels/mhc.py, ``REG_FINISH``) instead of
-    [rows, 4, 4] tensors; ``pin_mix``: on CUDA, a dot in the mixing loop takes X' as mixed
+    a power of two) and 8 rows above; ``finish_registers`` / ``decode_finish_registers``
+    (above / up to ``decode_rows``): the coefficients as one [rows] vector per coefficient
+    (runtime/kernels/mhc.py, ``REG_FINISH``) instead of [rows, 4, 4] tensors;
+    ``fast_reciprocal``: on CUDA, the register form's Sinkhorn takes its reciprocals
+    without div.full's range checks (``FAST_RCP``); ``pin_mix``: on CUDA, a dot in the mixing loop takes X' as mixed
     once (``PIN_MIX``; the module docstring says why);
     ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
     and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
@@ -203,7 +219,9 @@ class MhcPolicy:
     reload_d: int = 0
     tail_reload_d: int = 0
     finish_registers: bool = False
+    decode_finish_registers: bool = True
     pin_mix: bool = True
+    fast_reciprocal: bool = True
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):
@@ -236,10 +254,12 @@ class MhcPolicy:
         chunk = max(2, min(next_pow2(cdiv(d, split_d)), self.tail_elements // (tail_t * 16)))
         tail_d = max(block_d, min(next_pow2(d), self.tail_elements // tail_t))
         reload_d = 0 if projection == "fma" else cdiv(self.tail_reload_d if tail else self.reload_d, block_d) * block_d
+        registers = self.decode_finish_registers if decode else self.finish_registers
         return MhcTiling(projection, block_t, block_d, split_d, warps, tail, tail_t, tail_d, chunk,
                          finish_warps=self.decode_finish_warps if decode else self.finish_warps, reload_d=reload_d,
-                         finish_registers=self.finish_registers,
-                         pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0)
+                         finish_registers=registers,
+                         pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0,
+                         fast_reciprocal=self.fast_reciprocal and cuda and registers)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

@@ -98,16 +98,18 @@ def site_launches(rows: int, d: int, policy=None) -> list[tuple[str, dict, tuple
 
 
 def finish_candidate_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
-    """The finishing launches of the finish forms that are not the default: the register
-    form of the coefficients (``MhcPolicy.finish_registers``), and the tensor form with 8
-    rows per decode program (``decode_finish_rows``, the default before
+    """The finishing launches of the finish forms that are not the default: the other form
+    of the coefficients (``MhcPolicy.finish_registers`` / ``decode_finish_registers``: the
+    tensor form at decode, the register form above), and the tensor form with 8 rows per
+    decode program (``decode_finish_rows``, the default before
     tile_sweep_h200_mhc_finish.md) where that differs from the default. Sweeps without a
     tail are the default's."""
     from runtime.kernels.mhc import SWEEP
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    policies = [MhcPolicy(finish_registers=True)]
     default = MhcPolicy().tiling(rows, d, cuda=True)
+    other = not default.finish_registers
+    policies = [MhcPolicy(finish_registers=other, decode_finish_registers=other)]
     if not default.tail and default.tail_t != MhcPolicy(decode_finish_rows=8).tiling(rows, d, cuda=True).tail_t:
         policies.append(MhcPolicy(decode_finish_rows=8))
     return [launch for policy in policies for launch in site_launches(rows, d, policy)

@@ -362,12 +362,29 @@ def test_mhc_finishes_match_the_reference(fused, gen, finish_registers, finish_r
     from runtime.kernels.mhc_tiles import MhcPolicy
 
     policy = MhcPolicy(decode_finish_rows=finish_rows, decode_block_d=16, block_d=16, tail_block_d=16, programs=64,
-                       tail_rows=tail_rows, finish_registers=finish_registers)
+                       tail_rows=tail_rows, finish_registers=finish_registers,
+                       decode_finish_registers=finish_registers)
     tiles = policy.tiling(t, TINY.hidden_size, cuda=False)
     assert tiles.splits(TINY.hidden_size) > 1 and tiles.finish_registers == finish_registers
     assert tiles.tail if tail_rows == 1 else (not tiles.tail and tiles.tail_t == finish_rows)
     fused.mhc = FusedMhc(policy)
     check_mhc(fused, gen, TINY, t, torch.float32, with_out=True)
+
+
+@pytest.mark.parametrize("finish_registers", [False, True])
+@pytest.mark.parametrize("t,tail_rows", [(3, 1024), (40, 1)])
+def test_mhc_sinkhorn_eps_placement_matches_the_reference(fused, gen, finish_registers, t, tail_rows):
+    """The Sinkhorn's eps in every place the reference puts it (added after the softmax, in
+    each column and row sum), with hc_eps = 0.05: at the release's 1e-6 one eps left out or
+    added twice moves comb by less than the tolerance; here by about 1e-2."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    policy = MhcPolicy(decode_block_d=16, block_d=16, tail_block_d=16, programs=64, tail_rows=tail_rows,
+                       finish_registers=finish_registers, decode_finish_registers=finish_registers)
+    assert policy.tiling(t, TINY.hidden_size, cuda=False).finish_registers == finish_registers
+    fused.mhc = FusedMhc(policy)
+    check_mhc(fused, gen, TINY.replace(hc_eps=0.05), t, torch.float32, with_out=True)
 
 
 @pytest.mark.gpu
@@ -389,7 +406,8 @@ def test_mhc_finish_forms_parity_gpu(fused, gen, finish_registers, finish_rows, 
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    fused.mhc = FusedMhc(MhcPolicy(finish_registers=finish_registers, decode_finish_rows=finish_rows))
+    fused.mhc = FusedMhc(MhcPolicy(finish_registers=finish_registers, decode_finish_registers=finish_registers,
+                                   decode_finish_rows=finish_rows))
     check_mhc(fused, gen, config, t, torch.bfloat16, with_out=True)
 
 
