@@ -14,6 +14,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 9   # mHC's reordered finish (parity, vs base/mhc.py), the serial chains: 1 vs 20 Sinkhorn iterations, gate top-1 vs top-6
 #   OUT=/path bash benchmarks/h200_checklist.sh 10  # dc1885e's three finish steps apart (make bis/* first, see part 10), Sinkhorn 20 vs 1
 #   OUT=/path bash benchmarks/h200_checklist.sh 11  # the committed mHC finish vs bis/*, then the kernel table
+#   OUT=/path bash benchmarks/h200_checklist.sh 12  # the folded register Sinkhorn: GPU parity, decode finish vs bis/b0_b2eb990
 # Open after 2026-12-03 (session 17: parts 9-11 ran. The gate's bias loaded first lost and
 # was reverted (gate_tiles_h200_bias_first.md). Of dc1885e's mHC finish steps, skipping the
 # x^2 partials won, the scales first won at one row per program and cost 7-10 us at 64 rows
@@ -124,6 +125,16 @@ grep -E "^- (mid|flash) T=[0-9]+ (default|tensor finish|regs finish.*|baseline.*
 grep -E "^\| mhc \| .* \| (default|tensor finish|regs finish.*|baseline.*) \|" "$R"/mhc/*.md | cut -d"|" -f3-5,7
 timeout 300 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
+elif [ "$PART" = 12 ]; then
+# the register Sinkhorn folded into one loop (after part 11): GPU parity, and the decode
+# finish timed again next to bis/b0_b2eb990 (part 11's default: mid 3.67 / 3.69 us, flash
+# 4.05 / 4.28 per finishing launch at 1 / 8 rows)
+BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned" > "$OUT/parity.log" 2>&1; el parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
+timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 $BIS --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
+grep -E "^- (mid|flash) T=[0-9]+ (default|tensor finish|regs finish.*|baseline.*):" "$R"/mhc/*.md
+grep -E "^\| mhc \| .* \| (default|tensor finish|regs finish.*|baseline.*) \|" "$R"/mhc/*.md | cut -d"|" -f3-5,7
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
