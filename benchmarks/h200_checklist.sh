@@ -15,6 +15,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 10  # dc1885e's three finish steps apart (make bis/* first, see part 10), Sinkhorn 20 vs 1
 #   OUT=/path bash benchmarks/h200_checklist.sh 11  # the committed mHC finish vs bis/*, then the kernel table
 #   OUT=/path bash benchmarks/h200_checklist.sh 12  # the folded register Sinkhorn: GPU parity, decode finish vs bis/b0_b2eb990
+#   OUT=/path bash benchmarks/h200_checklist.sh 13  # mHC at 64 / 512 rows: one-row finishing programs, decode's tiles (untimed variants)
 # Open after 2026-12-03 (session 17: parts 9-11 ran. The gate's bias loaded first lost and
 # was reverted (gate_tiles_h200_bias_first.md). Of dc1885e's mHC finish steps, skipping the
 # x^2 partials won, the scales first won at one row per program and cost 7-10 us at 64 rows
@@ -22,6 +23,8 @@
 # are in registers with plain reciprocals: finish 3.7-4.3 us, site mid 6.13 / 9.62, flash
 # 7.77 / 10.29 us at 1 / 8 rows (tile_sweep_h200_finish_steps.md); kernels_h200.md is
 # session 17's table), issue 16:
+# - part 13 first: two untimed mHC variants above decode (one-row finishing programs with
+#   the register coefficients; decode's tiles to 512 rows); adopt one only where it wins;
 # - the serial chains left: mHC's 19 Sinkhorn iterations still take 1.2-1.4 us of a 3.7-us
 #   finish; the gate's five more selection rounds 0.8-1.4 us (top-6 vs top-1); the tensor
 #   coefficients above decode still take div.full's range checks (not tried there);
@@ -135,6 +138,15 @@ grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
 timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 $BIS --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
 grep -E "^- (mid|flash) T=[0-9]+ (default|tensor finish|regs finish.*|baseline.*):" "$R"/mhc/*.md
 grep -E "^\| mhc \| .* \| (default|tensor finish|regs finish.*|baseline.*) \|" "$R"/mhc/*.md | cut -d"|" -f3-5,7
+elif [ "$PART" = 13 ]; then
+# above decode: finishing programs of one row with the register coefficients ("finish 1
+# row": at 64 rows each coefficients' program of 8 rows reads 8 x 64 splits' partials, 9.7 us
+# per finishing launch at mid), and decode's tiles up to 512 rows ("decode tiles to 512")
+timeout 120 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
+timeout 300 python benchmarks/tile_sweep.py --ops mhc --rows 64 512 --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
+grep -E "^- (mid|flash) T=[0-9]+ (default|finish 1 row|decode tiles to 512|regs finish):" "$R"/mhc/*.md
+grep -E "^\| mhc \| " "$R"/mhc/*.md | cut -d"|" -f3-5,7
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

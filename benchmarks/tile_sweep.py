@@ -95,6 +95,11 @@ MHC_MANY = (
     ("tf32x2 tail d32", MhcPolicy(projection="tf32x2", tail_block_d=32)),
     ("t32", MhcPolicy(block_t=32)),
     ("regs finish", MhcPolicy(finish_registers=True)),
+    # finishing programs of one row each, as at decode (there 1 row beat 8 and the register
+    # coefficients with plain reciprocals won: tile_sweep_h200_finish_steps.md): at 64 rows a
+    # coefficients' program of 8 rows reads 8 x 64 splits' partials; and decode's tiles whole
+    ("finish 1 row", MhcPolicy(finish_rows=1, finish_registers=True, finish_warps=1)),
+    ("decode tiles to 512", MhcPolicy(decode_rows=512)),
     # the ticket's tail from fewer rows: at 512 rows the finishing launch was 40 % of the
     # site (ncu_h200_session14.md)
     ("tail from 512", MhcPolicy(tail_rows=512)),

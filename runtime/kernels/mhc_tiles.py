@@ -178,7 +178,7 @@ class MhcPolicy:
     finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,
     smaller ones finished by a second launch (``decode_finish_warps`` / ``finish_warps``) of
     programs of ``decode_finish_rows`` rows at decode (at most: fewer rows are rounded up to
-    a power of two) and 8 rows above; ``finish_registers`` / ``decode_finish_registers``
+    a power of two) and ``finish_rows`` above; ``finish_registers`` / ``decode_finish_registers``
     (above / up to ``decode_rows``): the coefficients as one [rows] vector per coefficient
     (runtime/kernels/mhc.py, ``REG_FINISH``) instead of [rows, 4, 4] tensors;
     ``fast_reciprocal``: on CUDA, the register form's Sinkhorn takes its reciprocals
@@ -208,6 +208,7 @@ class MhcPolicy:
     decode_warps: int = 4
     decode_finish_warps: int = 1
     decode_finish_rows: int = 1
+    finish_rows: int = 8
     fma_rows: int = 2
     programs: int = 512
     tail_rows: int = 1024
@@ -228,8 +229,10 @@ class MhcPolicy:
             value = getattr(self, name)
             if value and value not in PROJECTIONS:
                 raise ValueError(f"MhcPolicy.{name}: expected one of {PROJECTIONS} or '', got {value!r}")
-        if self.decode_finish_rows < 1 or self.decode_finish_rows & (self.decode_finish_rows - 1):
-            raise ValueError(f"MhcPolicy.decode_finish_rows: expected a power of two >= 1, got {self.decode_finish_rows}")
+        for name in ("decode_finish_rows", "finish_rows"):
+            rows = getattr(self, name)
+            if rows < 1 or rows & (rows - 1):
+                raise ValueError(f"MhcPolicy.{name}: expected a power of two >= 1, got {rows}")
         for name in ("reload_d", "tail_reload_d"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected >= 0 (0 = project in the mixing loop), "
@@ -250,7 +253,7 @@ class MhcPolicy:
         chunks = cdiv(d, block_d)
         splits = 1 if self.split is False else min(chunks, cdiv(self.programs, cdiv(t, block_t)))
         split_d = cdiv(chunks, max(1, splits)) * block_d
-        tail_t = min(block_t, 8) if tail else min(self.decode_finish_rows if decode else 8, next_pow2(t))
+        tail_t = min(block_t, 8) if tail else min(self.decode_finish_rows if decode else self.finish_rows, next_pow2(t))
         chunk = max(2, min(next_pow2(cdiv(d, split_d)), self.tail_elements // (tail_t * 16)))
         tail_d = max(block_d, min(next_pow2(d), self.tail_elements // tail_t))
         reload_d = 0 if projection == "fma" else cdiv(self.tail_reload_d if tail else self.reload_d, block_d) * block_d

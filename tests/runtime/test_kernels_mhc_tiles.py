@@ -125,7 +125,20 @@ def test_decode_finishes_take_decode_finish_rows_per_program(t, rows, expected):
     assert tiles.finish_grid(t, 2048)[0] == -(-t // expected)
 
 
+@pytest.mark.parametrize("t,rows,expected", [(17, 1, 1), (64, 2, 2), (512, 4, 4), (17, 32, 32), (20, 32, 32),
+                                             (8, 2, 1), (512, 32, 32), (1024, 1, 8)])
+def test_finishes_above_decode_take_finish_rows_per_program(t, rows, expected):
+    """Above decode_rows the finishing launch's programs hold ``finish_rows`` rows (at most
+    the row count rounded up to a power of two); decode calls keep decode_finish_rows and the
+    ticket's tail its own 8."""
+    tiles = MhcPolicy(finish_rows=rows).tiling(t, 2048, cuda=True)
+    assert tiles.tail_t == expected
+    if not tiles.tail:
+        assert tiles.finish_grid(t, 2048)[0] == -(-t // expected)
+
+
+@pytest.mark.parametrize("name", ["decode_finish_rows", "finish_rows"])
 @pytest.mark.parametrize("rows", [0, 3, -2])
-def test_decode_finish_rows_must_be_a_power_of_two(rows):
-    with pytest.raises(ValueError, match="MhcPolicy.decode_finish_rows: expected a power of two >= 1"):
-        MhcPolicy(decode_finish_rows=rows)
+def test_finish_rows_must_be_a_power_of_two(name, rows):
+    with pytest.raises(ValueError, match=f"MhcPolicy.{name}: expected a power of two >= 1"):
+        MhcPolicy(**{name: rows})
