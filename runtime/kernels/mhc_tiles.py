@@ -97,7 +97,7 @@ sm_90 code). With each sum taken as pairs of pairs and the reciprocal as
 normal range, and the sums are at least hc_eps) the register form's iteration went from 131
 to 73 instructions and its 19 iterations to 1.2-1.4 us, so it is the decode default
 (``decode_finish_registers``): the finishing launch at ``mid`` one row 3.77 -> 3.67 us
-against the tensor form and 4.48 -> 3.67 against the session's start, 8 rows 4.57 -> 3.69;
+against the tensor form and 4.48 -> 3.67 against b2eb990's kernel, 8 rows 4.57 -> 3.69;
 ``flash`` one row 4.88 -> 4.05, 8 rows 5.45 -> 4.28 (the site 6.91 -> 6.13, 10.64 -> 9.62,
 8.03 -> 7.77, 11.62 -> 10.29 us). Above decode it stays off: at 64 rows, 8 rows per
 program, it measured 12.4 vs 9.7 us (``mid``) and 15.2 vs 12.4 (``flash``).
