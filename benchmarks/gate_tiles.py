@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default="1,8,64,512", help="comma-separated row counts T (default: 1,8,64,512)")
     parser.add_argument("--reps", type=int, default=20, help="calls per CUDA graph (default: 20)")
     parser.add_argument("--baseline", type=Path, default=None,
-                        help="folder with an earlier revision's gate.py to time alongside (as tile_sweep.py's)")
+                        help="a folder with an earlier revision's gate.py to time alongside (one folder; loaded by tile_sweep.py's baseline_ops)")
     parser.add_argument("--topk", type=int, default=None,
                         help="a diagnostic: every case with this many experts per token (the release: 6)")
     args = parser.parse_args(argv)

@@ -368,11 +368,11 @@ def _mhc_site_kernel(
                     # sinkhorn_iters - 1 times) as sinkhorn_iters rounds of rows and columns:
                     # the first round's rows are the softmax's (no eps in the sum: adding 0.0
                     # changes no bit; eps added after, in a branch: as an add of 0.0 in every
-                    # round it was 16 more adds per round in the sm_90 code). Each normalisation: four sums
-                    # as pairs of pairs (three dependent adds with the eps, not four), four
-                    # reciprocals, sixteen multiplies; with FAST_RCP the reciprocals without
-                    # div.full's range checks (the sums are at least hc_eps: no denormals, no
-                    # overflow)
+                    # round it was 16 more adds per round in the sm_90 code). Each
+                    # normalisation: four sums as pairs of pairs (three dependent adds with the
+                    # eps, not four), four reciprocals, sixteen multiplies; with FAST_RCP the
+                    # reciprocals without div.full's range checks (the sums are at least
+                    # hc_eps: no denormals, no overflow)
                     for it in range(sinkhorn_iters):
                         eps_in = tl.where(it == 0, 0.0, hc_eps)
                         s0, s1 = ((z00 + z01) + (z02 + z03)) + eps_in, ((z10 + z11) + (z12 + z13)) + eps_in

@@ -182,8 +182,8 @@ class MhcPolicy:
     (above / up to ``decode_rows``): the coefficients as one [rows] vector per coefficient
     (runtime/kernels/mhc.py, ``REG_FINISH``) instead of [rows, 4, 4] tensors;
     ``fast_reciprocal``: on CUDA, the register form's Sinkhorn takes its reciprocals
-    without div.full's range checks (``FAST_RCP``); ``pin_mix``: on CUDA, a dot in the mixing loop takes X' as mixed
-    once (``PIN_MIX``; the module docstring says why);
+    without div.full's range checks (``FAST_RCP``); ``pin_mix``: on CUDA, a dot in the
+    mixing loop takes X' as mixed once (``PIN_MIX``; the module docstring says why);
     ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
     and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
     columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
