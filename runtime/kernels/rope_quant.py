@@ -20,9 +20,20 @@ about 33 T lane-instructions/s, so 34 per element of the FP8 case cost as long a
 tiles of 64 elements per thread cut NVFP4 to 27 per element and measured slower, 4.49 vs
 3.90 us: benchmarks/results/tile_sweep_h200_rope_quant_tiles.md.)
 
-- A program takes its vectors in two parts: the quant blocks before the first rope
-  channel (448 of 512 channels in the caches) get no rotation arithmetic and no cos/sin
-  loads; only the tail blocks holding the rope channels do.
+- A vector is two parts: the quant blocks before the first rope channel (the head: 448
+  of 512 channels in the caches) get no rotation arithmetic and no cos/sin loads; only
+  the tail blocks holding the rope channels do. Each part's blocks are counted over all
+  the call's vectors and taken by programs of their own (the head's programs first, one
+  launch), a power of two of blocks each. Until session 18 a program took whole vectors,
+  so each part was padded to a power of two per vector (NVFP4: 28 head blocks in 32
+  lanes) and every program ran both. Static sm_90 SASS of a 4,096-row launch, per element
+  weighted by the parts' sizes: FP8 17.2 -> 14.8, NVFP4 36.6 -> 22.6 (with the e2m1
+  rounding below), MXFP4 30.4 -> 23.4. H200, `mid` / `flash`
+  (benchmarks/results/tile_sweep_h200_rope_quant_head_tail.md, the kernel before in the
+  same run): NVFP4 at 4,096 rows 3.81 / 3.80 -> 3.33 / 3.27 us (58 -> 64-67 % of the
+  roofline), one row 1.64 / 1.63 -> 1.40 / 1.36, 64 rows 1.80 / 1.77 -> 1.72 / 1.58; FP8
+  one row 1.52 -> 1.33, 4,096 rows 2.88 / 2.82 -> 2.89 / 2.88; MXFP4 index queries
+  1-64 rows 0-0.1 us slower (1.61-1.77 us), 4,096 rows 9.75 / 21.55 -> 9.25 / 20.19.
 - The tail loads each vector once and splits it into its even and odd channels in
   registers (``tl.reshape`` + ``tl.split``); cos/sin are loaded once per pair from a
   contiguous index, both formulas are evaluated per pair and joined back (``tl.join``).
@@ -48,7 +59,10 @@ Triton 3.9. All of it is exact float32 arithmetic on powers of two:
   float32 bits (at least -6: the subnormals share the spacing 2^-9), divide by the
   spacing 2^(e-3), round half to even, multiply back. torch's ``float8_e4m3fn`` cast
   also saturates (448 for anything larger, measured on torch 2.13).
-- e2m1: :func:`runtime.quant.round_to_e2m1`'s spacing 0.5 / 1 / 2 with half to even.
+- e2m1: :func:`runtime.quant.round_to_e2m1`'s spacing 0.5 / 1 / 2 with half to even,
+  as m + 2^(E + 22) - 2^(E + 22) (compiled too). It replaced a scaling by the spacing's
+  inverse and back: NVFP4 at 4,096 rows 3.81 / 3.80 -> 3.55 / 3.54 us alone, in the old
+  layout.
 - ue8m0 scales: :func:`runtime.quant.pow2_ceil` from the exponent and mantissa bits.
 - Half to even of a float32 v in [0, 2^23) is (v + 2^23) - 2^23.
 - bfloat16 (the rotated tail of a bf16 vector): nearest-even on the float32 bits, since
@@ -82,21 +96,21 @@ from runtime.kv_packing import PackedKV
 # exposes the kernel's rotated values.
 FORMATS = {"fp8": (1, 32), "nvfp4": (2, 16), "mxfp4": (3, 32)}
 ROTATE_ONLY = 0
-TILE_ELEMENTS = 1024  # vectors per program: about this many channels (best of 512-8192, benchmarks/tile_sweep.py)
+# Quant blocks per program: about this many channels' worth (TILE_ELEMENTS // block, a
+# power of two), in every format. H200, head / tail programs (tile_sweep_h200_rope_quant_head_tail.md):
+# for 512-channel vectors 1,024 against 2,048 was 0.05-0.18 us faster at 8 rows, 0.26-0.33 at
+# 64, within 0.01-0.08 at 1 and 4,096 rows; larger tiles slower everywhere.
+TILE_ELEMENTS = 1024
 # Warps per program when not given: 4 below this many elements (vectors x channels), 2
 # from here up. H200, bf16, CUDA-graph replay, tile 1024: 64 rows 4 warps 1.59-1.92 us
 # (2 warps, or larger tiles, 1.98-3.56 us); 4,096 rows ([4096, 512] fp8 / nvfp4,
 # [4096, 16|32, 128] mxfp4) 4 warps 4.2-4.3 / 4.9 / 14.4 / 28.3 us, 2 warps
-# 4.0-4.15 / 4.84 / 13.3 / 26.3 us.
+# 4.0-4.15 / 4.84 / 13.3 / 26.3 us (the kernel before head / tail programs).
 FEW_WARPS_FROM = 2**20
-# Vectors of WIDE_FROM channels or more (the window KV and the entries, 512): WIDE_TILE_ELEMENTS
-# channels (4 vectors) per program and 4 warps at every size. Two H200 runs of
-# benchmarks/tile_sweep.py (tile_sweep_h200_loads_first.md, tile_sweep_h200_rope_quant_wide.md):
-# 0.03-0.22 us faster at 1-64 rows for fp8 and nvfp4, fp8 at 4,096 rows 73 -> 76 %, nvfp4
-# at 4,096 rows within 2 %; the 128-channel MXFP4 index queries were slower that way
-# (1.6 -> 2.0 us at 1-64 rows), so they keep TILE_ELEMENTS and the warps by size.
+# Vectors of WIDE_FROM channels or more (the window KV and the entries, 512): 4 warps at
+# every size. Head / tail programs, 4,096 rows: fp8 2.88-2.89 us with 4 warps against
+# 2.99-3.02 with 2, nvfp4 3.27-3.33 against 3.32-3.40 (tile_sweep_h200_rope_quant_head_tail.md).
 WIDE_FROM = 512
-WIDE_TILE_ELEMENTS = 2048
 
 
 # e4m3 round-to-nearest-even with saturation at 448 by the GPU's own conversion
@@ -113,160 +127,155 @@ _E4M3_PTX: tl.constexpr = tl.constexpr(
 
 def _rope_quant_kernel(
     x_ptr, cos_ptr, sin_ptr, out_ptr, scales_ptr,
-    V, H,
+    V, H, HEAD_PROGRAMS,
     C: tl.constexpr, FMT: tl.constexpr, QB: tl.constexpr, HALF: tl.constexpr,
-    HEAD: tl.constexpr, HEAD_P: tl.constexpr, TAIL_P: tl.constexpr,
-    BLOCK_V: tl.constexpr, DTYPE: tl.constexpr, ROUND_BF16: tl.constexpr, PACK: tl.constexpr,
-    HW_E4M3: tl.constexpr, EVEN_V: tl.constexpr, WIDE: tl.constexpr,
+    HEAD: tl.constexpr, TAIL: tl.constexpr, HEAD_ROWS: tl.constexpr, TAIL_ROWS: tl.constexpr,
+    DTYPE: tl.constexpr, ROUND_BF16: tl.constexpr, PACK: tl.constexpr, HW_E4M3: tl.constexpr,
+    WIDE: tl.constexpr,
 ):
-    """A program takes BLOCK_V vectors of C channels, in two parts: the HEAD quant blocks
-    before the first rope channel (no rotation: no cos/sin loads, no rotation arithmetic)
-    and the tail blocks from there to C / QB, which hold the rope channels (HEAD_P /
-    TAIL_P: the two counts padded to powers of two). PACK (FMT 1 or 2): store the codes
-    (``out_ptr``, uint8) and the scale bytes (``scales_ptr``) of runtime/kv_packing.py's
-    layout instead of the dequantised values. HW_E4M3: e4m3 roundings by the GPU's
-    conversion instruction. EVEN_V: V is a multiple of BLOCK_V (no vector mask). WIDE:
-    offsets past 2^31."""
+    """Each vector of C channels is HEAD quant blocks before its first rope channel and TAIL
+    blocks from there (holding the rope channels). The first HEAD_PROGRAMS programs take
+    HEAD_ROWS head blocks each, counted over all V vectors (no rotation: no cos/sin loads, no
+    rotation arithmetic); the others TAIL_ROWS tail blocks each, rotated. PACK (FMT 1 or 2):
+    store the codes (``out_ptr``, uint8) and the scale bytes (``scales_ptr``) of
+    runtime/kv_packing.py's layout instead of the dequantised values. HW_E4M3: e4m3
+    roundings by the GPU's conversion instruction. WIDE: offsets past 2^31."""
     TWO23: tl.constexpr = 8388608.0  # 2^23: (v + 2^23) - 2^23 rounds v half to even
     N_SCALES: tl.constexpr = C // QB
-    vec = tl.program_id(0) * BLOCK_V + tl.arange(0, BLOCK_V)  # vectors of C channels
-    if WIDE:
-        vec = vec.to(tl.int64)
-    if EVEN_V:
-        v_ok = tl.full([BLOCK_V], 1, tl.int1)
-    else:
-        v_ok = vec < V
-    row = vec // H  # the cos/sin row of each vector
+    pid = tl.program_id(0)
     lane = tl.arange(0, QB)
-    # The tail's loads (its vectors' rope blocks, cos and sin) come first: the compiler
-    # keeps a load after a store to a pointer that may alias it, so loading them after the
-    # head's store took a second memory round trip (LDG, STG, LDG, STG in the sm_90 SASS),
-    # most of a small call's time beyond the launch.
-    t_blk = HEAD + tl.arange(0, TAIL_P)  # [TAIL_P] block index in the vector
-    t_ok = v_ok[:, None, None] & (t_blk[None, :, None] < N_SCALES)  # [BLOCK_V, TAIL_P, 1]
-    t_x = tl.load(x_ptr + vec[:, None, None] * C + t_blk[None, :, None] * QB + lane[None, None, :],
-                  mask=t_ok, other=0.0).to(tl.float32)  # [BLOCK_V, TAIL_P, QB]
-    t_pair = t_blk[None, :, None] * (QB // 2) + tl.arange(0, QB // 2)[None, None, :] - (C // 2 - HALF)
-    rope_pair = v_ok[:, None, None] & (t_pair >= 0) & (t_pair < HALF)  # [BLOCK_V, TAIL_P, QB/2]
-    t_cos = tl.load(cos_ptr + row[:, None, None] * HALF + t_pair, mask=rope_pair, other=1.0)
-    t_sin = tl.load(sin_ptr + row[:, None, None] * HALF + t_pair, mask=rope_pair, other=0.0)
-    for part in tl.static_range(0 if HEAD > 0 else 1, 2):  # 0: head blocks, 1: tail blocks
-        # The part's block count NP (HEAD_P or TAIL_P) is written out where a constexpr is
-        # needed (a name bound in an unrolled loop is not one), then read as blk.shape[0].
-        blk = HEAD * part + tl.arange(0, HEAD_P * (1 - part) + TAIL_P * part)  # [NP] block index in the vector
-        blk_ok = v_ok[:, None] & (blk[None, :] < HEAD * (1 - part) + N_SCALES * part)  # [BLOCK_V, NP]
-        ch = blk[None, :, None] * QB + lane[None, None, :]  # [1, NP, QB] channel index
-        ok = blk_ok[:, :, None]
-        base = vec[:, None, None] * C
+    for part in tl.static_range(0 if HEAD > 0 else 1, 2 if TAIL > 0 else 1):  # 0: head blocks, 1: tail blocks
+        # The part's constexprs (rows per program, blocks per vector, first block) are written
+        # out where they are needed: a name bound in an unrolled loop is not a constexpr.
         if part == 0:
-            x = tl.load(x_ptr + base + ch, mask=ok, other=0.0).to(tl.float32)  # [BLOCK_V, NP, QB]
-            v = x
+            mine = pid < HEAD_PROGRAMS
         else:
-            # RoPE on the trailing 2*HALF channels: pairs (2i, 2i+1) of the tail.
-            # even' = even*cos - odd*sin ; odd' = even*sin + odd*cos
-            # [BLOCK_V, NP, QB/2, 2]: the last axis is (even, odd), so no partner load.
-            x = t_x
-            even, odd = tl.split(tl.reshape(x, (BLOCK_V, blk.shape[0], QB // 2, 2)))
-            c, s = t_cos, t_sin
-            rotated = tl.join(even * c - odd * s, even * s + odd * c)
-            if ROUND_BF16:  # explicit nearest-even: the interpreter's bfloat16 cast truncates
-                bits = rotated.to(tl.int32, bitcast=True)
-                rotated = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
+            mine = pid >= HEAD_PROGRAMS
+        if mine:
+            f = (pid - HEAD_PROGRAMS * part) * (HEAD_ROWS * (1 - part) + TAIL_ROWS * part) + tl.arange(
+                0, HEAD_ROWS * (1 - part) + TAIL_ROWS * part)  # [R] the part's blocks, counted over vectors
+            if WIDE:
+                f = f.to(tl.int64)
+            vec = f // (HEAD * (1 - part) + TAIL * part)  # [R] vector of each block
+            blk = f % (HEAD * (1 - part) + TAIL * part) + HEAD * part  # [R] block index in the vector
+            ok = vec < V  # [R]
+            ch = blk[:, None] * QB + lane[None, :]  # [R, QB] channel index
+            base = vec[:, None] * C
+            x = tl.load(x_ptr + base + ch, mask=ok[:, None], other=0.0).to(tl.float32)  # [R, QB]
+            if part == 0:
+                v = x
             else:
-                rotated = rotated.to(DTYPE).to(tl.float32)
-            in_rope = rope_pair[:, :, :, None]  # both lanes of the pair
-            v = tl.reshape(tl.where(in_rope, rotated, tl.reshape(x, (BLOCK_V, blk.shape[0], QB // 2, 2))),
-                           (BLOCK_V, blk.shape[0], QB))  # back to [vector, quant block, lane]
+                # RoPE on the trailing 2*HALF channels: pairs (2i, 2i+1) of the tail.
+                # even' = even*cos - odd*sin ; odd' = even*sin + odd*cos
+                # [R, QB/2, 2]: the last axis is (even, odd), so no partner load.
+                row = vec // H  # [R] the cos/sin row of each block's vector
+                pair = blk[:, None] * (QB // 2) + tl.arange(0, QB // 2)[None, :] - (C // 2 - HALF)  # [R, QB/2]
+                rope_pair = ok[:, None] & (pair >= 0) & (pair < HALF)
+                c = tl.load(cos_ptr + row[:, None] * HALF + pair, mask=rope_pair, other=1.0)
+                s = tl.load(sin_ptr + row[:, None] * HALF + pair, mask=rope_pair, other=0.0)
+                pairs = tl.reshape(x, (TAIL_ROWS, QB // 2, 2))
+                even, odd = tl.split(pairs)
+                rotated = tl.join(even * c - odd * s, even * s + odd * c)
+                if ROUND_BF16:  # explicit nearest-even: the interpreter's bfloat16 cast truncates
+                    bits = rotated.to(tl.int32, bitcast=True)
+                    rotated = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
+                else:
+                    rotated = rotated.to(DTYPE).to(tl.float32)
+                # both lanes of a pair; back to [block, lane]
+                v = tl.reshape(tl.where(rope_pair[:, :, None], rotated, pairs), (TAIL_ROWS, QB))
 
-        if FMT == 0:
-            out = v
-        else:
-            amax = tl.max(tl.abs(v), axis=2)  # [BLOCK_V, NP]
-            if FMT == 2:
-                # NVFP4: scale = e4m3(max(amax, 6*2^-9) / 6), one per block; compiled, the
-                # division is the reciprocal-and-fma form below with y = RN(1/6).
-                a6 = tl.maximum(amax, 0.01171875)  # [BLOCK_V, NP]
-                if HW_E4M3:
-                    t0 = a6 * 0.1666666716337204
-                    target = tl.math.fma(tl.math.fma(t0, -6.0, a6), 0.1666666716337204, t0)
-                else:
-                    target = tl.math.div_rn(a6, 6.0)
+            if FMT == 0:
+                out = v
             else:
-                # ue8m0: scale = pow2_ceil(max(amax, lo) * (1/max)), FP8 and MXFP4 constants.
-                if FMT == 1:
-                    t = tl.maximum(amax, 1e-4) * (1.0 / 448.0)
-                else:
-                    t = tl.maximum(amax, 6.0 * 2.0**-126) * (1.0 / 6.0)
-                tb = t.to(tl.int32, bitcast=True)
-                k = ((tb >> 23) & 0xFF) - 127 + ((tb & 0x7FFFFF) != 0).to(tl.int32)
-                scale = ((k + 127) << 23).to(tl.float32, bitcast=True)[:, :, None]
-                inv_scale = ((127 - k) << 23).to(tl.float32, bitcast=True)[:, :, None]
-                target = v * inv_scale  # [BLOCK_V, NP, QB]
-                if not HW_E4M3:  # (the conversion instruction saturates by itself)
-                    target = tl.minimum(tl.maximum(target, -448.0), 448.0)
-            if FMT != 3:
-                # e4m3 round-to-nearest-even of `target` (saturating at 448): per element
-                # for FP8, per block for the NVFP4 scale.
-                if HW_E4M3:
-                    r8 = tl.inline_asm_elementwise(_E4M3_PTX, "=f,f", [target], dtype=tl.float32,
-                                                   is_pure=True, pack=1)
-                else:
-                    a = tl.minimum(tl.abs(target), 448.0)
-                    e = tl.maximum(((a.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127, -6)
-                    spacing = ((e - 3 + 127) << 23).to(tl.float32, bitcast=True)
-                    inv_spacing = ((3 - e + 127) << 23).to(tl.float32, bitcast=True)
-                    r8m = ((a * inv_spacing + TWO23) - TWO23) * spacing
-                    r8 = tl.where(target < 0, r8m * -1.0, r8m)  # not -r8m: see the module doc
-                if PACK:  # the e4m3 byte of r8: exponent and top mantissa bits, or m * 2^-9
-                    mag8 = tl.abs(r8)
-                    bits8 = mag8.to(tl.int32, bitcast=True)
-                    ex8 = ((bits8 >> 23) & 0xFF) - 127
-                    code8 = tl.where(ex8 >= -6, ((ex8 + 7) << 3) | ((bits8 >> 20) & 7), (mag8 * 512.0).to(tl.int32))
-                    if FMT == 1:  # the sign bit of r8 (the conversion keeps a -0, the arithmetic does not)
-                        code8 = code8 | ((r8.to(tl.int32, bitcast=True) >> 24) & 128)
-            if FMT == 1:
-                out = r8 * scale
-            else:
+                amax = tl.max(tl.abs(v), axis=1)  # [R]
                 if FMT == 2:
-                    scale = r8[:, :, None]
+                    # NVFP4: scale = e4m3(max(amax, 6*2^-9) / 6), one per block; compiled, the
+                    # division is the reciprocal-and-fma form below with y = RN(1/6).
+                    a6 = tl.maximum(amax, 0.01171875)  # [R]
                     if HW_E4M3:
-                        # v / scale correctly rounded without a division per element
-                        # (Markstein): y = RN(1 / scale) once per block, q0 = RN(v * y), the
-                        # remainder v - q0 * scale is exact in one fma, q = RN(q0 + rem * y).
-                        # Compiled only: Triton's interpreter before 3.9 rounds an fma twice.
-                        y = tl.math.div_rn(1.0, r8)[:, :, None]
-                        q0 = v * y
-                        q = tl.math.fma(tl.math.fma(q0 * -1.0, scale, v), y, q0)
+                        t0 = a6 * 0.1666666716337204
+                        target = tl.math.fma(tl.math.fma(t0, -6.0, a6), 0.1666666716337204, t0)
                     else:
-                        q = tl.math.div_rn(v, scale)
+                        target = tl.math.div_rn(a6, 6.0)
                 else:
-                    q = v * inv_scale
-                # e2m1 spacing 0.5 / 1 / 2 below 2 / 4 / from 4 on: 2^(E - 1) with 2^E =
-                # max(m, 1) cut to its exponent bits; its inverse from the complementary
-                # exponent field (bits 0x7F800000 - those of 2^E are 2^-E's doubled: 2^(1 - E)).
-                m = tl.minimum(tl.abs(q), 6.0)
-                pow_e = tl.maximum(m.to(tl.int32, bitcast=True), 0x3F800000) & 0x7F800000
-                step = pow_e.to(tl.float32, bitcast=True) * 0.5
-                inv_step = (0x7F800000 - pow_e).to(tl.float32, bitcast=True)
-                r4 = ((m * inv_step + TWO23) - TWO23) * step
-                # q's sign onto r4 * scale (>= +0): one bitwise op instead of compare, negate
-                # and select; a -0 q gives -0, as the reference's copysign does
-                sign = q.to(tl.int32, bitcast=True) & -2147483648
-                out = ((r4 * scale).to(tl.int32, bitcast=True) | sign).to(tl.float32, bitcast=True)
-        if PACK:
-            scale_at = scales_ptr + vec[:, None] * N_SCALES + blk[None, :]
-            if FMT == 1:
-                tl.store(out_ptr + base + ch, code8.to(tl.uint8), mask=ok)
-                tl.store(scale_at, (k + 127).to(tl.uint8), mask=blk_ok)
+                    # ue8m0: scale = pow2_ceil(max(amax, lo) * (1/max)), FP8 and MXFP4 constants.
+                    if FMT == 1:
+                        t = tl.maximum(amax, 1e-4) * (1.0 / 448.0)
+                    else:
+                        t = tl.maximum(amax, 6.0 * 2.0**-126) * (1.0 / 6.0)
+                    tb = t.to(tl.int32, bitcast=True)
+                    k = ((tb >> 23) & 0xFF) - 127 + ((tb & 0x7FFFFF) != 0).to(tl.int32)
+                    scale = ((k + 127) << 23).to(tl.float32, bitcast=True)[:, None]
+                    inv_scale = ((127 - k) << 23).to(tl.float32, bitcast=True)[:, None]
+                    target = v * inv_scale  # [R, QB]
+                    if not HW_E4M3:  # (the conversion instruction saturates by itself)
+                        target = tl.minimum(tl.maximum(target, -448.0), 448.0)
+                if FMT != 3:
+                    # e4m3 round-to-nearest-even of `target` (saturating at 448): per element
+                    # for FP8, per block for the NVFP4 scale.
+                    if HW_E4M3:
+                        r8 = tl.inline_asm_elementwise(_E4M3_PTX, "=f,f", [target], dtype=tl.float32,
+                                                       is_pure=True, pack=1)
+                    else:
+                        a = tl.minimum(tl.abs(target), 448.0)
+                        e = tl.maximum(((a.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127, -6)
+                        spacing = ((e - 3 + 127) << 23).to(tl.float32, bitcast=True)
+                        inv_spacing = ((3 - e + 127) << 23).to(tl.float32, bitcast=True)
+                        r8m = ((a * inv_spacing + TWO23) - TWO23) * spacing
+                        r8 = tl.where(target < 0, r8m * -1.0, r8m)  # not -r8m: see the module doc
+                    if PACK:  # the e4m3 byte of r8: exponent and top mantissa bits, or m * 2^-9
+                        mag8 = tl.abs(r8)
+                        bits8 = mag8.to(tl.int32, bitcast=True)
+                        ex8 = ((bits8 >> 23) & 0xFF) - 127
+                        code8 = tl.where(ex8 >= -6, ((ex8 + 7) << 3) | ((bits8 >> 20) & 7),
+                                         (mag8 * 512.0).to(tl.int32))
+                        if FMT == 1:  # the sign bit of r8 (the conversion keeps a -0, the arithmetic does not)
+                            code8 = code8 | ((r8.to(tl.int32, bitcast=True) >> 24) & 128)
+                if FMT == 1:
+                    out = r8 * scale
+                else:
+                    if FMT == 2:
+                        scale = r8[:, None]
+                        if HW_E4M3:
+                            # v / scale correctly rounded without a division per element
+                            # (Markstein): y = RN(1 / scale) once per block, q0 = RN(v * y), the
+                            # remainder v - q0 * scale is exact in one fma, q = RN(q0 + rem * y).
+                            # Compiled only: Triton's interpreter before 3.9 rounds an fma twice.
+                            y = tl.math.div_rn(1.0, r8)[:, None]
+                            q0 = v * y
+                            q = tl.math.fma(tl.math.fma(q0 * -1.0, scale, v), y, q0)
+                        else:
+                            q = tl.math.div_rn(v, scale)
+                    else:
+                        q = v * inv_scale
+                    # e2m1 spacing 0.5 / 1 / 2 below 2 / 4 / from 4 on: 2^(E - 1) with 2^E =
+                    # max(m, 1) cut to its exponent bits. m + 2^(E + 22), whose float32 spacing
+                    # is that step, rounds m to a multiple of it half to even (m < 2^(E + 22), so
+                    # the sum stays in that binade) and taking 2^(E + 22) back off is exact: two
+                    # adds where scaling by the step's inverse and back took four operations more.
+                    m = tl.minimum(tl.abs(q), 6.0)
+                    magic = ((tl.maximum(m.to(tl.int32, bitcast=True), 0x3F800000) & 0x7F800000)
+                             + (22 << 23)).to(tl.float32, bitcast=True)
+                    r4 = (m + magic) - magic
+                    # q's sign onto r4 * scale (>= +0): one bitwise op instead of compare, negate
+                    # and select; a -0 q gives -0, as the reference's copysign does
+                    sign = q.to(tl.int32, bitcast=True) & -2147483648
+                    out = ((r4 * scale).to(tl.int32, bitcast=True) | sign).to(tl.float32, bitcast=True)
+            if PACK:
+                scale_at = scales_ptr + vec * N_SCALES + blk  # [R]
+                if FMT == 1:
+                    tl.store(out_ptr + base + ch, code8.to(tl.uint8), mask=ok[:, None])
+                    tl.store(scale_at, (k + 127).to(tl.uint8), mask=ok)
+                else:
+                    tl.store(scale_at, code8.to(tl.uint8), mask=ok)
+                    idx4 = tl.where(r4 < 2.0, r4 * 2.0, tl.where(r4 < 4.0, r4 + 2.0, r4 * 0.5 + 4.0)).to(tl.int32)
+                    lo, hi = tl.split(tl.reshape(idx4 | ((sign >> 28) & 8),
+                                                 (HEAD_ROWS * (1 - part) + TAIL_ROWS * part, QB // 2, 2)))
+                    byte = lo | (hi << 4)  # even | odd << 4
+                    at = blk[:, None] * (QB // 2) + tl.arange(0, QB // 2)[None, :]
+                    tl.store(out_ptr + vec[:, None] * (C // 2) + at, byte.to(tl.uint8), mask=ok[:, None])
             else:
-                tl.store(scale_at, code8.to(tl.uint8), mask=blk_ok)
-                idx4 = tl.where(r4 < 2.0, r4 * 2.0, tl.where(r4 < 4.0, r4 + 2.0, r4 * 0.5 + 4.0)).to(tl.int32)
-                lo, hi = tl.split(tl.reshape(idx4 | ((sign >> 28) & 8), (BLOCK_V, blk.shape[0], QB // 2, 2)))
-                byte = lo | (hi << 4)  # even | odd << 4
-                at = blk[None, :, None] * (QB // 2) + tl.arange(0, QB // 2)[None, None, :]
-                tl.store(out_ptr + vec[:, None, None] * (C // 2) + at, byte.to(tl.uint8), mask=ok)
-        else:
-            tl.store(out_ptr + base + ch, out.to(DTYPE), mask=ok)
+                tl.store(out_ptr + base + ch, out.to(DTYPE), mask=ok[:, None])
 
 
 def code_and_block(x: torch.Tensor, fmt: str) -> tuple[int, int]:
@@ -293,10 +302,9 @@ class FusedRopeQuant:
         return self.tile_elements is None and channels >= WIDE_FROM
 
     def tile(self, channels: int) -> int:
-        """Channels per program for vectors of ``channels``."""
-        if self.tile_elements is not None:
-            return self.tile_elements
-        return WIDE_TILE_ELEMENTS if self.wide(channels) else TILE_ELEMENTS
+        """About how many channels' quant blocks a program takes (``channels``: the vector
+        width, kept for sweeps that tile by it)."""
+        return TILE_ELEMENTS if self.tile_elements is None else self.tile_elements
 
     def warps(self, elements: int, channels: int) -> int:
         """Warps per program for a call of ``elements`` (vectors x channels) of vectors of
@@ -360,12 +368,14 @@ class FusedRopeQuant:
         n_scales = channels // block
         tail = min(n_scales, -(-2 * half // block))  # blocks holding a rope channel
         head = n_scales - tail
-        n_blocks = next_pow2(n_scales)
-        block_v = max(1, min(64, self.tile(channels) // (n_blocks * block)))
-        return (-(-vectors // block_v),), dict(
-            C=channels, FMT=code, QB=block, HALF=half, HEAD=head, HEAD_P=next_pow2(head) if head else 0,
-            TAIL_P=next_pow2(tail), BLOCK_V=block_v, DTYPE=TL_DTYPES[dtype],
-            ROUND_BF16=dtype == torch.bfloat16, PACK=pack, HW_E4M3=cuda and code in (1, 2),
-            EVEN_V=vectors % block_v == 0, WIDE=vectors * channels >= 2**31, enable_fp_fusion=False,
+        cap = 1 << (max(1, self.tile(channels) // block).bit_length() - 1)  # blocks per program, a power of two
+        head_rows = min(cap, next_pow2(vectors * head)) if head else 1
+        tail_rows = min(cap, next_pow2(vectors * tail)) if tail else 1
+        head_programs = -(-vectors * head // head_rows) if head else 0
+        tail_programs = -(-vectors * tail // tail_rows) if tail else 0
+        return (head_programs + tail_programs,), dict(
+            HEAD_PROGRAMS=head_programs, C=channels, FMT=code, QB=block, HALF=half, HEAD=head, TAIL=tail,
+            HEAD_ROWS=head_rows, TAIL_ROWS=tail_rows, DTYPE=TL_DTYPES[dtype], ROUND_BF16=dtype == torch.bfloat16,
+            PACK=pack, HW_E4M3=cuda and code in (1, 2), WIDE=vectors * channels >= 2**31, enable_fp_fusion=False,
             num_warps=self.warps(vectors * channels, channels),
         )

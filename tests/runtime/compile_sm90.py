@@ -60,7 +60,8 @@ def compile_sm90(fn, signature: dict, kwargs: dict, multiples_of_16: tuple[str, 
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    constexprs = {k: v for k, v in kwargs.items() if k not in OPTIONS}
+    # (a launch may pass runtime arguments by name too: those are in the signature)
+    constexprs = {k: v for k, v in kwargs.items() if k not in OPTIONS and k not in signature}
     jitted = triton.jit(fn)
     # Pointers aligned to 16 bytes and integers that are multiples of 16, as a launch
     # specializes them (without it the compiler cannot vectorise loads and picks other
@@ -71,6 +72,13 @@ def compile_sm90(fn, signature: dict, kwargs: dict, multiples_of_16: tuple[str, 
                     constexprs=constexprs, attrs=aligned)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
                           options={k: v for k, v in kwargs.items() if k in OPTIONS})
+
+
+def divisible_by_16(**ints: int) -> tuple[str, ...]:
+    """The names among these integer launch arguments whose values are multiples of 16: a
+    launch specializes them as such, and without it the compiler cannot vectorise their
+    loads (the gate's 4,096-row launch compiled to scalar 2-byte loads)."""
+    return tuple(name for name, value in ints.items() if value % 16 == 0)
 
 
 def one_load_one_store(x_ptr):
@@ -88,8 +96,7 @@ def site_launches(rows: int, d: int, policy=None) -> list[tuple[str, dict, tuple
 
     policy = policy or MhcPolicy()
     tiles = policy.tiling(rows, d, cuda=True)
-    ints = {"T": rows, "D": d, "SPLIT_D": tiles.split_d}
-    multiples = tuple(name for name, value in ints.items() if value % 16 == 0)
+    multiples = divisible_by_16(T=rows, D=d, SPLIT_D=tiles.split_d)
     decode_finish = not tiles.tail and 1 < rows <= policy.decode_rows  # rows per finishing program vary here
     form = (" register-finish" if tiles.finish_registers else "") + (
         f" {tiles.tail_t}-row-finish" if decode_finish else "")
@@ -100,7 +107,7 @@ def site_launches(rows: int, d: int, policy=None) -> list[tuple[str, dict, tuple
 def finish_candidate_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
     """The finishing launches of the finish forms that are not the default: the other form
     of the coefficients (``MhcPolicy.finish_registers`` / ``decode_finish_registers``: the
-    tensor form at decode, the register form above), and the tensor form with 8 rows per
+    tensor form, the default being the register form everywhere), and 8 rows per
     decode program (``decode_finish_rows``, the default before
     tile_sweep_h200_mhc_finish.md) where that differs from the default. Sweeps without a
     tail are the default's."""
@@ -116,10 +123,11 @@ def finish_candidate_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[
             if launch[1]["PHASE"] != SWEEP.value]
 
 
-ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32"}
+ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32",
+                        "HEAD_PROGRAMS": "i32"}
 
 
-def rope_quant_launches() -> list[tuple[str, dict, dict]]:
+def rope_quant_launches() -> list[tuple[str, dict, dict, tuple[str, ...]]]:
     """RoPE + quant as FusedRopeQuant launches it on bf16 vectors: the window KV (FP8), the
     entries (NVFP4) and the index queries (MXFP4) at 512 / 128 channels with a 64-wide rope
     tail, 4,096 rows, and the packed FP8 / NVFP4 form."""
@@ -135,7 +143,7 @@ def rope_quant_launches() -> list[tuple[str, dict, dict]]:
         outs = {"out_ptr": "*u8" if pack else "*bf16", "scales_ptr": "*u8" if pack else "*bf16"}
         _, kwargs = op.launch(4096, channels, 32, code, block, torch.bfloat16, pack, cuda=True)
         out.append((f"rope_quant {fmt}{' pack' if pack else ''} C={channels}", {**ROPE_QUANT_SIGNATURE, **outs},
-                    kwargs))
+                    kwargs, divisible_by_16(V=4096, H=1, HEAD_PROGRAMS=kwargs["HEAD_PROGRAMS"])))
     return out
 
 
@@ -144,7 +152,7 @@ GATE_SIGNATURE = {"x_ptr": "*bf16", "w_ptr": "*bf16", "bias_ptr": "*fp32", "part
                   "route_scale": "fp32"}
 
 
-def gate_launches() -> list[tuple[str, dict, dict]]:
+def gate_launches() -> list[tuple[str, dict, dict, tuple[str, ...]]]:
     """The gate's launches as FusedGate makes them on bf16 inputs (``gate_launches`` with
     the default policy) at ``mid`` and ``flash``, 1 / 8 / 64 / 512 rows: the one-launch
     ticket path and the partials-then-select pair."""
@@ -161,7 +169,7 @@ def gate_launches() -> list[tuple[str, dict, dict]]:
             count = "*i64" if tiles.select_rows or tiles.one_program(d, e) else "*i32"  # the ticket counters
             for _, kwargs in launches(tiles, t, d, e, c, ieee=False):
                 out.append((f"gate {name} T={t} phase {kwargs['PHASE']}", {**GATE_SIGNATURE, "count_ptr": count},
-                            kwargs))
+                            kwargs, divisible_by_16(T=t, E=e, D=d, SPLIT_D=tiles.split_d)))
     return out
 
 
@@ -291,9 +299,10 @@ def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
 
     launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in cases
                 for name, kwargs, multiples in site_launches(*case) + finish_candidate_launches(*case)]
-    launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, ())
-                 for name, signature, kwargs in rope_quant_launches()]
-    launches += [(name, gate._gate_kernel, signature, kwargs, ()) for name, signature, kwargs in gate_launches()]
+    launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, multiples)
+                 for name, signature, kwargs, multiples in rope_quant_launches()]
+    launches += [(name, gate._gate_kernel, signature, kwargs, multiples)
+                 for name, signature, kwargs, multiples in gate_launches()]
     launches += [(name, indexer._index_logits_kernel, INDEXER_SIGNATURE, kwargs, ()) for name, kwargs in indexer_launches()]
     launches += [(name, kernel, signature, kwargs, ("H", "W", "K") if "W" in signature else ("H",))
                  for name, kernel, signature, kwargs in attention_launches(attention_table)]

@@ -88,19 +88,32 @@ def test_default_warps_by_call_size():
 
 
 def test_default_tile_by_vector_width():
-    """512-channel vectors (window KV, entries): 2,048 channels (4 vectors) per program;
-    128-channel index queries: 1,024 (8 vectors); an explicit tile wins."""
+    """1,024 channels' quant blocks per program in every format. A call's head blocks (before the first rope channel) and tail
+    blocks are counted over all its vectors, each part in programs of its own, the head's
+    first; a part smaller than a tile takes one program of its block count rounded up to a
+    power of two. An explicit tile wins."""
     import torch
 
     from runtime.kernels.rope_quant import FORMATS, FusedRopeQuant
 
     default = FusedRopeQuant()
-    for fmt, channels, vectors_per_program in (("fp8", 512, 4), ("nvfp4", 512, 4), ("mxfp4", 128, 8)):
+    # (fmt, channels, head blocks, tail blocks, blocks per program): a 64-channel rope tail
+    for fmt, channels, head, tail, rows in (("fp8", 512, 14, 2, 32), ("nvfp4", 512, 28, 4, 64),
+                                            ("mxfp4", 128, 2, 2, 32)):
         code, block = FORMATS[fmt]
         grid, kwargs = default.launch(4096, channels, 32, code, block, torch.bfloat16, False, cuda=True)
-        assert kwargs["BLOCK_V"] == vectors_per_program and grid == (4096 // vectors_per_program,), fmt
-    assert FusedRopeQuant(tile_elements=1024).launch(8, 512, 32, *FORMATS["fp8"], torch.bfloat16, False,
-                                                     cuda=True)[1]["BLOCK_V"] == 2
+        assert (kwargs["HEAD"], kwargs["TAIL"], kwargs["HEAD_ROWS"], kwargs["TAIL_ROWS"]) == (head, tail, rows, rows)
+        assert kwargs["HEAD_PROGRAMS"] == 4096 * head // rows and grid == (4096 * (head + tail) // rows,), fmt
+    # 8 vectors of 512 FP8 channels: 112 head blocks in 4 programs of 32, 16 tail blocks in
+    # one of 16; with 2,048-channel tiles 2 programs of 64 and one of 16
+    grid, kwargs = default.launch(8, 512, 32, *FORMATS["fp8"], torch.bfloat16, False, cuda=True)
+    assert (kwargs["HEAD_ROWS"], kwargs["TAIL_ROWS"], kwargs["HEAD_PROGRAMS"], grid) == (32, 16, 4, (5,))
+    grid, kwargs = FusedRopeQuant(tile_elements=2048).launch(8, 512, 32, *FORMATS["fp8"], torch.bfloat16, False,
+                                                             cuda=True)
+    assert (kwargs["HEAD_ROWS"], kwargs["TAIL_ROWS"], kwargs["HEAD_PROGRAMS"], grid) == (64, 16, 2, (3,))
+    # one vector whose rope covers it all: no head programs
+    grid, kwargs = default.launch(1, 64, 32, *FORMATS["nvfp4"], torch.bfloat16, False, cuda=True)
+    assert (kwargs["HEAD"], kwargs["TAIL"], kwargs["HEAD_PROGRAMS"], kwargs["TAIL_ROWS"], grid) == (0, 4, 0, 4, (1,))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
