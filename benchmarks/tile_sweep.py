@@ -5,7 +5,7 @@ roofline (issue 16), each variant checked against the reference before it is tim
     PYTHONPATH=. python benchmarks/tile_sweep.py --out benchmarks/results [--ops mhc inv_rope]
 
 ``--baseline DIR [DIR ...]``: folders each holding an earlier revision of
-``runtime/kernels/mhc.py``, ``inv_rope.py`` and/or ``rope_quant.py`` (``git show
+``runtime/kernels/mhc.py``, ``inv_rope.py``, ``rope_quant.py`` and/or ``compress.py`` (``git show
 REV:runtime/kernels/rope_quant.py > DIR/rope_quant.py``); each op, at its own default tiles,
 is timed on every case next to the current variants (label "baseline" for one folder,
 "baseline <folder name>" for several), so a kernel rewrite, or the steps of one, are
@@ -58,8 +58,12 @@ from runtime.kernels.reference import REFERENCE_OPS
 from runtime.kernels.rope_quant import FusedRopeQuant
 
 INV_ROPE_TILES = (1024, 2048, 32768)
-ELEMENTWISE_TILES = ((4096, 4), (2048, 4), (1024, 4), (512, 4), (8192, 8), (2048, 2))  # (channels, warps)
-ROPE_QUANT_TILES = ((None, None), (1024, None), (1024, 4), (2048, 2), (2048, 4), (4096, 2), (4096, 4), (8192, 4))  # (channels, warps; None = the default's)
+# (channels, warps): one 512-channel group per program on 1-2 warps keeps the norm's
+# reduction inside a warp (no shared memory, no barrier)
+ELEMENTWISE_TILES = ((4096, 4), (2048, 4), (1024, 4), (512, 4), (512, 2), (512, 1), (8192, 8), (2048, 2))
+# (channels, warps; None = the default's); below 1,024 for the small calls of head / tail programs
+ROPE_QUANT_TILES = ((None, None), (1024, None), (1024, 4), (1024, 2), (512, 4), (512, 2), (256, 4), (2048, 4),
+                    (4096, 4))
 # indexer tilings (label, policy); the first is the default
 INDEXER_TILES = (("default", IndexerPolicy()),
                  ("queries as rows", IndexerPolicy(keys_as_rows=False)),  # the default before session 14's last sweep
@@ -94,11 +98,14 @@ MHC_MANY = (
     ("tf32x2", MhcPolicy(projection="tf32x2")),
     ("tf32x2 tail d32", MhcPolicy(projection="tf32x2", tail_block_d=32)),
     ("t32", MhcPolicy(block_t=32)),
-    ("regs finish", MhcPolicy(finish_registers=True)),
-    # finishing programs of one row each, as at decode (there 1 row beat 8 and the register
-    # coefficients with plain reciprocals won: tile_sweep_h200_finish_steps.md): at 64 rows a
-    # coefficients' program of 8 rows reads 8 x 64 splits' partials; and decode's tiles whole
-    ("finish 1 row", MhcPolicy(finish_rows=1, finish_registers=True, finish_warps=1)),
+    # above decode up to 256 rows the decode finish (1-row programs, 1 warp, the register
+    # coefficients), above that 8-row programs with the register coefficients
+    # (tile_sweep_h200_finish_rows.md); the default before it: 8-row programs above decode with
+    # the tensor coefficients; the 8-row finish from decode up; the tensor coefficients above 256
+    ("before session 18", MhcPolicy(decode_finish_to=0, finish_registers=False)),
+    ("finish 8 rows", MhcPolicy(decode_finish_to=0)),
+    ("tensor finish", MhcPolicy(finish_registers=False)),
+    ("decode finish to 64", MhcPolicy(decode_finish_to=64)),
     ("decode tiles to 512", MhcPolicy(decode_rows=512)),
     # the ticket's tail from fewer rows: at 512 rows the finishing launch was 40 % of the
     # site (ncu_h200_session14.md)
@@ -177,7 +184,8 @@ def baseline_ops(folders: Path | list[Path] | None,
     for folder in folders:
         label = "baseline" if len(folders) == 1 else f"baseline {folder.name}"
         for op_name, file, cls in (("mhc", "mhc.py", "FusedMhc"), ("inv_rope", "inv_rope.py", "FusedInverseRope"),
-                                   ("rope_quant", "rope_quant.py", "FusedRopeQuant"), ("gate", "gate.py", "FusedGate")):
+                                   ("rope_quant", "rope_quant.py", "FusedRopeQuant"), ("gate", "gate.py", "FusedGate"),
+                                   ("compress", "compress.py", "FusedPoolNorm")):
             path = folder / file
             if (ops is not None and op_name not in ops) or not path.is_file():
                 continue
@@ -214,7 +222,7 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
             if "compress" in ops:
                 out += sweep_simple("compress", compress_case(None, c, name, max(2, t)),
                                     [(f"tile {tile} w{w}", FusedPoolNorm(tile_elements=tile, num_warps=w))
-                                     for tile, w in ELEMENTWISE_TILES], name, max(2, t))
+                                     for tile, w in ELEMENTWISE_TILES] + baseline.get("compress", []), name, max(2, t))
         if "indexer" in ops:
             for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536), (1, 8192), (8, 8192)):
                 out += sweep_simple("indexer", indexer_case(None, c, name, t, n),
@@ -251,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 64, 512, 4096])
     parser.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
     parser.add_argument("--baseline", type=Path, nargs="+", default=None,
-                        help="folders, each with an earlier revision's mhc.py / inv_rope.py / rope_quant.py to time alongside")
+                        help="folders, each with an earlier revision's mhc.py / inv_rope.py / rope_quant.py / compress.py "
+                             "to time alongside")
     parser.add_argument("--sinkhorn-iters", type=int, default=None,
                         help="a diagnostic: the mHC cases with this many Sinkhorn iterations (the release: 20)")
     args = parser.parse_args(argv)

@@ -99,8 +99,21 @@ to 73 instructions and its 19 iterations to 1.2-1.4 us, so it is the decode defa
 (``decode_finish_registers``): the finishing launch at ``mid`` one row 3.77 -> 3.67 us
 against the tensor form and 4.48 -> 3.67 against b2eb990's kernel, 8 rows 4.57 -> 3.69;
 ``flash`` one row 4.88 -> 4.05, 8 rows 5.45 -> 4.28 (the site 6.91 -> 6.13, 10.64 -> 9.62,
-8.03 -> 7.77, 11.62 -> 10.29 us). Above decode it stays off: at 64 rows, 8 rows per
-program, it measured 12.4 vs 9.7 us (``mid``) and 15.2 vs 12.4 (``flash``).
+8.03 -> 7.77, 11.62 -> 10.29 us). Above decode, with 8 rows per program, it lost at 64
+rows: 12.4 vs 9.7 us (``mid``) and 15.2 vs 12.4 (``flash``) per finishing launch.
+
+Above decode (session 18, benchmarks/results/tile_sweep_h200_finish_rows.md and
+tile_sweep_h200_decode_finish_to.md, whole site, ``mid`` / ``flash``): the decode finish
+(one row per program, one warp, the register coefficients) up to ``decode_finish_to`` =
+256 rows, against 8-row programs with the tensor coefficients before: 64 rows 14.63 /
+21.11 -> 10.45 / 16.46 us, 128 rows 18.08 / 23.27 -> 14.41 / 20.10, 256 rows 17.95 /
+26.10 -> 17.28 / 26.64 (a tie; 8-row programs with the register coefficients 21.28 /
+29.82). From 512 rows 8-row programs stay, now with the register coefficients
+(``finish_registers``): 512 rows 24.31 / 43.83 -> 23.36 / 42.42; in the ticket's tail 1,024
+rows 64.18 / 122.94 -> 57.97 / 117.76, 4,096 rows 130.15 / 286.50 -> 131.26 / 287.85 (1.1 /
+1.4 us slower, under 1 %, left so: one form everywhere). Decode's whole tiling up to 128
+rows was faster at ``mid`` (64 / 128 rows 9.39 / 12.01 us) and slower at ``flash`` (18.44 /
+24.51), so the sweep's tiles above decode stay.
 
 Pinning the mixing (``pin_mix``, CUDA only: the interpreter has no inline PTX): with a dot
 in the mixing loop Triton recomputed the whole mixing in the tensor-core operand's layout
@@ -177,10 +190,11 @@ class MhcPolicy:
     costs time, not parallelism); ``tail_rows``: calls of at least this many rows are
     finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,
     smaller ones finished by a second launch (``decode_finish_warps`` / ``finish_warps``) of
-    programs of ``decode_finish_rows`` rows at decode (at most: fewer rows are rounded up to
-    a power of two) and ``finish_rows`` above; ``finish_registers`` / ``decode_finish_registers``
-    (above / up to ``decode_rows``): the coefficients as one [rows] vector per coefficient
-    (runtime/kernels/mhc.py, ``REG_FINISH``) instead of [rows, 4, 4] tensors;
+    programs of ``decode_finish_rows`` rows up to ``decode_finish_to`` rows (or
+    ``decode_rows``, if more; at most: fewer rows are rounded up to a power of two) and
+    ``finish_rows`` above; ``finish_registers`` / ``decode_finish_registers`` (above / up to
+    there, and ``finish_registers`` in the tail): the coefficients as one [rows] vector per
+    coefficient (runtime/kernels/mhc.py, ``REG_FINISH``) instead of [rows, 4, 4] tensors;
     ``fast_reciprocal``: on CUDA, the register form's Sinkhorn takes its reciprocals
     without div.full's range checks (``FAST_RCP``); ``pin_mix``: on CUDA, a dot in the
     mixing loop takes X' as mixed once (``PIN_MIX``; the module docstring says why);
@@ -195,7 +209,8 @@ class MhcPolicy:
     18.1 with 2); from 1,024 rows 32 x 16 tiles (4,096 rows: 160 vs 172 us at mid, 362 vs
     413 us at flash; at 64 rows they lost, 26.5 vs 18.3 us). No re-read, the mixing pinned:
     tile_sweep_h200_mhc_pin.md. One row per decode finishing program:
-    tile_sweep_h200_mhc_finish.md."""
+    tile_sweep_h200_mhc_finish.md; that finish up to 256 rows (``decode_finish_to``) and the
+    register coefficients above it: tile_sweep_h200_decode_finish_to.md."""
 
     projection: str = ""
     block_t: int = 16
@@ -209,6 +224,7 @@ class MhcPolicy:
     decode_finish_warps: int = 1
     decode_finish_rows: int = 1
     finish_rows: int = 8
+    decode_finish_to: int = 256
     fma_rows: int = 2
     programs: int = 512
     tail_rows: int = 1024
@@ -219,7 +235,7 @@ class MhcPolicy:
     split: bool | None = None
     reload_d: int = 0
     tail_reload_d: int = 0
-    finish_registers: bool = False
+    finish_registers: bool = True
     decode_finish_registers: bool = True
     pin_mix: bool = True
     fast_reciprocal: bool = True
@@ -233,6 +249,8 @@ class MhcPolicy:
             rows = getattr(self, name)
             if rows < 1 or rows & (rows - 1):
                 raise ValueError(f"MhcPolicy.{name}: expected a power of two >= 1, got {rows}")
+        if self.decode_finish_to < 0:
+            raise ValueError(f"MhcPolicy.decode_finish_to: expected a row count >= 0, got {self.decode_finish_to}")
         for name in ("reload_d", "tail_reload_d"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected >= 0 (0 = project in the mixing loop), "
@@ -253,13 +271,15 @@ class MhcPolicy:
         chunks = cdiv(d, block_d)
         splits = 1 if self.split is False else min(chunks, cdiv(self.programs, cdiv(t, block_t)))
         split_d = cdiv(chunks, max(1, splits)) * block_d
-        tail_t = min(block_t, 8) if tail else min(self.decode_finish_rows if decode else self.finish_rows, next_pow2(t))
+        decode_finish = not tail and t <= max(self.decode_rows, self.decode_finish_to)
+        tail_t = min(block_t, 8) if tail else min(self.decode_finish_rows if decode_finish else self.finish_rows,
+                                                  next_pow2(t))
         chunk = max(2, min(next_pow2(cdiv(d, split_d)), self.tail_elements // (tail_t * 16)))
         tail_d = max(block_d, min(next_pow2(d), self.tail_elements // tail_t))
         reload_d = 0 if projection == "fma" else cdiv(self.tail_reload_d if tail else self.reload_d, block_d) * block_d
-        registers = self.decode_finish_registers if decode else self.finish_registers
+        registers = self.decode_finish_registers if decode_finish else self.finish_registers
         return MhcTiling(projection, block_t, block_d, split_d, warps, tail, tail_t, tail_d, chunk,
-                         finish_warps=self.decode_finish_warps if decode else self.finish_warps, reload_d=reload_d,
+                         finish_warps=self.decode_finish_warps if decode_finish else self.finish_warps, reload_d=reload_d,
                          finish_registers=registers,
                          pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0,
                          fast_reciprocal=self.fast_reciprocal and cuda and registers)

@@ -52,6 +52,24 @@ def test_several_folders_are_each_their_own_labelled_op(tmp_path, monkeypatch):
     assert [op.tile(128) for _, op in ops["rope_quant"]] == [512, 256]
 
 
+def test_a_copied_compress_module_is_a_compress_baseline(tmp_path, monkeypatch):
+    """compress.py is read as the pooling + norm op's baseline, with its own tile."""
+    from runtime.kernels import compress
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    text = Path(compress.__file__).read_text()
+    marker = "TILE_ELEMENTS = 512"
+    assert marker in text
+    (tmp_path / "compress.py").write_text(text.replace(marker, "TILE_ELEMENTS = 1024", 1))
+    [(label, op)] = baseline_ops(tmp_path, ("compress",))["compress"]
+    assert label == "baseline" and type(op) is not compress.FusedPoolNorm and op.tile_elements == 1024
+    gen = torch.Generator().manual_seed(5)
+    kv, gate = torch.randn(8, 64, generator=gen), torch.randn(8, 64, generator=gen)
+    weight = torch.randn(64, generator=gen)
+    args = (kv, gate, 2, weight, 1e-6, torch.float32)
+    torch.testing.assert_close(op(*args), REFERENCE_OPS["compress"](*args), rtol=1e-6, atol=1e-6)
+
+
 def test_no_folder_means_no_baseline(tmp_path):
     assert baseline_ops(None) == {}
     assert baseline_ops(tmp_path) == {}

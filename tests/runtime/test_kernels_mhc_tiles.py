@@ -119,10 +119,30 @@ def test_the_reload_applies_to_dot_tilings_below_the_tail(t, expected):
                                              (17, 1, 8), (512, 1, 8)])
 def test_decode_finishes_take_decode_finish_rows_per_program(t, rows, expected):
     """A row's coefficients are a serial chain, so decode calls finish a row (or a few) per
-    program; above decode_rows the finish keeps 8-row programs."""
-    tiles = MhcPolicy(decode_finish_rows=rows).tiling(t, 2048, cuda=True)
+    program; above decode_rows (``decode_finish_to`` 0) the finish keeps 8-row programs."""
+    tiles = MhcPolicy(decode_finish_rows=rows, decode_finish_to=0).tiling(t, 2048, cuda=True)
     assert not tiles.tail and tiles.tail_t == expected
     assert tiles.finish_grid(t, 2048)[0] == -(-t // expected)
+
+
+@pytest.mark.parametrize("t,to,decode_finish", [(16, 0, True), (17, 0, False), (17, 64, True), (64, 64, True),
+                                                (65, 64, False), (256, 256, True), (512, 256, False),
+                                                (1024, 4096, False)])
+def test_the_decode_finish_serves_calls_up_to_decode_finish_to(t, to, decode_finish):
+    """Up to ``decode_finish_to`` rows (at least ``decode_rows``) and below the tail a call
+    finishes as decode does: ``decode_finish_rows`` per program, ``decode_finish_warps``,
+    ``decode_finish_registers``; above, ``finish_rows`` / ``finish_warps`` /
+    ``finish_registers``; the ticket's tail (from ``tail_rows``) never. The sweep's tiles
+    stay those of the row count."""
+    policy = MhcPolicy(decode_finish_to=to, decode_finish_rows=2, decode_finish_warps=1, finish_rows=8,
+                       finish_warps=2, decode_finish_registers=True, finish_registers=False)
+    tiles = policy.tiling(t, 2048, cuda=True)
+    assert tiles.tail == (t >= policy.tail_rows)
+    assert (tiles.tail_t, tiles.finish_warps, tiles.finish_registers) == ((2, 1, True) if decode_finish else
+                                                                          (8, 2, False))
+    sweep = MhcPolicy(decode_finish_to=0).tiling(t, 2048, cuda=True)
+    assert (tiles.block_t, tiles.block_d, tiles.split_d, tiles.num_warps) == (sweep.block_t, sweep.block_d,
+                                                                              sweep.split_d, sweep.num_warps)
 
 
 @pytest.mark.parametrize("t,rows,expected", [(17, 1, 1), (64, 2, 2), (512, 4, 4), (17, 32, 32), (20, 32, 32),
@@ -131,7 +151,7 @@ def test_finishes_above_decode_take_finish_rows_per_program(t, rows, expected):
     """Above decode_rows the finishing launch's programs hold ``finish_rows`` rows (at most
     the row count rounded up to a power of two); decode calls keep decode_finish_rows and the
     ticket's tail its own 8."""
-    tiles = MhcPolicy(finish_rows=rows).tiling(t, 2048, cuda=True)
+    tiles = MhcPolicy(finish_rows=rows, decode_finish_to=0).tiling(t, 2048, cuda=True)
     assert tiles.tail_t == expected
     if not tiles.tail:
         assert tiles.finish_grid(t, 2048)[0] == -(-t // expected)

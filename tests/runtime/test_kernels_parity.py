@@ -373,14 +373,16 @@ def test_mhc_finishes_match_the_reference(fused, gen, finish_registers, finish_r
 
 @pytest.mark.parametrize("finish_registers", [False, True])
 def test_mhc_one_row_finishes_above_decode_match_the_reference(fused, gen, finish_registers):
-    """``finish_rows`` = 1 above ``decode_rows`` (a variant of benchmarks/tile_sweep.py):
-    one coefficients' program per row, both coefficient forms, against the reference."""
+    """``finish_rows`` = 1 above ``decode_rows`` and ``decode_finish_to``: one coefficients'
+    program per row, both coefficient forms, against the reference."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    policy = MhcPolicy(decode_rows=2, finish_rows=1, block_d=16, programs=64, finish_registers=finish_registers)
+    policy = MhcPolicy(decode_rows=2, decode_finish_to=0, finish_rows=1, block_d=16, programs=64,
+                       finish_registers=finish_registers, decode_finish_registers=not finish_registers)
     tiles = policy.tiling(5, TINY.hidden_size, cuda=False)
     assert not tiles.tail and tiles.tail_t == 1 and tiles.splits(TINY.hidden_size) > 1
+    assert tiles.finish_registers == finish_registers
     fused.mhc = FusedMhc(policy)
     check_mhc(fused, gen, TINY, 5, torch.float32, with_out=True)
 
