@@ -18,26 +18,34 @@ from runtime.kernels.mhc import TL_DTYPES
 
 def _inv_rope_kernel(x_ptr, cos_ptr, sin_ptr, out_ptr, H,
                      BLOCK_H: tl.constexpr, HD: tl.constexpr, HALF: tl.constexpr, DTYPE: tl.constexpr):
-    """Every load is issued before the first store. The compiler keeps a load after a
-    store to a pointer that may alias it, so the form that stored the leading channels
-    before loading the rope pairs took two memory round trips (LDG, STG, LDG, STG in the
-    sm_90 SASS), the whole cost of a one-row call beyond the launch."""
+    """One load and one store per head, both of whole rows: the rope pairs are split out of
+    the loaded row in registers (``tl.reshape`` + ``tl.split``) and joined back, as in
+    runtime/kernels/rope_quant.py, where loading each pair's lanes again as stride-2
+    gathers (and storing them so) measured slower. Every pair outside the rope tail keeps
+    its loaded values (the ``where``). Here it replaced three loads and three stores
+    (static sm_90 SASS 6 LDG / 3 STG -> 4 / 1, 82 -> 77 instructions); on the H200
+    (benchmarks/results/tile_sweep_h200_inv_rope_compress.md, same run) `flash` 8 / 64 rows
+    1.76 / 3.02 -> 1.65 / 2.83 us, `mid` one row 1.43 -> 1.36, elsewhere within 0.02 us
+    either way or a little faster."""
     r = tl.program_id(0).to(tl.int64)
     heads = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     h_ok = heads < H
     base = (r * H + heads[:, None]) * HD  # [BLOCK_H, 1]
     dim = tl.arange(0, HD)
-    rope_start: tl.constexpr = HD - 2 * HALF
-    i = tl.arange(0, HALF)
-    even_at = base + rope_start + 2 * i[None, :]  # [BLOCK_H, HALF]
     x = tl.load(x_ptr + base + dim[None, :], mask=h_ok[:, None], other=0.0)  # [BLOCK_H, HD]
-    even = tl.load(x_ptr + even_at, mask=h_ok[:, None], other=0.0).to(tl.float32)
-    odd = tl.load(x_ptr + even_at + 1, mask=h_ok[:, None], other=0.0).to(tl.float32)
-    c = tl.load(cos_ptr + r * HALF + i)[None, :]
-    s = -tl.load(sin_ptr + r * HALF + i)[None, :]
-    tl.store(out_ptr + base + dim[None, :], x.to(DTYPE), mask=h_ok[:, None] & (dim[None, :] < rope_start))
-    tl.store(out_ptr + even_at, (even * c - odd * s).to(DTYPE), mask=h_ok[:, None])
-    tl.store(out_ptr + even_at + 1, (even * s + odd * c).to(DTYPE), mask=h_ok[:, None])
+    pairs = tl.reshape(x, (BLOCK_H, HD // 2, 2))  # [BLOCK_H, HD/2, (even, odd)]
+    even, odd = tl.split(pairs)
+    even, odd = even.to(tl.float32), odd.to(tl.float32)
+    # [BLOCK_H, HD/2] rope pair index (< 0: not rotated), the same for every head: cos / sin
+    # loaded in the pairs' own shape (loaded as [HD/2] and broadcast they took a layout of
+    # their own, converted through shared memory behind barriers)
+    i = tl.arange(0, HD // 2)[None, :] - (HD // 2 - HALF) + 0 * heads[:, None]
+    in_rope = i >= 0
+    c = tl.load(cos_ptr + r * HALF + i, mask=in_rope, other=1.0)
+    s = -tl.load(sin_ptr + r * HALF + i, mask=in_rope, other=0.0)
+    rotated = tl.join((even * c - odd * s).to(DTYPE), (even * s + odd * c).to(DTYPE))  # [BLOCK_H, HD/2, 2]
+    y = tl.where(in_rope[:, :, None], rotated, pairs.to(DTYPE))
+    tl.store(out_ptr + base + dim[None, :], tl.reshape(y, (BLOCK_H, HD)), mask=h_ok[:, None])
 
 
 TILE_ELEMENTS = 1024  # per program: one row's heads in blocks of at most this many values
