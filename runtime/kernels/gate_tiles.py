@@ -32,6 +32,10 @@ row blocks' short selections already run side by side. ``select_from`` = 64 x 32
 ``mid`` at one launch everywhere (its 512-row gain is left on the table) and sends
 ``flash`` to two from 5 rows.
 
+The rounds as one bitonic top-k of the keys (``tl.topk``) and a gather of the picked scores
+lost in 8 of 10 cases on the H200 (``mid`` one row 4.13 -> 5.07 us, ``flash`` 4,096 rows 61.96
+-> 72.61; benchmarks/results/gate_tiles_h200_sort_select.md), so the rounds stay.
+
 With one expert block and one split the kernel keeps the logits in registers and selects
 at once (no scratch, no ticket): the first kernel's tiling, ``GatePolicy(one_program=True)``.
 Pure arithmetic on ints, so the policy is tested without running a kernel.
