@@ -16,23 +16,26 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 11  # the committed mHC finish vs bis/*, then the kernel table
 #   OUT=/path bash benchmarks/h200_checklist.sh 12  # the folded register Sinkhorn: GPU parity, decode finish vs bis/b0_b2eb990
 #   OUT=/path bash benchmarks/h200_checklist.sh 13  # mHC at 64 / 512 rows: one-row finishing programs, decode's tiles (untimed variants)
-# Open after 2026-12-03 (session 17: parts 9-11 ran. The gate's bias loaded first lost and
-# was reverted (gate_tiles_h200_bias_first.md). Of dc1885e's mHC finish steps, skipping the
-# x^2 partials won, the scales first won at one row per program and cost 7-10 us at 64 rows
-# (now one-row only), NORM_ONCE gained nothing (removed); the decode finish's coefficients
-# are in registers with plain reciprocals: finish 3.7-4.3 us, site mid 6.13 / 9.62, flash
-# 7.77 / 10.29 us at 1 / 8 rows (tile_sweep_h200_finish_steps.md); kernels_h200.md is
-# session 17's table), issue 16:
-# - part 13 first: two untimed mHC variants above decode (one-row finishing programs with
-#   the register coefficients; decode's tiles to 512 rows); adopt one only where it wins;
+#   OUT=/path bash benchmarks/h200_checklist.sh 14  # RoPE + quant in head / tail programs vs bis/rq_*; mHC's decode finish to 256 rows (64-4,096)
+#   OUT=/path bash benchmarks/h200_checklist.sh 15  # inverse RoPE in one load / store, compress's weight first, vs bis/before_s18
+#   OUT=/path bash benchmarks/h200_checklist.sh 16  # RoPE + quant tiles below 1,024 channels, compress on 1-2 warps
+# Open after 2026-12-03 (session 18: parts 13-16 and 4 ran. mHC finishes one row per
+# program up to 256 rows with the register coefficients everywhere (tile_sweep_h200_decode_finish_to.md);
+# RoPE + quant in head / tail programs, NVFP4 at 4,096 rows 64-68 % (tile_sweep_h200_rope_quant_head_tail.md);
+# inverse RoPE in one load / store, compress's weight first (tile_sweep_h200_inv_rope_compress.md);
+# kernels_h200.md is session 18's table: >= 4 MiB 25 of 40), issue 16:
 # - the serial chains left: mHC's 19 Sinkhorn iterations still take 1.2-1.4 us of a 3.7-us
-#   finish; the gate's five more selection rounds 0.8-1.4 us (top-6 vs top-1); the tensor
-#   coefficients above decode still take div.full's range checks (not tried there);
-# - still open: mHC below goal everywhere (decode 6.1-9.6 us; 21-34 % from 512 rows),
-#   the decode gate (mid 3.9-4.9 us, flash 7.8-12.6 us), attention below 512 queries,
-#   flash prefill attention (28 %), RoPE + quant NVFP4 at 4,096 rows (56-58 %), the gate
-#   at 4,096 mid rows (38 %), ops under 4 MiB (the empty-launch floor read 0.68-1.08 us
-#   across runs, which moves the small-op verdicts).
+#   finish; the gate's five more selection rounds 0.8-1.4 us (top-6 vs top-1); one bitonic
+#   top-k instead of the rounds lost in 8 of 10 cases (e9130a1, gate_tiles_h200_sort_select.md);
+# - the MXFP4 index queries at 1-64 rows lost 0.05-0.1 us to head / tail programs (a
+#   program taking both parts of its vectors for narrow vectors is untried);
+# - at 4,096 rows mHC's tail with the register coefficients is 1.1 / 1.4 us slower than with
+#   the tensor form (under 1 %, left);
+# - still open: mHC below goal everywhere (decode 6.1-9.2 us; 23-34 % from 512 rows), the
+#   decode gate (mid 4.0-4.7 us, flash 7.8-12.7 us), attention below 512 queries, flash
+#   prefill attention (28 %), the gate at 4,096 mid rows (39 %), ops under 4 MiB (the
+#   line is twice the smallest empty-launch reading: 0.68 us in session 18's table, 0.85 in
+#   session 17's).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -147,6 +150,31 @@ grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
 timeout 300 python benchmarks/tile_sweep.py --ops mhc --rows 64 512 --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
 grep -E "^- (mid|flash) T=[0-9]+ (default|finish 1 row|decode tiles to 512|regs finish):" "$R"/mhc/*.md
 grep -E "^\| mhc \| " "$R"/mhc/*.md | cut -d"|" -f3-5,7
+elif [ "$PART" = 14 ]; then
+# session 18: RoPE + quant in head / tail programs with the e2m1 rounding by two adds, next to
+# bis/rq_c6e7157 (git show c6e7157:runtime/kernels/rope_quant.py) and bis/rq_e2m1 (that kernel
+# with only the two adds); the mHC decode finish up to 256 rows, the register coefficients above
+BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_rope_quant.py tests/runtime/test_kv_packing.py tests/runtime/test_kernels_compress.py tests/runtime/test_kernels_parity.py -k "rope or pack or compress or mhc_parity_gpu or mhc_finish_forms" > "$OUT/parity.log" 2>&1; el parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
+timeout 120 python benchmarks/tile_sweep.py --ops rope_quant --rows 1 8 64 4096 $BIS --out "$R/rq" > "$OUT/rq.log" 2>&1; el rq $?
+grep -E "^\| rope_quant" "$R"/rq/*.md | cut -d"|" -f3-5,7,8
+timeout 240 python benchmarks/tile_sweep.py --ops mhc --rows 64 128 256 512 1024 4096 --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
+grep -E "^\| mhc \| .* \| (default|before session 18|finish 8 rows|tensor finish|decode finish to 64|decode tiles to 512) \|" "$R"/mhc/*.md | cut -d"|" -f3-5,7
+elif [ "$PART" = 15 ]; then
+# session 18: inverse RoPE with one load and one store per head (pairs split in registers)
+# and compress with its norm weight loaded first, next to bis/before_s18 (git show
+# 6cda380:runtime/kernels/inv_rope.py and compress.py: label "baseline")
+BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_compress.py tests/runtime/test_kernels_parity.py -k "compress or inv_rope" > "$OUT/parity.log" 2>&1; el parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
+timeout 150 python benchmarks/tile_sweep.py --ops inv_rope compress --rows 1 8 64 512 4096 $BIS --out "$R/ic" > "$OUT/ic.log" 2>&1; el ic $?
+grep -E "^\| (inv_rope|compress)" "$R"/ic/*.md | cut -d"|" -f2-5,7,8
+elif [ "$PART" = 16 ]; then
+# session 18: smaller RoPE + quant tiles for the small calls of head / tail programs (the
+# MXFP4 index queries were 0.05-0.1 us slower at 1-64 rows), compress on 1-2 warps
+timeout 200 python benchmarks/tile_sweep.py --ops rope_quant compress --rows 1 8 64 4096 --out "$R/rc" > "$OUT/rc.log" 2>&1; el rc $?
+grep -E "^\| (rope_quant|compress)" "$R"/rc/*.md | cut -d"|" -f3-5,7,8
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
