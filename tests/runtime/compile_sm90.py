@@ -177,9 +177,10 @@ INDEXER_SIGNATURE = {"q_ptr": "*bf16", "w_ptr": "*fp32", "k_ptr": "*bf16", "coun
                      "T": "i32", "N": "i32", "scale": "fp32"}
 
 
-def indexer_launches() -> list[tuple[str, dict]]:
+def indexer_launches() -> list[tuple[str, dict, tuple[str, ...]]]:
     """The indexer logits as FusedIndexLogits launches them on bf16 queries and keys at
-    ``mid`` and ``flash``: decode (1 / 8 queries) at 8k and 128k keys, and 512 queries."""
+    ``mid`` and ``flash``: decode (1 / 8 queries) at 8k and 128k keys, and 512 queries
+    (with their row and key counts marked as a launch specializes them)."""
     from runtime.config import V41Config
     from runtime.kernels.indexer import launch_kwargs
     from runtime.kernels.indexer_tiles import IndexerPolicy
@@ -190,7 +191,8 @@ def indexer_launches() -> list[tuple[str, dict]]:
         for t, n in ((1, 8192), (8, 131072), (512, 8192)):
             tiles = IndexerPolicy().tiling(t, c.index_n_heads, n)
             out.append((f"indexer {name} T={t} N={n} key tiles {tiles.key_tiles}",
-                        launch_kwargs(tiles, c.index_n_heads, c.index_head_dim, ieee=False)))
+                        launch_kwargs(tiles, c.index_n_heads, c.index_head_dim, ieee=False),
+                        divisible_by_16(T=t, N=n)))
     return out
 
 
@@ -303,7 +305,8 @@ def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
                  for name, signature, kwargs, multiples in rope_quant_launches()]
     launches += [(name, gate._gate_kernel, signature, kwargs, multiples)
                  for name, signature, kwargs, multiples in gate_launches()]
-    launches += [(name, indexer._index_logits_kernel, INDEXER_SIGNATURE, kwargs, ()) for name, kwargs in indexer_launches()]
+    launches += [(name, indexer._index_logits_kernel, INDEXER_SIGNATURE, kwargs, multiples)
+                 for name, kwargs, multiples in indexer_launches()]
     launches += [(name, kernel, signature, kwargs, ("H", "W", "K") if "W" in signature else ("H",))
                  for name, kernel, signature, kwargs in attention_launches(attention_table)]
     return launches
