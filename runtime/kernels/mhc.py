@@ -372,36 +372,35 @@ def _mhc_site_kernel(
                     # normalisation: four sums as pairs of pairs (three dependent adds with the
                     # eps, not four), four reciprocals, sixteen multiplies; with FAST_RCP the
                     # reciprocals without div.full's range checks (the sums are at least
-                    # hc_eps: no denormals, no overflow)
+                    # hc_eps: no denormals, no overflow). Both halves of a round normalise
+                    # rows and then transpose (a renaming of registers, no instruction), so
+                    # the second half's rows are the columns and two halves end untransposed.
                     for it in range(sinkhorn_iters):
-                        eps_in = tl.where(it == 0, 0.0, hc_eps)
-                        s0, s1 = ((z00 + z01) + (z02 + z03)) + eps_in, ((z10 + z11) + (z12 + z13)) + eps_in
-                        s2, s3 = ((z20 + z21) + (z22 + z23)) + eps_in, ((z30 + z31) + (z32 + z33)) + eps_in
-                        if FAST_RCP:
-                            r0, r1, r2, r3 = tl.inline_asm_elementwise(_RCP4_ASM, _RCP4_PINS, [s0, s1, s2, s3],
-                                                                       dtype=(tl.float32,) * 4, is_pure=True, pack=1)
-                        else:
-                            r0, r1, r2, r3 = 1.0 / s0, 1.0 / s1, 1.0 / s2, 1.0 / s3
-                        z00, z01, z02, z03 = z00 * r0, z01 * r0, z02 * r0, z03 * r0
-                        z10, z11, z12, z13 = z10 * r1, z11 * r1, z12 * r1, z13 * r1
-                        z20, z21, z22, z23 = z20 * r2, z21 * r2, z22 * r2, z23 * r2
-                        z30, z31, z32, z33 = z30 * r3, z31 * r3, z32 * r3, z33 * r3
-                        if it == 0:
-                            z00, z01, z02, z03 = z00 + hc_eps, z01 + hc_eps, z02 + hc_eps, z03 + hc_eps
-                            z10, z11, z12, z13 = z10 + hc_eps, z11 + hc_eps, z12 + hc_eps, z13 + hc_eps
-                            z20, z21, z22, z23 = z20 + hc_eps, z21 + hc_eps, z22 + hc_eps, z23 + hc_eps
-                            z30, z31, z32, z33 = z30 + hc_eps, z31 + hc_eps, z32 + hc_eps, z33 + hc_eps
-                        s0, s1 = ((z00 + z10) + (z20 + z30)) + hc_eps, ((z01 + z11) + (z21 + z31)) + hc_eps
-                        s2, s3 = ((z02 + z12) + (z22 + z32)) + hc_eps, ((z03 + z13) + (z23 + z33)) + hc_eps
-                        if FAST_RCP:
-                            r0, r1, r2, r3 = tl.inline_asm_elementwise(_RCP4_ASM, _RCP4_PINS, [s0, s1, s2, s3],
-                                                                       dtype=(tl.float32,) * 4, is_pure=True, pack=1)
-                        else:
-                            r0, r1, r2, r3 = 1.0 / s0, 1.0 / s1, 1.0 / s2, 1.0 / s3
-                        z00, z01, z02, z03 = z00 * r0, z01 * r1, z02 * r2, z03 * r3
-                        z10, z11, z12, z13 = z10 * r0, z11 * r1, z12 * r2, z13 * r3
-                        z20, z21, z22, z23 = z20 * r0, z21 * r1, z22 * r2, z23 * r3
-                        z30, z31, z32, z33 = z30 * r0, z31 * r1, z32 * r2, z33 * r3
+                        for half in tl.static_range(2):  # 0: rows, 1: columns (as rows)
+                            if half == 0:
+                                eps_in = tl.where(it == 0, 0.0, hc_eps)
+                            else:
+                                eps_in = hc_eps
+                            s0, s1 = ((z00 + z01) + (z02 + z03)) + eps_in, ((z10 + z11) + (z12 + z13)) + eps_in
+                            s2, s3 = ((z20 + z21) + (z22 + z23)) + eps_in, ((z30 + z31) + (z32 + z33)) + eps_in
+                            if FAST_RCP:
+                                r0, r1, r2, r3 = tl.inline_asm_elementwise(_RCP4_ASM, _RCP4_PINS, [s0, s1, s2, s3],
+                                                                           dtype=(tl.float32,) * 4, is_pure=True,
+                                                                           pack=1)
+                            else:
+                                r0, r1, r2, r3 = 1.0 / s0, 1.0 / s1, 1.0 / s2, 1.0 / s3
+                            z00, z01, z02, z03 = z00 * r0, z01 * r0, z02 * r0, z03 * r0
+                            z10, z11, z12, z13 = z10 * r1, z11 * r1, z12 * r1, z13 * r1
+                            z20, z21, z22, z23 = z20 * r2, z21 * r2, z22 * r2, z23 * r2
+                            z30, z31, z32, z33 = z30 * r3, z31 * r3, z32 * r3, z33 * r3
+                            if half == 0:  # noqa: SIM102 - a constexpr branch around a runtime one
+                                if it == 0:
+                                    z00, z01, z02, z03 = z00 + hc_eps, z01 + hc_eps, z02 + hc_eps, z03 + hc_eps
+                                    z10, z11, z12, z13 = z10 + hc_eps, z11 + hc_eps, z12 + hc_eps, z13 + hc_eps
+                                    z20, z21, z22, z23 = z20 + hc_eps, z21 + hc_eps, z22 + hc_eps, z23 + hc_eps
+                                    z30, z31, z32, z33 = z30 + hc_eps, z31 + hc_eps, z32 + hc_eps, z33 + hc_eps
+                            z01, z02, z03, z10, z12, z13, z20, z21, z23, z30, z31, z32 = (
+                                z10, z20, z30, z01, z21, z31, z02, z12, z32, z03, z13, z23)
                     at_comb = comb_ptr + t_rows64 * HC * HC
                     tl.store(at_comb + 0, z00, mask=t_ok)
                     tl.store(at_comb + 1, z01, mask=t_ok)
