@@ -19,6 +19,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 14  # RoPE + quant in head / tail programs vs bis/rq_*; mHC's decode finish to 256 rows (64-4,096)
 #   OUT=/path bash benchmarks/h200_checklist.sh 15  # inverse RoPE in one load / store, compress's weight first, vs bis/before_s18
 #   OUT=/path bash benchmarks/h200_checklist.sh 16  # RoPE + quant tiles below 1,024 channels, compress on 1-2 warps
+#   OUT=/path bash benchmarks/h200_checklist.sh 17  # RoPE + quant: narrow vectors whole, in head / tail programs, the default
 # Open after 2026-12-03 (session 18: parts 13-16 and 4 ran. mHC finishes one row per
 # program up to 256 rows with the register coefficients everywhere (tile_sweep_h200_decode_finish_to.md);
 # RoPE + quant in head / tail programs, NVFP4 at 4,096 rows 64-68 % (tile_sweep_h200_rope_quant_head_tail.md);
@@ -175,6 +176,14 @@ elif [ "$PART" = 16 ]; then
 # MXFP4 index queries were 0.05-0.1 us slower at 1-64 rows), compress on 1-2 warps
 timeout 200 python benchmarks/tile_sweep.py --ops rope_quant compress --rows 1 8 64 4096 --out "$R/rc" > "$OUT/rc.log" 2>&1; el rc $?
 grep -E "^\| (rope_quant|compress)" "$R"/rc/*.md | cut -d"|" -f3-5,7,8
+elif [ "$PART" = 17 ]; then
+# session 19: the 128-channel MXFP4 index queries taken whole by the rotating programs at
+# every size, in head / tail programs at every size, and the default (whole below 2^16
+# elements); FP8 / NVFP4 run the same launch in every label (a measure of the run's noise).
+# Session 19 ran it as "--only default 'whole vectors below 512'" before the default took
+# small calls whole (tile_sweep_h200_rope_quant_whole.md). Rows print as they are timed.
+timeout 170 python benchmarks/tile_sweep.py --ops rope_quant --rows 1 8 64 4096 --only default "whole vectors below 512" "head / tail programs" --out "$R/rqw" > "$OUT/rqw.log" 2>&1; el rqw $?
+grep -E "^\| rope_quant" "$R"/rqw/*.md | cut -d"|" -f3-5,7,8
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

@@ -9,7 +9,9 @@ roofline (issue 16), each variant checked against the reference before it is tim
 REV:runtime/kernels/rope_quant.py > DIR/rope_quant.py``); each op, at its own default tiles,
 is timed on every case next to the current variants (label "baseline" for one folder,
 "baseline <folder name>" for several), so a kernel rewrite, or the steps of one, are
-compared in the same run.
+compared in the same run. ``--only LABEL [LABEL ...]``: only the variants of these labels
+(a RoPE + quant label without its "<use>: " prefix), to spend little device time on one
+question.
 
 Device time per call from CUDA-graph replay (``benchmarks/kernels.py``'s ``graph_ms``), next
 to an empty Triton kernel and a one-load-one-store kernel replayed the same way (the floor
@@ -64,6 +66,12 @@ ELEMENTWISE_TILES = ((4096, 4), (2048, 4), (1024, 4), (512, 4), (512, 2), (512, 
 # (channels, warps; None = the default's); below 1,024 for the small calls of head / tail programs
 ROPE_QUANT_TILES = ((None, None), (1024, None), (1024, 4), (1024, 2), (512, 4), (512, 2), (256, 4), (2048, 4),
                     (4096, 4))
+# (label, FusedRopeQuant arguments): narrow vectors (the 128-channel MXFP4 index queries)
+# whole in the rotating programs at every call size, or never; the default takes them whole
+# below 2^16 elements (tile_sweep_h200_rope_quant_whole.md); 512-channel vectors run the
+# default's launch in both
+ROPE_QUANT_FORMS = (("whole vectors below 512", {"whole_below": 512, "whole_calls_under": 2**62}),
+                    ("head / tail programs", {"whole_below": 0}))
 # indexer tilings (label, policy); the first is the default
 INDEXER_TILES = (("default", IndexerPolicy()),
                  ("queries as rows", IndexerPolicy(keys_as_rows=False)),  # the default before session 14's last sweep
@@ -145,24 +153,38 @@ def flat_mhc(result) -> tuple:
     return streams, x, mix.pre, mix.post, mix.comb
 
 
-def sweep_mhc(name: str, c: V41Config, t: int, baseline: list[tuple[str, object]]) -> list[dict]:
+def sweep_mhc(name: str, c: V41Config, t: int, baseline: list[tuple[str, object]],
+              only: tuple[str, ...] | None = None) -> list[dict]:
+    variants = chosen([(label, FusedMhc(policy)) for label, policy in
+                       (MHC_DECODE if t <= MhcPolicy().decode_rows else MHC_MANY)] + baseline, only)
+    if not variants:
+        return []
     case, args = mhc_case(None, c, name, t)
     want = flat_mhc(REFERENCE_OPS["mhc"](*args))
     rows = []
-    variants = [(label, FusedMhc(policy)) for label, policy in (MHC_DECODE if t <= MhcPolicy().decode_rows else MHC_MANY)]
-    for label, op in variants + baseline:
+    for label, op in variants:
         rows.append(timed("mhc", name, t, label, case.bytes / 1e6, lambda op=op, a=args: op(*a),
                           flat_mhc(op(*args)), want))
     # per launch, every variant (each op made once, as the registry holds one: a fresh one per
     # call would allocate ticket counters each time)
-    for row, (_, op) in zip(rows, variants + baseline, strict=True):
+    for row, (_, op) in zip(rows, variants, strict=True):
         row["kernels_us"] = kernel_breakdown(lambda op=op, a=args: op(*a))
         print(f"mhc {name} T={t} {row['config']}, per launch (us):", row["kernels_us"], flush=True)
     return rows
 
 
-def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label: str = "") -> list[dict]:
-    """Every (label, op) of ``variants`` on one case, against the reference op."""
+def chosen(variants: list[tuple[str, object]], only: tuple[str, ...] | None) -> list[tuple[str, object]]:
+    """The (label, op) of ``variants`` whose label is one of ``only`` (None: all of them)."""
+    return list(variants) if only is None else [(label, op) for label, op in variants if label in only]
+
+
+def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label: str = "",
+                 only: tuple[str, ...] | None = None) -> list[dict]:
+    """Every (label, op) of ``variants`` (those named in ``only``, if given) on one case,
+    against the reference op."""
+    variants = chosen(variants, only)
+    if not variants:
+        return []
     case, args = case_and_args
     want = REFERENCE_OPS[op_name](*args)
     rows = []
@@ -197,7 +219,10 @@ def baseline_ops(folders: Path | list[Path] | None,
 
 
 def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
-          baseline: dict[str, list[tuple[str, object]]] | None = None, sinkhorn_iters: int | None = None) -> list[dict]:
+          baseline: dict[str, list[tuple[str, object]]] | None = None, sinkhorn_iters: int | None = None,
+          only: tuple[str, ...] | None = None) -> list[dict]:
+    """``only``: the variant labels to time (None: all; a RoPE + quant label without its
+    "<use>: " prefix)."""
     baseline = baseline or {}
     out = []
     for name in ("mid", "flash"):
@@ -205,29 +230,31 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
         mhc_config = c if sinkhorn_iters is None else c.replace(hc_sinkhorn_iters=sinkhorn_iters)
         for t in rows_list:
             if "mhc" in ops:
-                out += sweep_mhc(name, mhc_config, t, baseline.get("mhc", []))
+                out += sweep_mhc(name, mhc_config, t, baseline.get("mhc", []), only)
             if "inv_rope" in ops:
                 out += sweep_simple("inv_rope", inv_rope_case(None, c, name, t),
                                     [(f"tile {tile} w4", FusedInverseRope(tile_elements=tile)) for tile in INV_ROPE_TILES]
                                     + baseline.get("inv_rope", []),
-                                    name, t)
+                                    name, t, only=only)
             if "rope_quant" in ops:
                 for use in ROPE_QUANT_USES:
                     out += sweep_simple("rope_quant", rope_quant_case(None, c, name, t, use),
                                         [("default" if tile is None else f"tile {tile} w{w or 'by size'}",
                                           FusedRopeQuant(tile_elements=tile, num_warps=w))
                                          for tile, w in ROPE_QUANT_TILES]
+                                        + [(label, FusedRopeQuant(**kw)) for label, kw in ROPE_QUANT_FORMS]
                                         + baseline.get("rope_quant", []),
-                                        name, t, label=f"{use}: ")
+                                        name, t, label=f"{use}: ", only=only)
             if "compress" in ops:
                 out += sweep_simple("compress", compress_case(None, c, name, max(2, t)),
                                     [(f"tile {tile} w{w}", FusedPoolNorm(tile_elements=tile, num_warps=w))
-                                     for tile, w in ELEMENTWISE_TILES] + baseline.get("compress", []), name, max(2, t))
+                                     for tile, w in ELEMENTWISE_TILES] + baseline.get("compress", []), name, max(2, t),
+                                    only=only)
         if "indexer" in ops:
             for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536), (1, 8192), (8, 8192)):
                 out += sweep_simple("indexer", indexer_case(None, c, name, t, n),
                                     [(label, FusedIndexLogits(policy)) for label, policy in INDEXER_TILES],
-                                    name, t, label=f"N={n}: ")
+                                    name, t, label=f"N={n}: ", only=only)
     return out
 
 
@@ -261,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, nargs="+", default=None,
                         help="folders, each with an earlier revision's mhc.py / inv_rope.py / rope_quant.py / compress.py "
                              "to time alongside")
+    parser.add_argument("--only", nargs="+", default=None,
+                        help="time only the variants with these labels (e.g. default 'whole vectors below 512')")
     parser.add_argument("--sinkhorn-iters", type=int, default=None,
                         help="a diagnostic: the mHC cases with this many Sinkhorn iterations (the release: 20)")
     args = parser.parse_args(argv)
@@ -276,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     floors = {"empty_us": empty_launch_ms() * 1e3, "load_store_us": load_store_ms() * 1e3}
     print(floors, flush=True)
-    rows = sweep(tuple(args.rows), ops, baseline_ops(args.baseline, ops), args.sinkhorn_iters)
+    rows = sweep(tuple(args.rows), ops, baseline_ops(args.baseline, ops), args.sinkhorn_iters,
+                 None if args.only is None else tuple(args.only))
     env = environment()
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/tile_sweep.py", *(argv or sys.argv[1:])])
     tag = env["gpu"].split()[-1].lower()

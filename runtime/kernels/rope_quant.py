@@ -33,7 +33,8 @@ tiles of 64 elements per thread cut NVFP4 to 27 per element and measured slower,
   same run): NVFP4 at 4,096 rows 3.81 / 3.80 -> 3.33 / 3.27 us (58 -> 64-67 % of the
   roofline), one row 1.64 / 1.63 -> 1.40 / 1.36, 64 rows 1.80 / 1.77 -> 1.72 / 1.58; FP8
   one row 1.52 -> 1.33, 4,096 rows 2.88 / 2.82 -> 2.89 / 2.88; MXFP4 index queries
-  1-64 rows 0-0.1 us slower (1.61-1.77 us), 4,096 rows 9.75 / 21.55 -> 9.25 / 20.19.
+  1-64 rows 0-0.1 us slower (1.61-1.77 us), 4,096 rows 9.75 / 21.55 -> 9.25 / 20.19; so
+  small calls of narrow vectors go whole to the rotating programs (``WHOLE_BELOW``).
 - The tail loads each vector once and splits it into its even and odd channels in
   registers (``tl.reshape`` + ``tl.split``); cos/sin are loaded once per pair from a
   contiguous index, both formulas are evaluated per pair and joined back (``tl.join``).
@@ -111,6 +112,16 @@ FEW_WARPS_FROM = 2**20
 # every size. Head / tail programs, 4,096 rows: fp8 2.88-2.89 us with 4 warps against
 # 2.99-3.02 with 2, nvfp4 3.27-3.33 against 3.32-3.40 (tile_sweep_h200_rope_quant_head_tail.md).
 WIDE_FROM = 512
+# Calls of vectors narrower than WHOLE_BELOW channels and of fewer than WHOLE_CALLS_UNDER
+# elements go whole to the rotating programs (their head blocks pass the rotation
+# unchanged): head / tail programs cost the 128-channel MXFP4 index queries 0-0.1 us at 1-64
+# rows (tile_sweep_h200_rope_quant_head_tail.md). H200, four runs, medians
+# (tile_sweep_h200_rope_quant_whole.md), head / tail -> whole: 1 row `mid` 1.58 -> 1.53 us,
+# `flash` 1.61 -> 1.56 (faster in 4 of 4 runs each); 8 rows 1.70 -> 1.68 (3 of 4) and 1.69 ->
+# 1.64 (4 of 4); 64 rows `mid` 1.79 -> 1.76 (3 of 4, 131,072 elements), `flash` 1.80 -> 1.88
+# (0 of 4, 262,144 elements); 4,096 rows 9.40 -> 11.12 and 20.31 -> 21.48 (one run).
+WHOLE_BELOW = 512
+WHOLE_CALLS_UNDER = 2**16
 
 
 # e4m3 round-to-nearest-even with saturation at 448 by the GPU's own conversion
@@ -290,12 +301,26 @@ def code_and_block(x: torch.Tensor, fmt: str) -> tuple[int, int]:
 class FusedRopeQuant:
     """Callable with :func:`runtime.compressor.rope_then_quant`'s signature."""
 
-    def __init__(self, tile_elements: int | None = None, num_warps: int | None = None) -> None:
+    def __init__(self, tile_elements: int | None = None, num_warps: int | None = None,
+                 whole_below: int = WHOLE_BELOW, whole_calls_under: int = WHOLE_CALLS_UNDER) -> None:
         """``tile_elements`` (channels per program) and ``num_warps``, for benchmark sweeps;
-        None: by vector width and call size (WIDE_FROM, TILE_ELEMENTS, FEW_WARPS_FROM)."""
+        None: by vector width and call size (WIDE_FROM, TILE_ELEMENTS, FEW_WARPS_FROM).
+        ``whole_below`` / ``whole_calls_under``: calls of vectors of fewer channels, and of
+        fewer elements, are taken whole by the rotating programs (their head blocks pass
+        the rotation unchanged) instead of in head and tail programs (0: never)."""
+        for name, value in (("whole_below", whole_below), ("whole_calls_under", whole_calls_under)):
+            if value < 0:
+                raise ValueError(f"FusedRopeQuant.{name}: expected a count >= 0, got {value}")
         self.kernel = jit(_rope_quant_kernel)
         self.tile_elements = tile_elements
         self.num_warps = num_warps
+        self.whole_below = whole_below
+        self.whole_calls_under = whole_calls_under
+
+    def whole(self, vectors: int, channels: int) -> bool:
+        """Whether a call of ``vectors`` vectors of ``channels`` goes whole to the rotating
+        programs (WHOLE_BELOW, WHOLE_CALLS_UNDER)."""
+        return channels < self.whole_below and vectors * channels < self.whole_calls_under
 
     def wide(self, channels: int) -> bool:
         """Whether vectors of ``channels`` take the wide default (WIDE_FROM): no tile given."""
@@ -366,7 +391,8 @@ class FusedRopeQuant:
         ``cuda``: compiled for a GPU, where the e4m3 roundings use its conversion
         instruction (HW_E4M3) instead of the interpreter's arithmetic."""
         n_scales = channels // block
-        tail = min(n_scales, -(-2 * half // block))  # blocks holding a rope channel
+        # blocks from the first holding a rope channel (all of them for a call taken whole)
+        tail = n_scales if self.whole(vectors, channels) else min(n_scales, -(-2 * half // block))
         head = n_scales - tail
         cap = 1 << (max(1, self.tile(channels) // block).bit_length() - 1)  # blocks per program, a power of two
         head_rows = min(cap, next_pow2(vectors * head)) if head else 1

@@ -108,3 +108,12 @@ def test_an_earlier_gate_is_loaded_as_its_own_op(tmp_path, monkeypatch):
     want = REFERENCE_OPS["gate"](*args)[1]
     assert torch.equal(gate.FusedGate()(*args)[1], want)  # today's: the lower expert first
     assert not torch.equal(op(*args)[1], want)  # the broken copy: the tie the other way round
+
+
+def test_only_keeps_the_named_variants_in_order():
+    from benchmarks.tile_sweep import chosen
+
+    variants = [("default", 1), ("tile 512 w4", 2), ("whole vectors below 512", 3)]
+    assert chosen(variants, None) == variants
+    assert chosen(variants, ("whole vectors below 512", "default")) == [variants[0], variants[2]]
+    assert chosen(variants, ("no such label",)) == []

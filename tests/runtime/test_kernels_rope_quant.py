@@ -51,7 +51,9 @@ def kernels(monkeypatch):
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     from runtime.kernels.rope_quant import FusedRopeQuant
 
-    return {w: FusedRopeQuant(tile_elements=TILE, num_warps=w) for w in WARPS}
+    # head / tail programs at every size: the small calls here would otherwise all go whole
+    # (test_whole_vectors_bit_for_bit compares the two)
+    return {w: FusedRopeQuant(tile_elements=TILE, num_warps=w, whole_below=0) for w in WARPS}
 
 
 @pytest.fixture
@@ -75,6 +77,17 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a.view(BITS[a.dtype]), b.view(BITS[b.dtype]))
 
 
+def assert_same_outputs(a, b, x, cos, sin, seed: int) -> None:
+    """Two RoPE + quant ops give the same rotated values, quantised values (every format)
+    and packed bytes, bit for bit."""
+    assert same_bits(a.rotate_only(x, cos, sin), b.rotate_only(x, cos, sin)), f"rotation (seed {seed})"
+    for fmt in QUANTISERS:
+        assert same_bits(a(x, cos, sin, fmt), b(x, cos, sin, fmt)), f"{fmt} (seed {seed})"
+    for fmt in ("fp8", "nvfp4"):
+        p, q = a.pack(x, cos, sin, fmt), b.pack(x, cos, sin, fmt)
+        assert torch.equal(p.codes, q.codes) and torch.equal(p.scales, q.scales), f"{fmt} pack (seed {seed})"
+
+
 def test_default_warps_by_call_size():
     from runtime.kernels.rope_quant import FEW_WARPS_FROM, FusedRopeQuant
 
@@ -88,10 +101,10 @@ def test_default_warps_by_call_size():
 
 
 def test_default_tile_by_vector_width():
-    """1,024 channels' quant blocks per program in every format. A call's head blocks (before the first rope channel) and tail
-    blocks are counted over all its vectors, each part in programs of its own, the head's
-    first; a part smaller than a tile takes one program of its block count rounded up to a
-    power of two. An explicit tile wins."""
+    """1,024 channels' quant blocks per program in every format. A call's head blocks
+    (before the first rope channel) and tail blocks are counted over all its vectors, each
+    part in programs of its own, the head's first; a part smaller than a tile takes one
+    program of its block count rounded up to a power of two. An explicit tile wins."""
     import torch
 
     from runtime.kernels.rope_quant import FORMATS, FusedRopeQuant
@@ -116,19 +129,47 @@ def test_default_tile_by_vector_width():
     assert (kwargs["HEAD"], kwargs["TAIL"], kwargs["HEAD_PROGRAMS"], kwargs["TAIL_ROWS"], grid) == (0, 4, 0, 4, (1,))
 
 
+def test_small_calls_of_narrow_vectors_go_whole():
+    """By default calls of vectors under 512 channels and under 2^16 elements are all tail
+    blocks (no head programs); wider vectors, or larger calls, keep their head / tail
+    split; a negative bound is refused."""
+    import torch
+
+    from runtime.kernels.rope_quant import FORMATS, FusedRopeQuant
+
+    op = FusedRopeQuant()
+    grid, kwargs = op.launch(16, 128, 32, *FORMATS["mxfp4"], torch.bfloat16, False, cuda=True)
+    assert (kwargs["HEAD"], kwargs["TAIL"], kwargs["HEAD_PROGRAMS"], kwargs["TAIL_ROWS"], grid) == (0, 4, 0, 32, (2,))
+    assert op.whole(511, 128) and not op.whole(512, 128)  # 2^16 elements
+    grid, kwargs = op.launch(512, 128, 32, *FORMATS["mxfp4"], torch.bfloat16, False, cuda=True)
+    assert (kwargs["HEAD"], kwargs["TAIL"], kwargs["HEAD_PROGRAMS"], grid) == (2, 2, 32, (64,))
+    grid, kwargs = op.launch(16, 512, 32, *FORMATS["nvfp4"], torch.bfloat16, False, cuda=True)
+    assert (kwargs["HEAD"], kwargs["TAIL"], kwargs["HEAD_PROGRAMS"]) == (28, 4, 7)
+    assert not FusedRopeQuant(whole_below=0).whole(1, 128)
+    assert FusedRopeQuant(whole_calls_under=2**62).whole(4096 * 32, 128)
+    for name in ("whole_below", "whole_calls_under"):
+        with pytest.raises(ValueError, match=name):
+            FusedRopeQuant(**{name: -1})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows,tail,half", CASES)
+def test_whole_vectors_bit_for_bit(kernels, gen, rows, tail, half, dtype):
+    """Whole vectors in the rotating programs (bounds past every call here) give
+    the head / tail programs' rotated values, quantised values and packed bytes: a head
+    block through the rotation path is left as it was loaded."""
+    from runtime.kernels.rope_quant import FusedRopeQuant
+
+    split = kernels[4]
+    whole = FusedRopeQuant(tile_elements=TILE, num_warps=4, whole_below=4096, whole_calls_under=2**62)
+    assert_same_outputs(whole, split, *case(gen, rows, tail, half, dtype), gen.initial_seed())
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("rows,tail,half", CASES)
 def test_warps_bit_for_bit(kernels, gen, rows, tail, half, dtype):
     """2 and 4 warps: the same rotated values, quantised values, and packed bytes."""
-    four, two = kernels[4], kernels[2]
-    x, cos, sin = case(gen, rows, tail, half, dtype)
-    seed = gen.initial_seed()
-    assert same_bits(two.rotate_only(x, cos, sin), four.rotate_only(x, cos, sin)), f"rotation (seed {seed})"
-    for fmt in QUANTISERS:
-        assert same_bits(two(x, cos, sin, fmt), four(x, cos, sin, fmt)), f"{fmt} (seed {seed})"
-    for fmt in ("fp8", "nvfp4"):
-        p, q = two.pack(x, cos, sin, fmt), four.pack(x, cos, sin, fmt)
-        assert torch.equal(p.codes, q.codes) and torch.equal(p.scales, q.scales), f"{fmt} pack (seed {seed})"
+    assert_same_outputs(kernels[2], kernels[4], *case(gen, rows, tail, half, dtype), gen.initial_seed())
 
 
 @pytest.mark.parametrize("warps", WARPS)
