@@ -15,13 +15,15 @@ whose expert sets differ; max weight error on the others), so a fast wrong tilin
 
     PYTHONPATH=. python benchmarks/gate_tiles.py --out "$OUT" [--sweep] [--scales flash] [--rows 1,8]
 
-Writes gate_tiles_<gpu>[_sweep][_<scales>][_top<k>].json and .md under --out (the suffixes when
---sweep is given, the scales / rows are not the default, or ``--topk`` is given). A full sweep
+Writes gate_tiles_<gpu>[_sweep][_stages][_<scales>][_top<k>].json and .md under --out (the suffixes when
+--sweep or --stages is given, the scales / rows are not the default, or ``--topk`` is given). A full sweep
 compiles about 30 tilings per case: run it one scale at a time (``--sweep --scales flash``).
 
 ``--baseline DIR``: a folder holding an earlier revision of ``runtime/kernels/gate.py``
 (``git show REV:runtime/kernels/gate.py > DIR/gate.py``), timed on every case at its
 default tiling as "baseline", with its launches apart, next to today's kernel.
+
+``--stages``: also the rows-per-program x pipelined-stages variants (``STAGE_VARIANTS``).
 
 ``--topk K``: every case with K experts per token (the release: 6), reference included, as
 a diagnostic: the selection is K rounds of a block-wide max, one waiting on the last, so
@@ -82,7 +84,22 @@ class Row:
         return ("(no graph)", None) if self.us is None else self.case.goal(self.empty_us * 1e-3)
 
 
-def variants(sweep: bool) -> list[tuple[str, GatePolicy]]:
+# ``--stages``: rows per program and the D loop's pipelined stages (GatePolicy.block_m /
+# num_stages), for the many-row calls where every tiling of the sweep stayed at 27-41 % of
+# the roofline (gate_tiles_h200_sweep_mid_4096.md): split tilings with more stages, and one
+# program per 32 or 64 rows over all of D (no partials, no ticket: 128 / 64 programs at
+# 4,096 rows) with wider D chunks so more bytes are in flight per program
+STAGE_VARIANTS = (
+    ("stages 2", GatePolicy(num_stages=2)), ("stages 4", GatePolicy(num_stages=4)),
+    ("stages 5", GatePolicy(num_stages=5)), ("m32", GatePolicy(block_m=32)),
+    ("m32 stages 4", GatePolicy(block_m=32, num_stages=4)),
+    ("tail 16K stages 4", GatePolicy(tail_bytes=16 * 1024, num_stages=4)),
+    *((f"one program m{m} d{dd} s{st}", GatePolicy(one_program=True, block_m=m, block_d=dd, num_stages=st))
+      for m, dd, st in ((32, 128, 3), (32, 128, 4), (32, 128, 5), (32, 256, 3), (32, 256, 4), (64, 128, 4))),
+)
+
+
+def variants(sweep: bool, stages: bool = False) -> list[tuple[str, GatePolicy]]:
     out = [("old", GatePolicy(one_program=True)), ("new", GatePolicy()), ("ticket", GatePolicy(select_from=1 << 30)),
            ("two launches", GatePolicy(select_from=0))]  # the partials' launch timed apart from the selection's
     if sweep:
@@ -91,6 +108,8 @@ def variants(sweep: bool) -> list[tuple[str, GatePolicy]]:
                                                                       num_warps=warps)))
         out += [("tail 16K", GatePolicy(tail_bytes=16 * 1024)), ("tail 256K", GatePolicy(tail_bytes=256 * 1024)),
                 ("programs 128", GatePolicy(programs=128)), ("programs 512", GatePolicy(programs=512))]
+    if stages:
+        out += list(STAGE_VARIANTS)
     return out
 
 
@@ -104,7 +123,7 @@ def check(gate, args) -> tuple[int, float]:
 
 
 def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | None = None,
-        baseline=None) -> list[Row]:
+        baseline=None, stages: bool = False) -> list[Row]:
     """``baseline``: an earlier revision's gate (``--baseline``), timed on every case as
     "baseline" at its default tiling."""
     from runtime.kernels.gate import FusedGate
@@ -119,7 +138,7 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
         for t in rows:
             case, args = gate_case(None, c, name, t)
             seen: dict[tuple, str] = {}
-            for label, policy in variants(sweep) + ([("baseline", GatePolicy())] if baseline else []):
+            for label, policy in variants(sweep, stages) + ([("baseline", GatePolicy())] if baseline else []):
                 tiles = policy.tiling(t, d, e)
                 key = tuple(asdict(tiles).values())
                 if key in seen and label != "baseline":
@@ -131,7 +150,7 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
                 row_blocks, cols = tiles.grid(t, d, e)
                 desc = (f"m{tiles.block_m} e{tiles.block_e} d{tiles.block_d} split {tiles.split_d}x"
                         f"{tiles.splits(d)} sel {tiles.sel_m}{' 2nd launch' if tiles.select_rows else ''} "
-                        f"w{tiles.num_warps}")
+                        f"w{tiles.num_warps}{f' s{tiles.num_stages}' if tiles.num_stages else ''}")
                 row = Row(replace(case, fused_graph_ms=ms), t, label, desc, row_blocks * cols, empty, differ, err)
                 if label in ("new", "two launches", "baseline"):
                     row.kernels_us = kernel_breakdown(lambda gate=gate, args=args: gate(*args))
@@ -190,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep", action="store_true", help="also D chunks x expert blocks x warps, split limits")
     parser.add_argument("--scales", default="mid,flash", help="comma-separated presets (default: mid,flash)")
     parser.add_argument("--rows", default="1,8,64,512", help="comma-separated row counts T (default: 1,8,64,512)")
+    parser.add_argument("--stages", action="store_true",
+                        help="also rows per program x pipelined stages (STAGE_VARIANTS), for many-row calls")
     parser.add_argument("--reps", type=int, default=20, help="calls per CUDA graph (default: 20)")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a folder with an earlier revision's gate.py to time alongside (one folder; loaded by tile_sweep.py's baseline_ops)")
@@ -216,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.manual_seed(0)
     baseline = baseline_ops(args.baseline, ("gate",))["gate"][0][1] if args.baseline else None
-    done = run(scales, rows, args.sweep, args.reps, args.topk, baseline)
+    done = run(scales, rows, args.sweep, args.reps, args.topk, baseline, args.stages)
     env = environment()
     empty = done[0].empty_us if done else 0.0
     command = "PYTHONPATH=. python " + " ".join(["benchmarks/gate_tiles.py", *(argv or sys.argv[1:])])
@@ -224,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
            "reps": args.reps, "topk": args.topk,
            "rows": [{**asdict(r), "us": r.us, "roofline": r.roofline, "goal": r.goal()[0], "goal_met": r.goal()[1]}
                     for r in done]}
-    tag = env["gpu"].split()[-1].lower() + ("_sweep" if args.sweep else "")
+    tag = env["gpu"].split()[-1].lower() + ("_sweep" if args.sweep else "") + ("_stages" if args.stages else "")
     tag += "" if args.scales == "mid,flash" and args.rows == "1,8,64,512" else "_" + "_".join(scales)
     tag += "" if args.topk is None else f"_top{args.topk}"
     args.out.mkdir(parents=True, exist_ok=True)

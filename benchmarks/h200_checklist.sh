@@ -20,6 +20,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 15  # inverse RoPE in one load / store, compress's weight first, vs bis/before_s18
 #   OUT=/path bash benchmarks/h200_checklist.sh 16  # RoPE + quant tiles below 1,024 channels, compress on 1-2 warps
 #   OUT=/path bash benchmarks/h200_checklist.sh 17  # RoPE + quant: narrow vectors whole, in head / tail programs, the default
+#   OUT=/path bash benchmarks/h200_checklist.sh 18  # the gate at 512 / 4,096 rows: rows per program x pipelined stages (untimed)
 # Open after 2026-12-03 (session 18: parts 13-16 and 4 ran. mHC finishes one row per
 # program up to 256 rows with the register coefficients everywhere (tile_sweep_h200_decode_finish_to.md);
 # RoPE + quant in head / tail programs, NVFP4 at 4,096 rows 64-68 % (tile_sweep_h200_rope_quant_head_tail.md);
@@ -184,6 +185,14 @@ elif [ "$PART" = 17 ]; then
 # small calls whole (tile_sweep_h200_rope_quant_whole.md). Rows print as they are timed.
 timeout 170 python benchmarks/tile_sweep.py --ops rope_quant --rows 1 8 64 4096 --only default "whole vectors below 512" "head / tail programs" --out "$R/rqw" > "$OUT/rqw.log" 2>&1; el rqw $?
 grep -E "^\| rope_quant" "$R"/rqw/*.md | cut -d"|" -f3-5,7,8
+elif [ "$PART" = 18 ]; then
+# session 19: the gate's --stages variants (GatePolicy.block_m / num_stages; one program per
+# 32 / 64 rows over all of D) where every tiling stayed at 27-41 % (gate_tiles_h200_sweep_mid_4096.md);
+# GPU parity first (the interpreter ignores num_stages)
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "gate" > "$OUT/parity.log" 2>&1; el parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
+timeout 300 python benchmarks/gate_tiles.py --stages --scales mid,flash --rows 512,4096 --out "$R/gst" > "$OUT/gst.log" 2>&1; el gst $?
+grep -E "^\| (mid|flash) " "$R"/gst/*.md | cut -d"|" -f2-4,8,10
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

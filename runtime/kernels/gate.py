@@ -196,7 +196,8 @@ def gate_launches(tiles: GateTiling, t: int, d: int, e: int, config: V41Config,
     consts = dict(TOPK=k, BLOCK_K_OUT=max(2, next_pow2(k)), SCORING=SCORING_CODES[config.scoring_func],
                   RENORM=config.norm_topk_prob and k > 1, IEEE=ieee, BLOCK_M=tiles.block_m,
                   BLOCK_E=tiles.block_e, BLOCK_D=tiles.block_d, E_PAD=tiles.e_pad, SPLITS=tiles.splits(d),
-                  SEL_M=tiles.sel_m, ONE_PROGRAM=tiles.one_program(d, e), num_warps=tiles.num_warps)
+                  SEL_M=tiles.sel_m, ONE_PROGRAM=tiles.one_program(d, e), num_warps=tiles.num_warps,
+                  **({"num_stages": tiles.num_stages} if tiles.num_stages else {}))
     grid = tiles.grid(t, d, e)
     if tiles.select_rows:
         return [(grid, dict(consts, PHASE=1)), ((tiles.select_grid(t),), dict(consts, PHASE=2))]

@@ -62,6 +62,7 @@ class GateTiling:
     e_pad: int
     num_warps: int = 4
     select_rows: int = 0  # > 0: a second launch selects, this many rows per program (= sel_m)
+    num_stages: int = 0  # software-pipelined stages of the D loop's loads (0: Triton's default, 3 on sm_90)
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -96,7 +97,12 @@ class GatePolicy:
     ``select_from`` / ``select_rows``: a second launch selects, ``select_rows`` rows per
     program, when a row block's ticket-holder would select over more (row, padded expert)
     pairs than ``select_from`` (64 x 32: never at ``mid``, ``flash`` from 5 rows);
-    ``max_splits``: most D splits per row block (the module docstring says why)."""
+    ``max_splits``: most D splits per row block (the module docstring says why);
+    ``block_m``: rows per program (0: by row count, 16 with ``one_program``); ``num_stages``:
+    the D loop's pipelined stages (0: Triton's default). Both are sweep options, untimed
+    (benchmarks/gate_tiles.py ``--stages``): at 4,096 ``mid`` rows every tiling of the grid
+    stayed at 27-41 % of the roofline (gate_tiles_h200_sweep_mid_4096.md) with at most two
+    of a program's 8 KB x tiles in flight."""
 
     programs: int = 256
     tail_bytes: int = 64 * 1024
@@ -107,14 +113,24 @@ class GatePolicy:
     select_from: int = 2048
     select_rows: int = 2
     max_splits: int = 16
+    block_m: int = 0
+    num_stages: int = 0
+
+    def __post_init__(self) -> None:
+        if self.block_m < 0 or self.block_m & (self.block_m - 1) or 0 < self.block_m < 16:
+            raise ValueError(f"GatePolicy.block_m: expected 0 or a power of two >= 16, got {self.block_m}")
+        if self.num_stages < 0:
+            raise ValueError(f"GatePolicy.num_stages: expected >= 0 (0 = Triton's default), got {self.num_stages}")
 
     def tiling(self, t: int, d: int, e: int) -> GateTiling:
         e_pad = max(16, next_pow2(e))
         if self.one_program:
             block_d = self.block_d or (64 if e_pad <= 128 else 32)
-            return GateTiling(16, e_pad, block_d, cdiv(d, block_d) * block_d, 16, e_pad, self.num_warps)
+            block_m = self.block_m or 16
+            return GateTiling(block_m, e_pad, block_d, cdiv(d, block_d) * block_d, block_m, e_pad, self.num_warps,
+                              num_stages=self.num_stages)
         decode = t <= 64
-        block_m = 16 if decode else 64
+        block_m = self.block_m or (16 if decode else 64)
         block_e = min(e_pad, self.block_e or (16 if decode else 64))
         row_blocks, e_blocks = cdiv(t, block_m), cdiv(e, block_e)
         block_d = self.block_d or (self.decode_block_d(row_blocks * e_blocks, d) if decode else 64)
@@ -130,12 +146,13 @@ class GatePolicy:
         one_program = e_blocks == 1 and cdiv(chunks, per_split) == 1
         if long_selection and not one_program:
             return GateTiling(block_m, block_e, block_d, per_split * block_d, self.select_rows, e_pad,
-                              self.num_warps, self.select_rows)
+                              self.num_warps, self.select_rows, self.num_stages)
         if one_program:
             sel_m = block_m  # one program per row block: selects from its registers
         else:
             sel_m = min(block_m, max(2, next_pow2(t)), max(2, 4096 // e_pad))
-        return GateTiling(block_m, block_e, block_d, per_split * block_d, sel_m, e_pad, self.num_warps)
+        return GateTiling(block_m, block_e, block_d, per_split * block_d, sel_m, e_pad, self.num_warps,
+                          num_stages=self.num_stages)
 
     def decode_block_d(self, tiles: int, d: int) -> int:
         """The widest D chunk (256 .. 32) at which ``tiles`` (row x expert blocks) times

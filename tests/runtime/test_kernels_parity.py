@@ -102,10 +102,14 @@ GATE_GPU = [(MID, 1), (MID, 8), (MID, 64), (MID, 300), (MID, 512), (FLASH, 1), (
 # Tilings of the fused gate (runtime/kernels/gate_tiles.py): the default policy; the first
 # kernel's one program per 16 rows over all experts and D; a fine one (16-wide D chunks,
 # up to 1000 programs) so that even tiny shapes take many expert blocks and many D splits;
-# the selection always in a second launch (4 rows per program), and never.
+# the selection always in a second launch (4 rows per program), and never; 32-row programs.
 GATE_POLICIES = {"default": GatePolicy(), "one_program": GatePolicy(one_program=True),
                  "fine": GatePolicy(programs=1000, tail_bytes=1 << 20, block_d=16, block_e=16),
-                 "select": GatePolicy(select_from=0, select_rows=4), "ticket": GatePolicy(select_from=1 << 30)}
+                 "select": GatePolicy(select_from=0, select_rows=4), "ticket": GatePolicy(select_from=1 << 30),
+                 # benchmarks/gate_tiles.py --stages: 32 rows per program (one over all of D, or
+                 # split), pipelined stages (a compile option: the interpreter ignores it)
+                 "one_program_m32": GatePolicy(one_program=True, block_m=32, num_stages=4),
+                 "m32_stages": GatePolicy(block_m=32, num_stages=5)}
 
 
 def fused_gate(policy: str):
