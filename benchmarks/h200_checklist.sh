@@ -21,16 +21,15 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 16  # RoPE + quant tiles below 1,024 channels, compress on 1-2 warps
 #   OUT=/path bash benchmarks/h200_checklist.sh 17  # RoPE + quant: narrow vectors whole, in head / tail programs, the default
 #   OUT=/path bash benchmarks/h200_checklist.sh 18  # the gate at 512 / 4,096 rows: rows per program x pipelined stages (untimed)
-# Open after 2026-12-03 (session 18: parts 13-16 and 4 ran. mHC finishes one row per
-# program up to 256 rows with the register coefficients everywhere (tile_sweep_h200_decode_finish_to.md);
-# RoPE + quant in head / tail programs, NVFP4 at 4,096 rows 64-68 % (tile_sweep_h200_rope_quant_head_tail.md);
-# inverse RoPE in one load / store, compress's weight first (tile_sweep_h200_inv_rope_compress.md);
-# kernels_h200.md is session 18's table: >= 4 MiB 25 of 40), issue 16:
+# Open after 2026-12-04 (session 19: part 17 ran (and three repeats of its small calls):
+# small calls of narrow vectors go whole to RoPE + quant's rotating programs
+# (tile_sweep_h200_rope_quant_whole.md). kernels_h200.md is still session 18's table:
+# >= 4 MiB 25 of 40), issue 16:
+# - part 18 first: the gate's rows per program x pipelined stages at 512 / 4,096 rows
+#   (untimed; the split tilings have run on Triton's default 3 stages); adopt only a winner;
 # - the serial chains left: mHC's 19 Sinkhorn iterations still take 1.2-1.4 us of a 3.7-us
 #   finish; the gate's five more selection rounds 0.8-1.4 us (top-6 vs top-1); one bitonic
-#   top-k instead of the rounds lost in 8 of 10 cases (e9130a1, gate_tiles_h200_sort_select.md);
-# - the MXFP4 index queries at 1-64 rows lost 0.05-0.1 us to head / tail programs (a
-#   program taking both parts of its vectors for narrow vectors is untried);
+#   top-k instead of the rounds lost in 8 of 10 cases (gate_tiles_h200_sort_select.md);
 # - at 4,096 rows mHC's tail with the register coefficients is 1.1 / 1.4 us slower than with
 #   the tensor form (under 1 %, left);
 # - still open: mHC below goal everywhere (decode 6.1-9.2 us; 23-34 % from 512 rows), the
@@ -166,7 +165,7 @@ grep -E "^\| mhc \| .* \| (default|before session 18|finish 8 rows|tensor finish
 elif [ "$PART" = 15 ]; then
 # session 18: inverse RoPE with one load and one store per head (pairs split in registers)
 # and compress with its norm weight loaded first, next to bis/before_s18 (git show
-# 6cda380:runtime/kernels/inv_rope.py and compress.py: label "baseline")
+# c6e7157:runtime/kernels/inv_rope.py and compress.py: label "baseline")
 BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
 timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_compress.py tests/runtime/test_kernels_parity.py -k "compress or inv_rope" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
