@@ -19,7 +19,8 @@ the cuobjdump Triton's wheel ships: registers per thread, stack bytes (spills), 
 shared bytes, SASS instructions and counts of a few opcodes (tensor-core MMAs, shuffles,
 barriers, global / shared loads and stores, special-function ops). What a launch will
 hold on the GPU, read without one: a CPU session's evidence for a tiling, not a timing.
-``--out DIR`` (with --sass) writes them to DIR/sass_static_sm90.json and .md.
+``--out DIR`` (with --sass) writes them to DIR/sass_static_sm90.json and .md, or under
+another stem with ``--name STEM`` (a table of another Triton version beside the first).
 
 The Triton first on ``sys.path`` compiles. The H200 machine runs Triton 3.6, whose code
 can differ from a newer one's: ``pip install --no-deps --target DIR triton==3.6.0`` and run
@@ -337,6 +338,14 @@ def main(argv: list[str]) -> int:
             return 1
         out_dir = Path(args[at + 1])
         del args[at:at + 2]
+    stem = "sass_static_sm90"
+    if "--name" in args:
+        at = args.index("--name")
+        if at + 1 >= len(args) or not re.fullmatch(r"[\w.-]+", args[at + 1]):
+            print("compile_sm90: --name needs a file stem (letters, digits, '_', '.', '-')")
+            return 1
+        stem = args[at + 1]
+        del args[at:at + 2]
     table = "--attention-table" in args
     args = [a for a in args if a not in ("--sass", "--attention-table")]
     try:
@@ -362,9 +371,9 @@ def main(argv: list[str]) -> int:
     if sass and out_dir is not None:
         command = "python tests/runtime/compile_sm90.py " + " ".join(argv)
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "sass_static_sm90.json").write_text(
+        (out_dir / f"{stem}.json").write_text(
             json.dumps({"triton": triton.__version__, "command": command, "launches": rows}, indent=2) + "\n")
-        (out_dir / "sass_static_sm90.md").write_text(sass_markdown(rows, command))
+        (out_dir / f"{stem}.md").write_text(sass_markdown(rows, command))
     return 1 if failed else 0
 
 

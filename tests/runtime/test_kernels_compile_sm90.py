@@ -72,3 +72,13 @@ def test_sass_parsing_counts_instructions_and_opcodes_by_base_name():
     assert script.parse_resources(usage) == {"registers": 64, "stack_bytes": 16, "shared_bytes": 1024}
     with pytest.raises(ValueError, match="no STACK"):
         script.parse_resources("Function _kernel:REG:64 SHARED:0")
+
+
+def test_a_bad_table_name_is_refused_before_compiling(capsys, tmp_path):
+    """``--name`` takes a file stem; a path or an empty value is a one-line error (exit 1)."""
+    pytest.importorskip("triton")
+    script = load_script()
+    for argv in (["--sass", "--out", str(tmp_path), "--name", "../elsewhere"], ["--sass", "--name"]):
+        assert script.main(argv) == 1
+        assert capsys.readouterr().out.strip() == "compile_sm90: --name needs a file stem (letters, digits, '_', '.', '-')"
+    assert not any(tmp_path.iterdir())
