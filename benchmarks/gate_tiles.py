@@ -23,7 +23,8 @@ compiles about 30 tilings per case: run it one scale at a time (``--sweep --scal
 (``git show REV:runtime/kernels/gate.py > DIR/gate.py``), timed on every case at its
 default tiling as "baseline", with its launches apart, next to today's kernel.
 
-``--stages``: also the rows-per-program x pipelined-stages variants (``STAGE_VARIANTS``).
+``--stages``: also the variants of rows per program, pipelined stages and the selecting
+launch's warps (``STAGE_VARIANTS``).
 
 ``--topk K``: every case with K experts per token (the release: 6), reference included, as
 a diagnostic: the selection is K rounds of a block-wide max, one waiting on the last, so
@@ -84,11 +85,12 @@ class Row:
         return ("(no graph)", None) if self.us is None else self.case.goal(self.empty_us * 1e-3)
 
 
-# ``--stages``: rows per program and the D loop's pipelined stages (GatePolicy.block_m /
-# num_stages), for the many-row calls where every tiling of the sweep stayed at 27-41 % of
-# the roofline (gate_tiles_h200_sweep_mid_4096.md): split tilings with more stages, and one
-# program per 32 or 64 rows over all of D (no partials, no ticket: 128 / 64 programs at
-# 4,096 rows) with wider D chunks so more bytes are in flight per program
+# ``--stages``: rows per program, the D loop's pipelined stages and the selecting launch's warps
+# (GatePolicy.block_m / num_stages / select_warps). The first two for the many-row calls, where
+# every tiling of the sweep stayed at 27-41 % of the roofline (gate_tiles_h200_sweep_mid_4096.md):
+# split tilings with more stages, and one program per 32 or 64 rows over all of D (no
+# partials, no ticket: 128 / 64 programs at 4,096 rows) with wider D chunks so more bytes
+# are in flight per program
 STAGE_VARIANTS = (
     ("stages 2", GatePolicy(num_stages=2)), ("stages 4", GatePolicy(num_stages=4)),
     ("stages 5", GatePolicy(num_stages=5)), ("m32", GatePolicy(block_m=32)),
@@ -96,6 +98,10 @@ STAGE_VARIANTS = (
     ("tail 16K stages 4", GatePolicy(tail_bytes=16 * 1024, num_stages=4)),
     *((f"one program m{m} d{dd} s{st}", GatePolicy(one_program=True, block_m=m, block_d=dd, num_stages=st))
       for m, dd, st in ((32, 128, 3), (32, 128, 4), (32, 128, 5), (32, 256, 3), (32, 256, 4), (64, 128, 4))),
+    # decode: the selection in a second launch of 1 / 2 warps (GatePolicy.select_warps), and
+    # that launch from every row count
+    ("select w1", GatePolicy(select_warps=1)), ("select w2", GatePolicy(select_warps=2)),
+    ("two launches select w1", GatePolicy(select_from=0, select_warps=1)),
 )
 
 
@@ -150,7 +156,8 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
                 row_blocks, cols = tiles.grid(t, d, e)
                 desc = (f"m{tiles.block_m} e{tiles.block_e} d{tiles.block_d} split {tiles.split_d}x"
                         f"{tiles.splits(d)} sel {tiles.sel_m}{' 2nd launch' if tiles.select_rows else ''} "
-                        f"w{tiles.num_warps}{f' s{tiles.num_stages}' if tiles.num_stages else ''}")
+                        f"w{tiles.num_warps}{f' s{tiles.num_stages}' if tiles.num_stages else ''}"
+                        f"{f' sel w{tiles.select_warps}' if tiles.select_warps else ''}")
                 row = Row(replace(case, fused_graph_ms=ms), t, label, desc, row_blocks * cols, empty, differ, err)
                 if label in ("new", "two launches", "baseline"):
                     row.kernels_us = kernel_breakdown(lambda gate=gate, args=args: gate(*args))
@@ -210,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", default="mid,flash", help="comma-separated presets (default: mid,flash)")
     parser.add_argument("--rows", default="1,8,64,512", help="comma-separated row counts T (default: 1,8,64,512)")
     parser.add_argument("--stages", action="store_true",
-                        help="also rows per program x pipelined stages (STAGE_VARIANTS), for many-row calls")
+                        help="also rows per program, pipelined stages and selecting warps (STAGE_VARIANTS)")
     parser.add_argument("--reps", type=int, default=20, help="calls per CUDA graph (default: 20)")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a folder with an earlier revision's gate.py to time alongside (one folder; loaded by tile_sweep.py's baseline_ops)")

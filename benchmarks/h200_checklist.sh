@@ -20,13 +20,16 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 15  # inverse RoPE in one load / store, compress's weight first, vs bis/before_s18
 #   OUT=/path bash benchmarks/h200_checklist.sh 16  # RoPE + quant tiles below 1,024 channels, compress on 1-2 warps
 #   OUT=/path bash benchmarks/h200_checklist.sh 17  # RoPE + quant: narrow vectors whole, in head / tail programs, the default
-#   OUT=/path bash benchmarks/h200_checklist.sh 18  # the gate at 512 / 4,096 rows: rows per program x pipelined stages (untimed)
+#   OUT=/path bash benchmarks/h200_checklist.sh 18  # the gate: rows per program x pipelined stages, selecting warps (untimed)
 # Open after 2026-12-04 (session 19: part 17 ran (and three repeats of its small calls):
 # small calls of narrow vectors go whole to RoPE + quant's rotating programs
 # (tile_sweep_h200_rope_quant_whole.md). kernels_h200.md is still session 18's table:
 # >= 4 MiB 25 of 40), issue 16:
 # - part 18 first: the gate's rows per program x pipelined stages at 512 / 4,096 rows
-#   (untimed; the split tilings have run on Triton's default 3 stages); adopt only a winner;
+#   (untimed; the split tilings have run on Triton's default 3 stages) and its decode
+#   selection on 1 / 2 warps; adopt only a winner. Untried: one reduction of (key, score)
+#   pairs per selection round (tl.reduce with a combine function) instead of a max and a
+#   masked sum: it needs a jitted helper, which the kernels' build-time jit does not offer yet;
 # - the serial chains left: mHC's 19 Sinkhorn iterations still take 1.2-1.4 us of a 3.7-us
 #   finish; the gate's five more selection rounds 0.8-1.4 us (top-6 vs top-1); one bitonic
 #   top-k instead of the rounds lost in 8 of 10 cases (gate_tiles_h200_sort_select.md);
@@ -186,11 +189,13 @@ timeout 170 python benchmarks/tile_sweep.py --ops rope_quant --rows 1 8 64 4096 
 grep -E "^\| rope_quant" "$R"/rqw/*.md | cut -d"|" -f3-5,7,8
 elif [ "$PART" = 18 ]; then
 # session 19: the gate's --stages variants (GatePolicy.block_m / num_stages; one program per
-# 32 / 64 rows over all of D) where every tiling stayed at 27-41 % (gate_tiles_h200_sweep_mid_4096.md);
-# GPU parity first (the interpreter ignores num_stages)
+# 32 / 64 rows over all of D) where every tiling stayed at 27-41 % (gate_tiles_h200_sweep_mid_4096.md),
+# and the decode selection's launch on 1 / 2 warps (select_warps: one warp's reductions need
+# no shared memory or barrier; static sm_90: BAR 39 -> 1, instructions 1,926 -> 5,152 at
+# flash); GPU parity first (the interpreter ignores num_stages and warps)
 timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "gate" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
-timeout 300 python benchmarks/gate_tiles.py --stages --scales mid,flash --rows 512,4096 --out "$R/gst" > "$OUT/gst.log" 2>&1; el gst $?
+timeout 420 python benchmarks/gate_tiles.py --stages --scales mid,flash --rows 1,8,64,512,4096 --out "$R/gst" > "$OUT/gst.log" 2>&1; el gst $?
 grep -E "^\| (mid|flash) " "$R"/gst/*.md | cut -d"|" -f2-4,8,10
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?

@@ -200,5 +200,6 @@ def gate_launches(tiles: GateTiling, t: int, d: int, e: int, config: V41Config,
                   **({"num_stages": tiles.num_stages} if tiles.num_stages else {}))
     grid = tiles.grid(t, d, e)
     if tiles.select_rows:
-        return [(grid, dict(consts, PHASE=1)), ((tiles.select_grid(t),), dict(consts, PHASE=2))]
+        return [(grid, dict(consts, PHASE=1)),
+                ((tiles.select_grid(t),), dict(consts, PHASE=2, num_warps=tiles.select_warps or tiles.num_warps))]
     return [(grid, dict(consts, PHASE=0))]

@@ -63,6 +63,7 @@ class GateTiling:
     num_warps: int = 4
     select_rows: int = 0  # > 0: a second launch selects, this many rows per program (= sel_m)
     num_stages: int = 0  # software-pipelined stages of the D loop's loads (0: Triton's default, 3 on sm_90)
+    select_warps: int = 0  # warps of the selecting launch's programs (0: num_warps)
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -102,7 +103,11 @@ class GatePolicy:
     the D loop's pipelined stages (0: Triton's default). Both are sweep options, untimed
     (benchmarks/gate_tiles.py ``--stages``): at 4,096 ``mid`` rows every tiling of the grid
     stayed at 27-41 % of the roofline (gate_tiles_h200_sweep_mid_4096.md) with at most two
-    of a program's 8 KB x tiles in flight."""
+    of a program's 8 KB x tiles in flight. ``select_warps``: warps of the selecting launch's
+    programs (0: ``num_warps``), also untimed: at decode that launch was most of the gate
+    (``flash`` one row 4.49 of 7.55 us, ``mid`` 3.08 of 4.43: gate_tiles_h200_launches.md)
+    for a few rows' selection, a serial chain of 12 reductions over the padded experts that
+    with 4 warps cross warps through shared memory; with one warp each stays in its lanes."""
 
     programs: int = 256
     tail_bytes: int = 64 * 1024
@@ -115,10 +120,13 @@ class GatePolicy:
     max_splits: int = 16
     block_m: int = 0
     num_stages: int = 0
+    select_warps: int = 0
 
     def __post_init__(self) -> None:
         if self.block_m < 0 or self.block_m & (self.block_m - 1) or 0 < self.block_m < 16:
             raise ValueError(f"GatePolicy.block_m: expected 0 or a power of two >= 16, got {self.block_m}")
+        if self.select_warps not in (0, 1, 2, 4, 8):
+            raise ValueError(f"GatePolicy.select_warps: expected 0 (num_warps), 1, 2, 4 or 8, got {self.select_warps}")
         if self.num_stages < 0:
             raise ValueError(f"GatePolicy.num_stages: expected >= 0 (0 = Triton's default), got {self.num_stages}")
 
@@ -146,7 +154,7 @@ class GatePolicy:
         one_program = e_blocks == 1 and cdiv(chunks, per_split) == 1
         if long_selection and not one_program:
             return GateTiling(block_m, block_e, block_d, per_split * block_d, self.select_rows, e_pad,
-                              self.num_warps, self.select_rows, self.num_stages)
+                              self.num_warps, self.select_rows, self.num_stages, self.select_warps)
         if one_program:
             sel_m = block_m  # one program per row block: selects from its registers
         else:

@@ -16,7 +16,8 @@ SHAPES += [(64, 24), (96, 384), (48, 40), (7168, 256)]
 ROWS = [1, 2, 7, 8, 16, 17, 33, 64, 65, 300, 512, 4096, 16384]
 POLICIES = [GatePolicy(), GatePolicy(programs=1000, tail_bytes=1 << 20, block_d=16, block_e=16),
             GatePolicy(tail_bytes=16 * 1024, block_d=128, block_e=32), GatePolicy(select_from=0, select_rows=4),
-            GatePolicy(select_from=1 << 30), GatePolicy(block_m=32, num_stages=5)]
+            GatePolicy(select_from=1 << 30), GatePolicy(block_m=32, num_stages=5),
+            GatePolicy(select_from=0, select_warps=1)]
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -89,10 +90,11 @@ def test_flash_selects_in_a_second_launch_from_five_rows_and_mid_never():
         assert not policy.tiling(t, mid.hidden_size, mid.n_routed_experts).select_rows
 
 
-def test_rows_per_program_and_stages_reach_the_tiling_and_the_launch():
+def test_rows_per_program_stages_and_selecting_warps_reach_the_tiling_and_the_launch():
     """``block_m`` sets the rows per program (one-program tilings select them all from
     registers); ``num_stages`` becomes the launch's compile option, and the default's
-    launches name none (Triton's default); bad values are refused."""
+    launches name none (Triton's default); ``select_warps`` sets the selecting launch's
+    warps where there is one; bad values are refused."""
     from runtime.kernels.gate import gate_launches
 
     mid = V41Config.preset("mid")
@@ -104,6 +106,11 @@ def test_rows_per_program_and_stages_reach_the_tiling_and_the_launch():
     assert tiles.block_m == 32 and tiles.grid(4096, d, e)[0] == 128
     for t in (1, 64, 4096):
         assert all("num_stages" not in kw for _, kw in gate_launches(GatePolicy().tiling(t, d, e), t, d, e, mid, False))
-    for bad in ({"block_m": 24}, {"block_m": 8}, {"block_m": -16}, {"num_stages": -1}):
+    flash = V41Config.preset("flash")
+    d, e = flash.hidden_size, flash.n_routed_experts
+    tiles = GatePolicy(select_warps=1).tiling(8, d, e)  # flash selects in a second launch from 5 rows
+    assert tiles.select_rows and [kw["num_warps"] for _, kw in gate_launches(tiles, 8, d, e, flash, False)] == [4, 1]
+    assert GatePolicy(select_warps=1).tiling(1, d, e) == GatePolicy().tiling(1, d, e)  # one launch: nothing to set
+    for bad in ({"block_m": 24}, {"block_m": 8}, {"block_m": -16}, {"num_stages": -1}, {"select_warps": 3}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             GatePolicy(**bad)

@@ -109,7 +109,8 @@ GATE_POLICIES = {"default": GatePolicy(), "one_program": GatePolicy(one_program=
                  # benchmarks/gate_tiles.py --stages: 32 rows per program (one over all of D, or
                  # split), pipelined stages (a compile option: the interpreter ignores it)
                  "one_program_m32": GatePolicy(one_program=True, block_m=32, num_stages=4),
-                 "m32_stages": GatePolicy(block_m=32, num_stages=5)}
+                 "m32_stages": GatePolicy(block_m=32, num_stages=5),
+                 "select_w1": GatePolicy(select_from=0, select_rows=4, select_warps=1)}
 
 
 def fused_gate(policy: str):
