@@ -327,25 +327,30 @@ def sass_markdown(rows: list[dict], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def pop_option(args: list[str], flag: str) -> str | None:
+    """Take ``flag VALUE`` out of ``args`` and return VALUE: None when the flag is absent,
+    "" when nothing follows it."""
+    if flag not in args:
+        return None
+    at = args.index(flag)
+    value = args[at + 1] if at + 1 < len(args) else ""
+    del args[at:at + 2]
+    return value
+
+
 def main(argv: list[str]) -> int:
     args = list(argv)
     sass = "--sass" in args
-    out_dir = None
-    if "--out" in args:
-        at = args.index("--out")
-        if at + 1 >= len(args):
-            print("compile_sm90: --out needs a directory")
-            return 1
-        out_dir = Path(args[at + 1])
-        del args[at:at + 2]
-    stem = "sass_static_sm90"
-    if "--name" in args:
-        at = args.index("--name")
-        if at + 1 >= len(args) or not re.fullmatch(r"[\w.-]+", args[at + 1]):
-            print("compile_sm90: --name needs a file stem (letters, digits, '_', '.', '-')")
-            return 1
-        stem = args[at + 1]
-        del args[at:at + 2]
+    out = pop_option(args, "--out")
+    if out == "":
+        print("compile_sm90: --out needs a directory")
+        return 1
+    out_dir = None if out is None else Path(out)
+    stem = pop_option(args, "--name")
+    if stem is not None and not re.fullmatch(r"[\w.-]+", stem):
+        print("compile_sm90: --name needs a file stem (letters, digits, '_', '.', '-')")
+        return 1
+    stem = stem or "sass_static_sm90"
     table = "--attention-table" in args
     args = [a for a in args if a not in ("--sass", "--attention-table")]
     try:
