@@ -49,6 +49,7 @@ from benchmarks.kernels import (
     environment,
     graph_ms,
 )
+from benchmarks.records import command_line
 from runtime.config import V41Config
 from runtime.kernels.attention_tiles import AttentionTile, t_bucket, tile_for
 
@@ -341,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(result)
     env = environment()
     best_rows = suggestions(results)
-    command = "PYTHONPATH=. python " + " ".join(["benchmarks/attention_tiles.py", *(argv or sys.argv[1:])])
+    command = command_line("benchmarks/attention_tiles.py", argv or sys.argv[1:])
     doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S,
            "empty_kernel_ms": empty_ms,
            "suggested_rows": {f"{'packed ' if packed else ''}{b}": {"tile": label, "geomean_vs_best": score}

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.records import command_line
 from runtime.options import KV_STORAGE  # the switch's own choices
 
 HBM_BYTES_PER_S = 4.3e12
@@ -359,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     doc = run(args)
     doc["environment"] = environment(torch.device(args.device))
-    doc["command"] = "PYTHONPATH=. python " + " ".join(["benchmarks/decode.py", *(argv or sys.argv[1:])])
+    doc["command"] = command_line("benchmarks/decode.py", argv or sys.argv[1:])
     doc["hbm_bytes_per_s"] = HBM_BYTES_PER_S
     tag = doc["environment"]["gpu"].split()[-1].lower() if args.device.startswith("cuda") else "cpu"
     args.out.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,8 @@ whose expert sets differ; max weight error on the others), so a fast wrong tilin
     PYTHONPATH=. python benchmarks/gate_tiles.py --out "$OUT" [--sweep] [--scales flash] [--rows 1,8]
 
 Writes gate_tiles_<gpu>[_sweep][_stages][_<scales>][_top<k>].json and .md under --out (the suffixes when
---sweep or --stages is given, the scales / rows are not the default, or ``--topk`` is given). A full sweep
+--sweep or --stages is given, the scales / rows are not the default, or ``--topk`` is given),
+rewritten after every case, so a run cut short keeps the cases it finished. A full sweep
 compiles about 30 tilings per case: run it one scale at a time (``--sweep --scales flash``).
 
 ``--baseline DIR``: a folder holding an earlier revision of ``runtime/kernels/gate.py``
@@ -24,7 +25,8 @@ compiles about 30 tilings per case: run it one scale at a time (``--sweep --scal
 default tiling as "baseline", with its launches apart, next to today's kernel.
 
 ``--stages``: also the variants of rows per program, pipelined stages and the selecting
-launch's warps (``STAGE_VARIANTS``).
+launch's warps (``STAGE_VARIANTS``); a tiling that needs more shared memory than an SM has
+is skipped and named in the note. ``--only LABEL [LABEL ...]``: time only those variants.
 
 ``--topk K``: every case with K experts per token (the release: 6), reference included, as
 a diagnostic: the selection is K rounds of a block-wide max, one waiting on the last, so
@@ -52,6 +54,7 @@ from benchmarks.kernels import (
     kernel_breakdown,
     verdict,
 )
+from benchmarks.records import command_line
 from benchmarks.tile_sweep import baseline_ops
 from runtime.config import V41Config
 from runtime.kernels.gate_tiles import GatePolicy
@@ -102,6 +105,11 @@ STAGE_VARIANTS = (
     # that launch from every row count
     ("select w1", GatePolicy(select_warps=1)), ("select w2", GatePolicy(select_warps=2)),
     ("two launches select w1", GatePolicy(select_from=0, select_warps=1)),
+    ("two launches select w4", GatePolicy(select_from=0, select_warps=4)),
+    ("two launches select w2", GatePolicy(select_from=0, select_warps=2)),
+    ("two launches select w1 rows 4", GatePolicy(select_from=0, select_rows=4, select_warps=1)),
+    ("from 2048 select w4", GatePolicy(select_from=2048, select_warps=4)),  # the default before 2026-12-04
+    ("m32 two launches select w1", GatePolicy(block_m=32, select_from=0, select_warps=1)),
 )
 
 
@@ -129,9 +137,15 @@ def check(gate, args) -> tuple[int, float]:
 
 
 def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | None = None,
-        baseline=None, stages: bool = False) -> list[Row]:
+        baseline=None, stages: bool = False, only: tuple[str, ...] | None = None,
+        unfit: list[str] | None = None, save=None) -> list[Row]:
     """``baseline``: an earlier revision's gate (``--baseline``), timed on every case as
-    "baseline" at its default tiling."""
+    "baseline" at its default tiling; ``only``: the variant labels to time (None: all);
+    ``unfit``: collects "scale T=t label" of tilings the GPU cannot launch (more shared
+    memory than an SM has: a stage count too deep for a wide tile), which are skipped;
+    ``save(done)``: called after every case, so a run cut short keeps what it timed."""
+    from triton.runtime.errors import OutOfResources
+
     from runtime.kernels.gate import FusedGate
 
     empty = empty_launch_ms() * 1e3
@@ -144,14 +158,20 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
         for t in rows:
             case, args = gate_case(None, c, name, t)
             seen: dict[tuple, str] = {}
-            for label, policy in variants(sweep, stages) + ([("baseline", GatePolicy())] if baseline else []):
+            for label, policy in chosen(variants(sweep, stages), only) + ([("baseline", GatePolicy())] if baseline else []):
                 tiles = policy.tiling(t, d, e)
                 key = tuple(asdict(tiles).values())
                 if key in seen and label != "baseline":
                     continue  # the same tiling as an earlier variant of this case
                 seen[key] = label
                 gate = baseline if label == "baseline" else FusedGate(policy)
-                differ, err = check(gate, args)
+                try:
+                    differ, err = check(gate, args)
+                except OutOfResources as exc:
+                    print(f"{name:6s} T={t:<4d} {label}: skipped, does not fit ({exc})", flush=True)
+                    if unfit is not None:
+                        unfit.append(f"{name} T={t} {label}")
+                    continue
                 ms = graph_ms(lambda gate=gate, args=args: gate(*args), reps=reps)
                 row_blocks, cols = tiles.grid(t, d, e)
                 desc = (f"m{tiles.block_m} e{tiles.block_e} d{tiles.block_d} split {tiles.split_d}x"
@@ -163,7 +183,14 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
                     row.kernels_us = kernel_breakdown(lambda gate=gate, args=args: gate(*args))
                 done.append(row)
                 print(line(row), flush=True)
+            if save is not None:
+                save(done)
     return done
+
+
+def chosen(found: list[tuple[str, GatePolicy]], only: tuple[str, ...] | None) -> list[tuple[str, GatePolicy]]:
+    """The (label, policy) of ``found`` whose label is one of ``only`` (None: all)."""
+    return list(found) if only is None else [(label, policy) for label, policy in found if label in only]
 
 
 def line(r: Row) -> str:
@@ -176,7 +203,8 @@ def line(r: Row) -> str:
             f"w err {r.weight_err:.1e}")
 
 
-def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int, topk: int | None = None) -> str:
+def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int, topk: int | None = None,
+             unfit: list[str] | None = None) -> str:
     lines = [
         "# Fused gate tilings: old (one program per 16 rows) vs re-tiled", "",
         f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, CUDA {env['cuda']}",
@@ -193,7 +221,8 @@ def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int, 
         "default tiling, timed apart below; other rows: `--sweep` variants "
         "(`runtime/kernels/gate_tiles.py`). A variant whose tiling equals an earlier one's is not repeated.",
         "- ids differ: rows whose expert set differs from `runtime.moe.route` (bf16 near-ties can do that); "
-        "w err: max |weight - reference| on the other rows.", "",
+        "w err: max |weight - reference| on the other rows.",
+        *([f"- Skipped, more shared memory than an SM has: {', '.join(unfit)}."] if unfit else []), "",
         "| scale | T | variant | tiling | programs | MB moved | us | x empty | roofline | goal | ids differ | w err |",
         "|---|---:|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
@@ -218,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default="1,8,64,512", help="comma-separated row counts T (default: 1,8,64,512)")
     parser.add_argument("--stages", action="store_true",
                         help="also rows per program, pipelined stages and selecting warps (STAGE_VARIANTS)")
+    parser.add_argument("--only", nargs="+", default=None,
+                        help="time only the variants with these labels (e.g. new 'two launches select w1')")
     parser.add_argument("--reps", type=int, default=20, help="calls per CUDA graph (default: 20)")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a folder with an earlier revision's gate.py to time alongside (one folder; loaded by tile_sweep.py's baseline_ops)")
@@ -237,6 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     fewest = min(V41Config.preset(name).n_routed_experts for name in scales) if scales else 0
     if args.topk is not None and not 1 <= args.topk <= fewest:
         parser.error(f"--topk: expected 1 to {fewest} (the fewest experts of --scales), got {args.topk}")
+    known = {label for label, _ in variants(True, True)}
+    for label in args.only or ():
+        if label not in known:
+            parser.error(f"--only: no variant labelled {label!r} (see variants() and STAGE_VARIANTS)")
     if args.baseline is not None and not (args.baseline / "gate.py").is_file():
         parser.error(f"--baseline {args.baseline}: no gate.py there")
     if not torch.cuda.is_available():
@@ -244,22 +279,29 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.manual_seed(0)
     baseline = baseline_ops(args.baseline, ("gate",))["gate"][0][1] if args.baseline else None
-    done = run(scales, rows, args.sweep, args.reps, args.topk, baseline, args.stages)
+    unfit: list[str] = []
     env = environment()
-    empty = done[0].empty_us if done else 0.0
-    command = "PYTHONPATH=. python " + " ".join(["benchmarks/gate_tiles.py", *(argv or sys.argv[1:])])
-    doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S, "empty_us": empty,
-           "reps": args.reps, "topk": args.topk,
-           "rows": [{**asdict(r), "us": r.us, "roofline": r.roofline, "goal": r.goal()[0], "goal_met": r.goal()[1]}
-                    for r in done]}
+    command = command_line("benchmarks/gate_tiles.py", argv or sys.argv[1:])
     tag = env["gpu"].split()[-1].lower() + ("_sweep" if args.sweep else "") + ("_stages" if args.stages else "")
     tag += "" if args.scales == "mid,flash" and args.rows == "1,8,64,512" else "_" + "_".join(scales)
     tag += "" if args.topk is None else f"_top{args.topk}"
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"gate_tiles_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    note = markdown(env, done, command, empty, args.reps, args.topk)
-    (args.out / f"gate_tiles_{tag}.md").write_text(note)
-    print(note)
+
+    def save(done: list[Row]) -> str:
+        """Write the JSON and the note of what is timed so far; returns the note."""
+        empty = done[0].empty_us if done else 0.0
+        doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S, "empty_us": empty,
+               "reps": args.reps, "topk": args.topk, "unfit": unfit,
+               "rows": [{**asdict(r), "us": r.us, "roofline": r.roofline, "goal": r.goal()[0],
+                         "goal_met": r.goal()[1]} for r in done]}
+        (args.out / f"gate_tiles_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
+        note = markdown(env, done, command, empty, args.reps, args.topk, unfit)
+        (args.out / f"gate_tiles_{tag}.md").write_text(note)
+        return note
+
+    done = run(scales, rows, args.sweep, args.reps, args.topk, baseline, args.stages,
+               None if args.only is None else tuple(args.only), unfit, save)
+    print(save(done))
     return 0
 
 

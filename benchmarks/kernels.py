@@ -26,6 +26,7 @@ from types import SimpleNamespace
 
 import torch
 
+from benchmarks.records import command_line
 from runtime.config import V41Config
 from runtime.kernels import KernelRegistry
 from runtime.kernels.reference import REFERENCE_OPS
@@ -399,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     env = environment()
     tag = env["gpu"].split()[-1].lower() + ("_" + "_".join(only) if only else "")
     args.out.mkdir(parents=True, exist_ok=True)
-    command = "PYTHONPATH=. python " + " ".join(["benchmarks/kernels.py", *(argv or sys.argv[1:])])
+    command = command_line("benchmarks/kernels.py", argv or sys.argv[1:])
     doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S,
            "bf16_flops_per_s": BF16_FLOPS_PER_S, "empty_launch_ms": empty_ms, "empty_launch_samples_ms": empty_samples,
            "cases": [{**asdict(c), "speedup": c.speedup, "roofline_fraction": c.roofline_fraction,

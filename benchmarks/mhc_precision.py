@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.kernels import environment
+from benchmarks.records import command_line
 from runtime.config import V41Config
 from runtime.kernels.mhc import FusedMhc
 from runtime.kernels.mhc_tiles import PROJECTIONS, MhcPolicy
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                     worst[case, name][k] = max(so_far, err)
     env = environment()
     env["allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
-    command = "PYTHONPATH=. python " + " ".join(["benchmarks/mhc_precision.py", *(argv or sys.argv[1:])])
+    command = command_line("benchmarks/mhc_precision.py", argv or sys.argv[1:])
     lines = ["# mHC coefficients vs a float64 oracle", "",
              f"- GPU: {env['gpu']}; torch {env['torch']}, triton {env['triton']}; torch matmul TF32: "
              f"{env['allow_tf32']}", f"- Command: `{command}`",

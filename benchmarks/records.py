@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 from pathlib import Path
 
 import torch
@@ -16,6 +17,12 @@ def environment(load_before: float) -> dict:
     return {"python": platform.python_version(), "torch": torch.__version__,
             "platform": platform.platform(), "processor": platform.machine(),
             "cpu_count": os.cpu_count(), "load_before": round(load_before, 2)}
+
+
+def command_line(script: str, argv: list[str]) -> str:
+    """How to run it again, as recorded in a result file: quoted the way a shell needs it
+    (``--only`` labels hold spaces)."""
+    return "PYTHONPATH=. python " + shlex.join([script, *argv])
 
 
 def header(title: str, doc: dict) -> list[str]:

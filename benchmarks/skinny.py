@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.kernels import environment, median_ms
-from benchmarks.records import write
+from benchmarks.records import command_line, write
 
 HBM_BYTES_PER_S = 4.3e12
 L2_BYTES = 60 * 2**20
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     if "experts" in args.ops:
         rows += experts_rows(config, args.expert_rows, variants(args.sweep, True), args.reps)
     doc = {"config": args.preset, "rows": rows, "environment": environment(),
-           "command": "PYTHONPATH=. python " + " ".join(["benchmarks/skinny.py", *(argv or sys.argv[1:])]),
+           "command": command_line("benchmarks/skinny.py", argv or sys.argv[1:]),
            }
     tag = doc["environment"]["gpu"].split()[-1].lower()
     write(args.out, f"skinny_{tag}{'_sweep' if args.sweep else ''}", doc, markdown(doc))

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.records import write
+from benchmarks.records import command_line, write
 
 # Ops that launch no kernel themselves: views, metadata, allocations, and casts / copies
 # that can be no-ops (a ``to`` or ``contiguous`` counts only if an op below it computes:
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         print("benchmarks/step_ops.py: --batches and --max-len must be positive (max-len >= 2)", file=sys.stderr)
         return 2
     doc = run(args)
-    doc["command"] = "PYTHONPATH=. python " + " ".join(["benchmarks/step_ops.py", *(argv or sys.argv[1:])])
+    doc["command"] = command_line("benchmarks/step_ops.py", argv or sys.argv[1:])
     text = markdown(doc, args.top)
     if args.out is None:
         print(text)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.records import write
+from benchmarks.records import command_line, write
 
 # Kinds of kernel by name, first match wins (names as the CUDA profiler reports them).
 KINDS = (
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     gen = torch.Generator().manual_seed(args.seed)
     rows = [profile_batch(args, weights, b, gen) for b in args.batches]
     doc = {"config": args.preset, "rows": rows, "environment": environment(device),
-           "command": "PYTHONPATH=. python " + " ".join(["benchmarks/step_profile.py", *(argv or sys.argv[1:])])}
+           "command": command_line("benchmarks/step_profile.py", argv or sys.argv[1:])}
     write(args.out, f"step_profile_{doc['environment']['gpu'].split()[-1].lower()}", doc, markdown(doc, args.top))
     return 0
 

@@ -48,6 +48,7 @@ from benchmarks.kernels import (
     mhc_case,
     rope_quant_case,
 )
+from benchmarks.records import command_line
 from runtime.config import V41Config
 from runtime.kernels.backend import jit
 from runtime.kernels.compress import FusedPoolNorm
@@ -308,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = sweep(tuple(args.rows), ops, baseline_ops(args.baseline, ops), args.sinkhorn_iters,
                  None if args.only is None else tuple(args.only))
     env = environment()
-    command = "PYTHONPATH=. python " + " ".join(["benchmarks/tile_sweep.py", *(argv or sys.argv[1:])])
+    command = command_line("benchmarks/tile_sweep.py", argv or sys.argv[1:])
     tag = env["gpu"].split()[-1].lower()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"tile_sweep_{tag}.json").write_text(json.dumps(

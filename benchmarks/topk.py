@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.kernels import environment, graph_ms, median_ms
-from benchmarks.records import write
+from benchmarks.records import command_line, write
 from runtime.kernels.reference import REFERENCE_OPS
 
 ONE_PASS_SHAPES = [(n, t, k) for n in (8192, 65536, 131072) for t in (1, 8, 64) for k in (512, 2048)]
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"triton {row.triton_ms:.4f} | graph sort {fmt(row.sort_graph_ms)} "
                       f"topk {fmt(row.topk_graph_ms)} triton {fmt(row.triton_graph_ms)}", flush=True)
     env = environment()
-    command = "PYTHONPATH=. python " + " ".join(["benchmarks/topk.py", *(argv or sys.argv[1:])])
+    command = command_line("benchmarks/topk.py", argv or sys.argv[1:])
     doc = {"environment": env, "command": command, "rows": [asdict(r) for r in rows]}
     tag = env["gpu"].split()[-1].lower()
     write(args.out, f"topk_{tag}", doc, markdown(env, rows, command))

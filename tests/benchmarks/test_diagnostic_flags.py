@@ -19,6 +19,8 @@ ENV = {"gpu": "NVIDIA H200", "nvidia_smi": "NVIDIA H200, 580", "torch": "2.11", 
     (gate_tiles, ["--topk", "33"], "--topk: expected 1 to 32 (the fewest experts of --scales), got 33"),
     (gate_tiles, ["--topk", "400", "--scales", "flash"], "--topk: expected 1 to 384 (the fewest experts of "
                                                          "--scales), got 400"),
+    (gate_tiles, ["--only", "new", "select w9"], "--only: no variant labelled 'select w9' (see variants() and "
+                                                 "STAGE_VARIANTS)"),
 ])
 def test_impossible_counts_are_one_line(module, argv, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
@@ -47,3 +49,17 @@ def test_a_gate_baseline_folder_without_gate_py_is_one_line(tmp_path, capsys):
         gate_tiles.main(["--baseline", str(tmp_path), "--out", str(tmp_path)])
     assert stop.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"--baseline {tmp_path}: no gate.py there")
+
+
+def test_only_keeps_the_named_gate_variants_in_their_order():
+    found = gate_tiles.variants(False, True)
+    picked = gate_tiles.chosen(found, ("two launches select w1", "new"))
+    assert [label for label, _ in picked] == ["new", "two launches select w1"]
+    assert picked[1][1].select_warps == 1 and picked[1][1].select_from == 0
+    assert gate_tiles.chosen(found, None) == found
+
+
+def test_a_note_names_the_tilings_that_did_not_fit():
+    note = gate_tiles.markdown(ENV, [], "cmd", 0.9, 20, unfit=["flash T=1 tail 16K stages 4"])
+    assert "- Skipped, more shared memory than an SM has: flash T=1 tail 16K stages 4." in note
+    assert "Skipped" not in gate_tiles.markdown(ENV, [], "cmd", 0.9, 20)

@@ -26,3 +26,16 @@ def test_device_results_name_their_command():
     assert notes
     for note in notes:
         assert re.search(r"`(PYTHONPATH=\. )?python \S*benchmarks/\w+\.py", note.read_text()), note.name
+
+
+def test_a_recorded_command_splits_back_into_its_arguments():
+    """A label with spaces (``--only 'two launches select w1'``) stays one argument, so the
+    command a result file states runs the same variants again."""
+    import shlex
+
+    from benchmarks.records import command_line
+
+    argv = ["--only", "new", "two launches select w1", "--rows", "1,8"]
+    line = command_line("benchmarks/gate_tiles.py", argv)
+    assert line.startswith("PYTHONPATH=. python benchmarks/gate_tiles.py ")
+    assert shlex.split(line)[3:] == argv
