@@ -27,10 +27,19 @@ takes two launches: partials, then ``select_rows`` rows per program of a second 
 (``GateTiling.select_rows``); the tail budget then bounds what one of those reads.
 Measured (benchmarks/results/gate_tiles_h200_select*.md, same run, one launch -> two):
 ``flash`` 8 rows 15.0 -> 8.6 us, 64 rows 31.5 -> 12.9, 512 rows 103 -> 15.4, 4,096 rows
-183 -> 62; ``mid`` (32 experts) 512 rows 8.3 -> 6.4 but 4,096 rows 10.6 -> 11.8, where 64
-row blocks' short selections already run side by side. ``select_from`` = 64 x 32 keeps
-``mid`` at one launch everywhere (its 512-row gain is left on the table) and sends
-``flash`` to two from 5 rows.
+183 -> 62; ``mid`` (32 experts) 512 rows 8.3 -> 6.4 but 4,096 rows 10.6 -> 11.8.
+
+That selecting launch's warps go by the size of one program's selection: ``select_rows`` x
+padded experts over 256 pairs per warp, at most ``num_warps`` (``mid``: 2 x 32 -> one warp,
+whose reductions stay in its lanes with no shared memory or barrier; ``flash``: 2 x 512 ->
+four). Measured (gate_tiles_h200_stages_mid_flash.md, one run; 4 warps -> 1): ``mid`` 512
+rows 6.64 -> 6.16 us, 4,096 rows 13.26 -> 9.21, so ``mid`` now selects in a second launch
+from 512 rows too (one launch there: 9.02 / 11.15 us); at ``flash`` one warp lost
+everywhere (1 row 9.34 -> 12.07 us, 512 rows 16.38 -> 19.55) and two lost from 1 to 512
+rows (4,096: 62.16 -> 59.52). ``select_from`` = 1,024 (was 2,048) takes ``mid``'s 64-row
+blocks and ``flash`` from 3 rows to two launches (``flash`` 4 rows 11.22 -> 9.68 us; 2
+rows stay at one: 8.94 vs 9.91); ``mid``'s decode blocks of 16 rows stay at one launch,
+which won at 1-64 rows (e.g. 1 row 3.95 vs 5.32 us with the second launch on one warp).
 
 The rounds as one bitonic top-k of the keys (``tl.topk``) and a gather of the picked scores
 lost in 8 of 10 cases on the H200 (``mid`` one row 4.13 -> 5.07 us, ``flash`` 4,096 rows 61.96
@@ -63,7 +72,7 @@ class GateTiling:
     num_warps: int = 4
     select_rows: int = 0  # > 0: a second launch selects, this many rows per program (= sel_m)
     num_stages: int = 0  # software-pipelined stages of the D loop's loads (0: Triton's default, 3 on sm_90)
-    select_warps: int = 0  # warps of the selecting launch's programs (0: num_warps)
+    select_warps: int = 0  # warps of the selecting launch's programs (0: num_warps; set with select_rows)
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -97,17 +106,15 @@ class GatePolicy:
     all of D), kept to measure against (benchmarks/gate_tiles.py);
     ``select_from`` / ``select_rows``: a second launch selects, ``select_rows`` rows per
     program, when a row block's ticket-holder would select over more (row, padded expert)
-    pairs than ``select_from`` (64 x 32: never at ``mid``, ``flash`` from 5 rows);
+    pairs than ``select_from`` (1,024: ``mid`` from 512 rows, ``flash`` from 3 rows);
     ``max_splits``: most D splits per row block (the module docstring says why);
     ``block_m``: rows per program (0: by row count, 16 with ``one_program``); ``num_stages``:
     the D loop's pipelined stages (0: Triton's default). Both are sweep options, untimed
     (benchmarks/gate_tiles.py ``--stages``): at 4,096 ``mid`` rows every tiling of the grid
     stayed at 27-41 % of the roofline (gate_tiles_h200_sweep_mid_4096.md) with at most two
     of a program's 8 KB x tiles in flight. ``select_warps``: warps of the selecting launch's
-    programs (0: ``num_warps``), also untimed: at decode that launch was most of the gate
-    (``flash`` one row 4.49 of 7.55 us, ``mid`` 3.08 of 4.43: gate_tiles_h200_launches.md)
-    for a few rows' selection, a serial chain of 12 reductions over the padded experts that
-    with 4 warps cross warps through shared memory; with one warp each stays in its lanes."""
+    programs (0: by the selection's size, the module docstring says how and why).
+    """
 
     programs: int = 256
     tail_bytes: int = 64 * 1024
@@ -115,7 +122,7 @@ class GatePolicy:
     block_e: int = 0
     num_warps: int = 4
     one_program: bool = False
-    select_from: int = 2048
+    select_from: int = 1024
     select_rows: int = 2
     max_splits: int = 16
     block_m: int = 0
@@ -126,7 +133,7 @@ class GatePolicy:
         if self.block_m < 0 or self.block_m & (self.block_m - 1) or 0 < self.block_m < 16:
             raise ValueError(f"GatePolicy.block_m: expected 0 or a power of two >= 16, got {self.block_m}")
         if self.select_warps not in (0, 1, 2, 4, 8):
-            raise ValueError(f"GatePolicy.select_warps: expected 0 (num_warps), 1, 2, 4 or 8, got {self.select_warps}")
+            raise ValueError(f"GatePolicy.select_warps: expected 0 (by size), 1, 2, 4 or 8, got {self.select_warps}")
         if self.num_stages < 0:
             raise ValueError(f"GatePolicy.num_stages: expected >= 0 (0 = Triton's default), got {self.num_stages}")
 
@@ -154,13 +161,19 @@ class GatePolicy:
         one_program = e_blocks == 1 and cdiv(chunks, per_split) == 1
         if long_selection and not one_program:
             return GateTiling(block_m, block_e, block_d, per_split * block_d, self.select_rows, e_pad,
-                              self.num_warps, self.select_rows, self.num_stages, self.select_warps)
+                              self.num_warps, self.select_rows, self.num_stages, self.selecting_warps(e_pad))
         if one_program:
             sel_m = block_m  # one program per row block: selects from its registers
         else:
             sel_m = min(block_m, max(2, next_pow2(t)), max(2, 4096 // e_pad))
         return GateTiling(block_m, block_e, block_d, per_split * block_d, sel_m, e_pad, self.num_warps,
                           num_stages=self.num_stages)
+
+    def selecting_warps(self, e_pad: int) -> int:
+        """Warps of a selecting launch's programs: ``select_warps``, or one per 256 of the
+        ``select_rows`` x ``e_pad`` pairs a program selects over (at least one, at most
+        ``num_warps``)."""
+        return self.select_warps or max(1, min(self.num_warps, self.select_rows * e_pad // 256))
 
     def decode_block_d(self, tiles: int, d: int) -> int:
         """The widest D chunk (256 .. 32) at which ``tiles`` (row x expert blocks) times

@@ -43,6 +43,7 @@ def test_every_tiling_covers_d_and_experts_and_respects_the_tail_budget(policy):
         assert bool(tiles.select_rows) == long_selection, where
         if tiles.select_rows:
             assert tiles.sel_m == tiles.select_rows == policy.select_rows, where
+            assert tiles.select_warps == policy.selecting_warps(tiles.e_pad), where
             assert (tiles.select_grid(t) - 1) * tiles.select_rows < t <= tiles.select_grid(t) * tiles.select_rows, where
 
 
@@ -75,19 +76,33 @@ def test_one_program_policy_is_the_first_kernels_tiling():
         assert tiles.block_d == (64 if tiles.e_pad <= 128 else 32)
 
 
-def test_flash_selects_in_a_second_launch_from_five_rows_and_mid_never():
-    """flash (384 experts, padded to 512): up to 4 rows stay one launch, from 5 rows the
-    selection is a second launch, 2 rows per program; mid (32 experts) never takes one
-    (at 4,096 rows one launch measured faster, gate_tiles.py's table)."""
+def test_flash_selects_in_a_second_launch_from_three_rows_and_mid_from_its_64_row_blocks():
+    """flash (384 experts, padded to 512): up to 2 rows stay one launch, from 3 rows the
+    selection is a second launch, 2 rows per program on 4 warps (2 x 512 pairs); mid (32
+    experts) stays one launch at decode (16-row blocks) and selects in a second launch from
+    its 64-row blocks (512 rows on), on one warp (2 x 32 pairs)."""
     policy = GatePolicy()
     flash, mid = V41Config.preset("flash"), V41Config.preset("mid")
-    for t in (1, 4):
+    for t in (1, 2):
         assert not policy.tiling(t, flash.hidden_size, flash.n_routed_experts).select_rows
-    for t in (5, 8, 64, 512, 4096):
+    for t in (3, 4, 5, 8, 64, 512, 4096):
         tiles = policy.tiling(t, flash.hidden_size, flash.n_routed_experts)
-        assert tiles.select_rows == 2 and tiles.select_grid(t) == -(-t // 2)
-    for t in (1, 8, 16, 64, 512, 4096):
+        assert tiles.select_rows == 2 and tiles.select_grid(t) == -(-t // 2) and tiles.select_warps == 4, t
+    for t in (1, 8, 16, 64):
         assert not policy.tiling(t, mid.hidden_size, mid.n_routed_experts).select_rows
+    for t in (65, 512, 4096):
+        tiles = policy.tiling(t, mid.hidden_size, mid.n_routed_experts)
+        assert tiles.select_rows == 2 and tiles.select_warps == 1, t
+
+
+@pytest.mark.parametrize(("select_rows", "e_pad", "num_warps", "warps"), [
+    (2, 32, 4, 1), (2, 128, 4, 1), (2, 256, 4, 2), (2, 512, 4, 4), (4, 512, 4, 4), (2, 2048, 4, 4),
+    (8, 512, 8, 8), (2, 512, 2, 2), (4, 64, 4, 1)])
+def test_the_selecting_launch_takes_a_warp_per_256_pairs(select_rows, e_pad, num_warps, warps):
+    """0 = by size: one warp per 256 (row, padded expert) pairs of a program's selection, at
+    least one, at most the policy's warps; a set count wins."""
+    assert GatePolicy(select_rows=select_rows, num_warps=num_warps).selecting_warps(e_pad) == warps
+    assert GatePolicy(select_rows=select_rows, num_warps=num_warps, select_warps=2).selecting_warps(e_pad) == 2
 
 
 def test_rows_per_program_stages_and_selecting_warps_reach_the_tiling_and_the_launch():
@@ -108,7 +123,7 @@ def test_rows_per_program_stages_and_selecting_warps_reach_the_tiling_and_the_la
         assert all("num_stages" not in kw for _, kw in gate_launches(GatePolicy().tiling(t, d, e), t, d, e, mid, False))
     flash = V41Config.preset("flash")
     d, e = flash.hidden_size, flash.n_routed_experts
-    tiles = GatePolicy(select_warps=1).tiling(8, d, e)  # flash selects in a second launch from 5 rows
+    tiles = GatePolicy(select_warps=1).tiling(8, d, e)  # flash selects in a second launch from 3 rows
     assert tiles.select_rows and [kw["num_warps"] for _, kw in gate_launches(tiles, 8, d, e, flash, False)] == [4, 1]
     assert GatePolicy(select_warps=1).tiling(1, d, e) == GatePolicy().tiling(1, d, e)  # one launch: nothing to set
     for bad in ({"block_m": 24}, {"block_m": 8}, {"block_m": -16}, {"num_stages": -1}, {"select_warps": 3}):

@@ -207,7 +207,7 @@ def test_gate_counters_return_to_zero_and_grown_ones_stay_alive(fused):
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("config,t", GATE_GPU)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("policy", ["default", "one_program", "ticket"])
+@pytest.mark.parametrize("policy", ["default", "one_program", "ticket", "select_w1"])
 def test_gate_parity_gpu(fused, gen, config, t, dtype, policy):
     check_gate(fused_gate(policy), gen, config, t, dtype)
 
