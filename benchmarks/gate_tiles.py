@@ -109,6 +109,9 @@ STAGE_VARIANTS = (
     ("two launches select w2", GatePolicy(select_from=0, select_warps=2)),
     ("two launches select w1 rows 4", GatePolicy(select_from=0, select_rows=4, select_warps=1)),
     ("from 2048 select w4", GatePolicy(select_from=2048, select_warps=4)),  # the default before 2026-12-04
+    # each selection round one reduction of (key, score) pairs (GatePolicy.pair_from), or never
+    ("paired", GatePolicy(pair_from=0)), ("paired ticket", GatePolicy(select_from=1 << 30, pair_from=0)),
+    ("unpaired", GatePolicy(pair_from=1 << 30)),
     ("m32 two launches select w1", GatePolicy(block_m=32, select_from=0, select_warps=1)),
 )
 
@@ -177,9 +180,10 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
                 desc = (f"m{tiles.block_m} e{tiles.block_e} d{tiles.block_d} split {tiles.split_d}x"
                         f"{tiles.splits(d)} sel {tiles.sel_m}{' 2nd launch' if tiles.select_rows else ''} "
                         f"w{tiles.num_warps}{f' s{tiles.num_stages}' if tiles.num_stages else ''}"
-                        f"{f' sel w{tiles.select_warps}' if tiles.select_warps else ''}")
+                        f"{f' sel w{tiles.select_warps}' if tiles.select_warps else ''}"
+                        f"{' paired' if tiles.pair_reduce else ''}")
                 row = Row(replace(case, fused_graph_ms=ms), t, label, desc, row_blocks * cols, empty, differ, err)
-                if label in ("new", "two launches", "baseline"):
+                if label in ("new", "two launches", "baseline", "paired", "unpaired"):
                     row.kernels_us = kernel_breakdown(lambda gate=gate, args=args: gate(*args))
                 done.append(row)
                 print(line(row), flush=True)

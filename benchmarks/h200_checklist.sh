@@ -24,19 +24,20 @@
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
-# gate_tiles_h200_select_repeats.md) and part 4 four times (kernels_h200.md is session 20's
-# run 1; kernels_h200_session20_runs.md: >= 4 MiB 25 of 40 in every run, small ops 1-20 of 43
-# as the smallest empty reading moves 0.69-0.93 us), issue 16:
+# gate_tiles_h200_select_repeats.md; from 256 padded experts each round reduces (key, score)
+# pairs: gate_tiles_h200_paired.md) and part 4 five times (kernels_h200.md is the last, after
+# the pairs; kernels_h200_session20_runs.md: >= 4 MiB 25 of 40 in every run, small ops 1-20 of
+# 43 as the smallest empty reading moves 0.69-0.93 us), issue 16:
 # - the gate at 4,096 mid rows is 50 % (7.9 us; one program per 32 rows over all of D in
 #   256-wide chunks measured 8.75 us before the change: try it with the second launch);
 #   flash's gate 4,096 rows 62 us is 33 % (compute-bound by the table's reading);
 # - the serial chains left: mHC's 19 Sinkhorn iterations still take 1.2-1.4 us of a 3.7-us
 #   finish; the gate's five more selection rounds 0.8-1.4 us (top-6 vs top-1); one bitonic
-#   top-k instead of the rounds lost in 8 of 10 cases (gate_tiles_h200_sort_select.md);
-#   untried: one reduction of (key, score) pairs per round (needs a jitted combine function,
-#   which the kernels' build-time jit does not offer yet);
+#   top-k instead of the rounds lost in 8 of 10 cases (gate_tiles_h200_sort_select.md); pairs
+#   per round won at flash only; backend.jit's helpers could serve other kernels' reductions
+#   (top-k's passes, mHC) the same way;
 # - still open: mHC below goal everywhere (decode 6.0-9.2 us; 22-34 % from 512 rows), the
-#   decode gate (mid 3.9-4.8 us, flash 8.5-12.8 us), attention below 512 queries, flash
+#   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1

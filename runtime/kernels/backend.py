@@ -9,7 +9,9 @@ leaks into code that built its kernels earlier or later.
 
 from __future__ import annotations
 
+import functools
 import os
+import types
 from dataclasses import dataclass
 
 import torch
@@ -70,11 +72,25 @@ class Backend:
         return cls("none", f"no CUDA device for tensors on {device} and TRITON_INTERPRET is not set")
 
 
-def jit(fn):
-    """``triton.jit(fn)`` now (interpreter or compiler per the current environment)."""
+def jit(fn, helpers: tuple = ()):
+    """``triton.jit(fn)`` now (interpreter or compiler per the current environment).
+
+    ``helpers``: plain functions the kernel calls by name (a ``tl.reduce`` combine
+    function, say). Triton wants them jitted too, and jitting them at import would fix
+    interpreter vs compiler for good (the module docstring says why not), so they are
+    jitted here, with the kernel, and the kernel is bound to a copy of its module's
+    namespace in which those names are the jitted helpers; the module itself keeps its
+    plain functions."""
     import triton
 
-    return triton.jit(fn)
+    if not helpers:
+        return triton.jit(fn)
+    scope = dict(fn.__globals__)
+    for helper in helpers:
+        scope[helper.__name__] = triton.jit(helper)
+    bound = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    functools.update_wrapper(bound, fn, updated=())
+    return triton.jit(bound)
 
 
 def next_pow2(n: int) -> int:

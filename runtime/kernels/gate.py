@@ -22,7 +22,8 @@ exactly the reference's stable-sort tie rule, in one reduction instead of a max 
 a min over the index. (The map would order -0.0 below +0.0, which torch compares equal;
 no selection value is -0.0: every score is >= +0.0 and +0.0 + -0.0 is +0.0.) The chosen
 expert's score (not score + bias: the bias only selects) is gathered with a second
-reduction.
+reduction, or, with ``GateTiling.pair_reduce``, carried through the one reduction as the
+score of a (key, score) pair (``_larger_key``, jitted with the kernel: backend.py's ``jit``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,17 @@ SCORING_CODES = {"sqrtsoftplus": 0, "sigmoid": 1, "softmax": 2}
 MAX_EXPERTS = 1 << 16  # the packed key keeps the expert in its low 16 bits
 
 
+def _larger_key(key_a, score_a, key_b, score_b):
+    """A selection round's combine: the pair with the larger packed key. Keys are unique
+    within a row (the expert sits in their low bits), so the winner's score comes with it
+    exactly, as the masked sum of the other form gathers it."""
+    a_wins = key_a > key_b
+    return tl.where(a_wins, key_a, key_b), tl.where(a_wins, score_a, score_b)
+
+
+GATE_HELPERS = (_larger_key,)  # jitted with the kernel (runtime/kernels/backend.py's jit)
+
+
 def _gate_kernel(
     x_ptr, w_ptr, bias_ptr, part_ptr, count_ptr, out_w_ptr, out_ids_ptr,
     T, E, D, SPLIT_D,
@@ -47,7 +59,7 @@ def _gate_kernel(
     TOPK: tl.constexpr, BLOCK_K_OUT: tl.constexpr, SCORING: tl.constexpr, RENORM: tl.constexpr,
     IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr,
     E_PAD: tl.constexpr, SPLITS: tl.constexpr, SEL_M: tl.constexpr, ONE_PROGRAM: tl.constexpr,
-    PHASE: tl.constexpr,
+    PHASE: tl.constexpr, PAIRED: tl.constexpr,
 ):
     """PHASE 0: one launch (the logits in registers, or partials and a ticket: the last
     program of a row block selects); 1: partials only; 2: select only, SEL_M rows per
@@ -129,9 +141,13 @@ def _gate_kernel(
         top_w = tl.zeros((SEL_M, BLOCK_K_OUT), dtype=tl.float32)
         top_i = tl.zeros((SEL_M, BLOCK_K_OUT), dtype=tl.int64)
         for i in tl.static_range(TOPK):
-            best = tl.max(packed, axis=1)
-            hit = packed == best[:, None]
-            w = tl.sum(tl.where(hit, scores, 0.0), axis=1)
+            if PAIRED:
+                best, w = tl.reduce((packed, scores), 1, _larger_key)
+                hit = packed == best[:, None]
+            else:
+                best = tl.max(packed, axis=1)
+                hit = packed == best[:, None]
+                w = tl.sum(tl.where(hit, scores, 0.0), axis=1)
             pick = (E_PAD - 1) - (best & 0xFFFF)
             top_w = tl.where(kcols[None, :] == i, w[:, None], top_w)
             top_i = tl.where(kcols[None, :] == i, pick[:, None], top_i)
@@ -154,7 +170,7 @@ class FusedGate:
     def __init__(self, policy: GatePolicy | None = None) -> None:
         """``policy``: how calls are tiled (default :class:`GatePolicy`); benchmarks and
         tests pass others (``GatePolicy(one_program=True)``: the first kernel's tiling)."""
-        self.kernel = jit(_gate_kernel)
+        self.kernel = jit(_gate_kernel, helpers=GATE_HELPERS)
         self.policy = policy or GatePolicy()
         self.tickets = TicketCounters()
 
@@ -196,10 +212,11 @@ def gate_launches(tiles: GateTiling, t: int, d: int, e: int, config: V41Config,
     consts = dict(TOPK=k, BLOCK_K_OUT=max(2, next_pow2(k)), SCORING=SCORING_CODES[config.scoring_func],
                   RENORM=config.norm_topk_prob and k > 1, IEEE=ieee, BLOCK_M=tiles.block_m,
                   BLOCK_E=tiles.block_e, BLOCK_D=tiles.block_d, E_PAD=tiles.e_pad, SPLITS=tiles.splits(d),
-                  SEL_M=tiles.sel_m, ONE_PROGRAM=tiles.one_program(d, e), num_warps=tiles.num_warps,
+                  SEL_M=tiles.sel_m, ONE_PROGRAM=tiles.one_program(d, e), PAIRED=tiles.pair_reduce,
+                  num_warps=tiles.num_warps,
                   **({"num_stages": tiles.num_stages} if tiles.num_stages else {}))
     grid = tiles.grid(t, d, e)
     if tiles.select_rows:
-        return [(grid, dict(consts, PHASE=1)),
+        return [(grid, dict(consts, PHASE=1, PAIRED=False)),  # selects nothing: one compiled form for both
                 ((tiles.select_grid(t),), dict(consts, PHASE=2, num_warps=tiles.select_warps or tiles.num_warps))]
     return [(grid, dict(consts, PHASE=0))]

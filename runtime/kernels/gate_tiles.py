@@ -52,7 +52,7 @@ Pure arithmetic on ints, so the policy is tested without running a kernel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from runtime.kernels.backend import cdiv, next_pow2
 
@@ -73,6 +73,7 @@ class GateTiling:
     select_rows: int = 0  # > 0: a second launch selects, this many rows per program (= sel_m)
     num_stages: int = 0  # software-pipelined stages of the D loop's loads (0: Triton's default, 3 on sm_90)
     select_warps: int = 0  # warps of the selecting launch's programs (0: num_warps; set with select_rows)
+    pair_reduce: bool = False  # each selection round one reduction of (key, score) pairs (GatePolicy.pair_from)
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -114,6 +115,17 @@ class GatePolicy:
     stayed at 27-41 % of the roofline (gate_tiles_h200_sweep_mid_4096.md) with at most two
     of a program's 8 KB x tiles in flight. ``select_warps``: warps of the selecting launch's
     programs (0: by the selection's size, the module docstring says how and why).
+    ``pair_from``: from this many padded experts each selection round is one reduction of
+    (key, score) pairs, keeping the larger key's pair, instead of a max of the keys and then
+    a masked sum that gathers the winner's score: the same picks and weights bit for bit
+    (keys are unique within a row), one reduction tree per round on the serial chain
+    instead of two. Where a row's experts span warps each tree crosses them through shared
+    memory and a barrier (static sm_90 under Triton 3.6, ``flash``: barriers 47 -> 29 in the
+    one-launch form, 39 -> 21 in the selecting launch). Measured (H200, three runs each,
+    gate_tiles_h200_paired.md, medians, max and sum -> pairs): ``flash`` 1 row 8.16 -> 7.68
+    us, 3 rows 9.13 -> 8.43, 8 rows 9.27 -> 8.55, 64 rows 13.34 -> 13.05, 512 rows 15.76 ->
+    15.47, 4,096 rows 62.28 -> 61.71 (each 3 of 3 runs); ``mid`` (32 experts, one warp's
+    lanes) one row 3.96 -> 4.74 (0 of 3) and within 0.15 us from 3 rows on: so 256.
     """
 
     programs: int = 256
@@ -128,6 +140,7 @@ class GatePolicy:
     block_m: int = 0
     num_stages: int = 0
     select_warps: int = 0
+    pair_from: int = 256
 
     def __post_init__(self) -> None:
         if self.block_m < 0 or self.block_m & (self.block_m - 1) or 0 < self.block_m < 16:
@@ -138,6 +151,11 @@ class GatePolicy:
             raise ValueError(f"GatePolicy.num_stages: expected >= 0 (0 = Triton's default), got {self.num_stages}")
 
     def tiling(self, t: int, d: int, e: int) -> GateTiling:
+        tiles = self.shape_tiling(t, d, e)
+        return replace(tiles, pair_reduce=True) if tiles.e_pad >= self.pair_from else tiles
+
+    def shape_tiling(self, t: int, d: int, e: int) -> GateTiling:
+        """The tiles of a (T, D, E) call: everything :meth:`tiling` sets but how it selects."""
         e_pad = max(16, next_pow2(e))
         if self.one_program:
             block_d = self.block_d or (64 if e_pad <= 128 else 32)

@@ -30,6 +30,7 @@ finish's partial loads issued 10 at a time under 3.6, 48 at once under the fix, 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -57,13 +58,14 @@ OPTIONS = ("num_warps", "enable_fp_fusion", "num_stages")  # launch keywords tha
 def compile_sm90(fn, signature: dict, kwargs: dict, multiples_of_16: tuple[str, ...] = ()):
     """``fn`` compiled for sm_90 as a launch with these runtime argument types and keyword
     arguments (constexprs and compile options) would compile it. ``multiples_of_16``: the
-    integer arguments whose launch values are multiples of 16."""
+    integer arguments whose launch values are multiples of 16. ``fn`` may be jitted already
+    (a kernel with helpers, bound to them by runtime/kernels/backend.py's ``jit``)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     # (a launch may pass runtime arguments by name too: those are in the signature)
     constexprs = {k: v for k, v in kwargs.items() if k not in OPTIONS and k not in signature}
-    jitted = triton.jit(fn)
+    jitted = fn if isinstance(fn, triton.runtime.jit.JITFunction) else triton.jit(fn)
     # Pointers aligned to 16 bytes and integers that are multiples of 16, as a launch
     # specializes them (without it the compiler cannot vectorise loads and picks other
     # layouts).
@@ -155,8 +157,9 @@ GATE_SIGNATURE = {"x_ptr": "*bf16", "w_ptr": "*bf16", "bias_ptr": "*fp32", "part
 
 def gate_launches() -> list[tuple[str, dict, dict, tuple[str, ...]]]:
     """The gate's launches as FusedGate makes them on bf16 inputs (``gate_launches`` with
-    the default policy) at ``mid`` and ``flash``, 1 / 8 / 64 / 512 rows: the one-launch
-    ticket path and the partials-then-select pair."""
+    the default policy, and each selecting launch again with its rounds' other form:
+    ``GatePolicy.pair_from``; "paired" in a name: the rounds reduce pairs) at ``mid`` and
+    ``flash``, 1 / 8 / 64 / 512 rows: the one-launch ticket path and the partials-then-select pair."""
     from runtime.config import V41Config
     from runtime.kernels.gate import gate_launches as launches
     from runtime.kernels.gate_tiles import GatePolicy
@@ -165,11 +168,15 @@ def gate_launches() -> list[tuple[str, dict, dict, tuple[str, ...]]]:
     for name in ("mid", "flash"):
         c = V41Config.preset(name)
         d, e = c.hidden_size, c.n_routed_experts
-        for t in (1, 8, 64, 512):
-            tiles = GatePolicy().tiling(t, d, e)
+        other = GatePolicy(pair_from=0 if e < GatePolicy().pair_from else 1 << 30)  # the rounds' other form
+        for t, policy in itertools.product((1, 8, 64, 512), (GatePolicy(), other)):
+            tiles = policy.tiling(t, d, e)
             count = "*i64" if tiles.select_rows or tiles.one_program(d, e) else "*i32"  # the ticket counters
             for _, kwargs in launches(tiles, t, d, e, c, ieee=False):
-                out.append((f"gate {name} T={t} phase {kwargs['PHASE']}", {**GATE_SIGNATURE, "count_ptr": count},
+                if policy is other and kwargs["PHASE"] == 1:
+                    continue  # partials only: nothing selects
+                label = " paired" if kwargs["PAIRED"] else ""  # (never the partials' launch: it selects nothing)
+                out.append((f"gate {name} T={t} phase {kwargs['PHASE']}{label}", {**GATE_SIGNATURE, "count_ptr": count},
                             kwargs, divisible_by_16(T=t, E=e, D=d, SPLIT_D=tiles.split_d)))
     return out
 
@@ -299,12 +306,14 @@ def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
     the check compiles, for these (rows, hidden size) mHC cases (``attention_table``: with
     attention's tile-table launches)."""
     from runtime.kernels import gate, indexer, mhc, rope_quant
+    from runtime.kernels.backend import jit
 
     launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in cases
                 for name, kwargs, multiples in site_launches(*case) + finish_candidate_launches(*case)]
     launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, multiples)
                  for name, signature, kwargs, multiples in rope_quant_launches()]
-    launches += [(name, gate._gate_kernel, signature, kwargs, multiples)
+    gate_kernel = jit(gate._gate_kernel, helpers=gate.GATE_HELPERS)
+    launches += [(name, gate_kernel, signature, kwargs, multiples)
                  for name, signature, kwargs, multiples in gate_launches()]
     launches += [(name, indexer._index_logits_kernel, INDEXER_SIGNATURE, kwargs, multiples)
                  for name, kwargs, multiples in indexer_launches()]

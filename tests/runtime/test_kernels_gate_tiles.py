@@ -5,6 +5,7 @@ arithmetic: the kernel's parity at these tilings is tests/runtime/test_kernels_p
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -129,3 +130,24 @@ def test_rows_per_program_stages_and_selecting_warps_reach_the_tiling_and_the_la
     for bad in ({"block_m": 24}, {"block_m": 8}, {"block_m": -16}, {"num_stages": -1}, {"select_warps": 3}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             GatePolicy(**bad)
+
+
+def test_rounds_pair_from_256_padded_experts_and_the_flag_reaches_every_selecting_launch():
+    """``pair_from`` changes how rounds select, nothing about the tiles: by default flash
+    (384 experts, padded to 512) pairs and mid (32) does not; 0 pairs everywhere, a huge
+    value nowhere; every launch that selects (PHASE 0 or 2) gets the tiling's PAIRED, the
+    partials' launch never (it compiles once for both forms)."""
+    from runtime.kernels.gate import gate_launches
+
+    for name, default_pairs in (("mid", False), ("flash", True)):
+        c = V41Config.preset(name)
+        d, e = c.hidden_size, c.n_routed_experts
+        for t in (1, 3, 64, 512, 4096):
+            tiles = GatePolicy().tiling(t, d, e)
+            paired, plain = GatePolicy(pair_from=0).tiling(t, d, e), GatePolicy(pair_from=1 << 30).tiling(t, d, e)
+            assert tiles.pair_reduce == default_pairs and paired.pair_reduce and not plain.pair_reduce
+            assert replace(paired, pair_reduce=False) == plain == replace(tiles, pair_reduce=False)
+            for form in (tiles, paired, plain):
+                launches = [kw for _, kw in gate_launches(form, t, d, e, c, False)]
+                assert {kw["PAIRED"] for kw in launches if kw["PHASE"] != 1} == {form.pair_reduce}
+                assert all(not kw["PAIRED"] for kw in launches if kw["PHASE"] == 1)  # partials: nothing selects

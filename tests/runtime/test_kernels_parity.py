@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 import os
 import weakref
+from dataclasses import replace
 
 import pytest
 import torch
@@ -110,15 +111,35 @@ GATE_POLICIES = {"default": GatePolicy(), "one_program": GatePolicy(one_program=
                  # split), pipelined stages (a compile option: the interpreter ignores it)
                  "one_program_m32": GatePolicy(one_program=True, block_m=32, num_stages=4),
                  "m32_stages": GatePolicy(block_m=32, num_stages=5),
-                 "select_w1": GatePolicy(select_from=0, select_rows=4, select_warps=1)}
+                 "select_w1": GatePolicy(select_from=0, select_rows=4, select_warps=1),
+                 # each selection round one reduction of (key, score) pairs
+                 # (the default pairs from 256 padded experts), in the ticket-holder and in a second
+                 # launch, and never
+                 "paired": GatePolicy(pair_from=0), "paired_select": GatePolicy(select_from=0, pair_from=0),
+                 "unpaired": GatePolicy(pair_from=1 << 30),
+                 "unpaired_select": GatePolicy(select_from=0, pair_from=1 << 30)}
 
 
 def fused_gate(policy: str):
     """A fused gate tiled by GATE_POLICIES[policy]; imported here, after the ``fused``
-    fixture has set TRITON_INTERPRET (Triton reads it at its first import)."""
+    fixture has set TRITON_INTERPRET (Triton reads it at its first import).
+
+    Interpreted, the policies not named "paired..." select by max and sum: the interpreter
+    runs a reduction of pairs element by element in Python (15-20 s a call at 384 experts,
+    so every tiling at flash's expert count would add minutes), while what pairs change is
+    tested where it runs: bit for bit against max and sum
+    (test_paired_rounds_select_exactly_what_max_and_sum_select), and by the GPU tests at
+    flash, where the default pairs."""
     from runtime.kernels.gate import FusedGate
 
-    return FusedGate(GATE_POLICIES[policy])
+    chosen = GATE_POLICIES[policy]
+    return FusedGate(chosen if CUDA or policy.startswith("paired") else replace(chosen, pair_from=1 << 30))
+
+
+def skip_slow_interpreted_pairs(policy: str, e: int) -> None:
+    """Pairs interpreted at hundreds of experts: too slow for the CPU suite (see fused_gate)."""
+    if not CUDA and policy.startswith("paired") and e >= 256:
+        pytest.skip("paired rounds at >= 256 experts run on the GPU (interpreted: 15-20 s a call)")
 
 
 def check_gate(gate, gen, config, t, dtype, d=None):
@@ -152,6 +173,7 @@ GATE_EDGES = [(19, 64, 24, 6, "sigmoid"), (33, 64, 384, 6, "sqrtsoftplus"), (70,
 @pytest.mark.parametrize("policy", list(GATE_POLICIES))
 @pytest.mark.parametrize("t,d,e,k,scoring", GATE_EDGES)
 def test_gate_tilings_match_the_reference_at_edge_shapes(fused, gen, policy, t, d, e, k, scoring):
+    skip_slow_interpreted_pairs(policy, e)
     config = TINY.replace(n_routed_experts=e, num_experts_per_tok=k, scoring_func=scoring)
     check_gate(fused_gate(policy), gen, config, t, torch.float32, d=d)
 
@@ -165,6 +187,7 @@ def test_gate_exact_ties_go_to_the_lowest_expert(fused, gen, policy, e, scoring)
     Inputs are small multiples of powers of two, so every logit is exact in float32 whatever
     the split: experts 3, e/2, e-1 tie at the top, 5 and e/3 tie below them, every other
     expert is at most a quarter of that, so k = 4 takes the top three and then expert 5."""
+    skip_slow_interpreted_pairs(policy, e)
     t, d = 19, 64
     sign = torch.where(torch.rand(d, generator=gen) < 0.5, -1.0, 1.0)
     x = sign * torch.randint(1, 3, (t, d), generator=gen).float()
@@ -182,6 +205,40 @@ def test_gate_exact_ties_go_to_the_lowest_expert(fused, gen, policy, e, scoring)
     assert torch.equal(ri.cpu(), expected)  # the construction does what it says
     assert torch.equal(fi.cpu(), expected)
     close(fw, rw, 1e-5, what="tied gate weights")
+
+
+@pytest.mark.parametrize("paired,plain", [("paired", "unpaired"), ("paired_select", "unpaired_select")])
+@pytest.mark.parametrize("t,d,e,k,scoring", [(19, 64, 24, 6, "sigmoid"), (17, 48, 48, 2, "sqrtsoftplus"),
+                                             (9, 32, 40, 17, "softmax")])
+def test_paired_rounds_select_exactly_what_max_and_sum_select(fused, gen, paired, plain, t, d, e, k, scoring):
+    """One reduction of (key, score) pairs per round returns the same ids and the same
+    weights bit for bit as a max and a masked sum (keys are unique within a row), here
+    with exactly tied scores too (every other row's inputs repeat a few values)."""
+    config = TINY.replace(n_routed_experts=e, num_experts_per_tok=k, scoring_func=scoring)
+    x = randn(gen, t, d)
+    x[::2] = torch.randint(-2, 3, (x[::2].shape), generator=gen).to(x) / 4  # ties in every other row
+    w = randn(gen, e, d, scale=d**-0.5)
+    w[: e // 2] = w[e // 2: 2 * (e // 2)]  # pairs of identical experts: equal scores
+    bias = torch.zeros(e, device=DEVICE)
+    pw, pi = fused_gate(paired)(x, w, bias, config, NUM)
+    qw, qi = fused_gate(plain)(x, w, bias, config, NUM)
+    assert torch.equal(pi, qi)
+    assert torch.equal(pw, qw)
+
+
+def test_a_kernels_helpers_are_jitted_with_it_and_the_module_keeps_plain_functions(fused):
+    """backend.jit binds the gate kernel to a copy of its module's names in which the
+    combine helper is jitted; the module's own name stays the plain function (what a later
+    build in the other mode jits afresh)."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    from runtime.kernels import gate
+
+    kernel = fused_gate("paired").kernel
+    assert not isinstance(gate._larger_key, (JITFunction, InterpretedFunction))
+    assert isinstance(kernel.fn.__globals__["_larger_key"], (JITFunction, InterpretedFunction))
+    assert kernel.fn.__globals__ is not gate.__dict__
 
 
 def test_gate_counters_return_to_zero_and_grown_ones_stay_alive(fused):
@@ -207,7 +264,8 @@ def test_gate_counters_return_to_zero_and_grown_ones_stay_alive(fused):
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("config,t", GATE_GPU)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("policy", ["default", "one_program", "ticket", "select_w1"])
+@pytest.mark.parametrize("policy", ["default", "one_program", "ticket", "select_w1", "paired", "paired_select",
+                                    "unpaired"])
 def test_gate_parity_gpu(fused, gen, config, t, dtype, policy):
     check_gate(fused_gate(policy), gen, config, t, dtype)
 
