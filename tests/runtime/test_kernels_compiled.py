@@ -21,6 +21,7 @@ from runtime.numerics import Numerics
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 
 MID = V41Config.preset("mid")
+FLASH = V41Config.preset("flash")
 NUM = Numerics()
 
 
@@ -34,13 +35,16 @@ def randn(*shape, scale=1.0, dtype=torch.bfloat16, seed=0):
     return (torch.randn(*shape, generator=g) * scale).to("cuda", dtype)
 
 
-@pytest.mark.parametrize("t", [1, 64])
-def test_compiled_gate_equals_its_eager_launch(fused, t):
+@pytest.mark.parametrize("config,t", [(MID, 1), (MID, 64), (FLASH, 1), (FLASH, 8)])
+def test_compiled_gate_equals_its_eager_launch(fused, config, t):
+    """flash's selection rounds reduce (key, score) pairs with a combine function bound to
+    the kernel at build time (runtime/kernels/backend.py's jit): inductor must trace that
+    kernel too; mid's rounds are a max and a sum."""
     torch._dynamo.reset()
-    d, e = MID.hidden_size, MID.n_routed_experts
+    d, e = config.hidden_size, config.n_routed_experts
     x, w, bias = randn(t, d), randn(e, d, scale=d**-0.5), randn(e, scale=0.1, dtype=torch.float32)
-    want_w, want_ids = fused.gate(x, w, bias, MID, NUM)
-    got_w, got_ids = torch.compile(lambda *a: fused.gate(*a, MID, NUM))(x, w, bias)
+    want_w, want_ids = fused.gate(x, w, bias, config, NUM)
+    got_w, got_ids = torch.compile(lambda *a: fused.gate(*a, config, NUM))(x, w, bias)
     assert torch.equal(got_ids, want_ids)
     assert torch.equal(got_w, want_w)
 
