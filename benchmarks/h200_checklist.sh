@@ -21,6 +21,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 16  # RoPE + quant tiles below 1,024 channels, compress on 1-2 warps
 #   OUT=/path bash benchmarks/h200_checklist.sh 17  # RoPE + quant: narrow vectors whole, in head / tail programs, the default
 #   OUT=/path bash benchmarks/h200_checklist.sh 18  # the gate: rows per program x pipelined stages, selecting warps (untimed)
+#   OUT=/path bash benchmarks/h200_checklist.sh 19  # the mid 4,096-row gate's nearest tilings, three times; the kernel table
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -28,8 +29,8 @@
 # pairs: gate_tiles_h200_paired.md) and part 4 five times (kernels_h200.md is the last, after
 # the pairs; kernels_h200_session20_runs.md: >= 4 MiB 25 of 40 in every run, small ops 1-20 of
 # 43 as the smallest empty reading moves 0.69-0.93 us), issue 16:
-# - the gate at 4,096 mid rows is 50 % (7.9 us; one program per 32 rows over all of D in
-#   256-wide chunks measured 8.75 us before the change: try it with the second launch);
+# - part 19 first: the gate at 4,096 mid rows is 50 % (8.0 us; one program per 32 rows over
+#   all of D in 256-wide chunks measured 8.75 us before the change), three runs each;
 #   flash's gate 4,096 rows 62 us is 33 % (compute-bound by the table's reading);
 # - the serial chains left: mHC's 19 Sinkhorn iterations still take 1.2-1.4 us of a 3.7-us
 #   finish; the gate's five more selection rounds 0.8-1.4 us (top-6 vs top-1); one bitonic
@@ -202,6 +203,18 @@ grep -E "^(mid|flash) " "$OUT/gst.log" | cut -c1-150
 # the selecting launch on one / two warps again, at mid and flash, 1-4,096 rows
 timeout 150 python benchmarks/gate_tiles.py --stages --scales mid,flash --rows 1,2,4,8,64,512,4096 --only new "two launches" "select w1" "select w2" "two launches select w1" "two launches select w2" "two launches select w1 rows 4" "from 2048 select w4" "m32 two launches select w1" --out "$R/gsel" > "$OUT/gsel.log" 2>&1; el gsel $?
 grep -E "^(mid|flash) " "$OUT/gsel.log" | cut -c1-150
+elif [ "$PART" = 19 ]; then
+# session 20 left the mid 4,096-row gate at 50 % (8.0 us: partials 4.3 + selection 3.4):
+# one program per 32 rows over all of D (8.75 us before the new selection rule, which it does
+# not use: it selects from registers), 4 rows per selecting program on one warp (8.85 vs 9.21),
+# 32-row programs, each against the default three times (gate_tiles_h200_select_repeats.md
+# shows runs of one machine differ by up to 0.5 us)
+for i in 1 2 3; do
+  timeout 100 python benchmarks/gate_tiles.py --stages --scales mid --rows 512,4096 --only new "one program m32 d256 s3" "one program m32 d256 s4" "two launches select w1 rows 4" m32 --out "$R/g19_$i" > "$OUT/g19_$i.log" 2>&1; el g19_$i $?
+done
+grep -hE "^mid " "$OUT"/g19_*.log | cut -c1-110
+timeout 150 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
+grep -E "met on" "$R"/kern/kernels_h200.md
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
