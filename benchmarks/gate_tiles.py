@@ -55,7 +55,7 @@ from benchmarks.kernels import (
     verdict,
 )
 from benchmarks.records import command_line
-from benchmarks.tile_sweep import baseline_ops
+from benchmarks.tile_sweep import baseline_ops, chosen
 from runtime.config import V41Config
 from runtime.kernels.gate_tiles import GatePolicy
 from runtime.moe import route
@@ -190,11 +190,6 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
             if save is not None:
                 save(done)
     return done
-
-
-def chosen(found: list[tuple[str, GatePolicy]], only: tuple[str, ...] | None) -> list[tuple[str, GatePolicy]]:
-    """The (label, policy) of ``found`` whose label is one of ``only`` (None: all)."""
-    return list(found) if only is None else [(label, policy) for label, policy in found if label in only]
 
 
 def line(r: Row) -> str:

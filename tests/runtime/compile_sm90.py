@@ -168,7 +168,8 @@ def gate_launches() -> list[tuple[str, dict, dict, tuple[str, ...]]]:
     for name in ("mid", "flash"):
         c = V41Config.preset(name)
         d, e = c.hidden_size, c.n_routed_experts
-        other = GatePolicy(pair_from=0 if e < GatePolicy().pair_from else 1 << 30)  # the rounds' other form
+        # the rounds' other form: pairs where the default's rounds do not, max and sum where they do
+        other = GatePolicy(pair_from=1 << 30 if GatePolicy().tiling(1, d, e).pair_reduce else 0)
         for t, policy in itertools.product((1, 8, 64, 512), (GatePolicy(), other)):
             tiles = policy.tiling(t, d, e)
             count = "*i64" if tiles.select_rows or tiles.one_program(d, e) else "*i32"  # the ticket counters
