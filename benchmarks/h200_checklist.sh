@@ -22,6 +22,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 17  # RoPE + quant: narrow vectors whole, in head / tail programs, the default
 #   OUT=/path bash benchmarks/h200_checklist.sh 18  # the gate: rows per program x pipelined stages, selecting warps (untimed)
 #   OUT=/path bash benchmarks/h200_checklist.sh 19  # the mid 4,096-row gate's nearest tilings, three times; the kernel table
+#   OUT=/path bash benchmarks/h200_checklist.sh 20  # the register-resident top-k (untimed): GPU exactness, topk.py twice, indexer + top-k
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -37,6 +38,8 @@
 #   top-k instead of the rounds lost in 8 of 10 cases (gate_tiles_h200_sort_select.md); pairs
 #   per round won at flash only; backend.jit's helpers could serve other kernels' reductions
 #   (top-k's passes, mHC) the same way;
+# - part 20 (session 21, no device): the register-resident top-k, written and tested on the
+#   interpreter only; if it wins, TopkSplitPolicy.resident's default flips and part 4 reruns;
 # - still open: mHC below goal everywhere (decode 6.0-9.2 us; 22-34 % from 512 rows), the
 #   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
@@ -215,6 +218,22 @@ done
 grep -hE "^mid " "$OUT"/g19_*.log | cut -c1-110
 timeout 150 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "met on" "$R"/kern/kernels_h200.md
+elif [ "$PART" = 20 ]; then
+# session 21 (no device lent): the register-resident top-k select (runtime/kernels/topk_resident.py:
+# the chunk read once into registers, the bound's and the candidates' radix passes on registers,
+# one scratch round trip; TopkSplitPolicy(resident=True)), exact on the interpreter, never timed.
+# Static sm_90 (Triton 3.6): 8,192 keys on 8 warps 191-219 registers, no spills, against the
+# chained kernel's 14 dependent steps (29.5 us for a 64k row at 4,096- or 8,192-key chunks).
+# GPU exactness first (resident and chained), then topk.py's split shapes twice with the resident
+# rows beside the chained ones, then indexer + top-k at 128k with both top-k's interleaved.
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_topk.py -k "gpu" > "$OUT/parity.log" 2>&1; el parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
+for i in 1 2; do
+  timeout 150 python benchmarks/topk.py --shapes split --resident --chunks 4096,16384 --out "$R/topk_$i" > "$OUT/topk_$i.log" 2>&1; el topk_$i $?
+done
+grep -hE "policy|resident" "$OUT"/topk_1.log | cut -c1-160
+timeout 120 python benchmarks/kernels.py --ops indexer+topk --topk-resident --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
+grep -E "^\| indexer" "$R"/kern/*.md
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

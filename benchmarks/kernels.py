@@ -192,16 +192,18 @@ def indexer_case(ops, c: V41Config, name: str, t: int, n: int):
     return Case("indexer", name, f"T={t} N={n} nI={ni} dI={di}", bytes_, 2 * t * ni * n * di), (q, hw, keys, counts, NUM)
 
 
-def indexer_topk_case(ops, c: V41Config, name: str, t: int, n: int):
-    """The registry's indexer then the registry's top-k (against the reference pair); the
-    shape names the top-k's split (runtime/kernels/topk_tiles.py) so a reading is tied to it."""
+def indexer_topk_case(ops, c: V41Config, name: str, t: int, n: int, topk=None):
+    """The registry's indexer then the registry's top-k, or ``topk`` (against the reference
+    pair); the shape names the top-k's split (runtime/kernels/topk_tiles.py) so a reading is
+    tied to it."""
     case, args = indexer_case(ops, c, name, t, n)
     case.op = "indexer+topk"
     case.bytes += 4 * t * n + 8 * t * c.index_topk
-    policy = getattr(ops.topk, "policy", None)  # the fused top-k's; the reference has none
+    policy = getattr(topk or ops.topk, "policy", None)  # the fused top-k's; the reference has none
     if policy is not None:
         split = policy.split(t, n, c.index_topk)
         case.shape += f" k={c.index_topk} " + ("one pass" if split.chunk == 0 else f"{split.chunks}x{split.chunk}")
+        case.shape += " resident" if split.resident else ""
     return case, args
 
 
@@ -279,8 +281,10 @@ def engram_case(ops, c: V41Config, name: str, t: int):
     return Case("engram", name, shape, bytes_, flops), (streams, ids, w, c, NUM)
 
 
-def run(ops, only: tuple[str, ...] = ()) -> list[Case]:
-    """Measure every case (or only those of the ops in ``only``)."""
+def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False) -> list[Case]:
+    """Measure every case (or only those of the ops in ``only``); ``topk_resident``: the
+    indexer + top-k cases once more with the register-resident top-k
+    (``TopkSplitPolicy(resident=True)``), scale "flash 128k resident"."""
     mid, flash = V41Config.preset("mid"), V41Config.preset("flash")
     cases = []
     for name, c in (("mid", mid), ("flash", flash)):
@@ -299,8 +303,15 @@ def run(ops, only: tuple[str, ...] = ()) -> list[Case]:
                 cases.append(("rope_quant", *rope_quant_case(ops, c, name, rows, use)))
         for t in (1, 8, 64, 4096):
             cases.append(("engram", *engram_case(ops, c, name, t)))
+    topks = {"flash 128k": ops.topk}
+    if topk_resident:
+        from runtime.kernels.topk import FusedTopk
+        from runtime.kernels.topk_tiles import TopkSplitPolicy
+
+        topks["flash 128k resident"] = FusedTopk(policy=TopkSplitPolicy(resident=True))
     for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536)):
-        cases.append(("indexer+topk", *indexer_topk_case(ops, flash, "flash 128k", t, n)))
+        for scale, topk in topks.items():  # interleaved: the two top-k's of a shape back to back
+            cases.append(("indexer+topk", *indexer_topk_case(ops, flash, scale, t, n, topk)))
     if only:
         cases = [entry for entry in cases if entry[0] in only]
     done = []
@@ -316,7 +327,7 @@ def run(ops, only: tuple[str, ...] = ()) -> list[Case]:
         if op == "indexer+topk":
             k = flash.index_topk
             ref = REFERENCE_OPS["indexer"], REFERENCE_OPS["topk"]
-            fz = ops.indexer, ops.topk
+            fz = ops.indexer, topks[case.scale]
             case.ref_ms = median_ms(lambda ref=ref, a=args, k=k: ref[1](ref[0](*a), k), iters=10)
             case.fused_ms = median_ms(lambda fz=fz, a=args, k=k: fz[1](fz[0](*a), k))
             case.fused_graph_ms = graph_ms(lambda fz=fz, a=args, k=k: fz[1](fz[0](*a), k))
@@ -388,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--ops", default="", help="comma-separated ops to measure (default: all), "
                         "e.g. compress,rope_quant,engram; the result files get a suffix")
+    parser.add_argument("--topk-resident", action="store_true",
+                        help="also run indexer + top-k with the register-resident top-k (scale 'flash 128k resident')")
     args = parser.parse_args(argv)
     only = tuple(op.strip() for op in args.ops.split(",") if op.strip())
     if not torch.cuda.is_available():
@@ -395,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.manual_seed(0)
     ops = KernelRegistry("fused", device="cuda", on_unavailable="error")
-    cases, empty_samples = run(ops, only)
+    cases, empty_samples = run(ops, only, args.topk_resident)
     empty_ms = min(empty_samples)
     env = environment()
     tag = env["gpu"].split()[-1].lower() + ("_" + "_".join(only) if only else "")

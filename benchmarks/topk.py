@@ -17,7 +17,12 @@ is split over programs (runtime/kernels/topk_tiles.py). Triton rows per shape:
 - ``chunk <L>[:<groups>[:<warps>]]``: a forced split into chunks of L keys (split shapes
   only, each ``--chunks`` entry that gives >= 2 chunks and at most N / 2 candidates; groups
   and warps from the policy's table row for k unless given), to re-set the table from one
-  run.
+  run;
+- with ``--resident``: ``policy resident``, ``FusedTopk`` with ``TopkSplitPolicy(resident=True)``
+  where it runs the register-resident select (runtime/kernels/topk_resident.py: its splits,
+  and whole rows of up to 16,384 keys), and ``chunk <L> resident``, the resident twin of
+  every forced split whose chunk and candidate row fit a program; all in the same run as
+  the chained rows, so "vs one pass" and the chained rows beside them are the comparison.
 
 Every row first checks that the Triton ids equal the sort's (exactly, ties included).
 Times: the median of CUDA-event timings of eager calls (Python and launches included), and
@@ -25,7 +30,7 @@ the per-call device time replaying 20 calls from one CUDA graph (timing helpers 
 ``benchmarks/kernels.py``). Indexer + top-k against the dense reference at 128k keys, with
 the registry's top-k, is ``benchmarks/kernels.py --ops indexer+topk``.
 
-    PYTHONPATH=. python benchmarks/topk.py --out benchmarks/results [--shapes split]
+    PYTHONPATH=. python benchmarks/topk.py --out benchmarks/results [--shapes split] [--resident]
 
 Writes topk_<gpu>.json and topk_<gpu>.md.
 """
@@ -34,7 +39,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -56,7 +61,7 @@ class Row:
     n: int
     t: int
     k: int
-    kernel: str  # "one pass <groups:num_warps[:unroll]>", "policy" or "chunk <L>[:<groups>[:<warps>]]"
+    kernel: str  # "one pass <groups:num_warps[:unroll]>", "policy", "chunk <L>[:<groups>[:<warps>]]", + " resident"
     split: str  # "one pass" or "<chunks> x <chunk> g<groups> w<warps>"
     ids_equal: bool
     sort_ms: float
@@ -89,7 +94,9 @@ def times(fn, scores: torch.Tensor, k: int) -> tuple[float, float | None]:
 
 
 def describe(split) -> str:
-    return "one pass" if split.chunk == 0 else f"{split.chunks} x {split.chunk} g{split.groups} w{split.num_warps}"
+    if split.chunk == 0:
+        return "one pass"
+    return f"{split.chunks} x {split.chunk} g{split.groups} w{split.num_warps}" + (" resident" if split.resident else "")
 
 
 def forced_splits(policy, chunks: dict[str, tuple[int, ...]], n: int, t: int, k: int) -> dict:
@@ -116,9 +123,18 @@ def variants(kernels: dict, chunks: dict, n: int, t: int, k: int, split_shape: b
     chosen = policy_kernel.policy.split(t, n, k)
     if chosen.chunk:
         rows.append(("policy", describe(chosen), policy_kernel))
-    if split_shape:
-        for label, split in forced_splits(policy_kernel.policy, chunks, n, t, k).items():
-            rows.append((label, describe(split), lambda x, kk, s=split: policy_kernel.run(x, kk, s)))
+    forced = forced_splits(policy_kernel.policy, chunks, n, t, k) if split_shape else {}
+    for label, split in forced.items():
+        rows.append((label, describe(split), lambda x, kk, s=split: policy_kernel.run(x, kk, s)))
+    resident = kernels.get("resident")
+    if resident is not None:
+        own = resident.policy.split(t, n, k)
+        if own.resident:
+            rows.append(("policy resident", describe(own), resident))
+        for label, split in forced.items():
+            twin = replace(split, resident=True)
+            if resident.policy.fits(twin.chunk) and resident.policy.fits(twin.candidates(k)):
+                rows.append((f"{label} resident", describe(twin), lambda x, kk, s=twin: resident.run(x, kk, s)))
     return rows
 
 
@@ -187,9 +203,10 @@ def markdown(env: dict, rows: list[Row], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_kernels(tilings: dict[str, tuple[int, ...]]) -> dict:
-    """{"one pass": {tiling label: FusedTopk with splitting off}, "policy": FusedTopk()};
-    ValueError from a bad tiling."""
+def build_kernels(tilings: dict[str, tuple[int, ...]], resident: bool = False) -> dict:
+    """{"one pass": {tiling label: FusedTopk with splitting off}, "policy": FusedTopk()},
+    and "resident": FusedTopk with the resident policy when asked; ValueError from a bad
+    tiling."""
     from runtime.kernels.topk import FusedTopk, TopkTiling
     from runtime.kernels.topk_tiles import TopkSplitPolicy
 
@@ -197,7 +214,10 @@ def build_kernels(tilings: dict[str, tuple[int, ...]]) -> dict:
     one_pass = {name: FusedTopk(TopkTiling(**dict(zip(names[: len(fields)], fields, strict=True))),
                                 TopkSplitPolicy(programs=0))
                 for name, fields in tilings.items()}
-    return {"one pass": one_pass, "policy": FusedTopk()}
+    kernels = {"one pass": one_pass, "policy": FusedTopk()}
+    if resident:
+        kernels["resident"] = FusedTopk(policy=TopkSplitPolicy(resident=True))
+    return kernels
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", default=DEFAULT_CHUNKS,
                         help="comma-separated forced splits to time at the split shapes, chunk[:groups[:warps]] "
                              "(powers of two; empty: none)")
+    parser.add_argument("--resident", action="store_true",
+                        help="also time the register-resident select (TopkSplitPolicy(resident=True), and the "
+                             "resident twin of every forced split that fits)")
     args = parser.parse_args(argv)
     tilings = parse_fields(args.tilings, (2, 3))
     if tilings is None:
@@ -227,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         print("benchmarks/topk.py: needs a CUDA GPU", file=sys.stderr)
         return 2
     try:
-        kernels = build_kernels(tilings)
+        kernels = build_kernels(tilings, args.resident)
     except ValueError as exc:
         print(f"benchmarks/topk.py: --tilings: {exc}", file=sys.stderr)
         return 2

@@ -75,7 +75,14 @@ import torch
 import triton.language as tl
 
 from runtime.kernels.backend import jit, next_pow2
-from runtime.kernels.topk_tiles import SMALLEST, TopkSplit, TopkSplitPolicy, require_powers_of_two
+from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
+from runtime.kernels.topk_tiles import (
+    RESIDENT_MAX,
+    SMALLEST,
+    TopkSplit,
+    TopkSplitPolicy,
+    require_powers_of_two,
+)
 
 RADIX_BINS = SMALLEST  # 32: 5-bit digits: the cheapest bits per warp instruction of the ballot lowering
 KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inverted)
@@ -230,6 +237,7 @@ class FusedTopk:
         self.tiling = tiling or TopkTiling()
         self.policy = policy or TopkSplitPolicy()
         self.kernel = jit(_topk_kernel)
+        self.resident_kernel = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
 
     def __call__(self, scores: torch.Tensor, k: int) -> torch.Tensor:
         t, n = scores.shape
@@ -250,6 +258,8 @@ class FusedTopk:
             return out
         if split.chunks != -(-n // split.chunk):
             raise ValueError(f"TopkSplit: {split.chunks} chunks of {split.chunk} do not cover {n} keys exactly")
+        if split.resident:
+            return self.run_resident(scores, k, split, out)
         width = split.candidates(k)  # chunk c of row r fills [r, c k : (c + 1) k]
         cand_scores = torch.empty(t, width, dtype=torch.float32, device=scores.device)
         cand_ids = torch.empty(t, width, dtype=torch.int64, device=scores.device)
@@ -261,6 +271,55 @@ class FusedTopk:
                     out_scores=cand_scores)
         self.select(cand_scores, out, k, width, 1, split.groups, split.num_warps, scratch, id_map=cand_ids)
         return out
+
+    def run_resident(self, scores: torch.Tensor, k: int, split: TopkSplit, out: torch.Tensor) -> torch.Tensor:
+        """``split`` with the register-resident select (runtime/kernels/topk_resident.py):
+        one launch over whole rows when ``split.chunks`` is 1, else the chunks' launch and
+        the candidates' launch, each program holding its keys in registers."""
+        t, n = scores.shape
+        width = split.candidates(k)
+        longest = split.chunk if split.chunks == 1 else max(split.chunk, width)
+        if next_pow2(longest) > RESIDENT_MAX:
+            raise ValueError(f"TopkSplit: a resident program holds at most {RESIDENT_MAX} keys, "
+                             f"this split needs {next_pow2(longest)}")
+        scratch = torch.empty(t * split.chunks * self.resident_list(longest, k), dtype=torch.int32,
+                              device=scores.device)
+        if split.chunks == 1:
+            self.resident_launch(scores, scratch, out, k, n, 1, split.groups, split.num_warps)
+            return out
+        cand_scores = torch.empty(t, width, dtype=torch.float32, device=scores.device)
+        cand_ids = torch.empty(t, width, dtype=torch.int64, device=scores.device)
+        self.resident_launch(scores, scratch, cand_ids, k, split.chunk, split.chunks, split.groups, split.num_warps,
+                             out_scores=cand_scores)
+        self.resident_launch(cand_scores, scratch, out, k, width, 1, split.groups, split.num_warps, id_map=cand_ids)
+        return out
+
+    @staticmethod
+    def resident_list(keys: int, k: int) -> int:
+        """Candidate-list slots of a resident program over ``keys`` keys: 2k as a power of
+        two, at most the program's keys (more candidates run the passes over every key).
+        The bound keeps 1.25-1.45k on N(0, 1) scores at the indexer's splits (a numpy
+        emulation, 5 rows of 128k keys: k = 512 / 1,024 / 2,048 in chunks of 8,192 /
+        16,384 / 16,384 with 1,024 / 2,048 / 4,096 groups: 645-740 / 1,331-1,444 /
+        2,574-2,670 keys per chunk, 672-753 / 1,277-1,409 / 2,644-2,832 per candidate row)."""
+        return min(max(SMALLEST, next_pow2(keys)), max(SMALLEST, next_pow2(2 * k)))
+
+    def resident_launch(self, scores: torch.Tensor, scratch: torch.Tensor, out: torch.Tensor, k: int, chunk: int,
+                        chunks: int, groups: int, num_warps: int, out_scores: torch.Tensor | None = None,
+                        id_map: torch.Tensor | None = None) -> None:
+        """One launch of the resident select: ``chunks`` programs per row of ``chunk`` keys,
+        k ids per (row, chunk) into ``out`` (scores into ``out_scores``, ids through
+        ``id_map`` where given); ``groups`` interleaved groups bound the candidates. At
+        least one warp per 1,024 keys (32 a thread): with 64 a thread the sm_90 code of
+        Triton 3.6 spills more (16,384 keys on 8 warps: 255 registers and 32-168 bytes of
+        stack; on 16 warps, 128 registers, the most 16 warps may hold, and 16-72 bytes)."""
+        t, n = scores.shape
+        keys = max(SMALLEST, next_pow2(chunk))
+        num_warps = min(32, max(num_warps, keys // 1024))
+        self.resident_kernel[(t, chunks)](
+            scores, scratch, out, out if out_scores is None else out_scores, out if id_map is None else id_map, n,
+            chunk, k, KEYS=keys, GROUPS=min(groups, keys), LIST=self.resident_list(chunk, k),
+            SCORES=out_scores is not None, MAPPED=id_map is not None, num_warps=num_warps)
 
     def layout(self, t: int, chunk: int, chunks: int, groups: int) -> tuple[int, int, int, int]:
         """(groups, scratch entries per program, rows per launch, scratch entries per list)

@@ -29,10 +29,11 @@ row. Pure arithmetic on ints, tested without running a kernel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from runtime.kernels.backend import next_pow2
 
+RESIDENT_MAX = 16384  # keys per program of the resident select: registers, and its packed scan's 16-bit fields
 SMALLEST = 32  # the radix select's bins (topk.RADIX_BINS): no tile or group count below it
 
 
@@ -73,12 +74,15 @@ SPLIT_TABLE: tuple[SplitRow, ...] = (
 class TopkSplit:
     """One call's split: ``chunks`` programs per row of ``chunk`` keys each (the last one
     shorter), ``groups`` interleaved groups and ``num_warps`` warps per program in both
-    passes. ``ONE_PASS`` (``chunk == 0``): the one-pass kernel with its own tiling."""
+    passes. ``ONE_PASS`` (``chunk == 0``): the one-pass kernel with its own tiling.
+    ``resident``: both launches run the register-resident select
+    (runtime/kernels/topk_resident.py; ``groups`` unused), one launch when ``chunks`` is 1."""
 
     chunks: int
     chunk: int
     groups: int
     num_warps: int = 8
+    resident: bool = False
 
     def candidates(self, k: int) -> int:
         """Candidates per row the second pass reads: k from every chunk."""
@@ -94,11 +98,19 @@ class TopkSplitPolicy:
     an H200, 132 SMs); ``min_shrink``: the candidates of a row (chunks x k) are at most
     1 / min_shrink of the row, else fewer chunks; ``table``: rows by k (ascending
     ``max_k``), ``SPLIT_TABLE`` by default; k above the last row never splits.
-    ``programs=0`` never splits (the one-pass kernel, kept to measure against)."""
+    ``programs=0`` never splits (the one-pass kernel, kept to measure against).
+
+    ``resident``: a split whose chunk and candidate row both fit ``resident_keys`` keys
+    (rounded up to a power of two, at most ``RESIDENT_MAX``) runs the
+    register-resident select, and so does a row of at most ``resident_keys`` keys that
+    would not split (one program per row, one launch). Off by default until the H200 has
+    timed it against the chained kernel (``benchmarks/topk.py --resident``)."""
 
     programs: int = 256
     min_shrink: int = 4
     table: tuple[SplitRow, ...] = SPLIT_TABLE
+    resident: bool = False
+    resident_keys: int = 16384
 
     def __post_init__(self) -> None:
         if self.programs < 0 or self.min_shrink < 1:
@@ -106,6 +118,9 @@ class TopkSplitPolicy:
                              f"{self.programs}, {self.min_shrink}")
         if [r.max_k for r in self.table] != sorted({r.max_k for r in self.table}):
             raise ValueError("TopkSplitPolicy.table: expected rows in ascending, distinct max_k")
+        if not SMALLEST <= self.resident_keys <= RESIDENT_MAX:
+            raise ValueError(f"TopkSplitPolicy.resident_keys: expected {SMALLEST}-{RESIDENT_MAX}, "
+                             f"got {self.resident_keys}")
 
     def row_for(self, k: int) -> SplitRow | None:
         return next((r for r in self.table if k <= r.max_k), None)
@@ -113,10 +128,19 @@ class TopkSplitPolicy:
     def split(self, t: int, n: int, k: int) -> TopkSplit:
         """The split of a [t, n] call selecting k per row."""
         row = self.row_for(k)
-        if row is None or t <= 0 or k <= 0:
+        if row is None or t <= 0 or n <= 0 or k <= 0:
             return ONE_PASS
         chunks = min(-(-n // row.chunk), self.programs // t, n // (self.min_shrink * k))
         if chunks < 2:
+            if self.resident and self.fits(n):
+                return TopkSplit(1, n, row.groups, row.num_warps, resident=True)
             return ONE_PASS
         chunk = -(-n // chunks)
-        return TopkSplit(-(-n // chunk), chunk, row.groups, row.num_warps)  # no empty last chunk
+        split = TopkSplit(-(-n // chunk), chunk, row.groups, row.num_warps)  # no empty last chunk
+        if self.resident and self.fits(split.chunk) and self.fits(split.candidates(k)):
+            return replace(split, resident=True)
+        return split
+
+    def fits(self, keys: int) -> bool:
+        """Whether one program of the resident select holds ``keys`` keys."""
+        return next_pow2(keys) <= self.resident_keys

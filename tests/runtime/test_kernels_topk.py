@@ -9,6 +9,11 @@ Without CUDA the kernel runs in Triton's interpreter on small rows, with a small
 row, a candidate list longer than one step, the fallback when fewer groups than k hold a
 finite score. With CUDA the same checks run at the indexer's real shapes (N = 131072).
 Seeds are drawn fresh every run and printed in every failure message.
+
+Every test taking the ``topk`` fixture runs twice: with the chained select
+(``_topk_kernel``) and with the register-resident one (runtime/kernels/topk_resident.py),
+the latter as a policy that gives every row one resident program (rows up to 1,024 keys)
+and as the resident twin of every forced split.
 """
 
 from __future__ import annotations
@@ -30,15 +35,21 @@ DEVICE = "cuda" if CUDA else "cpu"
 NEG_INF = float("-inf")
 
 
-@pytest.fixture
-def topk(monkeypatch):
+@pytest.fixture(params=["chained", "resident"])
+def topk(monkeypatch, request):
     """FusedTopk with the small tiling: compiled on CUDA, interpreted on CPU (the variable
-    is set before the kernel is wrapped, for this test only)."""
+    is set before the kernel is wrapped, for this test only). "resident": whole rows of up
+    to 1,024 keys in one resident program each, and forced splits resident too
+    (``split_of``)."""
     if not CUDA:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     from runtime.kernels.topk import FusedTopk, TopkTiling
+    from runtime.kernels.topk_tiles import SplitRow, TopkSplitPolicy
 
-    return FusedTopk(TopkTiling(groups=32, block=32, unroll=3))
+    if request.param == "chained":
+        return FusedTopk(TopkTiling(groups=32, block=32, unroll=3))
+    whole_rows = TopkSplitPolicy(resident=True, resident_keys=1024, table=(SplitRow(1 << 16, 1 << 16, 32),))
+    return FusedTopk(TopkTiling(groups=32, block=32, unroll=3), whole_rows)
 
 
 @pytest.fixture
@@ -201,14 +212,14 @@ def test_tiling_rejects_a_non_power_of_two():
 # ---------------------------------------------------------------- rows split over programs
 # A split (runtime/kernels/topk_tiles.py) is forced with FusedTopk.run, so every test picks
 # its chunk borders; chunks of 40-64 keys and 32 groups keep the interpreter fast.
-def split_of(n: int, chunk: int):
+def split_of(n: int, chunk: int, resident: bool = False):
     from runtime.kernels.topk_tiles import TopkSplit
 
-    return TopkSplit(-(-n // chunk), chunk, 32)
+    return TopkSplit(-(-n // chunk), chunk, 32, resident=resident)
 
 
 def check_split(topk, scores: torch.Tensor, k: int, chunk: int, seed, what: str) -> None:
-    split = split_of(scores.shape[1], chunk)
+    split = split_of(scores.shape[1], chunk, topk.policy.resident)
     check(lambda x, kk: topk.run(x.float().contiguous(), kk, split), scores, k, seed,
           f"{what}, {split.chunks} chunks of {chunk}")
 
@@ -264,13 +275,15 @@ def test_split_k_at_or_above_the_chunk_or_row(topk, gen, k, chunk):
 
 
 def test_split_of_one_chunk_equals_the_one_pass_kernel(topk, gen):
-    """Both launches of a split over one chunk give the one-pass kernel's ids (and the sort's)."""
+    """Both launches of a split over one chunk (the resident select: its one launch) give the
+    one-pass kernel's ids (and the sort's)."""
     from runtime.kernels.topk_tiles import ONE_PASS
 
     scores = few_values(gen, 2, 130, 5)
     scores[1, 100:] = NEG_INF
     one = topk.run(scores, 40, ONE_PASS)
-    assert torch.equal(topk.run(scores, 40, split_of(130, 130)), one), f"seed {gen.initial_seed()}"
+    assert torch.equal(topk.run(scores, 40, split_of(130, 130, topk.policy.resident)), one), \
+        f"seed {gen.initial_seed()}"
     check(lambda x, kk: one, scores, 40, gen.initial_seed(), "one pass")
 
 
@@ -288,6 +301,38 @@ def test_policy_split_through_the_call_in_several_launches(monkeypatch, gen):
     scores = few_values(gen, 2, 256, 6)
     scores[1, :100] = NEG_INF
     check(fused, scores, 16, gen.initial_seed(), "policy split")
+
+
+def test_resident_policy_split_through_the_call(monkeypatch, gen):
+    """The registry's path with ``resident``: 2 rows of 256 keys in 4 resident chunks of 64,
+    then their 4 x 16 candidates; and a row of 256 keys that would not split (the table's
+    chunk is the row) in one resident program."""
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.topk import FusedTopk
+    from runtime.kernels.topk_tiles import SplitRow, TopkSplit, TopkSplitPolicy
+
+    split_rows = TopkSplitPolicy(min_shrink=2, resident=True, resident_keys=64,
+                                 table=(SplitRow(max_k=32, chunk=64, groups=32),))
+    assert split_rows.split(2, 256, 16) == TopkSplit(4, 64, 32, resident=True)
+    whole_row = TopkSplitPolicy(resident=True, resident_keys=256, table=(SplitRow(max_k=32, chunk=256, groups=32),))
+    assert whole_row.split(2, 256, 16) == TopkSplit(1, 256, 32, resident=True)
+    scores = few_values(gen, 2, 256, 6)
+    scores[1, :100] = NEG_INF
+    check(FusedTopk(policy=split_rows), scores, 16, gen.initial_seed(), "resident split")
+    check(FusedTopk(policy=whole_row), scores, 16, gen.initial_seed(), "resident whole row")
+
+
+def test_resident_split_beyond_a_program_is_refused():
+    from runtime.kernels.topk import FusedTopk
+    from runtime.kernels.topk_tiles import RESIDENT_MAX, TopkSplit
+
+    n = 4 * RESIDENT_MAX
+    with pytest.raises(ValueError, match=f"a resident program holds at most {RESIDENT_MAX} keys, this split needs "
+                                         f"{2 * RESIDENT_MAX}"):
+        FusedTopk().run(torch.zeros(1, n), 4, TopkSplit(2, 2 * RESIDENT_MAX, 32, resident=True))
+    with pytest.raises(ValueError, match=f"this split needs {2 * RESIDENT_MAX}"):  # 64 x 512 candidates
+        FusedTopk().run(torch.zeros(1, n), 512, TopkSplit(64, RESIDENT_MAX // 16, 32, resident=True))
 
 
 def test_split_must_cover_the_row():
@@ -313,6 +358,18 @@ COMPILE = textwrap.dedent("""
                                     "MAPPED": mapped})
         kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
         print(len(kernel.asm["cubin"]), kernel.asm["ptx"].count("bar.sync"))
+    from runtime.kernels.backend import jit
+    from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
+    resident = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
+    for keys, groups, scores, mapped, warps in ((8192, 1024, True, False, 8), (16384, 4096, False, True, 16)):
+        sig = {"scores_ptr": "*fp32", "scratch_ptr": "*i32", "out_ptr": "*i64", "out_score_ptr": "*fp32",
+               "id_map_ptr": "*i64", "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "KEYS": "constexpr",
+               "GROUPS": "constexpr", "LIST": "constexpr", "SCORES": "constexpr", "MAPPED": "constexpr"}
+        src = ASTSource(fn=resident, signature=sig,
+                        constexprs={"KEYS": keys, "GROUPS": groups, "LIST": groups, "SCORES": scores,
+                                    "MAPPED": mapped})
+        kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+        print(len(kernel.asm["cubin"]), kernel.asm["ptx"].count("bar.sync"))
 """)
 
 
@@ -322,8 +379,10 @@ def test_compiles_for_sm90_without_a_gpu(tmp_path):
     kernel, a constexpr re-bound in an unrolled loop: both met while writing it), so the
     kernel is also compiled to a Hopper cubin with Triton's bundled ptxas, twice: the
     one-pass form, and one with both of a split's branches on (writing scores, reading ids
-    through the map; each launch of a split has one of them). A fresh process: this
-    session's ``triton.language`` was imported for the interpreter (tests/conftest.py)."""
+    through the map; each launch of a split has one of them); then the resident select's
+    two launches at the indexer's sizes (its radix helper bound as FusedTopk binds it). A
+    fresh process: this session's ``triton.language`` was imported for the interpreter
+    (tests/conftest.py)."""
     try:
         from triton.backends import backends
     except ImportError:
@@ -336,8 +395,8 @@ def test_compiles_for_sm90_without_a_gpu(tmp_path):
     done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    variants = [tuple(int(x) for x in line.split()) for line in done.stdout.strip().splitlines()[-2:]]
-    assert len(variants) == 2 and all(cubin > 0 and barriers > 0 for cubin, barriers in variants), done.stdout
+    variants = [tuple(int(x) for x in line.split()) for line in done.stdout.strip().splitlines()[-4:]]
+    assert len(variants) == 4 and all(cubin > 0 and barriers > 0 for cubin, barriers in variants), done.stdout
 
 
 # ---------------------------------------------------------------------------- GPU, real shapes
@@ -371,3 +430,26 @@ def test_forced_splits_gpu(topk_default, gen, chunk, groups):
         check(run, few_values(gen, 2, n, 4), k, gen.initial_seed(), f"gpu {split} ties k={k}")
         check(run, torch.relu(torch.randn(2, n, generator=gen) - 2.0), k, gen.initial_seed(),
               f"gpu {split} relu k={k}")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("t,n,k", [(1, 131072, 512), (2, 131072, 1024), (8, 131072, 2048), (64, 131072, 512),
+                                   (3, 8192, 512), (1, 65536, 512)])
+def test_resident_policy_gpu(monkeypatch, gen, t, n, k):
+    """``TopkSplitPolicy(resident=True)`` at the indexer's shapes: resident splits (1-8
+    rows), the chained kernel where chunks outgrow a program (64 rows), one resident
+    program per row of 8,192 keys; random scores with causal tails, four values (the
+    bound's list overflows: the passes over every key), ReLU zeros."""
+    from runtime.kernels.topk import FusedTopk
+    from runtime.kernels.topk_tiles import TopkSplitPolicy
+
+    fused = FusedTopk(policy=TopkSplitPolicy(resident=True))
+    scores = torch.randn(t, n, generator=gen)
+    visible = torch.randint(n // 2, n + 1, (t,), generator=gen)
+    visible[0] = n
+    scores[torch.arange(n)[None, :] >= visible[:, None]] = NEG_INF
+    what = f"gpu resident T={t} N={n} k={k} {fused.policy.split(t, n, k)}"
+    check(fused, scores, k, gen.initial_seed(), what)
+    check(fused, few_values(gen, t, n, 4), k, gen.initial_seed(), f"{what} ties")
+    check(fused, torch.relu(scores - 2.0), k, gen.initial_seed(), f"{what} relu")

@@ -5,10 +5,12 @@ under any split is tests/runtime/test_kernels_topk.py."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
-from runtime.kernels.topk_tiles import ONE_PASS, SPLIT_TABLE, SplitRow, TopkSplitPolicy
+from runtime.kernels.backend import next_pow2
+from runtime.kernels.topk_tiles import ONE_PASS, SPLIT_TABLE, SplitRow, TopkSplit, TopkSplitPolicy
 
 ROWS = [1, 2, 3, 4, 8, 16, 17, 64, 65, 128, 300, 4096]
 KEYS = [1, 31, 100, 4096, 8191, 8192, 8193, 65536, 100_003, 131072, 1 << 20]
@@ -58,3 +60,37 @@ def test_the_table_is_valid_and_bad_rows_are_refused():
         TopkSplitPolicy(table=(SplitRow(64, 64, 32), SplitRow(32, 64, 32)))
     with pytest.raises(ValueError, match="programs >= 0 and min_shrink >= 1"):
         TopkSplitPolicy(min_shrink=0)
+
+
+@pytest.mark.parametrize("resident_keys", [32, 1024, 16384])
+def test_resident_splits_are_the_same_splits_where_they_fit(resident_keys):
+    """``resident`` changes which kernel runs, never where a row is cut: every split that
+    fits one resident program per chunk and per candidate row is marked resident, every
+    other one is the plain policy's; a row the plain policy would not split runs as one
+    resident program when it fits."""
+    plain = TopkSplitPolicy()
+    resident = TopkSplitPolicy(resident=True, resident_keys=resident_keys)
+    for t, n, k in itertools.product(ROWS, KEYS, KS):
+        want, got = plain.split(t, n, k), resident.split(t, n, k)
+        where = f"t={t} n={n} k={k} keys={resident_keys}: {got}"
+        if want == ONE_PASS:
+            fits = plain.row_for(k) is not None and 0 < n <= resident_keys
+            row = plain.row_for(k)
+            assert got == (TopkSplit(1, n, row.groups, row.num_warps, resident=True) if fits else ONE_PASS), where
+            continue
+        fits = next_pow2(want.chunk) <= resident_keys and next_pow2(want.candidates(k)) <= resident_keys
+        assert got == replace(want, resident=fits), where
+
+
+def test_the_indexer_shapes_run_resident_when_asked():
+    """128k keys: k = 512 / 1024 / 2048 all fit (chunks of 8,192 / 16,384, candidate rows of
+    8,192 / 8,192 / 16,384); at 64 rows the chunks grow to 32,768 and the chained select runs."""
+    policy = TopkSplitPolicy(resident=True)
+    assert all(policy.split(t, 131072, k).resident for t in (1, 2, 8, 16) for k in (512, 1024, 2048))
+    assert policy.split(64, 131072, 512) == TopkSplitPolicy().split(64, 131072, 512)
+    assert policy.split(64, 131072, 512).chunk == 32768
+    assert policy.split(1, 8192, 512) == TopkSplit(1, 8192, 1024, 8, resident=True)
+    assert policy.split(1, 131072, 4096) == ONE_PASS
+    assert not any(TopkSplitPolicy().split(t, 131072, 512).resident for t in (1, 8, 64))
+    with pytest.raises(ValueError, match="TopkSplitPolicy.resident_keys: expected 32-16384, got 32768"):
+        TopkSplitPolicy(resident_keys=32768)
