@@ -22,7 +22,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 17  # RoPE + quant: narrow vectors whole, in head / tail programs, the default
 #   OUT=/path bash benchmarks/h200_checklist.sh 18  # the gate: rows per program x pipelined stages, selecting warps (untimed)
 #   OUT=/path bash benchmarks/h200_checklist.sh 19  # the mid 4,096-row gate's nearest tilings, three times; the kernel table
-#   OUT=/path bash benchmarks/h200_checklist.sh 20  # the register-resident top-k (untimed): GPU exactness, topk.py twice, indexer + top-k
+#   OUT=/path bash benchmarks/h200_checklist.sh 20  # the register-resident top-k, compress rows first (both untimed): GPU exactness, timings
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -38,8 +38,9 @@
 #   top-k instead of the rounds lost in 8 of 10 cases (gate_tiles_h200_sort_select.md); pairs
 #   per round won at flash only; backend.jit's helpers could serve other kernels' reductions
 #   (top-k's passes, mHC) the same way;
-# - part 20 (session 21, no device): the register-resident top-k, written and tested on the
-#   interpreter only; if it wins, TopkSplitPolicy.resident's default flips and part 4 reruns;
+# - part 20 (session 21, no device): the register-resident top-k and compress's rows-first
+#   loads, written and tested on the interpreter only; whichever wins becomes the default
+#   (TopkSplitPolicy.resident, FusedPoolNorm.rows_first) and part 4 reruns;
 # - still open: mHC below goal everywhere (decode 6.0-9.2 us; 22-34 % from 512 rows), the
 #   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
@@ -234,6 +235,15 @@ done
 grep -hE "policy|resident" "$OUT"/topk_1.log | cut -c1-160
 timeout 120 python benchmarks/kernels.py --ops indexer+topk --topk-resident --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\| indexer" "$R"/kern/*.md
+# compress with every row loaded first (FusedPoolNorm(rows_first=True): one memory round trip
+# on a call's path instead of three in the sm_90 code; same bits): GPU parity and the bit
+# identity, then the default and its rows-first twin three times at the kernel table's rows
+timeout 120 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_compress.py -k "compress_parity_gpu or rows_first" > "$OUT/cparity.log" 2>&1; el cparity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/cparity.log" | tail -4
+for i in 1 2 3; do
+  timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 2 64 4096 --only "tile 512 w4" "rows first tile 512 w4" "rows first tile 512 w2" --out "$R/comp_$i" > "$OUT/comp_$i.log" 2>&1; el comp_$i $?
+done
+grep -hE "^\| compress" "$R"/comp_*/*.md | cut -d'|' -f2-9
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

@@ -31,8 +31,13 @@ def _pool_norm_kernel(
     G, C, eps,
     RATIO: tl.constexpr, HAS_WEIGHT: tl.constexpr, DTYPE: tl.constexpr, OUT_DTYPE: tl.constexpr,
     ROUND_BF16: tl.constexpr, ROUND_BF16_OUT: tl.constexpr,
-    BLOCK_G: tl.constexpr, BLOCK_C: tl.constexpr,
+    BLOCK_G: tl.constexpr, BLOCK_C: tl.constexpr, ROWS_FIRST: tl.constexpr,
 ):
+    """``ROWS_FIRST`` (RATIO <= 2 only): every gate and kv row is loaded before any
+    arithmetic, then the same operations in the same order as the loops (so the same bits).
+    In the loops' form (Triton 3.6, sm_90, 512 channels) the kv loads come after the first
+    division's branches (div.rn's slow path) and the gate loads after a barrier that waits
+    for the norm weight: three memory round trips one after another on a call's path."""
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     eps = tl.cast(eps, tl.float32)
     groups = tl.program_id(0) * BLOCK_G + tl.arange(0, BLOCK_G)
@@ -45,22 +50,41 @@ def _pool_norm_kernel(
     # sm_90 SASS) on the path of a small call. H200, same run: 0.01-0.2 us faster in every
     # case, e.g. 8 `mid` rows 2.24 -> 2.04 us (tile_sweep_h200_inv_rope_compress.md).
     if HAS_WEIGHT:
-        w = tl.load(w_ptr + cols, mask=c_ok, other=0.0).to(tl.float32)  # [BLOCK_C]
+        if ROWS_FIRST:  # [BLOCK_G, BLOCK_C], the rows' own layout: no conversion (and no barrier) to wait on
+            w = tl.load(w_ptr + (cols[None, :] + 0 * groups[:, None]), mask=ok, other=0.0).to(tl.float32)
+        else:
+            w = tl.load(w_ptr + cols, mask=c_ok, other=0.0).to(tl.float32)[None, :]  # [1, BLOCK_C]
 
-    top = tl.full((BLOCK_G, BLOCK_C), float("-inf"), tl.float32)
-    for j in tl.static_range(RATIO):
-        g = tl.load(gate_ptr + (first_row + j) * C + cols[None, :], mask=ok, other=0.0)
-        top = tl.maximum(top, g)
-    total = tl.zeros((BLOCK_G, BLOCK_C), tl.float32)
-    for j in tl.static_range(RATIO):
-        g = tl.load(gate_ptr + (first_row + j) * C + cols[None, :], mask=ok, other=0.0)
-        total += tl.exp(g - top)
-    pooled = tl.zeros((BLOCK_G, BLOCK_C), tl.float32)
-    for j in tl.static_range(RATIO):
-        at = (first_row + j) * C + cols[None, :]
-        g = tl.load(gate_ptr + at, mask=ok, other=0.0)
-        kv = tl.load(kv_ptr + at, mask=ok, other=0.0)
-        pooled += kv * tl.math.div_rn(tl.exp(g - top), total)
+    if ROWS_FIRST:
+        g0 = tl.load(gate_ptr + first_row * C + cols[None, :], mask=ok, other=0.0)
+        kv0 = tl.load(kv_ptr + first_row * C + cols[None, :], mask=ok, other=0.0)
+        if RATIO == 2:
+            g1 = tl.load(gate_ptr + (first_row + 1) * C + cols[None, :], mask=ok, other=0.0)
+            kv1 = tl.load(kv_ptr + (first_row + 1) * C + cols[None, :], mask=ok, other=0.0)
+        top = tl.maximum(tl.full((BLOCK_G, BLOCK_C), float("-inf"), tl.float32), g0)
+        if RATIO == 2:
+            top = tl.maximum(top, g1)
+        total = tl.zeros((BLOCK_G, BLOCK_C), tl.float32) + tl.exp(g0 - top)
+        if RATIO == 2:
+            total += tl.exp(g1 - top)
+        pooled = tl.zeros((BLOCK_G, BLOCK_C), tl.float32) + kv0 * tl.math.div_rn(tl.exp(g0 - top), total)
+        if RATIO == 2:
+            pooled += kv1 * tl.math.div_rn(tl.exp(g1 - top), total)
+    else:
+        top = tl.full((BLOCK_G, BLOCK_C), float("-inf"), tl.float32)
+        for j in tl.static_range(RATIO):
+            g = tl.load(gate_ptr + (first_row + j) * C + cols[None, :], mask=ok, other=0.0)
+            top = tl.maximum(top, g)
+        total = tl.zeros((BLOCK_G, BLOCK_C), tl.float32)
+        for j in tl.static_range(RATIO):
+            g = tl.load(gate_ptr + (first_row + j) * C + cols[None, :], mask=ok, other=0.0)
+            total += tl.exp(g - top)
+        pooled = tl.zeros((BLOCK_G, BLOCK_C), tl.float32)
+        for j in tl.static_range(RATIO):
+            at = (first_row + j) * C + cols[None, :]
+            g = tl.load(gate_ptr + at, mask=ok, other=0.0)
+            kv = tl.load(kv_ptr + at, mask=ok, other=0.0)
+            pooled += kv * tl.math.div_rn(tl.exp(g - top), total)
 
     # Roundings to bfloat16 are explicit round-to-nearest-even on the float32 bits: the
     # interpreter's cast truncates (the GPU's rounds to nearest even, like this).
@@ -78,7 +102,7 @@ def _pool_norm_kernel(
     else:
         normed = normed.to(DTYPE).to(tl.float32)
     if HAS_WEIGHT:
-        result = w[None, :] * normed
+        result = w * normed
         if ROUND_BF16_OUT:
             bits = result.to(tl.int32, bitcast=True)
             result = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
@@ -92,11 +116,15 @@ def _pool_norm_kernel(
 class FusedPoolNorm:
     """Callable with :func:`runtime.compressor.pool_and_norm`'s signature."""
 
-    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int = 4) -> None:
-        """``tile_elements`` (channels per program) and ``num_warps``: for benchmark sweeps."""
+    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int = 4, rows_first: bool = False) -> None:
+        """``tile_elements`` (channels per program) and ``num_warps``: for benchmark sweeps;
+        ``rows_first``: at ratio <= 2, every row loaded before any arithmetic (the kernel's
+        ``ROWS_FIRST``; off until the H200 has timed it: benchmarks/tile_sweep.py --ops
+        compress)."""
         self.kernel = jit(_pool_norm_kernel)
         self.tile_elements = tile_elements
         self.num_warps = num_warps
+        self.rows_first = rows_first
 
     def __call__(self, kv: torch.Tensor, gate: torch.Tensor, ratio: int, norm_weight: torch.Tensor | None,
                  eps: float, dtype: torch.dtype) -> torch.Tensor:
@@ -123,6 +151,7 @@ class FusedPoolNorm:
             RATIO=ratio, HAS_WEIGHT=norm_weight is not None, DTYPE=TL_DTYPES[dtype],
             OUT_DTYPE=TL_DTYPES[out_dtype],
             ROUND_BF16=dtype == torch.bfloat16, ROUND_BF16_OUT=out_dtype == torch.bfloat16,
-            BLOCK_G=block_g, BLOCK_C=block_c, enable_fp_fusion=False, num_warps=self.num_warps,
+            BLOCK_G=block_g, BLOCK_C=block_c, ROWS_FIRST=self.rows_first and ratio <= 2,
+            enable_fp_fusion=False, num_warps=self.num_warps,
         )
         return out

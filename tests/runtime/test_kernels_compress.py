@@ -22,6 +22,10 @@ Tolerances:
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -45,12 +49,13 @@ def _interpret(monkeypatch):
         monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
-@pytest.fixture
-def pool_norm(monkeypatch):
+@pytest.fixture(params=[False, True], ids=["loops", "rows_first"])
+def pool_norm(monkeypatch, request):
+    """The pooling kernel in both forms: its loops, and every row loaded first (ratio <= 2)."""
     _interpret(monkeypatch)
     from runtime.kernels.compress import FusedPoolNorm
 
-    return FusedPoolNorm()
+    return FusedPoolNorm(rows_first=request.param)
 
 
 @pytest.fixture
@@ -134,6 +139,74 @@ def test_compress_bf16_small(pool_norm, gen, weight_dtype, with_weight):
     """bf16 latents on the interpreter: the kernel rounds to bf16 explicitly (the
     interpreter's own cast truncates), so the GPU's rounding is what is tested here."""
     check_pool_norm(pool_norm, gen, 9, 2, 128, torch.bfloat16, weight_dtype, with_weight)
+
+
+@pytest.mark.parametrize("ratio,dtype,with_weight", [(1, torch.float32, True), (2, torch.float32, False),
+                                                     (2, torch.bfloat16, True), (2, torch.bfloat16, False)])
+def test_rows_first_is_the_loops_bit_for_bit(monkeypatch, gen, ratio, dtype, with_weight):
+    """The rows-first form runs the loops' operations in the loops' order: the same bits
+    (compiled where CUDA is, else interpreted), with -inf and -0 gates and -0 latents
+    among the values."""
+    _interpret(monkeypatch)
+    from runtime.kernels.compress import FusedPoolNorm
+
+    kv = randn(gen, 12 * ratio, 128).to(DEVICE)
+    gate = randn(gen, 12 * ratio, 128, scale=3.0).to(DEVICE)
+    if ratio == 2:  # a -inf gate beside a finite one (alone, its softmax is NaN in both forms)
+        gate[0, :5] = float("-inf")
+    gate[1, 5:9] = -0.0
+    kv[2, :7] = -0.0
+    weight = randn(gen, 128).to(DEVICE, dtype) if with_weight else None
+    loops = FusedPoolNorm()(kv, gate, ratio, weight, 1e-6, dtype)
+    rows_first = FusedPoolNorm(rows_first=True)(kv, gate, ratio, weight, 1e-6, dtype)
+    assert torch.equal(loops.view(torch.int16 if dtype == torch.bfloat16 else torch.int32),
+                       rows_first.view(torch.int16 if dtype == torch.bfloat16 else torch.int32)), \
+        f"seed {gen.initial_seed()}"
+
+
+ROWS_FIRST_PTX = textwrap.dedent("""
+    import triton.language as tl
+    from runtime.kernels.compress import _pool_norm_kernel
+    from tests.runtime.compile_sm90 import compile_sm90
+    sig = {"kv_ptr": "*fp32", "gate_ptr": "*fp32", "w_ptr": "*bf16", "out_ptr": "*bf16", "G": "i32", "C": "i32",
+           "eps": "fp32"}
+    for rows_first in (False, True):
+        for ratio in (1, 2):
+            kwargs = {"RATIO": ratio, "HAS_WEIGHT": True, "DTYPE": tl.bfloat16, "OUT_DTYPE": tl.bfloat16,
+                      "ROUND_BF16": True, "ROUND_BF16_OUT": True, "BLOCK_G": 1, "BLOCK_C": 512,
+                      "ROWS_FIRST": rows_first, "enable_fp_fusion": False, "num_warps": 4}
+            ptx = compile_sm90(_pool_norm_kernel, sig, kwargs).asm["ptx"].splitlines()
+            first_exp = next(i for i, line in enumerate(ptx) if "ex2.approx" in line)
+            loads = [i for i, line in enumerate(ptx) if "ld.global" in line]
+            barriers = [i for i, line in enumerate(ptx) if "bar.sync" in line]
+            print(int(rows_first), ratio, sum(i > first_exp for i in loads), sum(b < max(loads) for b in barriers))
+""")
+
+
+@pytest.mark.slow
+def test_rows_first_issues_every_load_before_any_arithmetic_on_sm90(tmp_path):
+    """What the rows-first form is for, read from the sm_90 PTX of a launch's compile
+    (tests/runtime/compile_sm90.py: aligned pointers; no GPU): every global load comes
+    before the first exp and no barrier comes before the last load, at 512 channels and
+    ratio 1 / 2. The loops' form has the weight's layout change (a barrier) ahead of its
+    gate loads, which this test tells apart (and, under the H200's Triton 3.6, kv loads
+    after the first exp)."""
+    try:
+        from triton.backends import backends
+    except ImportError:
+        pytest.skip("triton without backends")
+    if "nvidia" not in backends:
+        pytest.skip("triton has no NVIDIA backend")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), TRITON_CACHE_DIR=str(tmp_path),
+               TRITON_DEFAULT_FP_FUSION="1")
+    done = subprocess.run([sys.executable, "-c", ROWS_FIRST_PTX], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = {(rows_first, ratio): (late_loads, early_barriers) for rows_first, ratio, late_loads, early_barriers
+             in (tuple(int(x) for x in line.split()) for line in done.stdout.strip().splitlines()[-4:])}
+    assert found[1, 1] == found[1, 2] == (0, 0), done.stdout
+    assert found[0, 1][1] >= 1 and found[0, 2][1] >= 1, done.stdout
 
 
 def test_compress_rejects_partial_groups(pool_norm):
