@@ -298,10 +298,9 @@ class FusedTopk:
     def resident_list(keys: int, k: int) -> int:
         """Candidate-list slots of a resident program over ``keys`` keys: 2k as a power of
         two, at most the program's keys (more candidates run the passes over every key).
-        The bound keeps 1.25-1.45k on N(0, 1) scores at the indexer's splits (a numpy
-        emulation, 5 rows of 128k keys: k = 512 / 1,024 / 2,048 in chunks of 8,192 /
-        16,384 / 16,384 with 1,024 / 2,048 / 4,096 groups: 645-740 / 1,331-1,444 /
-        2,574-2,670 keys per chunk, 672-753 / 1,277-1,409 / 2,644-2,832 per candidate row)."""
+        On N(0, 1) scores at the indexer's splits the bound lists 1.26-1.47k keys per chunk
+        and per candidate row (benchmarks/results/topk_bound_cpu.md, the bound recomputed
+        on the CPU: e.g. 655-728 per chunk of 8,192 at k = 512)."""
         return min(max(SMALLEST, next_pow2(keys)), max(SMALLEST, next_pow2(2 * k)))
 
     def resident_launch(self, scores: torch.Tensor, scratch: torch.Tensor, out: torch.Tensor, k: int, chunk: int,

@@ -76,7 +76,8 @@ class TopkSplit:
     shorter), ``groups`` interleaved groups and ``num_warps`` warps per program in both
     passes. ``ONE_PASS`` (``chunk == 0``): the one-pass kernel with its own tiling.
     ``resident``: both launches run the register-resident select
-    (runtime/kernels/topk_resident.py; ``groups`` unused), one launch when ``chunks`` is 1."""
+    (runtime/kernels/topk_resident.py; ``groups`` bound its candidate lists), one launch
+    when ``chunks`` is 1."""
 
     chunks: int
     chunk: int
