@@ -16,6 +16,7 @@ Writes ``benchmarks/results/prefix-budget-<task>.json`` and a Markdown note.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -92,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"task": args.task, "items": len(prompts) // args.passes, "passes": args.passes,
            "prompt_tokens": sum(len(p) for p in prompts), "block_tokens": BLOCK,
            "rows": measure(prompts),
-           "command": "python " + " ".join(["benchmarks/prefix_budget.py",
-                                            *(argv or sys.argv[1:])])}
+           "command": "python " + shlex.join(["benchmarks/prefix_budget.py", *(argv or sys.argv[1:])])}
     write(args.out, f"prefix-budget-{args.task}-{args.passes}pass", doc, markdown(doc))
     return 0
 

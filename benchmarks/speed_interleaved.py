@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -112,8 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure(args.copies, rounds, concurrency, args.device, args.settings)
     doc = {"device": args.device, "copies": args.copies, "rounds": rounds, "settings": args.settings,
            "concurrency": concurrency, "rows": rows,
-           "command": "python " + " ".join(["benchmarks/speed_interleaved.py",
-                                            *(argv or sys.argv[1:])]),
+           "command": "python " + shlex.join(["benchmarks/speed_interleaved.py", *(argv or sys.argv[1:])]),
            "environment": environment(load_before)}
     write(args.out, f"speed-interleaved-aa-{args.device}{'-demo' if demo else ''}", doc, markdown(doc))
     return 0

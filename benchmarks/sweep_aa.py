@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     rows = measure(args.copies, args.device)
     doc = {"device": args.device, "copies": args.copies, "rows": rows,
-           "command": "python " + " ".join(["benchmarks/sweep_aa.py", *(argv or sys.argv[1:])]),
+           "command": "python " + shlex.join(["benchmarks/sweep_aa.py", *(argv or sys.argv[1:])]),
            "environment": environment(load_before)}
     write(args.out, f"sweep-aa-{args.device}", doc, markdown(doc))
     return 0
