@@ -23,6 +23,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 18  # the gate: rows per program x pipelined stages, selecting warps (untimed)
 #   OUT=/path bash benchmarks/h200_checklist.sh 19  # the mid 4,096-row gate's nearest tilings, three times; the kernel table
 #   OUT=/path bash benchmarks/h200_checklist.sh 20  # the register-resident top-k, compress rows first (both untimed): GPU exactness, timings
+#   OUT=/path bash benchmarks/h200_checklist.sh 21  # decode attention (1 / 8 queries) and compress: ncu stall samples per source line
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -244,6 +245,15 @@ for i in 1 2 3; do
   timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 2 64 4096 --only "tile 512 w4" "rows first tile 512 w4" "rows first tile 512 w2" --out "$R/comp_$i" > "$OUT/comp_$i.log" 2>&1; el comp_$i $?
 done
 grep -hE "^\| compress" "$R"/comp_*/*.md | cut -d'|' -f2-9
+elif [ "$PART" = 21 ]; then
+# where decode attention's ~10 us go (1 and 8 queries: two launches, the key gather behind the
+# top-k ids, the merge), and compress's smallest call (the registry's form): ncu's stall samples
+# per source line (as part 8 did for the gate and mHC: ncu_h200_session16.md)
+timeout 300 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/src" python benchmarks/profile_ops.py attention:mid:1 attention:mid:8 attention:flash:8 compress:mid:2 > "$OUT/ncu.log" 2>&1; el ncu $?
+ncu -i "$R/src.ncu-rep" --page details 2>/dev/null > "$R/src_details.txt"; el details $?
+ncu -i "$R/src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/src_cuda_sass.csv" 2> "$R/src_cuda_sass.err"; el source $?
+grep -E "_kernel \(|Duration|Warp Cycles Per Issued" "$R/src_details.txt" | head -40
+python benchmarks/ncu_source_lines.py "$R/src_cuda_sass.csv" --top 8 | tee "$OUT/source_lines.txt"
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
