@@ -231,7 +231,7 @@ elif [ "$PART" = 20 ]; then
 timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_topk.py -k "gpu" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
 for i in 1 2; do
-  timeout 150 python benchmarks/topk.py --shapes split --resident --chunks 4096,16384 --out "$R/topk_$i" > "$OUT/topk_$i.log" 2>&1; el topk_$i $?
+  timeout 200 python benchmarks/topk.py --shapes split --resident --chunks 4096,16384 --out "$R/topk_$i" > "$OUT/topk_$i.log" 2>&1; el topk_$i $?
 done
 grep -hE "policy|resident" "$OUT"/topk_1.log | cut -c1-160
 timeout 120 python benchmarks/kernels.py --ops indexer+topk --topk-resident --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?

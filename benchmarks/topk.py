@@ -38,6 +38,7 @@ Writes topk_<gpu>.json and topk_<gpu>.md.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -190,7 +191,8 @@ def markdown(env: dict, rows: list[Row], command: str) -> str:
         "- eager = median of 20 CUDA-event timings of one call (Python + launches); graph = per-call "
         "device time replaying 20 calls from one CUDA graph. ids equal = Triton ids == the sort's. "
         "policy = FusedTopk() as the kernel registry builds it (rows where it splits); chunk L = a forced "
-        "split into chunks of L keys; vs one pass = the first one-pass row's graph time / this row's.", "",
+        "split into chunks of L keys; \"resident\": the register-resident select "
+        "(runtime/kernels/topk_resident.py); vs one pass = the first one-pass row's graph time / this row's.", "",
         "| scores | N | T | k | kernel | split | ids equal | sort eager ms | torch.topk eager ms | Triton eager ms "
         "| sort graph ms | torch.topk graph ms | Triton graph ms | vs torch.topk (graph) | vs one pass (graph) |",
         "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -255,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks/topk.py: --tilings: {exc}", file=sys.stderr)
         return 2
     torch.manual_seed(0)
+    env = environment()
+    command = command_line("benchmarks/topk.py", argv or sys.argv[1:])
+    stem = f"topk_{env['gpu'].split()[-1].lower()}"
     rows = []
     split_shapes = set(SPLIT_SHAPES)
     for dist in args.dist:
@@ -265,12 +270,18 @@ def main(argv: list[str] | None = None) -> int:
                       f"equal={row.ids_equal!s:5s} eager sort {row.sort_ms:.4f} topk {row.topk_ms:.4f} "
                       f"triton {row.triton_ms:.4f} | graph sort {fmt(row.sort_graph_ms)} "
                       f"topk {fmt(row.topk_graph_ms)} triton {fmt(row.triton_graph_ms)}", flush=True)
-    env = environment()
-    command = command_line("benchmarks/topk.py", argv or sys.argv[1:])
-    doc = {"environment": env, "command": command, "rows": [asdict(r) for r in rows]}
-    tag = env["gpu"].split()[-1].lower()
-    write(args.out, f"topk_{tag}", doc, markdown(env, rows, command))
+            save(args.out, stem, env, command, rows)  # after every shape: a run cut short keeps what it timed
+    write(args.out, stem, {"environment": env, "command": command, "rows": [asdict(r) for r in rows]},
+          markdown(env, rows, command))
     return 0 if all(r.ids_equal for r in rows) else 1
+
+
+def save(out: Path, stem: str, env: dict, command: str, rows: list[Row]) -> None:
+    """The JSON and the note of the rows timed so far, written quietly."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps({"environment": env, "command": command,
+                                                  "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
+    (out / f"{stem}.md").write_text(markdown(env, rows, command))
 
 
 if __name__ == "__main__":

@@ -62,3 +62,20 @@ def test_resident_rows_are_the_fitting_twins():
                     "chunk 16384 resident": "8 x 16384 g1024 w8 resident"}
     assert not any(label.endswith("resident") for label, _, _ in variants(kernels, {}, 131072, 64, 512, False))
     assert "resident" not in build_kernels({"4096:8": (4096, 8)})
+
+
+def test_a_run_cut_short_keeps_the_shapes_it_timed(tmp_path):
+    """save() after every shape: the JSON holds the rows so far and the note shows them."""
+    import json
+
+    from benchmarks.topk import Row, save
+
+    env = {"gpu": "NVIDIA H200", "nvidia_smi": "x", "torch": "2.11", "triton": "3.6", "cuda": "13.0"}
+    row = Row("randn", 131072, 1, 512, "policy resident", "16 x 8192 g1024 w8 resident", True, 0.2, 0.4, 0.1,
+              0.09, 0.1, 0.012, 0.03)
+    save(tmp_path, "topk_h200", env, "cmd", [row])
+    doc = json.loads((tmp_path / "topk_h200.json").read_text())
+    assert [r["kernel"] for r in doc["rows"]] == ["policy resident"] and doc["command"] == "cmd"
+    note = (tmp_path / "topk_h200.md").read_text()
+    assert "| randn | 131072 | 1 | 512 | policy resident | 16 x 8192 g1024 w8 resident | yes |" in note
+    assert "| 0.0120 | 8.3x | 2.5x |" in note  # torch.topk graph / Triton graph, one pass / Triton
