@@ -22,8 +22,8 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 17  # RoPE + quant: narrow vectors whole, in head / tail programs, the default
 #   OUT=/path bash benchmarks/h200_checklist.sh 18  # the gate: rows per program x pipelined stages, selecting warps (untimed)
 #   OUT=/path bash benchmarks/h200_checklist.sh 19  # the mid 4,096-row gate's nearest tilings, three times; the kernel table
-#   OUT=/path bash benchmarks/h200_checklist.sh 20  # the register-resident top-k, compress rows first (both untimed): GPU exactness, timings
-#   OUT=/path bash benchmarks/h200_checklist.sh 21  # decode attention (1 / 8 queries) and compress: ncu stall samples per source line
+#   OUT=/path bash benchmarks/h200_checklist.sh 20  # the register-resident top-k (untimed): GPU exactness, topk.py twice, indexer + top-k
+#   OUT=/path bash benchmarks/h200_checklist.sh 21  # compress rows first (untimed) three times; decode attention and compress: ncu per source line
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -228,28 +228,28 @@ elif [ "$PART" = 20 ]; then
 # chained kernel's 14 dependent steps (29.5 us for a 64k row at 4,096- or 8,192-key chunks).
 # GPU exactness first (resident and chained), then topk.py's split shapes twice with the resident
 # rows beside the chained ones, then indexer + top-k at 128k with both top-k's interleaved.
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_topk.py -k "gpu" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_topk.py -k "gpu" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
 for i in 1 2; do
-  timeout 200 python benchmarks/topk.py --shapes split --resident --chunks 4096,16384 --out "$R/topk_$i" > "$OUT/topk_$i.log" 2>&1; el topk_$i $?
+  timeout 150 python benchmarks/topk.py --shapes split --resident --chunks 4096,16384 --out "$R/topk_$i" > "$OUT/topk_$i.log" 2>&1; el topk_$i $?
 done
 grep -hE "policy|resident" "$OUT"/topk_1.log | cut -c1-160
 timeout 120 python benchmarks/kernels.py --ops indexer+topk --topk-resident --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\| indexer" "$R"/kern/*.md
+elif [ "$PART" = 21 ]; then
 # compress with every row loaded first (FusedPoolNorm(rows_first=True): one memory round trip
 # on a call's path instead of three in the sm_90 code; same bits): GPU parity and the bit
 # identity, then the default and its rows-first twin three times at the kernel table's rows
 timeout 120 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_compress.py -k "compress_parity_gpu or rows_first" > "$OUT/cparity.log" 2>&1; el cparity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/cparity.log" | tail -4
 for i in 1 2 3; do
-  timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 2 64 4096 --only "tile 512 w4" "rows first tile 512 w4" "rows first tile 512 w2" --out "$R/comp_$i" > "$OUT/comp_$i.log" 2>&1; el comp_$i $?
+  timeout 60 python benchmarks/tile_sweep.py --ops compress --rows 2 64 4096 --only "tile 512 w4" "rows first tile 512 w4" "rows first tile 512 w2" --out "$R/comp_$i" > "$OUT/comp_$i.log" 2>&1; el comp_$i $?
 done
 grep -hE "^\| compress" "$R"/comp_*/*.md | cut -d'|' -f2-9
-elif [ "$PART" = 21 ]; then
 # where decode attention's ~10 us go (1 and 8 queries: two launches, the key gather behind the
 # top-k ids, the merge), and compress's smallest call (the registry's form): ncu's stall samples
 # per source line (as part 8 did for the gate and mHC: ncu_h200_session16.md)
-timeout 300 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/src" python benchmarks/profile_ops.py attention:mid:1 attention:mid:8 attention:flash:8 compress:mid:2 > "$OUT/ncu.log" 2>&1; el ncu $?
+timeout 240 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/src" python benchmarks/profile_ops.py attention:mid:1 attention:mid:8 attention:flash:8 compress:mid:2 > "$OUT/ncu.log" 2>&1; el ncu $?
 ncu -i "$R/src.ncu-rep" --page details 2>/dev/null > "$R/src_details.txt"; el details $?
 ncu -i "$R/src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/src_cuda_sass.csv" 2> "$R/src_cuda_sass.err"; el source $?
 grep -E "_kernel \(|Duration|Warp Cycles Per Issued" "$R/src_details.txt" | head -40
