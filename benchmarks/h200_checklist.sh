@@ -24,6 +24,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 19  # the mid 4,096-row gate's nearest tilings, three times; the kernel table
 #   OUT=/path bash benchmarks/h200_checklist.sh 20  # the register-resident top-k (untimed): GPU exactness, topk.py twice, indexer + top-k
 #   OUT=/path bash benchmarks/h200_checklist.sh 21  # compress rows first (untimed) three times; decode attention and compress: ncu per source line
+#   OUT=/path bash benchmarks/h200_checklist.sh 22  # mHC's sweep mixing as fused multiply-adds (untimed): GPU parity, three runs against the default
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -39,9 +40,10 @@
 #   top-k instead of the rounds lost in 8 of 10 cases (gate_tiles_h200_sort_select.md); pairs
 #   per round won at flash only; backend.jit's helpers could serve other kernels' reductions
 #   (top-k's passes, mHC) the same way;
-# - part 20 (session 21, no device): the register-resident top-k and compress's rows-first
-#   loads, written and tested on the interpreter only; whichever wins becomes the default
-#   (TopkSplitPolicy.resident, FusedPoolNorm.rows_first) and part 4 reruns;
+# - parts 20-22 (session 21, no device): the register-resident top-k, compress's rows-first
+#   loads, mHC's FMA mixing, written and tested on the interpreter and compiled for sm_90
+#   only; whichever wins becomes the default (TopkSplitPolicy.resident,
+#   FusedPoolNorm.rows_first, MhcPolicy.fma_mix) and part 4 reruns;
 # - still open: mHC below goal everywhere (decode 6.0-9.2 us; 22-34 % from 512 rows), the
 #   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
@@ -254,6 +256,18 @@ ncu -i "$R/src.ncu-rep" --page details 2>/dev/null > "$R/src_details.txt"; el de
 ncu -i "$R/src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/src_cuda_sass.csv" 2> "$R/src_cuda_sass.err"; el source $?
 grep -E "_kernel \(|Duration|Warp Cycles Per Issued" "$R/src_details.txt" | head -40
 python benchmarks/ncu_source_lines.py "$R/src_cuda_sass.csv" --top 8 | tee "$OUT/source_lines.txt"
+elif [ "$PART" = 22 ]; then
+# session 21 (no device): mHC's sweep with the mixing, collapse and sum of squares as fused
+# multiply-adds (MhcPolicy(fma_mix=True): the kernel compiles without FMA contraction, so the
+# mixing was one FMUL and one FADD per term; static sm_90 under Triton 3.6: the sweeps 9-10 %
+# fewer instructions, the 4,096-row tail kernel 3,253 -> 3,076, flash 8 rows' spill gone),
+# untimed: GPU parity at the default's tolerances, then the default against it three times
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "fma_mixing_parity_gpu" > "$OUT/mparity.log" 2>&1; el mparity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/mparity.log" | tail -4
+for i in 1 2 3; do
+  timeout 100 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 512 4096 --only default "fma mix" --out "$R/mfma_$i" > "$OUT/mfma_$i.log" 2>&1; el mfma_$i $?
+done
+grep -hE "^\| mhc" "$R"/mfma_*/*.md | cut -d'|' -f2-9
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

@@ -85,7 +85,7 @@ def _mhc_site_kernel(
     PHASE: tl.constexpr, HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr,
     BLOCK_D: tl.constexpr, PROJ: tl.constexpr, TAIL_T: tl.constexpr, CHUNK: tl.constexpr,
     NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
-    PIN_MIX: tl.constexpr, FAST_RCP: tl.constexpr,
+    PIN_MIX: tl.constexpr, FAST_RCP: tl.constexpr, FMA_MIX: tl.constexpr,
 ):
     """One launch of a site, by PHASE:
 
@@ -166,10 +166,16 @@ def _mhc_site_kernel(
                 if HAS_OUT:
                     o = tl.load(out_ptr + rows64[:, None] * D + ds[None, :], mask=ok, other=0.0).to(tl.float32)
                     # X'_j = post_j * out + sum_i comb[i, j] * X_i (comb [hc, hc] row-major)
-                    y0 = q0 * o + (c00 * x0 + c10 * x1 + c20 * x2 + c30 * x3)
-                    y1 = q1 * o + (c01 * x0 + c11 * x1 + c21 * x2 + c31 * x3)
-                    y2 = q2 * o + (c02 * x0 + c12 * x1 + c22 * x2 + c32 * x3)
-                    y3 = q3 * o + (c03 * x0 + c13 * x1 + c23 * x2 + c33 * x3)
+                    if FMA_MIX:  # the same sums in the same order, each product-and-add one rounding
+                        y0 = tl.fma(q0, o, tl.fma(c30, x3, tl.fma(c20, x2, tl.fma(c10, x1, c00 * x0))))
+                        y1 = tl.fma(q1, o, tl.fma(c31, x3, tl.fma(c21, x2, tl.fma(c11, x1, c01 * x0))))
+                        y2 = tl.fma(q2, o, tl.fma(c32, x3, tl.fma(c22, x2, tl.fma(c12, x1, c02 * x0))))
+                        y3 = tl.fma(q3, o, tl.fma(c33, x3, tl.fma(c23, x2, tl.fma(c13, x1, c03 * x0))))
+                    else:
+                        y0 = q0 * o + (c00 * x0 + c10 * x1 + c20 * x2 + c30 * x3)
+                        y1 = q1 * o + (c01 * x0 + c11 * x1 + c21 * x2 + c31 * x3)
+                        y2 = q2 * o + (c02 * x0 + c12 * x1 + c22 * x2 + c32 * x3)
+                        y3 = q3 * o + (c03 * x0 + c13 * x1 + c23 * x2 + c33 * x3)
                     x0 = y0.to(DTYPE).to(tl.float32)
                     x1 = y1.to(DTYPE).to(tl.float32)
                     x2 = y2.to(DTYPE).to(tl.float32)
@@ -187,7 +193,10 @@ def _mhc_site_kernel(
                     tl.store(new_streams_ptr + base + 1 * D, x1.to(DTYPE), mask=ok)
                     tl.store(new_streams_ptr + base + 2 * D, x2.to(DTYPE), mask=ok)
                     tl.store(new_streams_ptr + base + 3 * D, x3.to(DTYPE), mask=ok)
-                sq += tl.sum(x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3, axis=1)
+                if FMA_MIX:
+                    sq += tl.sum(tl.fma(x3, x3, tl.fma(x2, x2, tl.fma(x1, x1, x0 * x0))), axis=1)
+                else:
+                    sq += tl.sum(x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3, axis=1)
                 if RELOAD_D == 0:
                     f_ok = d_ok[:, None] & c_ok[None, :]
                     fcol = fn_ptr + cols[None, :] * width + ds[:, None]  # [BLOCK_D, 32] of stream 0's fn
@@ -223,7 +232,11 @@ def _mhc_site_kernel(
                         m += tl.dot(x1, f1, input_precision=PROJ)
                         m += tl.dot(x2, f2, input_precision=PROJ)
                         m += tl.dot(x3, f3, input_precision=PROJ)
-                xc = (p0[:, None] * x0 + p1[:, None] * x1 + p2[:, None] * x2 + p3[:, None] * x3).to(DTYPE)
+                if FMA_MIX:
+                    xc = tl.fma(p3[:, None], x3, tl.fma(p2[:, None], x2, tl.fma(p1[:, None], x1, p0[:, None] * x0)))
+                    xc = xc.to(DTYPE)
+                else:
+                    xc = (p0[:, None] * x0 + p1[:, None] * x1 + p2[:, None] * x2 + p3[:, None] * x3).to(DTYPE)
                 tl.store(x_ptr + rows64[:, None] * D + ds[None, :], xc, mask=ok)
                 xcf = xc.to(tl.float32)
                 xsq += tl.sum(xcf * xcf, axis=1)
@@ -449,7 +462,7 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
     common = dict(HAS_OUT=has_out, DTYPE=TL_DTYPES[dtype], BLOCK_D=tiles.block_d, PROJ=tiles.projection,
                   CHUNK=tiles.chunk, RELOAD_D=tiles.reload_d,
                   REG_FINISH=tiles.finish_registers, PIN_MIX=tiles.pin_mix, FAST_RCP=tiles.fast_reciprocal,
-                  enable_fp_fusion=False)
+                  FMA_MIX=tiles.fma_mix, enable_fp_fusion=False)
     sweep = dict(PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t,
                  NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
     if tiles.tail:

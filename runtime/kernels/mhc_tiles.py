@@ -129,6 +129,16 @@ A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core produ
 within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it
 was not kept.
 
+Fused multiply-adds in the sweep (``fma_mix``, untimed): the kernel is compiled without FMA
+contraction (runtime/kernels/mhc.py's ``site_launches`` says why), so each of the mixing's
+products and adds is its own instruction: in the sm_90 code of the 4,096-row ``mid`` tail
+(Triton 3.6) 527 FMUL and 517 FADD of 3,264 instructions. ``tl.fma`` is never contracted
+or split by the compiler, so a recomputed copy of X' would still round the same, and with
+it the mixing takes 5 instructions per output instead of 9 (the collapse and the sum of
+squares 4 instead of 7). The sums keep the reference's order; each product and add rounds
+once, so X' can land one bf16 ulp away from the reference's where its float32 value sits
+within an ulp of a rounding boundary, inside the parity tests' one-ulp bound.
+
 Pure arithmetic on ints, so the policy is tested without running a kernel.
 """
 
@@ -164,6 +174,7 @@ class MhcTiling:
     finish_registers: bool = False
     pin_mix: bool = False
     fast_reciprocal: bool = False
+    fma_mix: bool = False
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -198,6 +209,8 @@ class MhcPolicy:
     ``fast_reciprocal``: on CUDA, the register form's Sinkhorn takes its reciprocals
     without div.full's range checks (``FAST_RCP``); ``pin_mix``: on CUDA, a dot in the
     mixing loop takes X' as mixed once (``PIN_MIX``; the module docstring says why);
+    ``fma_mix``: the sweep's mixing, collapse and sum of squares as fused multiply-adds
+    (``FMA_MIX``; the module docstring says why, off until timed);
     ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
     and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
     columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
@@ -239,6 +252,7 @@ class MhcPolicy:
     decode_finish_registers: bool = True
     pin_mix: bool = True
     fast_reciprocal: bool = True
+    fma_mix: bool = False
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):
@@ -282,7 +296,7 @@ class MhcPolicy:
                          finish_warps=self.decode_finish_warps if decode_finish else self.finish_warps, reload_d=reload_d,
                          finish_registers=registers,
                          pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0,
-                         fast_reciprocal=self.fast_reciprocal and cuda and registers)
+                         fast_reciprocal=self.fast_reciprocal and cuda and registers, fma_mix=self.fma_mix)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

@@ -102,7 +102,7 @@ def site_launches(rows: int, d: int, policy=None) -> list[tuple[str, dict, tuple
     multiples = divisible_by_16(T=rows, D=d, SPLIT_D=tiles.split_d)
     decode_finish = not tiles.tail and 1 < rows <= policy.decode_rows  # rows per finishing program vary here
     form = (" register-finish" if tiles.finish_registers else "") + (
-        f" {tiles.tail_t}-row-finish" if decode_finish else "")
+        f" {tiles.tail_t}-row-finish" if decode_finish else "") + (" fma-mix" if tiles.fma_mix else "")
     return [(f"mhc T={rows} D={d} phase {kwargs['PHASE']} {tiles.projection}{form}", kwargs, multiples)
             for _, kwargs in mhc.site_launches(tiles, rows, d, True, torch.bfloat16)]
 
@@ -124,6 +124,15 @@ def finish_candidate_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[
         policies.append(MhcPolicy(decode_finish_rows=8))
     return [launch for policy in policies for launch in site_launches(rows, d, policy)
             if launch[1]["PHASE"] != SWEEP.value]
+
+
+def sweep_candidate_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
+    """The sweeping launch with the mixing as fused multiply-adds (``MhcPolicy.fma_mix``,
+    not the default: untimed)."""
+    from runtime.kernels.mhc import FINISH
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    return [launch for launch in site_launches(rows, d, MhcPolicy(fma_mix=True)) if launch[1]["PHASE"] != FINISH.value]
 
 
 ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32",
@@ -310,7 +319,8 @@ def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
     from runtime.kernels.backend import jit
 
     launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in cases
-                for name, kwargs, multiples in site_launches(*case) + finish_candidate_launches(*case)]
+                for name, kwargs, multiples in site_launches(*case) + finish_candidate_launches(*case)
+                + sweep_candidate_launches(*case)]
     launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, multiples)
                  for name, signature, kwargs, multiples in rope_quant_launches()]
     gate_kernel = jit(gate._gate_kernel, helpers=gate.GATE_HELPERS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from runtime.kernels.mhc_tiles import INTERPRETED, PROJECTIONS, MhcPolicy
@@ -162,3 +164,13 @@ def test_finishes_above_decode_take_finish_rows_per_program(t, rows, expected):
 def test_finish_rows_must_be_a_power_of_two(name, rows):
     with pytest.raises(ValueError, match=f"MhcPolicy.{name}: expected a power of two >= 1"):
         MhcPolicy(**{name: rows})
+
+
+@pytest.mark.parametrize("t", [1, 2, 8, 64, 512, 4096])
+def test_fma_mixing_is_asked_for_not_chosen(t):
+    """``fma_mix`` reaches the tiling as asked, on the GPU and in the interpreter (tl.fma runs
+    in both), and changes nothing else of the tiling; off by default (untimed)."""
+    for cuda in (True, False):
+        plain = MhcPolicy().tiling(t, 2048, cuda=cuda)
+        assert not plain.fma_mix
+        assert MhcPolicy(fma_mix=True).tiling(t, 2048, cuda=cuda) == replace(plain, fma_mix=True)
