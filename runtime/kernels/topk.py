@@ -120,8 +120,8 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, 
     ids to output row r x chunks + c. ``SCORES``: also the picked scores (-inf padded): a
     split's first launch, writing its candidates for the second; ``MAPPED``: the ids written are ``id_map[r, position]``
     (the second pass reading candidates) instead of the chunk's offset + position.
-    Triton helpers would have to be jitted at import, which the registry's
-    interpreter/compiler rule forbids (backend.py), so the passes are one loop."""
+    The passes are one loop, written before ``backend.jit`` could bind jitted helpers
+    (the resident select's passes are one: runtime/kernels/topk_resident.py)."""
     row = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)
     base = part * CHUNK
