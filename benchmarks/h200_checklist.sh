@@ -228,8 +228,10 @@ elif [ "$PART" = 20 ]; then
 # one scratch round trip; TopkSplitPolicy(resident=True)), exact on the interpreter, never timed.
 # Static sm_90 (Triton 3.6): 8,192 keys on 8 warps 191-219 registers, no spills, against the
 # chained kernel's 14 dependent steps (29.5 us for a 64k row at 4,096- or 8,192-key chunks).
-# GPU exactness first (resident and chained), then topk.py's split shapes twice with the resident
-# rows beside the chained ones, then indexer + top-k at 128k with both top-k's interleaved.
+# Also its splits as one launch (TopkSplitPolicy.resident_one_launch: the row's last chunk program,
+# a ticket, selects among the candidates). GPU exactness first (resident, one launch, chained),
+# then topk.py's split shapes twice with the resident rows beside the chained ones, then indexer +
+# top-k at 128k with the three top-k's interleaved.
 timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_topk.py -k "gpu" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
 for i in 1 2; do

@@ -203,7 +203,7 @@ def indexer_topk_case(ops, c: V41Config, name: str, t: int, n: int, topk=None):
     if policy is not None:
         split = policy.split(t, n, c.index_topk)
         case.shape += f" k={c.index_topk} " + ("one pass" if split.chunk == 0 else f"{split.chunks}x{split.chunk}")
-        case.shape += " resident" if split.resident else ""
+        case.shape += (" resident" if split.resident else "") + (" 1 launch" if split.one_launch else "")
     return case, args
 
 
@@ -283,8 +283,9 @@ def engram_case(ops, c: V41Config, name: str, t: int):
 
 def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False) -> list[Case]:
     """Measure every case (or only those of the ops in ``only``); ``topk_resident``: the
-    indexer + top-k cases once more with the register-resident top-k
-    (``TopkSplitPolicy(resident=True)``), scale "flash 128k resident"."""
+    indexer + top-k cases twice more with the register-resident top-k
+    (``TopkSplitPolicy(resident=True)``, scale "flash 128k resident", and its splits in one
+    launch, "flash 128k resident 1 launch")."""
     mid, flash = V41Config.preset("mid"), V41Config.preset("flash")
     cases = []
     for name, c in (("mid", mid), ("flash", flash)):
@@ -309,6 +310,8 @@ def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False) -> list[Ca
         from runtime.kernels.topk_tiles import TopkSplitPolicy
 
         topks["flash 128k resident"] = FusedTopk(policy=TopkSplitPolicy(resident=True))
+        topks["flash 128k resident 1 launch"] = FusedTopk(policy=TopkSplitPolicy(resident=True,
+                                                                                   resident_one_launch=True))
     for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536)):
         for scale, topk in topks.items():  # interleaved: the two top-k's of a shape back to back
             cases.append(("indexer+topk", *indexer_topk_case(ops, flash, scale, t, n, topk)))
@@ -400,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", default="", help="comma-separated ops to measure (default: all), "
                         "e.g. compress,rope_quant,engram; the result files get a suffix")
     parser.add_argument("--topk-resident", action="store_true",
-                        help="also run indexer + top-k with the register-resident top-k (scale 'flash 128k resident')")
+                        help="also run indexer + top-k with the register-resident top-k, in two launches and in one "
+                             "(scales 'flash 128k resident', 'flash 128k resident 1 launch')")
     args = parser.parse_args(argv)
     only = tuple(op.strip() for op in args.ops.split(",") if op.strip())
     if not torch.cuda.is_available():

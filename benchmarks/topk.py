@@ -20,7 +20,8 @@ is split over programs (runtime/kernels/topk_tiles.py). Triton rows per shape:
   run;
 - with ``--resident``: ``policy resident``, ``FusedTopk`` with ``TopkSplitPolicy(resident=True)``
   where it runs the register-resident select (runtime/kernels/topk_resident.py: its splits,
-  and whole rows of up to 16,384 keys), and ``chunk <L> resident``, the resident twin of
+  and whole rows of up to 16,384 keys), ``policy resident one launch``, its split in one
+  launch (a ticket: ``TopkSplit.one_launch``), and ``chunk <L> resident``, the resident twin of
   every forced split whose chunk and candidate row fit a program; all in the same run as
   the chained rows, so "vs one pass" and the chained rows beside them are the comparison.
 
@@ -97,7 +98,8 @@ def times(fn, scores: torch.Tensor, k: int) -> tuple[float, float | None]:
 def describe(split) -> str:
     if split.chunk == 0:
         return "one pass"
-    return f"{split.chunks} x {split.chunk} g{split.groups} w{split.num_warps}" + (" resident" if split.resident else "")
+    form = (" resident" if split.resident else "") + (" one launch" if split.one_launch else "")
+    return f"{split.chunks} x {split.chunk} g{split.groups} w{split.num_warps}{form}"
 
 
 def forced_splits(policy, chunks: dict[str, tuple[int, ...]], n: int, t: int, k: int) -> dict:
@@ -132,6 +134,9 @@ def variants(kernels: dict, chunks: dict, n: int, t: int, k: int, split_shape: b
         own = resident.policy.split(t, n, k)
         if own.resident:
             rows.append(("policy resident", describe(own), resident))
+            if own.chunks > 1:
+                one = replace(own, one_launch=True)
+                rows.append(("policy resident one launch", describe(one), lambda x, kk, s=one: resident.run(x, kk, s)))
         for label, split in forced.items():
             twin = replace(split, resident=True)
             if resident.policy.fits(twin.chunk) and resident.policy.fits(twin.candidates(k)):

@@ -78,19 +78,24 @@ def jit(fn, helpers: tuple = ()):
     ``helpers``: plain functions the kernel calls by name (a ``tl.reduce`` combine
     function, say). Triton wants them jitted too, and jitting them at import would fix
     interpreter vs compiler for good (the module docstring says why not), so they are
-    jitted here, with the kernel, and the kernel is bound to a copy of its module's
-    namespace in which those names are the jitted helpers; the module itself keeps its
-    plain functions."""
+    jitted here, with the kernel, and the kernel and the helpers are bound to a copy of
+    the kernel's module namespace in which those names are the jitted helpers (so a helper
+    may call another); the module itself keeps its plain functions."""
     import triton
 
     if not helpers:
         return triton.jit(fn)
     scope = dict(fn.__globals__)
     for helper in helpers:
-        scope[helper.__name__] = triton.jit(helper)
+        scope[helper.__name__] = triton.jit(_bound(helper, scope))
+    return triton.jit(_bound(fn, scope))
+
+
+def _bound(fn, scope: dict):
+    """``fn`` reading its globals from ``scope``."""
     bound = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
     functools.update_wrapper(bound, fn, updated=())
-    return triton.jit(bound)
+    return bound
 
 
 def next_pow2(n: int) -> int:

@@ -75,6 +75,7 @@ import torch
 import triton.language as tl
 
 from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.tickets import TicketCounters
 from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
 from runtime.kernels.topk_tiles import (
     RESIDENT_MAX,
@@ -238,6 +239,7 @@ class FusedTopk:
         self.policy = policy or TopkSplitPolicy()
         self.kernel = jit(_topk_kernel)
         self.resident_kernel = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
+        self.tickets = TicketCounters()  # the one-launch resident split's row counters
 
     def __call__(self, scores: torch.Tensor, k: int) -> torch.Tensor:
         t, n = scores.shape
@@ -274,24 +276,31 @@ class FusedTopk:
 
     def run_resident(self, scores: torch.Tensor, k: int, split: TopkSplit, out: torch.Tensor) -> torch.Tensor:
         """``split`` with the register-resident select (runtime/kernels/topk_resident.py):
-        one launch over whole rows when ``split.chunks`` is 1, else the chunks' launch and
-        the candidates' launch, each program holding its keys in registers."""
+        one launch over whole rows when ``split.chunks`` is 1; else the chunks' launch and
+        the candidates' launch or, with ``split.one_launch``, one launch whose row's last
+        chunk program selects among the candidates (a ticket); each program holds its keys
+        in registers."""
         t, n = scores.shape
         width = split.candidates(k)
         longest = split.chunk if split.chunks == 1 else max(split.chunk, width)
         if next_pow2(longest) > RESIDENT_MAX:
             raise ValueError(f"TopkSplit: a resident program holds at most {RESIDENT_MAX} keys, "
                              f"this split needs {next_pow2(longest)}")
-        scratch = torch.empty(t * split.chunks * self.resident_list(longest, k), dtype=torch.int32,
-                              device=scores.device)
+        slots = self.resident_list(longest, k)
+        scratch = torch.empty(t * split.chunks * slots, dtype=torch.int32, device=scores.device)
         if split.chunks == 1:
-            self.resident_launch(scores, scratch, out, k, n, 1, split.groups, split.num_warps)
+            self.resident_launch(scores, scratch, slots, out, k, n, 1, split.groups, split.num_warps)
             return out
         cand_scores = torch.empty(t, width, dtype=torch.float32, device=scores.device)
         cand_ids = torch.empty(t, width, dtype=torch.int64, device=scores.device)
-        self.resident_launch(scores, scratch, cand_ids, k, split.chunk, split.chunks, split.groups, split.num_warps,
-                             out_scores=cand_scores)
-        self.resident_launch(cand_scores, scratch, out, k, width, 1, split.groups, split.num_warps, id_map=cand_ids)
+        if split.one_launch:
+            self.resident_launch(scores, scratch, slots, out, k, split.chunk, split.chunks, split.groups,
+                                 split.num_warps, candidates=(cand_ids, cand_scores, width))
+            return out
+        self.resident_launch(scores, scratch, slots, cand_ids, k, split.chunk, split.chunks, split.groups,
+                             split.num_warps, out_scores=cand_scores)
+        self.resident_launch(cand_scores, scratch, slots, out, k, width, 1, split.groups, split.num_warps,
+                             id_map=cand_ids)
         return out
 
     @staticmethod
@@ -303,22 +312,31 @@ class FusedTopk:
         on the CPU: e.g. 655-728 per chunk of 8,192 at k = 512)."""
         return min(max(SMALLEST, next_pow2(keys)), max(SMALLEST, next_pow2(2 * k)))
 
-    def resident_launch(self, scores: torch.Tensor, scratch: torch.Tensor, out: torch.Tensor, k: int, chunk: int,
-                        chunks: int, groups: int, num_warps: int, out_scores: torch.Tensor | None = None,
-                        id_map: torch.Tensor | None = None) -> None:
+    def resident_launch(self, scores: torch.Tensor, scratch: torch.Tensor, slots: int, out: torch.Tensor, k: int,
+                        chunk: int, chunks: int, groups: int, num_warps: int, out_scores: torch.Tensor | None = None,
+                        id_map: torch.Tensor | None = None,
+                        candidates: tuple[torch.Tensor, torch.Tensor, int] | None = None) -> None:
         """One launch of the resident select: ``chunks`` programs per row of ``chunk`` keys,
         k ids per (row, chunk) into ``out`` (scores into ``out_scores``, ids through
-        ``id_map`` where given); ``groups`` interleaved groups bound the candidates. At
-        least one warp per 1,024 keys (32 a thread): with 64 a thread the sm_90 code of
-        Triton 3.6 spills more (16,384 keys on 8 warps: 255 registers and 32-168 bytes of
-        stack; on 16 warps, 128 registers, the most 16 warps may hold, and 16-72 bytes)."""
+        ``id_map`` where given), ``slots`` scratch entries per program; ``groups``
+        interleaved groups bound the candidates. ``candidates`` (ids, scores, width): one
+        launch for the whole split, the chunks writing there and each row's last program
+        selecting its k ids into ``out``. At least one warp per 1,024 keys (32 a thread):
+        with 64 a thread the sm_90 code of Triton 3.6 spills more (16,384 keys on 8 warps:
+        255 registers and 32-168 bytes of stack; on 16 warps, 128 registers, the most 16
+        warps may hold, and 16-72 bytes)."""
         t, n = scores.shape
         keys = max(SMALLEST, next_pow2(chunk))
-        num_warps = min(32, max(num_warps, keys // 1024))
+        cand_keys = max(SMALLEST, next_pow2(candidates[2])) if candidates else SMALLEST
+        num_warps = min(32, max(num_warps, keys // 1024, cand_keys // 1024))
+        cand_ids, cand_scores = (candidates[0], candidates[1]) if candidates else (out, out)
+        count = self.tickets.get(scores.device, t) if candidates else out
         self.resident_kernel[(t, chunks)](
-            scores, scratch, out, out if out_scores is None else out_scores, out if id_map is None else id_map, n,
-            chunk, k, KEYS=keys, GROUPS=min(groups, keys), LIST=self.resident_list(chunk, k),
-            SCORES=out_scores is not None, MAPPED=id_map is not None, num_warps=num_warps)
+            scores, scratch, out, out if out_scores is None else out_scores, out if id_map is None else id_map,
+            cand_ids, cand_scores, count, n, chunk, k, slots, KEYS=keys, GROUPS=min(groups, keys),
+            LIST=self.resident_list(chunk, k), SCORES=out_scores is not None, MAPPED=id_map is not None,
+            TICKET=candidates is not None, CAND_KEYS=cand_keys, CAND_GROUPS=min(groups, cand_keys),
+            CAND_LIST=self.resident_list(candidates[2], k) if candidates else SMALLEST, num_warps=num_warps)
 
     def layout(self, t: int, chunk: int, chunks: int, groups: int) -> tuple[int, int, int, int]:
         """(groups, scratch entries per program, rows per launch, scratch entries per list)

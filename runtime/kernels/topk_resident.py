@@ -29,6 +29,12 @@ registers (8,192 keys on 8 warps: 32 a thread), so here it is read once:
    the low 16) gives each taken key its slot (keys above v before it plus min(ties before
    it, left)), so the ids come out ascending, then -1 up to k.
 
+One launch (``TICKET``, ``TopkSplitPolicy.resident_one_launch``): a split's two launches
+as one. Each chunk program writes its candidates, takes a ticket on its row's counter
+(``runtime/kernels/tickets.py``), and the row's last program runs steps 1-4 again on the
+row's candidates (read through L2) and writes the row's ids: no launch boundary between
+the two, at the price of one program per row finishing after its row's others.
+
 Against the chained kernel: the chunk is read once, not twice; the bound's passes and the
 list's run on registers (one scratch round trip, for the list); no pass reloads anything.
 What it costs: registers (the chunk's keys live through every step), so programs hold at
@@ -73,28 +79,12 @@ def _radix_select(keys, valid, in_bin, left, SIZE: tl.constexpr, PASSES: tl.cons
     return prefix, left
 
 
-RESIDENT_HELPERS = (_radix_select,)  # jitted with the kernel (runtime/kernels/backend.py's jit)
-
-
-def _topk_resident_kernel(scores_ptr, scratch_ptr, out_ptr, out_score_ptr, id_map_ptr, ROW_N, CHUNK, K,
-                          KEYS: tl.constexpr, GROUPS: tl.constexpr, LIST: tl.constexpr, SCORES: tl.constexpr,
-                          MAPPED: tl.constexpr):
-    """Program (r, c) selects among keys [c x CHUNK, (c + 1) x CHUNK) of row r (ROW_N keys,
-    KEYS >= CHUNK a power of two) and writes k ids to output row r x chunks + c;
-    ``SCORES``: also their scores (-inf padded), a split's first launch; ``MAPPED``: ids
-    read through ``id_map[r, position]``, a split's second launch over the candidates.
-    ``scratch``: LIST int32 per program for the candidate list."""
-    row = tl.program_id(0).to(tl.int64)
-    part = tl.program_id(1)
-    base = part * CHUNK
-    n = tl.minimum(CHUNK, ROW_N - base)
-    slot_row = row * tl.num_programs(1) + part
-    dst = out_ptr + slot_row * K
-    offs = tl.arange(0, KEYS)
-    values = tl.load(scores_ptr + row * ROW_N + base + offs, mask=offs < n, other=float("-inf")) + 0.0
-    bits = values.to(tl.uint32, bitcast=True)
+def _select(values, K, scratch, KEYS: tl.constexpr, GROUPS: tl.constexpr, LIST: tl.constexpr):
+    """Steps 1-3 on one tile of scores ``values`` [KEYS] (out of range: -inf): (keys,
+    finite, v, left, need). ``scratch``: this program's LIST int32 slots."""
+    bits = (values + 0.0).to(tl.uint32, bitcast=True)
     keys = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)  # [KEYS], float order as uint32 order
-    finite = keys > KEY_NEG_INF  # out-of-range positions were loaded as -inf
+    finite = keys > KEY_NEG_INF
     total = tl.sum(finite.to(tl.int32), axis=0)
     need = tl.minimum(total, K)
 
@@ -107,17 +97,22 @@ def _topk_resident_kernel(scores_ptr, scratch_ptr, out_ptr, out_score_ptr, id_ma
     count = tl.sum(take.to(tl.int32), axis=0)
     if count <= LIST:  # the exact passes over the candidates, in index order
         slot = tl.cumsum(take.to(tl.int32), axis=0) - 1
-        tl.store(scratch_ptr + slot_row * LIST + slot, keys.to(tl.int32, bitcast=True), mask=take)
+        tl.store(scratch + slot, keys.to(tl.int32, bitcast=True), mask=take)
         tl.debug_barrier()  # other threads read what was just stored
         at = tl.arange(0, LIST)
-        listed = tl.load(scratch_ptr + slot_row * LIST + at, mask=at < count, other=0).to(tl.uint32, bitcast=True)
+        listed = tl.load(scratch + at, mask=at < count, other=0).to(tl.uint32, bitcast=True)
         v, left = _radix_select(listed, at < count, count, need, LIST, 7)
         # stopped early, v's low digits are zero and every listed key >= v is taken; keys
         # under lo were never listed, and v may be below them: lift it (lo lies in v's bin)
         v = tl.maximum(v, lo)
     else:  # heavy ties at the bound: the passes over every key
         v, left = _radix_select(keys, finite, total, need, KEYS, 7)
+    return keys, finite, v, left, need
 
+
+def _emit(keys, finite, v, left, need, ids, values, K, dst, dst_scores, KEYS: tl.constexpr, SCORES: tl.constexpr):
+    """Step 4: the taken keys' ``ids`` (and ``values``, with ``SCORES``) at their slots of
+    ``dst`` (``dst_scores``), ascending, then -1 (-inf) up to K."""
     greater = finite & (keys > v)
     tie = finite & (keys == v)
     counts = tl.cumsum((tie.to(tl.int32) << 16) | greater.to(tl.int32), axis=0)  # inclusive, packed
@@ -126,17 +121,68 @@ def _topk_resident_kernel(scores_ptr, scratch_ptr, out_ptr, out_score_ptr, id_ma
     # slot < K holds for every taken key; masked anyway, so a wrong v shows as wrong ids, not
     # as writes past the row
     picked = (greater | (tie & (ties_before < left))) & (slot < K)
-    if MAPPED:
-        ids = tl.load(id_map_ptr + row * ROW_N + offs, mask=picked, other=-1)
-    else:
-        ids = (base + offs).to(tl.int64)
     tl.store(dst + slot, ids, mask=picked)
     if SCORES:
-        tl.store(out_score_ptr + slot_row * K + slot, values, mask=picked)
+        tl.store(dst_scores + slot, values + 0.0, mask=picked)
+    offs = tl.arange(0, KEYS)
     for start in range(0, K, KEYS):
         pad_at = start + offs
         pad = (pad_at >= need) & (pad_at < K)
         tl.store(dst + pad_at, tl.full((KEYS,), -1, dtype=tl.int64), mask=pad)
         if SCORES:
-            tl.store(out_score_ptr + slot_row * K + pad_at, tl.full((KEYS,), float("-inf"), dtype=tl.float32),
-                     mask=pad)
+            tl.store(dst_scores + pad_at, tl.full((KEYS,), float("-inf"), dtype=tl.float32), mask=pad)
+
+
+RESIDENT_HELPERS = (_radix_select, _select, _emit)  # jitted with the kernel (runtime/kernels/backend.py's jit)
+
+
+def _topk_resident_kernel(scores_ptr, scratch_ptr, out_ptr, out_score_ptr, id_map_ptr, cand_ptr, cand_score_ptr,
+                          count_ptr, ROW_N, CHUNK, K, SCRATCH,
+                          KEYS: tl.constexpr, GROUPS: tl.constexpr, LIST: tl.constexpr, SCORES: tl.constexpr,
+                          MAPPED: tl.constexpr, TICKET: tl.constexpr, CAND_KEYS: tl.constexpr,
+                          CAND_GROUPS: tl.constexpr, CAND_LIST: tl.constexpr):
+    """Program (r, c) selects among keys [c x CHUNK, (c + 1) x CHUNK) of row r (ROW_N keys,
+    KEYS >= CHUNK a power of two) and writes k ids to output row r x chunks + c;
+    ``SCORES``: also their scores (-inf padded), a split's first launch; ``MAPPED``: ids
+    read through ``id_map[r, position]``, a split's second launch over the candidates.
+    ``scratch``: SCRATCH int32 per program for the candidate list.
+
+    ``TICKET`` (one launch for a split): the chunk's ids and scores go to the candidate
+    rows ``cand`` / ``cand_score`` [rows, chunks x k], the program takes a ticket on its
+    row's counter (an acq_rel atomic), and the row's last program selects among the row's
+    candidates (CAND_KEYS / CAND_GROUPS / CAND_LIST its tiles, read through L2) and writes
+    the row's k ids to ``out`` [rows, k], putting the counter back to 0."""
+    row = tl.program_id(0).to(tl.int64)
+    part = tl.program_id(1)
+    chunks = tl.num_programs(1)
+    base = part * CHUNK
+    n = tl.minimum(CHUNK, ROW_N - base)
+    slot_row = row * chunks + part
+    scratch = scratch_ptr + slot_row * SCRATCH
+    offs = tl.arange(0, KEYS)
+    values = tl.load(scores_ptr + row * ROW_N + base + offs, mask=offs < n, other=float("-inf"))
+    keys, finite, v, left, need = _select(values, K, scratch, KEYS, GROUPS, LIST)
+    if MAPPED:
+        ids = tl.load(id_map_ptr + row * ROW_N + offs, mask=offs < n, other=-1)
+    else:
+        ids = (base + offs).to(tl.int64)
+    if TICKET:
+        _emit(keys, finite, v, left, need, ids, values, K, cand_ptr + slot_row * K, cand_score_ptr + slot_row * K,
+              KEYS, True)
+        tl.debug_barrier()  # every thread's candidates are written before the ticket releases them
+        ticket = tl.atomic_add(count_ptr + row, 1, sem="acq_rel")
+        if ticket == chunks - 1:  # the row's last program: the others' candidates are visible
+            tl.store(count_ptr + row, 0)  # all have taken theirs: reset for the next call
+            width = chunks * K
+            at = tl.arange(0, CAND_KEYS)
+            # .cg: read through L2, never a stale L1 line of another program's candidates
+            c_values = tl.load(cand_score_ptr + row * width + at, mask=at < width, other=float("-inf"),
+                               cache_modifier=".cg")
+            c_ids = tl.load(cand_ptr + row * width + at, mask=at < width, other=-1, cache_modifier=".cg")
+            c_keys, c_finite, c_v, c_left, c_need = _select(c_values, K, scratch, CAND_KEYS, CAND_GROUPS,
+                                                             CAND_LIST)
+            _emit(c_keys, c_finite, c_v, c_left, c_need, c_ids, c_values, K, out_ptr + row * K, out_score_ptr,
+                  CAND_KEYS, False)
+    else:
+        _emit(keys, finite, v, left, need, ids, values, K, out_ptr + slot_row * K, out_score_ptr + slot_row * K,
+              KEYS, SCORES)

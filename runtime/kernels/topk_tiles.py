@@ -77,13 +77,15 @@ class TopkSplit:
     passes. ``ONE_PASS`` (``chunk == 0``): the one-pass kernel with its own tiling.
     ``resident``: both launches run the register-resident select
     (runtime/kernels/topk_resident.py; ``groups`` bound its candidate lists), one launch
-    when ``chunks`` is 1."""
+    when ``chunks`` is 1; ``one_launch`` (resident only): the chunks' launch alone, each
+    row's last chunk program (a ticket) selecting among the row's candidates."""
 
     chunks: int
     chunk: int
     groups: int
     num_warps: int = 8
     resident: bool = False
+    one_launch: bool = False
 
     def candidates(self, k: int) -> int:
         """Candidates per row the second pass reads: k from every chunk."""
@@ -105,13 +107,17 @@ class TopkSplitPolicy:
     (rounded up to a power of two, at most ``RESIDENT_MAX``) runs the
     register-resident select, and so does a row of at most ``resident_keys`` keys that
     would not split (one program per row, one launch). Off by default until the H200 has
-    timed it against the chained kernel (``benchmarks/topk.py --resident``)."""
+    timed it against the chained kernel (``benchmarks/topk.py --resident``).
+    ``resident_one_launch``: those resident splits as one launch (``TopkSplit.one_launch``:
+    no launch boundary between the chunks and the candidates, one program per row finishing
+    after the row's others)."""
 
     programs: int = 256
     min_shrink: int = 4
     table: tuple[SplitRow, ...] = SPLIT_TABLE
     resident: bool = False
     resident_keys: int = 16384
+    resident_one_launch: bool = False
 
     def __post_init__(self) -> None:
         if self.programs < 0 or self.min_shrink < 1:
@@ -139,7 +145,7 @@ class TopkSplitPolicy:
         chunk = -(-n // chunks)
         split = TopkSplit(-(-n // chunk), chunk, row.groups, row.num_warps)  # no empty last chunk
         if self.resident and self.fits(split.chunk) and self.fits(split.candidates(k)):
-            return replace(split, resident=True)
+            return replace(split, resident=True, one_launch=self.resident_one_launch)
         return split
 
     def fits(self, keys: int) -> bool:

@@ -46,8 +46,9 @@ def test_every_split_shape_splits_under_the_policy():
 
 
 def test_resident_rows_are_the_fitting_twins():
-    """--resident adds the resident policy's own split and the resident twin of each forced
-    split whose chunk and candidate row fit a program (16,384 keys): at 128k keys, k = 512,
+    """--resident adds the resident policy's own split (in two launches and in one) and the
+    resident twin of each forced split whose chunk and candidate row fit a program (16,384
+    keys): at 128k keys, k = 512,
     chunks of 4,096 (32 x 512 candidates) and 16,384 fit, 32,768 does not; at 64 rows the
     resident policy's chunks outgrow a program, so it adds no row of its own."""
     from benchmarks.topk import build_kernels, variants
@@ -58,6 +59,7 @@ def test_resident_rows_are_the_fitting_twins():
     assert rows == {"one pass 4096:8": "one pass", "policy": "16 x 8192 g1024 w8",
                     "chunk 4096": "32 x 4096 g1024 w8", "chunk 16384": "8 x 16384 g1024 w8",
                     "chunk 32768": "4 x 32768 g1024 w8", "policy resident": "16 x 8192 g1024 w8 resident",
+                    "policy resident one launch": "16 x 8192 g1024 w8 resident one launch",
                     "chunk 4096 resident": "32 x 4096 g1024 w8 resident",
                     "chunk 16384 resident": "8 x 16384 g1024 w8 resident"}
     assert not any(label.endswith("resident") for label, _, _ in variants(kernels, {}, 131072, 64, 512, False))

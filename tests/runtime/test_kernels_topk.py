@@ -35,12 +35,12 @@ DEVICE = "cuda" if CUDA else "cpu"
 NEG_INF = float("-inf")
 
 
-@pytest.fixture(params=["chained", "resident"])
+@pytest.fixture(params=["chained", "resident", "resident one launch"])
 def topk(monkeypatch, request):
     """FusedTopk with the small tiling: compiled on CUDA, interpreted on CPU (the variable
     is set before the kernel is wrapped, for this test only). "resident": whole rows of up
     to 1,024 keys in one resident program each, and forced splits resident too
-    (``split_of``)."""
+    (``split_of``); "resident one launch": those splits in one launch (a ticket)."""
     if not CUDA:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     from runtime.kernels.topk import FusedTopk, TopkTiling
@@ -48,7 +48,8 @@ def topk(monkeypatch, request):
 
     if request.param == "chained":
         return FusedTopk(TopkTiling(groups=32, block=32, unroll=3))
-    whole_rows = TopkSplitPolicy(resident=True, resident_keys=1024, table=(SplitRow(1 << 16, 1 << 16, 32),))
+    whole_rows = TopkSplitPolicy(resident=True, resident_keys=1024, table=(SplitRow(1 << 16, 1 << 16, 32),),
+                                 resident_one_launch=request.param == "resident one launch")
     return FusedTopk(TopkTiling(groups=32, block=32, unroll=3), whole_rows)
 
 
@@ -212,14 +213,17 @@ def test_tiling_rejects_a_non_power_of_two():
 # ---------------------------------------------------------------- rows split over programs
 # A split (runtime/kernels/topk_tiles.py) is forced with FusedTopk.run, so every test picks
 # its chunk borders; chunks of 40-64 keys and 32 groups keep the interpreter fast.
-def split_of(n: int, chunk: int, resident: bool = False):
+def split_of(n: int, chunk: int, policy=None):
+    """A forced split into chunks of ``chunk`` keys, resident (and in one launch) as
+    ``policy`` (a TopkSplitPolicy) asks."""
     from runtime.kernels.topk_tiles import TopkSplit
 
-    return TopkSplit(-(-n // chunk), chunk, 32, resident=resident)
+    resident = policy is not None and policy.resident
+    return TopkSplit(-(-n // chunk), chunk, 32, resident=resident, one_launch=resident and policy.resident_one_launch)
 
 
 def check_split(topk, scores: torch.Tensor, k: int, chunk: int, seed, what: str) -> None:
-    split = split_of(scores.shape[1], chunk, topk.policy.resident)
+    split = split_of(scores.shape[1], chunk, topk.policy)
     check(lambda x, kk: topk.run(x.float().contiguous(), kk, split), scores, k, seed,
           f"{what}, {split.chunks} chunks of {chunk}")
 
@@ -282,7 +286,7 @@ def test_split_of_one_chunk_equals_the_one_pass_kernel(topk, gen):
     scores = few_values(gen, 2, 130, 5)
     scores[1, 100:] = NEG_INF
     one = topk.run(scores, 40, ONE_PASS)
-    assert torch.equal(topk.run(scores, 40, split_of(130, 130, topk.policy.resident)), one), \
+    assert torch.equal(topk.run(scores, 40, split_of(130, 130, topk.policy)), one), \
         f"seed {gen.initial_seed()}"
     check(lambda x, kk: one, scores, 40, gen.initial_seed(), "one pass")
 
@@ -323,6 +327,27 @@ def test_resident_policy_split_through_the_call(monkeypatch, gen):
     check(FusedTopk(policy=whole_row), scores, 16, gen.initial_seed(), "resident whole row")
 
 
+def test_one_launch_counters_return_to_zero_and_calls_repeat(monkeypatch, gen):
+    """The one-launch split's row tickets are left at zero by every call (so they are never
+    cleared again): three calls of 4 and 2 rows on the same FusedTopk give the sort's ids
+    each time, and every counter reads 0 after each."""
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.topk import FusedTopk
+    from runtime.kernels.topk_tiles import SplitRow, TopkSplit, TopkSplitPolicy
+
+    policy = TopkSplitPolicy(min_shrink=2, resident=True, resident_keys=64, resident_one_launch=True,
+                             table=(SplitRow(max_k=32, chunk=64, groups=32),))
+    assert policy.split(4, 256, 16) == TopkSplit(4, 64, 32, resident=True, one_launch=True)
+    fused = FusedTopk(policy=policy)
+    for rows in (4, 2, 4):
+        scores = few_values(gen, rows, 256, 6)
+        scores[0, :100] = NEG_INF
+        check(fused, scores, 16, gen.initial_seed(), f"one launch, {rows} rows")
+        counters = fused.tickets.get(torch.device(DEVICE), rows)
+        assert not bool(counters.any()), f"counters left at {counters[:rows].tolist()}"
+
+
 def test_resident_split_beyond_a_program_is_refused():
     from runtime.kernels.topk import FusedTopk
     from runtime.kernels.topk_tiles import RESIDENT_MAX, TopkSplit
@@ -361,13 +386,15 @@ COMPILE = textwrap.dedent("""
     from runtime.kernels.backend import jit
     from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
     resident = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
-    for keys, groups, scores, mapped, warps in ((8192, 1024, True, False, 8), (16384, 4096, False, True, 16)):
+    for keys, groups, scores, mapped, ticket, warps in ((8192, 1024, True, False, False, 8),
+                                                        (16384, 4096, False, True, False, 16),
+                                                        (8192, 1024, False, False, True, 8)):
+        constexprs = {"KEYS": keys, "GROUPS": groups, "LIST": groups, "SCORES": scores, "MAPPED": mapped,
+                      "TICKET": ticket, "CAND_KEYS": 8192, "CAND_GROUPS": 1024, "CAND_LIST": 1024}
         sig = {"scores_ptr": "*fp32", "scratch_ptr": "*i32", "out_ptr": "*i64", "out_score_ptr": "*fp32",
-               "id_map_ptr": "*i64", "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "KEYS": "constexpr",
-               "GROUPS": "constexpr", "LIST": "constexpr", "SCORES": "constexpr", "MAPPED": "constexpr"}
-        src = ASTSource(fn=resident, signature=sig,
-                        constexprs={"KEYS": keys, "GROUPS": groups, "LIST": groups, "SCORES": scores,
-                                    "MAPPED": mapped})
+               "id_map_ptr": "*i64", "cand_ptr": "*i64", "cand_score_ptr": "*fp32", "count_ptr": "*i32",
+               "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "SCRATCH": "i32", **dict.fromkeys(constexprs, "constexpr")}
+        src = ASTSource(fn=resident, signature=sig, constexprs=constexprs)
         kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
         print(len(kernel.asm["cubin"]), kernel.asm["ptx"].count("bar.sync"))
 """)
@@ -380,7 +407,8 @@ def test_compiles_for_sm90_without_a_gpu(tmp_path):
     kernel is also compiled to a Hopper cubin with Triton's bundled ptxas, twice: the
     one-pass form, and one with both of a split's branches on (writing scores, reading ids
     through the map; each launch of a split has one of them); then the resident select's
-    two launches at the indexer's sizes (its radix helper bound as FusedTopk binds it). A
+    two launches and its one-launch form (a ticket) at the indexer's sizes (its helpers
+    bound as FusedTopk binds them). A
     fresh process: this session's ``triton.language`` was imported for the interpreter
     (tests/conftest.py)."""
     try:
@@ -395,8 +423,8 @@ def test_compiles_for_sm90_without_a_gpu(tmp_path):
     done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    variants = [tuple(int(x) for x in line.split()) for line in done.stdout.strip().splitlines()[-4:]]
-    assert len(variants) == 4 and all(cubin > 0 and barriers > 0 for cubin, barriers in variants), done.stdout
+    variants = [tuple(int(x) for x in line.split()) for line in done.stdout.strip().splitlines()[-5:]]
+    assert len(variants) == 5 and all(cubin > 0 and barriers > 0 for cubin, barriers in variants), done.stdout
 
 
 # ---------------------------------------------------------------------------- GPU, real shapes
@@ -434,17 +462,18 @@ def test_forced_splits_gpu(topk_default, gen, chunk, groups):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("one_launch", [False, True])
 @pytest.mark.parametrize("t,n,k", [(1, 131072, 512), (2, 131072, 1024), (8, 131072, 2048), (64, 131072, 512),
                                    (3, 8192, 512), (1, 65536, 512)])
-def test_resident_policy_gpu(monkeypatch, gen, t, n, k):
-    """``TopkSplitPolicy(resident=True)`` at the indexer's shapes: resident splits (1-8
-    rows), the chained kernel where chunks outgrow a program (64 rows), one resident
-    program per row of 8,192 keys; random scores with causal tails, four values (the
-    bound's list overflows: the passes over every key), ReLU zeros."""
+def test_resident_policy_gpu(monkeypatch, gen, t, n, k, one_launch):
+    """``TopkSplitPolicy(resident=True)`` at the indexer's shapes, in two launches or one:
+    resident splits (1-8 rows), the chained kernel where chunks outgrow a program (64
+    rows), one resident program per row of 8,192 keys; random scores with causal tails,
+    four values (the bound's list overflows: the passes over every key), ReLU zeros."""
     from runtime.kernels.topk import FusedTopk
     from runtime.kernels.topk_tiles import TopkSplitPolicy
 
-    fused = FusedTopk(policy=TopkSplitPolicy(resident=True))
+    fused = FusedTopk(policy=TopkSplitPolicy(resident=True, resident_one_launch=one_launch))
     scores = torch.randn(t, n, generator=gen)
     visible = torch.randint(n // 2, n + 1, (t,), generator=gen)
     visible[0] = n

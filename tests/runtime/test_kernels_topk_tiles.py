@@ -62,14 +62,15 @@ def test_the_table_is_valid_and_bad_rows_are_refused():
         TopkSplitPolicy(min_shrink=0)
 
 
+@pytest.mark.parametrize("one_launch", [False, True])
 @pytest.mark.parametrize("resident_keys", [32, 1024, 16384])
-def test_resident_splits_are_the_same_splits_where_they_fit(resident_keys):
+def test_resident_splits_are_the_same_splits_where_they_fit(resident_keys, one_launch):
     """``resident`` changes which kernel runs, never where a row is cut: every split that
-    fits one resident program per chunk and per candidate row is marked resident, every
-    other one is the plain policy's; a row the plain policy would not split runs as one
-    resident program when it fits."""
+    fits one resident program per chunk and per candidate row is marked resident (and one
+    launch, when asked), every other one is the plain policy's; a row the plain policy
+    would not split runs as one resident program when it fits."""
     plain = TopkSplitPolicy()
-    resident = TopkSplitPolicy(resident=True, resident_keys=resident_keys)
+    resident = TopkSplitPolicy(resident=True, resident_keys=resident_keys, resident_one_launch=one_launch)
     for t, n, k in itertools.product(ROWS, KEYS, KS):
         want, got = plain.split(t, n, k), resident.split(t, n, k)
         where = f"t={t} n={n} k={k} keys={resident_keys}: {got}"
@@ -79,7 +80,7 @@ def test_resident_splits_are_the_same_splits_where_they_fit(resident_keys):
             assert got == (TopkSplit(1, n, row.groups, row.num_warps, resident=True) if fits else ONE_PASS), where
             continue
         fits = next_pow2(want.chunk) <= resident_keys and next_pow2(want.candidates(k)) <= resident_keys
-        assert got == replace(want, resident=fits), where
+        assert got == replace(want, resident=fits, one_launch=fits and one_launch), where
 
 
 def test_the_indexer_shapes_run_resident_when_asked():
