@@ -68,8 +68,9 @@ def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     away from zero, as ``cvt.rna.tf32.f32`` and Triton's TF32x3 split round): head + remainder
     is within 2^-22 |x| of x. The "tf32x2" projection's operands: X' is bf16, so exact in
     TF32, and X' * head + X' * remainder are two TF32 products with nothing dropped that
-    TF32x3 keeps. (On the H200 the projection still measured 6.1e-6 from a float64 oracle
-    against 5.0e-7 for TF32x3, as the earlier truncating split did: mhc_tiles.py.)"""
+    TF32x3 keeps. (On the H200 the projection measured 6.1e-6 from a float64 oracle against
+    5.0e-7 for TF32x3 while it added every product straight into the running sum; it sums
+    each tile from zero first since session 21: mhc_tiles.py.)"""
 
     def rna(v: torch.Tensor) -> torch.Tensor:
         return ((v.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
@@ -218,15 +219,20 @@ def _mhc_site_kernel(
                         m += tl.sum(x2[:, :, None] * f2[None, :, :], axis=1)
                         m += tl.sum(x3[:, :, None] * f3[None, :, :], axis=1)
                     elif PROJ == "tf32x2":  # fn's TF32 remainder, then its head (split on the host)
+                        # per stream, the tile's products summed from zero and then added to
+                        # the running sum, as Triton lowers one tf32x3 dot (a blocked sum):
+                        # added straight into it they measured 6.1e-6 from float64 against
+                        # tf32x3's 5.0e-7 (benchmarks/results/tf32_accumulation_cpu.md
+                        # emulates both); the four streams' chains independent of each other
                         lcol = fn_lo_ptr + cols[None, :] * width + ds[:, None]
-                        m = tl.dot(x0, tl.load(lcol + 0 * D, mask=f_ok, other=0.0), m, input_precision="tf32")
-                        m = tl.dot(x1, tl.load(lcol + 1 * D, mask=f_ok, other=0.0), m, input_precision="tf32")
-                        m = tl.dot(x2, tl.load(lcol + 2 * D, mask=f_ok, other=0.0), m, input_precision="tf32")
-                        m = tl.dot(x3, tl.load(lcol + 3 * D, mask=f_ok, other=0.0), m, input_precision="tf32")
-                        m = tl.dot(x0, f0, m, input_precision="tf32")
-                        m = tl.dot(x1, f1, m, input_precision="tf32")
-                        m = tl.dot(x2, f2, m, input_precision="tf32")
-                        m = tl.dot(x3, f3, m, input_precision="tf32")
+                        lo0 = tl.load(lcol + 0 * D, mask=f_ok, other=0.0)
+                        lo1 = tl.load(lcol + 1 * D, mask=f_ok, other=0.0)
+                        lo2 = tl.load(lcol + 2 * D, mask=f_ok, other=0.0)
+                        lo3 = tl.load(lcol + 3 * D, mask=f_ok, other=0.0)
+                        m += tl.dot(x0, f0, tl.dot(x0, lo0, input_precision="tf32"), input_precision="tf32")
+                        m += tl.dot(x1, f1, tl.dot(x1, lo1, input_precision="tf32"), input_precision="tf32")
+                        m += tl.dot(x2, f2, tl.dot(x2, lo2, input_precision="tf32"), input_precision="tf32")
+                        m += tl.dot(x3, f3, tl.dot(x3, lo3, input_precision="tf32"), input_precision="tf32")
                     else:
                         m += tl.dot(x0, f0, input_precision=PROJ)
                         m += tl.dot(x1, f1, input_precision=PROJ)
@@ -257,10 +263,9 @@ def _mhc_site_kernel(
                     for s in tl.static_range(HC):
                         a = tl.load(src + base + s * D, mask=ok, other=0.0).to(tl.float32)
                         f = tl.load(fcol + s * D, mask=f_ok, other=0.0)
-                        if PROJ == "tf32x2":  # fn's TF32 remainder, then its head
+                        if PROJ == "tf32x2":  # fn's TF32 remainder, then its head, summed from zero, then added
                             f_lo = tl.load(fn_lo_ptr + cols[None, :] * width + ds[:, None] + s * D, mask=f_ok, other=0.0)
-                            m = tl.dot(a, f_lo, m, input_precision="tf32")
-                            m = tl.dot(a, f, m, input_precision="tf32")
+                            m += tl.dot(a, f, tl.dot(a, f_lo, input_precision="tf32"), input_precision="tf32")
                         else:
                             m += tl.dot(a, f, input_precision=PROJ)
         part = part_ptr + (split * T + rows64) * PART  # [BLOCK_T] row starts

@@ -59,9 +59,16 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
   X' is not exact in TF32). Not the default: 6.1e-6 from the float64 oracle against 5.0e-7
   for "tf32x3" (mhc_precision_h200_pin.md), as the first form (head truncated to fn's top 19
   bits, split in the kernel: 6.6e-6, mhc_precision_h200_reload.md), so the rounding of the
-  split is not the cause, which is still not established; and slower than "tf32x3" in
-  every case but the ``flash`` tail with 32-column tiles (tile_sweep_h200_mhc_pin.md: e.g.
-  mid 512 rows 37.4 vs 25.1 us, decode 2x).
+  split was not the cause; and slower than "tf32x3" in every case but the ``flash`` tail
+  with 32-column tiles (tile_sweep_h200_mhc_pin.md: e.g. mid 512 rows 37.4 vs 25.1 us,
+  decode 2x). The cause (session 21, on the CPU): those dots accumulated into the running
+  sum (``m = dot(x, f, m)``), one float32 rounding per product against the sum over all of
+  D, where Triton's tf32x3 ``dot`` sums a tile's products from zero and then adds the tile:
+  an emulation of the two orders gives 4.6e-6 and 7.7e-7
+  (benchmarks/results/tf32_accumulation_cpu.md). "tf32x2" now sums each stream's tile
+  (remainder, then head) from zero and adds it, the four streams' chains independent as in
+  tf32x3 (before: one chain of eight dependent dots per tile); its H200 precision and speed
+  since are not measured yet.
 
 The re-read (``reload_d``): the sweep mixes and writes ``reload_d`` columns of X', then
 projects them from memory (runtime/kernels/mhc.py says why). Without the pin (below) it
