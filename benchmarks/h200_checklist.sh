@@ -40,10 +40,13 @@
 #   top-k instead of the rounds lost in 8 of 10 cases (gate_tiles_h200_sort_select.md); pairs
 #   per round won at flash only; backend.jit's helpers could serve other kernels' reductions
 #   (top-k's passes, mHC) the same way;
-# - parts 20-22 (session 21, no device): the register-resident top-k, compress's rows-first
-#   loads, mHC's FMA mixing, written and tested on the interpreter and compiled for sm_90
-#   only; whichever wins becomes the default (TopkSplitPolicy.resident,
-#   FusedPoolNorm.rows_first, MhcPolicy.fma_mix) and part 4 reruns;
+# - parts 20-22 (session 21, no device): the register-resident top-k (two launches and one),
+#   compress's rows-first loads, mHC's FMA mixing and the reordered "tf32x2", written and
+#   tested on the interpreter and compiled for sm_90 only; whichever wins becomes the default
+#   (TopkSplitPolicy.resident / resident_one_launch, FusedPoolNorm.rows_first,
+#   MhcPolicy.fma_mix) and part 4 reruns. 19-22 and part 4 do not all fit one session's 30
+#   minutes (about 8-9 minutes each): 20 and 22 first (the largest expected gains), then 4,
+#   then 21 and 19;
 # - still open: mHC below goal everywhere (decode 6.0-9.2 us; 22-34 % from 512 rows), the
 #   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
