@@ -1,7 +1,13 @@
-"""Fixtures of the server tests: one weights pool per module and ``v41val serve`` of the
-module's ``SOURCE`` on a real loopback uvicorn, batching up to 4 requests."""
+"""Fixtures of the runtime tests: for the server tests one weights pool per module and
+``v41val serve`` of the module's ``SOURCE`` on a real loopback uvicorn, batching up to 4
+requests; for the kernel tests a runner of sm_90 compile scripts in a fresh process."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,3 +28,29 @@ def server(pool, request):
                          scheduling=EngineConfig(max_batch_requests=4))
     with BackgroundServer(config, pool) as srv:
         yield srv
+
+
+@pytest.fixture
+def run_sm90_script(tmp_path):
+    """A function running a Python script in a fresh process (this session's
+    ``triton.language`` was imported for the interpreter, tests/conftest.py, after which
+    nothing compiles here) with the repository on its path and its own Triton cache,
+    asserting it exits 0 and returning its standard output. Skips where Triton cannot
+    compile for CUDA at all (no NVIDIA backend): the scripts compile for sm_90 with the
+    ptxas Triton's wheel ships, no GPU involved."""
+    try:
+        from triton.backends import backends
+    except ImportError:
+        pytest.skip("triton without backends")
+    if "nvidia" not in backends:
+        pytest.skip("triton has no NVIDIA backend")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), TRITON_CACHE_DIR=str(tmp_path),
+               TRITON_DEFAULT_FP_FUSION="1")
+
+    def run(script: str) -> str:
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+
+    return run

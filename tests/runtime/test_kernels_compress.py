@@ -22,10 +22,7 @@ Tolerances:
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
@@ -184,29 +181,18 @@ ROWS_FIRST_PTX = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_rows_first_issues_every_load_before_any_arithmetic_on_sm90(tmp_path):
+def test_rows_first_issues_every_load_before_any_arithmetic_on_sm90(run_sm90_script):
     """What the rows-first form is for, read from the sm_90 PTX of a launch's compile
     (tests/runtime/compile_sm90.py: aligned pointers; no GPU): every global load comes
     before the first exp and no barrier comes before the last load, at 512 channels and
     ratio 1 / 2. The loops' form has the weight's layout change (a barrier) ahead of its
     gate loads, which this test tells apart (and, under the H200's Triton 3.6, kv loads
     after the first exp)."""
-    try:
-        from triton.backends import backends
-    except ImportError:
-        pytest.skip("triton without backends")
-    if "nvidia" not in backends:
-        pytest.skip("triton has no NVIDIA backend")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), TRITON_CACHE_DIR=str(tmp_path),
-               TRITON_DEFAULT_FP_FUSION="1")
-    done = subprocess.run([sys.executable, "-c", ROWS_FIRST_PTX], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    stdout = run_sm90_script(ROWS_FIRST_PTX)
     found = {(rows_first, ratio): (late_loads, early_barriers) for rows_first, ratio, late_loads, early_barriers
-             in (tuple(int(x) for x in line.split()) for line in done.stdout.strip().splitlines()[-4:])}
-    assert found[1, 1] == found[1, 2] == (0, 0), done.stdout
-    assert found[0, 1][1] >= 1 and found[0, 2][1] >= 1, done.stdout
+             in (tuple(int(x) for x in line.split()) for line in stdout.strip().splitlines()[-4:])}
+    assert found[1, 1] == found[1, 2] == (0, 0), stdout
+    assert found[0, 1][1] >= 1 and found[0, 2][1] >= 1, stdout
 
 
 def test_compress_rejects_partial_groups(pool_norm):

@@ -19,10 +19,7 @@ and as the resident twin of every forced split.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -401,30 +398,18 @@ COMPILE = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_compiles_for_sm90_without_a_gpu(tmp_path):
+def test_compiles_for_sm90_without_a_gpu(run_sm90_script):
     """The interpreter runs code the compiler refuses (a plain global int read in the
     kernel, a constexpr re-bound in an unrolled loop: both met while writing it), so the
     kernel is also compiled to a Hopper cubin with Triton's bundled ptxas, twice: the
     one-pass form, and one with both of a split's branches on (writing scores, reading ids
     through the map; each launch of a split has one of them); then the resident select's
     two launches and its one-launch form (a ticket) at the indexer's sizes (its helpers
-    bound as FusedTopk binds them). A
-    fresh process: this session's ``triton.language`` was imported for the interpreter
-    (tests/conftest.py)."""
-    try:
-        from triton.backends import backends
-    except ImportError:
-        pytest.skip("triton without backends")
-    if "nvidia" not in backends:
-        pytest.skip("triton has no NVIDIA backend")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), TRITON_CACHE_DIR=str(tmp_path),
-               TRITON_DEFAULT_FP_FUSION="1")
-    done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    variants = [tuple(int(x) for x in line.split()) for line in done.stdout.strip().splitlines()[-5:]]
-    assert len(variants) == 5 and all(cubin > 0 and barriers > 0 for cubin, barriers in variants), done.stdout
+    bound as FusedTopk binds them). In a fresh process (tests/runtime/conftest.py's
+    ``run_sm90_script``)."""
+    stdout = run_sm90_script(COMPILE)
+    variants = [tuple(int(x) for x in line.split()) for line in stdout.strip().splitlines()[-5:]]
+    assert len(variants) == 5 and all(cubin > 0 and barriers > 0 for cubin, barriers in variants), stdout
 
 
 # ---------------------------------------------------------------------------- GPU, real shapes
