@@ -31,13 +31,9 @@ from pathlib import Path
 import torch
 
 from benchmarks.records import command_line, environment, header, write
+from runtime.kernels.mhc import tf32_split
 
 ORDERS = ("running sum", "per tile, then added", "two running sums")
-
-
-def tf32_round(v: torch.Tensor) -> torch.Tensor:
-    """float32 to TF32, nearest with ties away from zero (cvt.rna.tf32.f32)."""
-    return ((v.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
 
 
 def add_products(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -65,8 +61,7 @@ def measure(seed: int, rows: int = 64, width: int = 4 * 2048, cols: int = 32, ti
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(rows, width, generator=gen).bfloat16().float()
     fn = torch.randn(width, cols, generator=gen) * 0.02
-    hi = tf32_round(fn)
-    lo = tf32_round(fn - hi)
+    hi, lo = tf32_split(fn)  # the kernel's own host split
     exact = x.double() @ fn.double()
     scale = exact.abs().max().item()
     return [{"order": order, "error": (project(order, x, hi, lo, tile).double() - exact).abs().max().item() / scale}
