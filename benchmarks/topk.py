@@ -47,7 +47,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.kernels import environment, graph_ms, median_ms
-from benchmarks.records import command_line, write
+from benchmarks.records import command_line
 from runtime.kernels.reference import REFERENCE_OPS
 
 ONE_PASS_SHAPES = [(n, t, k) for n in (8192, 65536, 131072) for t in (1, 8, 64) for k in (512, 2048)]
@@ -276,8 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"triton {row.triton_ms:.4f} | graph sort {fmt(row.sort_graph_ms)} "
                       f"topk {fmt(row.topk_graph_ms)} triton {fmt(row.triton_graph_ms)}", flush=True)
             save(args.out, stem, env, command, rows)  # after every shape: a run cut short keeps what it timed
-    write(args.out, stem, {"environment": env, "command": command, "rows": [asdict(r) for r in rows]},
-          markdown(env, rows, command))
+    print(markdown(env, rows, command))  # the files hold it already (the last shape's save)
     return 0 if all(r.ids_equal for r in rows) else 1
 
 
