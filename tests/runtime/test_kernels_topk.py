@@ -445,16 +445,19 @@ def test_forced_splits_gpu(topk_default, gen, chunk, groups):
               f"gpu {split} relu k={k}")
 
 
+RESIDENT_SPLITS = [(1, 131072, 512), (2, 131072, 1024), (8, 131072, 2048), (1, 65536, 512)]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("one_launch", [False, True])
-@pytest.mark.parametrize("t,n,k", [(1, 131072, 512), (2, 131072, 1024), (8, 131072, 2048), (64, 131072, 512),
-                                   (3, 8192, 512), (1, 65536, 512)])
+@pytest.mark.parametrize("t,n,k,one_launch", [(*shape, one) for shape in RESIDENT_SPLITS for one in (False, True)]
+                         + [(64, 131072, 512, False), (3, 8192, 512, False)])
 def test_resident_policy_gpu(monkeypatch, gen, t, n, k, one_launch):
-    """``TopkSplitPolicy(resident=True)`` at the indexer's shapes, in two launches or one:
-    resident splits (1-8 rows), the chained kernel where chunks outgrow a program (64
-    rows), one resident program per row of 8,192 keys; random scores with causal tails,
-    four values (the bound's list overflows: the passes over every key), ReLU zeros."""
+    """``TopkSplitPolicy(resident=True)`` at the indexer's shapes: resident splits (1-8
+    rows) in two launches and in one, the chained kernel where chunks outgrow a program
+    (64 rows), one resident program per row of 8,192 keys (neither form has a second
+    launch to fold there); random scores with causal tails, four values (the bound's list
+    overflows: the passes over every key), ReLU zeros."""
     from runtime.kernels.topk import FusedTopk
     from runtime.kernels.topk_tiles import TopkSplitPolicy
 
