@@ -313,7 +313,7 @@ def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False) -> list[Ca
         topks["flash 128k resident 1 launch"] = FusedTopk(policy=TopkSplitPolicy(resident=True,
                                                                                    resident_one_launch=True))
     for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536)):
-        for scale, topk in topks.items():  # interleaved: the two top-k's of a shape back to back
+        for scale, topk in topks.items():  # interleaved: a shape's top-k's back to back
             cases.append(("indexer+topk", *indexer_topk_case(ops, flash, scale, t, n, topk)))
     if only:
         cases = [entry for entry in cases if entry[0] in only]

@@ -25,9 +25,11 @@ from pathlib import Path
 import torch
 
 from benchmarks.records import command_line, environment, header, write
+from runtime.kernels.topk import FusedTopk
+from runtime.kernels.topk_resident import BOUND_PASSES
 from runtime.kernels.topk_tiles import TopkSplitPolicy
 
-BOUND_BITS = 15  # topk_resident.BOUND_PASSES x 5 bits
+BOUND_BITS = 5 * BOUND_PASSES.value  # the bound's radix passes, 5 bits each
 SHAPES = ((131072, 512), (131072, 1024), (131072, 2048), (65536, 512))  # (N, k) of the split shapes at one row
 
 
@@ -67,7 +69,8 @@ def measure(n: int, k: int, rows: int, gen: torch.Generator) -> dict:
         chunks = list(row.split(split.chunk))
         per_chunk += [listed(c, min(split.groups, c.numel()), k) for c in chunks]
         per_row.append(listed(candidates(chunks, k), split.groups, k))
-    return {"n": n, "k": k, "split": f"{split.chunks} x {split.chunk} g{split.groups}", "list_slots": 2 * k,
+    return {"n": n, "k": k, "split": f"{split.chunks} x {split.chunk} g{split.groups}",
+            "list_slots": FusedTopk.resident_list(split.chunk, k),
             "chunk_listed_min": min(per_chunk), "chunk_listed_max": max(per_chunk),
             "candidates_listed_min": min(per_row), "candidates_listed_max": max(per_row)}
 

@@ -116,7 +116,7 @@ class TopkSplitPolicy:
     min_shrink: int = 4
     table: tuple[SplitRow, ...] = SPLIT_TABLE
     resident: bool = False
-    resident_keys: int = 16384
+    resident_keys: int = RESIDENT_MAX
     resident_one_launch: bool = False
 
     def __post_init__(self) -> None:
