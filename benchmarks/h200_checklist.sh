@@ -25,6 +25,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 20  # the register-resident top-k (untimed): GPU exactness, topk.py twice, indexer + top-k
 #   OUT=/path bash benchmarks/h200_checklist.sh 21  # compress rows first (untimed) three times; decode attention and compress: ncu per source line
 #   OUT=/path bash benchmarks/h200_checklist.sh 22  # mHC's sweep mixing as fused multiply-adds (untimed): GPU parity, three runs against the default
+#   OUT=/path bash benchmarks/h200_checklist.sh 23  # the indexer's decode calls reading every key tile (untimed): GPU parity, three sweeps
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -47,6 +48,9 @@
 #   MhcPolicy.fma_mix) and part 4 reruns. 19-22 and part 4 do not all fit one session's 30
 #   minutes (about 8-9 minutes each): 20 and 22 first (the largest expected gains), then 4,
 #   then 21 and 19;
+# - part 23 (session 22, no device): IndexerPolicy(read_all_up_to=16), decode calls' key
+#   loads no longer waiting for the counts (one memory round trip fewer before the first key
+#   tile; same bits); short (about 3 minutes), so it can follow 20 or 22 in the same call;
 # - still open: mHC below goal everywhere (decode 6.0-9.2 us; 22-34 % from 512 rows), the
 #   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
@@ -279,6 +283,18 @@ for i in 1 2 3; do
   timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 512 4096 --only default "fma mix" tf32x2 --out "$R/mfma_$i" > "$OUT/mfma_$i.log" 2>&1; el mfma_$i $?
 done
 grep -hE "^\| mhc" "$R"/mfma_*/*.md | cut -d'|' -f2-9
+elif [ "$PART" = 23 ]; then
+# session 22 (no device): the indexer's decode calls reading every key tile up to N, the scores
+# masked by the counts as before (IndexerPolicy(read_all_up_to=16)); skipping the tiles past
+# every count made each key load wait for the counts' load (sm_90 PTX: no 16-byte load before
+# the first branch on them), two round trips before the first key tile (8k keys at mid: 2.5 us,
+# one tile per program). GPU parity and bit identity, then the default against it three times.
+timeout 120 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_indexer_tiles.py tests/runtime/test_kernels_parity.py -k "indexer" > "$OUT/iparity.log" 2>&1; el iparity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/iparity.log" | tail -4
+for i in 1 2 3; do
+  timeout 60 python benchmarks/tile_sweep.py --ops indexer --only default "read all" --out "$R/idx_$i" > "$OUT/idx_$i.log" 2>&1; el idx_$i $?
+done
+grep -hE "^\| indexer" "$R"/idx_*/*.md | cut -d'|' -f2-9
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

@@ -19,6 +19,14 @@ down the rows, each head sum is a reduction across lanes and warps; with k [BLOC
 q^T the heads of a query are adjacent columns of the accumulator, summed mostly within a
 thread, and 64 key rows are one warpgroup's MMA. 8 ``mid`` queries at 128k keys: 15.7 ->
 12.7 us on the H200 (runtime/kernels/indexer_tiles.py has the sweeps).
+
+Why ``READ_ALL`` (``IndexerPolicy.read_all_up_to``): skipping the tiles past every
+query's count makes the key loads wait for the counts (the branch and the loop's trip
+count depend on them), so a program's first key tile arrives two memory round trips after
+its start. At decode that chain is most of the call: 8k keys are 128 programs of one tile
+(2.5 us at ``mid`` on the H200, an empty launch ~1 us; kernels_h200.md). Reading every
+tile up to N, with the scores masked by the counts as before, issues the counts', the
+queries' and the first keys' loads together; the output is the same, bit for bit.
 """
 
 from __future__ import annotations
@@ -35,11 +43,12 @@ def _index_logits_kernel(
     q_ptr, w_ptr, k_ptr, counts_ptr, out_ptr,
     T, N, scale,
     NI: tl.constexpr, DI: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-    KEY_TILES: tl.constexpr, KEYS_AS_ROWS: tl.constexpr, IEEE: tl.constexpr,
+    KEY_TILES: tl.constexpr, KEYS_AS_ROWS: tl.constexpr, IEEE: tl.constexpr, READ_ALL: tl.constexpr,
 ):
     """``KEYS_AS_ROWS``: the product as k [BLOCK_N, DI] x q^T [DI, M] (keys the MMA's rows,
     a query's heads adjacent columns, so the head sum stays mostly within a thread) instead
-    of q [M, DI] x k^T [DI, BLOCK_N] (heads down the rows, summed across lanes)."""
+    of q [M, DI] x k^T [DI, BLOCK_N] (heads down the rows, summed across lanes).
+    ``READ_ALL``: every tile of the program up to N is read, none skipped by the counts."""
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     scale = tl.cast(scale, tl.float32)
     pid_t = tl.program_id(0)
@@ -54,8 +63,11 @@ def _index_logits_kernel(
     # the program's keys [first, first + KEY_TILES * BLOCK_N): tiles from the first one past
     # every visible count on are written -inf without reading them
     first = pid_n * (KEY_TILES * BLOCK_N)
-    seen = tl.minimum(tl.max(counts, axis=0), N)
-    n_read = tl.minimum(tl.maximum(seen - first + BLOCK_N - 1, 0) // BLOCK_N, KEY_TILES)
+    if READ_ALL:  # a constant trip count: no load waits for the counts (masked by N only)
+        n_read = KEY_TILES
+    else:
+        seen = tl.minimum(tl.max(counts, axis=0), N)
+        n_read = tl.minimum(tl.maximum(seen - first + BLOCK_N - 1, 0) // BLOCK_N, KEY_TILES)
     if n_read > 0:
         q = tl.load(q_ptr + qrow[:, None].to(tl.int64) * DI + dim[None, :], mask=q_ok[:, None], other=0.0)
         w = tl.load(w_ptr + qrow, mask=q_ok, other=0.0)  # [M]
@@ -95,7 +107,7 @@ def launch_kwargs(tiles: IndexerTiling, n_heads: int, dim: int, ieee: bool) -> d
     """The kernel's constexprs and compile options for one call (the sm_90 compile check,
     tests/runtime/compile_sm90.py, compiles exactly these)."""
     return dict(NI=n_heads, DI=dim, BLOCK_T=tiles.block_t, BLOCK_N=tiles.block_n, KEY_TILES=tiles.key_tiles,
-                KEYS_AS_ROWS=tiles.keys_as_rows, IEEE=ieee, num_warps=tiles.num_warps)
+                KEYS_AS_ROWS=tiles.keys_as_rows, IEEE=ieee, READ_ALL=tiles.read_all, num_warps=tiles.num_warps)
 
 
 class FusedIndexLogits:

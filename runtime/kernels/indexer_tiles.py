@@ -13,13 +13,15 @@ from runtime.kernels.backend import cdiv, next_pow2
 @dataclass(frozen=True)
 class IndexerTiling:
     """One call's tiles: ``block_t`` queries x ``block_n`` keys per tile, ``key_tiles``
-    tiles per program, ``num_warps`` warps."""
+    tiles per program, ``num_warps`` warps; ``read_all``: every key tile up to N is read
+    (none skipped by the counts, so no load waits for them)."""
 
     block_t: int
     block_n: int
     key_tiles: int
     num_warps: int
     keys_as_rows: bool = False
+    read_all: bool = False
 
     def grid(self, t: int, n: int) -> tuple[int, int]:
         return cdiv(t, self.block_t), cdiv(n, self.block_n * self.key_tiles)
@@ -38,6 +40,15 @@ class IndexerPolicy:
     MMA's rows (runtime/kernels/indexer.py). ``num_warps`` 0: 4 with the keys as rows (one
     warpgroup for 64 key rows), else 8 for a 128-row dot and 4 below.
 
+    ``read_all_up_to``: calls of at most this many queries read every key tile up to N and
+    mask the scores by the counts afterwards, instead of skipping the tiles past every
+    query's count (``read_all``; 0: every call skips them, the timed default). Skipping
+    makes every key load wait for the counts' load (a branch and a loop bound on them), a
+    second memory round trip before the first key arrives; a decode call skips nothing
+    (its queries see nearly every entry: the engine's keys are the entries written so far),
+    while a prefill block's early queries see a fraction of them. The kernel's docstring
+    has the chain; which is faster is the H200's to say (tile_sweep.py's "read all").
+
     The defaults are the H200's best of three sweeps (benchmarks/tile_sweep.py, graph replay;
     tile_sweep_h200_indexer_key_tiles.md, tile_sweep_h200_indexer_key_tiles_2.md,
     tile_sweep_h200_indexer_keys_as_rows.md): at 128k keys
@@ -52,6 +63,7 @@ class IndexerPolicy:
     max_key_tiles: int = 16
     num_warps: int = 0
     keys_as_rows: bool = True
+    read_all_up_to: int = 0
 
     def __post_init__(self) -> None:
         if self.block_n < 16 or self.block_n & (self.block_n - 1):
@@ -63,6 +75,8 @@ class IndexerPolicy:
         for name in ("shared_query_rows", "programs", "max_key_tiles"):
             if getattr(self, name) < 1:
                 raise ValueError(f"IndexerPolicy.{name}: expected >= 1, got {getattr(self, name)}")
+        if self.read_all_up_to < 0:
+            raise ValueError(f"IndexerPolicy.read_all_up_to: expected >= 0 (0 = never), got {self.read_all_up_to}")
         if self.key_tiles < 0:
             raise ValueError(f"IndexerPolicy.key_tiles: expected >= 0 (0 = by size), got {self.key_tiles}")
 
@@ -74,4 +88,4 @@ class IndexerPolicy:
         tiles = cdiv(t, block_t) * cdiv(n, self.block_n)
         key_tiles = self.key_tiles or max(1, min(self.max_key_tiles, tiles // self.programs))
         warps = self.num_warps or (4 if self.keys_as_rows or block_t * n_heads < 128 else 8)
-        return IndexerTiling(block_t, self.block_n, key_tiles, warps, self.keys_as_rows)
+        return IndexerTiling(block_t, self.block_n, key_tiles, warps, self.keys_as_rows, t <= self.read_all_up_to)

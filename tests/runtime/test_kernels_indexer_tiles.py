@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import textwrap
 
 import pytest
 import torch
@@ -48,6 +49,7 @@ def case(gen, t, n, heads, dim, counts):
     return q, head_w, keys, torch.tensor(counts, dtype=torch.int64, device=DEVICE)
 
 
+@pytest.mark.parametrize("read_all", [False, True])
 @pytest.mark.parametrize("keys_as_rows", [False, True])
 @pytest.mark.parametrize("key_tiles,block_n", [(1, 16), (3, 16), (2, 32)])
 @pytest.mark.parametrize("counts", [
@@ -55,12 +57,14 @@ def case(gen, t, n, heads, dim, counts):
     [48, 33, 17],  # the programs after the first see nothing: every tile of theirs written -inf unread
     [130, 130, 130],  # everything visible; 130 keys leave the last tile ragged
 ])
-def test_several_key_tiles_per_program_match_the_reference(fused_with, gen, key_tiles, block_n, counts, keys_as_rows):
+def test_several_key_tiles_per_program_match_the_reference(fused_with, gen, key_tiles, block_n, counts, keys_as_rows,
+                                                           read_all):
     t, n, heads, dim = len(counts), 130, 4, 32
     args = case(gen, t, n, heads, dim, counts)
     op = fused_with(IndexerPolicy(block_n=block_n, key_tiles=key_tiles, shared_query_rows=8,
-                                  keys_as_rows=keys_as_rows))
+                                  keys_as_rows=keys_as_rows, read_all_up_to=t if read_all else 0))
     assert op.policy.tiling(t, heads, n).block_t == 2  # queries split over two row blocks as well
+    assert op.policy.tiling(t, heads, n).read_all == read_all
     got = op(*args, NUM).cpu()
     want = index_logits(*args, NUM).cpu()
     seed = gen.initial_seed()
@@ -71,12 +75,55 @@ def test_several_key_tiles_per_program_match_the_reference(fused_with, gen, key_
     assert err <= 1e-5, f"scores off by {err:.2e} relative (seed {seed})"
 
 
+@pytest.mark.parametrize("keys_as_rows", [False, True])
+def test_reading_every_tile_gives_the_same_bits(fused_with, gen, keys_as_rows):
+    """Reading the tiles past every count (``read_all``) only changes which loads wait:
+    the scores are the skipping form's bit for bit, -inf where hidden (ragged last tile,
+    a query that sees nothing, programs whose keys nobody sees)."""
+    counts = [40, 0, 17]
+    args = case(gen, len(counts), 130, 4, 32, counts)
+    skip, read_all = (fused_with(IndexerPolicy(block_n=16, key_tiles=2, keys_as_rows=keys_as_rows,
+                                               read_all_up_to=up_to))(*args, NUM) for up_to in (0, 16))
+    assert torch.equal(skip.view(torch.int32), read_all.view(torch.int32)), f"seed {gen.initial_seed()}"
+
+
+READ_ALL_PTX = textwrap.dedent("""
+    from runtime.config import V41Config
+    from runtime.kernels.indexer import _index_logits_kernel, launch_kwargs
+    from runtime.kernels.indexer_tiles import IndexerPolicy
+    from tests.runtime.compile_sm90 import INDEXER_SIGNATURE, compile_sm90, divisible_by_16
+    c = V41Config.preset("mid")
+    for t, n in ((1, 8192), (1, 131072)):
+        for up_to in (0, 16):
+            tiles = IndexerPolicy(read_all_up_to=up_to).tiling(t, c.index_n_heads, n)
+            kwargs = launch_kwargs(tiles, c.index_n_heads, c.index_head_dim, ieee=False)
+            ptx = compile_sm90(_index_logits_kernel, INDEXER_SIGNATURE, kwargs, divisible_by_16(T=t, N=n))
+            lines = ptx.asm["ptx"].splitlines()
+            branch = next((i for i, line in enumerate(lines) if " bra" in line and line.strip().startswith("@")),
+                          len(lines))  # one tile read whole: no branch at all
+            wide = sum(("ld.global.v4" in line or "cp.async.cg" in line) for line in lines[:branch])
+            print(t, n, int(tiles.read_all), wide, tiles.block_n * c.index_head_dim * 2 // (16 * 32 * tiles.num_warps))
+""")
+
+
+@pytest.mark.slow
+def test_reading_every_tile_issues_the_first_keys_before_any_branch_on_sm90(run_sm90_script):
+    """What ``read_all`` is for, read from the sm_90 PTX of ``mid`` decode launches (8k keys:
+    one tile per program; 128k: eight): with the skipping form no 16-byte load (queries,
+    keys) comes before the first conditional branch (on the counts), with ``read_all`` at
+    least a key tile's worth of them do (16 bytes per thread per load)."""
+    stdout = run_sm90_script(READ_ALL_PTX)
+    for line in stdout.strip().splitlines()[-4:]:
+        t, n, read_all, wide, tile_loads = (int(x) for x in line.split())
+        assert (wide >= tile_loads) if read_all else (wide == 0), stdout
+
+
 KEYS = [1, 63, 64, 65, 8192, 65536, 131072, 1 << 20]
 ROWS = [1, 2, 8, 16, 17, 512, 4096]
 
 
 @pytest.mark.parametrize("policy", [IndexerPolicy(), IndexerPolicy(programs=64, max_key_tiles=32),
-                                    IndexerPolicy(key_tiles=5, block_n=128)])
+                                    IndexerPolicy(key_tiles=5, block_n=128), IndexerPolicy(read_all_up_to=16)])
 def test_every_tiling_covers_the_keys_and_keeps_its_bounds(policy):
     for t, n, heads in itertools.product(ROWS, KEYS, (16, 32)):
         tiles = policy.tiling(t, heads, n)
@@ -93,6 +140,7 @@ def test_every_tiling_covers_the_keys_and_keeps_its_bounds(policy):
                 assert rows * (-(-n // tiles.block_n)) >= tiles.key_tiles * policy.programs, where
         if t <= 16:
             assert tiles.block_t * heads <= max(heads, policy.shared_query_rows), where
+        assert tiles.read_all == (t <= policy.read_all_up_to), where
 
 
 def test_the_decode_shapes_tile_as_the_docstring_says():
@@ -114,6 +162,7 @@ def test_the_decode_shapes_tile_as_the_docstring_says():
     ("num_warps", 3, "IndexerPolicy.num_warps: expected 0"),
     ("programs", 0, "IndexerPolicy.programs: expected >= 1, got 0"),
     ("key_tiles", -1, "IndexerPolicy.key_tiles: expected >= 0"),
+    ("read_all_up_to", -1, "IndexerPolicy.read_all_up_to: expected >= 0"),
 ])
 def test_bad_policies_are_refused_with_the_field_named(field, value, message):
     with pytest.raises(ValueError, match=message):
