@@ -2,7 +2,7 @@
 # The H200 checks the next session can start from, batched into two device calls of under
 # 10 minutes each (each step bounded by its own timeout; logs go to $OUT, the result files
 # of /tmp/res come back as one tar, rewritten after each step so a call cut short still
-# returns what finished). Usage on the device:
+# returns what finished). Usage on the device (several parts in one call: ... checklist.sh 20 23):
 #   OUT=/path bash benchmarks/h200_checklist.sh 1   # GPU tests, mHC and attention sweeps
 #   OUT=/path bash benchmarks/h200_checklist.sh 2   # packed attention: sweep, decode, ncu
 #   OUT=/path bash benchmarks/h200_checklist.sh 3   # indexer key tiles, RoPE + quant tiles, gate at 4,096 rows, ncu of mHC
@@ -25,7 +25,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 20  # the register-resident top-k (untimed): GPU exactness, topk.py twice, indexer + top-k
 #   OUT=/path bash benchmarks/h200_checklist.sh 21  # compress rows first (untimed) three times; decode attention and compress: ncu per source line
 #   OUT=/path bash benchmarks/h200_checklist.sh 22  # mHC's sweep mixing as fused multiply-adds (untimed): GPU parity, three runs against the default
-#   OUT=/path bash benchmarks/h200_checklist.sh 23  # the indexer's decode calls reading every key tile (untimed): GPU parity, three sweeps
+#   OUT=/path bash benchmarks/h200_checklist.sh 23  # the indexer's decode calls reading every key tile (untimed): GPU parity, three sweeps; the cost of one dependent step
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -50,7 +50,9 @@
 #   then 21 and 19;
 # - part 23 (session 22, no device): IndexerPolicy(read_all_up_to=16), decode calls' key
 #   loads no longer waiting for the counts (one memory round trip fewer before the first key
-#   tile; same bits); short (about 3 minutes), so it can follow 20 or 22 in the same call;
+#   tile; same bits), and benchmarks/chain_floor.py (what one dependent load, reduction or scan
+#   costs in a replayed kernel: how many the small-op goal leaves room for); short (about 4
+#   minutes), so it can follow 20 or 22 in the same call;
 # - still open: mHC below goal everywhere (decode 6.0-9.2 us; 22-34 % from 512 rows), the
 #   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
@@ -58,7 +60,7 @@ set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
 el() { echo "[$1 rc=$2 at $(( $(date +%s) - T0 )) s]"; tar -cf "$OUT/res.tar" -C /tmp res; }
-PART=${1:-1}
+for PART in "${@:-1}"; do  # several parts in one call run in turn
 if [ "$PART" = 1 ]; then
 timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py -k "packed_ring_attention_gpu or mhc_finish_forms_parity_gpu or column_blocks_parity_gpu or attention_parity_gpu or mhc_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
@@ -295,6 +297,10 @@ for i in 1 2 3; do
   timeout 60 python benchmarks/tile_sweep.py --ops indexer --only default "read all" --out "$R/idx_$i" > "$OUT/idx_$i.log" 2>&1; el idx_$i $?
 done
 grep -hE "^\| indexer" "$R"/idx_*/*.md | cut -d'|' -f2-9
+# what one dependent step (an L2 / HBM load, a 4-warp sum or scan, a 1-warp sum) costs inside a
+# replayed kernel: how many the small-op goal (2x an empty launch) leaves room for
+timeout 150 python benchmarks/chain_floor.py --out "$R/chain" > "$OUT/chain.log" 2>&1; el chain $?
+grep -E "^\|" "$R"/chain/*.md
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
@@ -306,3 +312,4 @@ grep -E "^\|" "$OUT/decpk.log" | tail -6
 timeout 120 ncu --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats -o "$R/prof" python benchmarks/profile_ops.py attention:flash:8 attention:flash:512 gate:flash:64 rope_quant:mid:4096:nvfp4 > "$OUT/ncu.log" 2>&1; el ncu $?
 ncu -i "$R/prof.ncu-rep" --page details 2>/dev/null | grep -E "_kernel|Duration|Registers Per|Achieved Occupancy|Warp Cycles Per Issued" | head -60
 fi
+done
