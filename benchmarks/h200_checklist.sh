@@ -6,7 +6,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 1   # GPU tests, mHC and attention sweeps
 #   OUT=/path bash benchmarks/h200_checklist.sh 2   # packed attention: sweep, decode, ncu
 #   OUT=/path bash benchmarks/h200_checklist.sh 3   # indexer key tiles, RoPE + quant tiles, gate at 4,096 rows, ncu of mHC
-#   OUT=/path bash benchmarks/h200_checklist.sh 4   # the kernel table (benchmarks/kernels.py)
+#   OUT=/path bash benchmarks/h200_checklist.sh 4   # the kernel table (benchmarks/kernels.py; since session 22 the >= 4 MiB cases also cold)
 #   OUT=/path bash benchmarks/h200_checklist.sh 5   # mHC pinned mixing / host-split TF32x2: parity, precision, sweep; indexer keys as rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 6   # what session 14 left: GPU parity of its final defaults, mHC's tail from 256 / 512 rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 7   # session 15's open question: mHC's finish at 2-8 flash rows (ncu), the gate's selection (ncu)
