@@ -300,7 +300,11 @@ def main(argv: list[str] | None = None) -> int:
 
     done = run(scales, rows, args.sweep, args.reps, args.topk, baseline, args.stages,
                None if args.only is None else tuple(args.only), unfit, save)
-    print(save(done))
+    if not done:  # every tiling asked for was unfit: nothing to write (save ran after each case)
+        print(f"benchmarks/gate_tiles.py: no case was timed (unfit: {'; '.join(unfit) or 'none'}); nothing written",
+              file=sys.stderr)
+        return 2
+    print(markdown(env, done, command, done[0].empty_us, args.reps, args.topk, unfit))
     return 0
 
 

@@ -36,6 +36,24 @@ def test_a_possible_count_gets_as_far_as_the_gpu_check(tmp_path, capsys):
     assert "needs a CUDA GPU" in capsys.readouterr().err
 
 
+def test_a_run_that_timed_nothing_writes_nothing(tmp_path, capsys, monkeypatch):
+    """Every tiling asked for unfit at every row count: one line, exit 2, no result files
+    (they were written after each case, so an empty run used to leave an empty result)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(gate_tiles, "environment", lambda: ENV)
+
+    def run_nothing(*args):
+        args[-2].append("mid T=1 'x': too many registers")  # unfit
+        return []
+
+    monkeypatch.setattr(gate_tiles, "run", run_nothing)
+    assert gate_tiles.main(["--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("benchmarks/gate_tiles.py: no case was timed (unfit: mid T=1 'x': too many registers); "
+                   "nothing written")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_diagnostic_run_is_labelled():
     floors = {"empty_us": 0.9, "load_store_us": 0.95}
     assert "hc_sinkhorn_iters` = 1 (the release: 20)" in tile_sweep.markdown(ENV, [], floors, "cmd", 1)
