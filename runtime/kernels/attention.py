@@ -38,6 +38,7 @@ import triton.language as tl
 
 from runtime.kernels.attention_tiles import AttentionTile, tile_for
 from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.pdl import dependent_launch, gdc_launch_dependents, gdc_wait
 from runtime.kv_packing import PackedKV
 from runtime.numerics import Numerics
 
@@ -50,6 +51,7 @@ def _attn_partial_kernel(
     H, W, K, swa_rows, comp_rows, keys_per_split, n_split, scale,
     HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
     HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr, VD: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
     source shared by all queries, the engine's layout). PACKED: ``swa_ptr`` / ``comp_ptr``
@@ -59,7 +61,10 @@ def _attn_partial_kernel(
     columns this program accumulates (HD: all; less: the grid's third axis is splits x
     HD / VD, every program of a split computes the same scores and accumulates its own
     column block, so the [BLOCK_H, VD] accumulator holds HD / VD times fewer registers;
-    unpacked caches only)."""
+    unpacked caches only). ``PDL``: the merge is launched dependent on this launch
+    (runtime/kernels/pdl.py), and may be placed on the GPU from this program's start."""
+    if PDL:
+        gdc_launch_dependents()
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     scale = tl.cast(scale, tl.float32)
     t = tl.program_id(0).to(tl.int64)
@@ -176,10 +181,13 @@ def _attn_partial_kernel(
 
 def _attn_merge_kernel(
     part_ptr, m_ptr, l_ptr, sink_ptr, out_ptr, H, n_split,
-    HD: tl.constexpr, SPLITS_P2: tl.constexpr, MERGE_D: tl.constexpr,
+    HD: tl.constexpr, SPLITS_P2: tl.constexpr, MERGE_D: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """Program (query * head, column block): the splits' partials of MERGE_D head-dim
-    columns, rescaled to the common max, summed and divided by the sink-including sum."""
+    columns, rescaled to the common max, summed and divided by the sink-including sum.
+    ``PDL``: launched dependent on the partial launch: wait for it before any load."""
+    if PDL:
+        gdc_wait()
     row = tl.program_id(0).to(tl.int64)  # t * H + h
     h = row % H
     sp = tl.arange(0, SPLITS_P2)
@@ -209,13 +217,16 @@ class FusedSparseAttention:
     static decode slab's twin."""
 
     def __init__(self, splits: int | None = None, tile: AttentionTile | None = None,
-                 table: dict | None = None) -> None:
+                 table: dict | None = None, dependent_merge: bool = False) -> None:
         """``splits`` forces the key-list split count (tests use it to run the merge path on
         CPU); ``tile`` forces one tiling for every call (the sweep's candidates; its splits
-        apply on any device); ``table`` replaces runtime.kernels.attention_tiles.TILES."""
+        apply on any device); ``table`` replaces runtime.kernels.attention_tiles.TILES;
+        ``dependent_merge``: the merge launched dependent on the partials (Hopper's PDL,
+        runtime/kernels/pdl.py; CUDA only; untimed, so off by default)."""
         self.forced_splits = splits
         self.forced_tile = tile
         self.table = table
+        self.dependent_merge = dependent_merge
         self.partial = jit(_attn_partial_kernel)
         self.merge = jit(_attn_merge_kernel)
 
@@ -307,9 +318,11 @@ class FusedSparseAttention:
         part = torch.empty(t, n_heads, n_split, hd, dtype=torch.float32, device=dev)
         m = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
         lsum = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
+        pdl = dependent_launch(self.dependent_merge, dev)
         self.partial[(t, h_blocks, n_split * (hd // vd))](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum,
-                                                          *scale_ptrs, *scalars, **launch)
+                                                          *scale_ptrs, *scalars, PDL=pdl, **launch)
         merge_d = tile.merge_columns(hd)
         self.merge[(t * n_heads, hd // merge_d)](part, m, lsum, sink_f, out, n_heads, n_split,
-                                                 HD=hd, SPLITS_P2=next_pow2(n_split), MERGE_D=merge_d)
+                                                 HD=hd, SPLITS_P2=next_pow2(n_split), MERGE_D=merge_d, PDL=pdl,
+                                                 **({"launch_pdl": True} if pdl else {}))
         return out

@@ -34,6 +34,7 @@ import triton.language as tl
 from runtime.config import V41Config
 from runtime.kernels.backend import jit, next_pow2
 from runtime.kernels.gate_tiles import GatePolicy, GateTiling
+from runtime.kernels.pdl import dependent_launch, gdc_launch_dependents, gdc_wait
 from runtime.kernels.tickets import TicketCounters
 from runtime.numerics import Numerics
 
@@ -59,11 +60,18 @@ def _gate_kernel(
     TOPK: tl.constexpr, BLOCK_K_OUT: tl.constexpr, SCORING: tl.constexpr, RENORM: tl.constexpr,
     IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr,
     E_PAD: tl.constexpr, SPLITS: tl.constexpr, SEL_M: tl.constexpr, ONE_PROGRAM: tl.constexpr,
-    PHASE: tl.constexpr, PAIRED: tl.constexpr,
+    PHASE: tl.constexpr, PAIRED: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """PHASE 0: one launch (the logits in registers, or partials and a ticket: the last
     program of a row block selects); 1: partials only; 2: select only, SEL_M rows per
-    program (a second launch after PHASE 1, on a grid of cdiv(T, SEL_M) programs)."""
+    program (a second launch after PHASE 1, on a grid of cdiv(T, SEL_M) programs).
+    ``PDL``: PHASE 2 is launched dependent on PHASE 1 (runtime/kernels/pdl.py): PHASE 1
+    lets it launch from the start, PHASE 2 waits for PHASE 1 before any load."""
+    if PDL:
+        if PHASE == 2:
+            gdc_wait()
+        else:
+            gdc_launch_dependents()
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     inv_temp, route_scale = tl.cast(inv_temp, tl.float32), tl.cast(route_scale, tl.float32)
     pid_m = tl.program_id(0)
@@ -198,16 +206,18 @@ class FusedGate:
             count = out_ids if tiles.select_rows else self.tickets.get(x.device, tiles.grid(t, d, e)[0])
         args = (x, w, bias.float().contiguous(), part, count, out_w, out_ids, t, e, d, tiles.split_d,
                 1.0 / config.gate_temp, config.routed_scaling_factor)
-        for launch_grid, kwargs in gate_launches(tiles, t, d, e, config, ieee):
+        pdl = dependent_launch(self.policy.dependent_select, x.device)
+        for launch_grid, kwargs in gate_launches(tiles, t, d, e, config, ieee, pdl):
             self.kernel[launch_grid](*args, **kwargs)
         return out_w, out_ids
 
 
 def gate_launches(tiles: GateTiling, t: int, d: int, e: int, config: V41Config,
-                  ieee: bool) -> list[tuple[tuple[int, ...], dict]]:
+                  ieee: bool, pdl: bool = False) -> list[tuple[tuple[int, ...], dict]]:
     """(grid, keyword arguments) of each launch of one call: one (PHASE 0), or partials
     then selection (PHASE 1, 2) when the tiling asks for a selecting launch (the sm_90
-    compile check, tests/runtime/compile_sm90.py, compiles exactly these)."""
+    compile check, tests/runtime/compile_sm90.py, compiles exactly these); ``pdl``: the
+    selection launched dependent on the partials (runtime/kernels/pdl.py)."""
     k = config.num_experts_per_tok
     consts = dict(TOPK=k, BLOCK_K_OUT=max(2, next_pow2(k)), SCORING=SCORING_CODES[config.scoring_func],
                   RENORM=config.norm_topk_prob and k > 1, IEEE=ieee, BLOCK_M=tiles.block_m,
@@ -217,6 +227,7 @@ def gate_launches(tiles: GateTiling, t: int, d: int, e: int, config: V41Config,
                   **({"num_stages": tiles.num_stages} if tiles.num_stages else {}))
     grid = tiles.grid(t, d, e)
     if tiles.select_rows:
-        return [(grid, dict(consts, PHASE=1, PAIRED=False)),  # selects nothing: one compiled form for both
-                ((tiles.select_grid(t),), dict(consts, PHASE=2, num_warps=tiles.select_warps or tiles.num_warps))]
+        return [(grid, dict(consts, PHASE=1, PAIRED=False, PDL=pdl)),  # selects nothing: one form for both
+                ((tiles.select_grid(t),), dict(consts, PHASE=2, num_warps=tiles.select_warps or tiles.num_warps,
+                                               PDL=pdl, **({"launch_pdl": True} if pdl else {})))]
     return [(grid, dict(consts, PHASE=0))]

@@ -126,6 +126,9 @@ class GatePolicy:
     us, 3 rows 9.13 -> 8.43, 8 rows 9.27 -> 8.55, 64 rows 13.34 -> 13.05, 512 rows 15.76 ->
     15.47, 4,096 rows 62.28 -> 61.71 (each 3 of 3 runs); ``mid`` (32 experts, one warp's
     lanes) one row 3.96 -> 4.74 (0 of 3) and within 0.15 us from 3 rows on: so 256.
+    ``dependent_select``: the selecting launch is launched dependent on the partials'
+    (Hopper's programmatic dependent launch, runtime/kernels/pdl.py; CUDA only), so its
+    launch overlaps theirs; untimed, so off.
     """
 
     programs: int = 256
@@ -141,6 +144,7 @@ class GatePolicy:
     num_stages: int = 0
     select_warps: int = 0
     pair_from: int = 256
+    dependent_select: bool = False
 
     def __post_init__(self) -> None:
         if self.block_m < 0 or self.block_m & (self.block_m - 1) or 0 < self.block_m < 16:

@@ -45,6 +45,7 @@ import triton.language as tl
 from runtime.config import V41Config
 from runtime.kernels.backend import interpret_requested, jit
 from runtime.kernels.mhc_tiles import INTERPRETED, MhcPolicy, MhcTiling
+from runtime.kernels.pdl import dependent_launch, gdc_launch_dependents, gdc_wait
 from runtime.kernels.tickets import TicketCounters
 from runtime.mhc import HcMix
 from runtime.numerics import Numerics
@@ -86,7 +87,7 @@ def _mhc_site_kernel(
     PHASE: tl.constexpr, HAS_OUT: tl.constexpr, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr,
     BLOCK_D: tl.constexpr, PROJ: tl.constexpr, TAIL_T: tl.constexpr, CHUNK: tl.constexpr,
     NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
-    PIN_MIX: tl.constexpr, FAST_RCP: tl.constexpr, FMA_MIX: tl.constexpr,
+    PIN_MIX: tl.constexpr, FAST_RCP: tl.constexpr, FMA_MIX: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """One launch of a site, by PHASE:
 
@@ -104,7 +105,14 @@ def _mhc_site_kernel(
     Finishing sums the partials of every split in split order (a fixed tree, whoever came
     last: deterministic), CHUNK splits per load (one memory round trip each, not one per
     split), TAIL_T rows at a time, reading through L2 (.cg: other programs wrote them).
-    ``PROJ``: the projection mode (mhc_tiles.PROJECTIONS)."""
+    ``PROJ``: the projection mode (mhc_tiles.PROJECTIONS). ``PDL``: FINISH is launched
+    dependent on SWEEP (runtime/kernels/pdl.py): SWEEP lets it launch from the start,
+    FINISH waits for SWEEP before any load."""
+    if PDL:
+        if PHASE == FINISH:
+            gdc_wait()
+        else:
+            gdc_launch_dependents()
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     norm_eps, hc_eps = tl.cast(norm_eps, tl.float32), tl.cast(hc_eps, tl.float32)
     HC: tl.constexpr = 4
@@ -457,9 +465,11 @@ def _mhc_site_kernel(
                 tl.store(n_ptr, (w[None, :] * y).to(DTYPE), mask=n_ok)
 
 
-def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.dtype) -> list[tuple[tuple, dict]]:
+def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.dtype,
+                  pdl: bool = False) -> list[tuple[tuple, dict]]:
     """(grid, keyword arguments) of each launch of one call, in order: the sweep (with the
-    tail from ``tiles.tail_rows``), else the sweep and the finish. The sm_90 compile check
+    tail from ``tiles.tail_rows``), else the sweep and the finish (``pdl``: launched
+    dependent on the sweep, runtime/kernels/pdl.py). The sm_90 compile check
     (tests/runtime/compile_sm90.py) compiles exactly these."""
     # No FMA contraction: Triton may compute X' twice (for the store and, rematerialised in
     # the tensor-core operand's layout, for the projection); contracted differently, the
@@ -473,8 +483,8 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
     if tiles.tail:
         return [(tiles.grid(t, d), sweep)]
     finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
-                  num_warps=tiles.finish_warps, **common)
-    return [(tiles.grid(t, d), sweep), (tiles.finish_grid(t, d), finish)]
+                  num_warps=tiles.finish_warps, PDL=pdl, **common, **({"launch_pdl": True} if pdl else {}))
+    return [(tiles.grid(t, d), dict(sweep, PDL=pdl)), (tiles.finish_grid(t, d), finish)]
 
 
 class FusedMhc:
@@ -519,6 +529,7 @@ class FusedMhc:
         args = (streams, out_arg, post_arg, comb_arg, pre_shift, fn, fn_lo, base, scale, norm_weight,
                 new_streams, x, part, self.tickets.get(dev, grid[0]), pre, post, comb,
                 t, d, tiles.split_d, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters)
-        for launch_grid, kwargs in site_launches(tiles, t, d, out is not None, streams.dtype):
+        pdl = dependent_launch(self.policy.dependent_finish, dev)
+        for launch_grid, kwargs in site_launches(tiles, t, d, out is not None, streams.dtype, pdl):
             self.kernel[launch_grid](*args, **kwargs)
         return new_streams, HcMix(pre, post, comb), x

@@ -217,7 +217,9 @@ class MhcPolicy:
     without div.full's range checks (``FAST_RCP``); ``pin_mix``: on CUDA, a dot in the
     mixing loop takes X' as mixed once (``PIN_MIX``; the module docstring says why);
     ``fma_mix``: the sweep's mixing, collapse and sum of squares as fused multiply-adds
-    (``FMA_MIX``; the module docstring says why, off until timed);
+    (``FMA_MIX``; the module docstring says why, off until timed); ``dependent_finish``:
+    a second (finishing) launch is launched dependent on the sweep (Hopper's programmatic
+    dependent launch, runtime/kernels/pdl.py; CUDA only; off until timed);
     ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
     and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
     columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
@@ -260,6 +262,7 @@ class MhcPolicy:
     pin_mix: bool = True
     fast_reciprocal: bool = True
     fma_mix: bool = False
+    dependent_finish: bool = False
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):

@@ -75,6 +75,7 @@ import torch
 import triton.language as tl
 
 from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.pdl import dependent_launch, gdc_launch_dependents, gdc_wait
 from runtime.kernels.tickets import TicketCounters
 from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
 from runtime.kernels.topk_tiles import (
@@ -115,14 +116,20 @@ class TopkTiling:
 
 def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, id_map_ptr, ROW_N, CHUNK, K,
                  STRIDE, GROUPS: tl.constexpr, BLOCK: tl.constexpr, UNROLL: tl.constexpr,
-                 SCORES: tl.constexpr, MAPPED: tl.constexpr):
+                 SCORES: tl.constexpr, MAPPED: tl.constexpr, PDL: tl.constexpr = False):
     """One program per (row, chunk): program (r, c) selects among keys [c x CHUNK, (c + 1) x
     CHUNK) of row r (ROW_N keys; one chunk of CHUNK >= ROW_N is the whole row) and writes k
     ids to output row r x chunks + c. ``SCORES``: also the picked scores (-inf padded): a
     split's first launch, writing its candidates for the second; ``MAPPED``: the ids written are ``id_map[r, position]``
     (the second pass reading candidates) instead of the chunk's offset + position.
     The passes are one loop, written before ``backend.jit`` could bind jitted helpers
-    (the resident select's passes are one: runtime/kernels/topk_resident.py)."""
+    (the resident select's passes are one: runtime/kernels/topk_resident.py). ``PDL``: the
+    second launch (MAPPED) is launched dependent on the first (runtime/kernels/pdl.py)."""
+    if PDL:
+        if MAPPED:
+            gdc_wait()
+        else:
+            gdc_launch_dependents()
     row = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)
     base = part * CHUNK
@@ -269,9 +276,10 @@ class FusedTopk:
         entries = max(self.layout(t, split.chunk, split.chunks, split.groups)[3],
                       self.layout(t, width, 1, split.groups)[3])
         scratch = torch.empty(2 * entries, dtype=torch.int32, device=scores.device)
+        pdl = dependent_launch(self.policy.dependent_select, scores.device)
         self.select(scores, cand_ids, k, split.chunk, split.chunks, split.groups, split.num_warps, scratch,
-                    out_scores=cand_scores)
-        self.select(cand_scores, out, k, width, 1, split.groups, split.num_warps, scratch, id_map=cand_ids)
+                    out_scores=cand_scores, pdl=pdl)
+        self.select(cand_scores, out, k, width, 1, split.groups, split.num_warps, scratch, id_map=cand_ids, pdl=pdl)
         return out
 
     def run_resident(self, scores: torch.Tensor, k: int, split: TopkSplit, out: torch.Tensor) -> torch.Tensor:
@@ -297,10 +305,11 @@ class FusedTopk:
             self.resident_launch(scores, scratch, slots, out, k, split.chunk, split.chunks, split.groups,
                                  split.num_warps, candidates=(cand_ids, cand_scores, width))
             return out
+        pdl = dependent_launch(self.policy.dependent_select, scores.device)
         self.resident_launch(scores, scratch, slots, cand_ids, k, split.chunk, split.chunks, split.groups,
-                             split.num_warps, out_scores=cand_scores)
+                             split.num_warps, out_scores=cand_scores, pdl=pdl)
         self.resident_launch(cand_scores, scratch, slots, out, k, width, 1, split.groups, split.num_warps,
-                             id_map=cand_ids)
+                             id_map=cand_ids, pdl=pdl)
         return out
 
     @staticmethod
@@ -315,13 +324,14 @@ class FusedTopk:
     def resident_launch(self, scores: torch.Tensor, scratch: torch.Tensor, slots: int, out: torch.Tensor, k: int,
                         chunk: int, chunks: int, groups: int, num_warps: int, out_scores: torch.Tensor | None = None,
                         id_map: torch.Tensor | None = None,
-                        candidates: tuple[torch.Tensor, torch.Tensor, int] | None = None) -> None:
+                        candidates: tuple[torch.Tensor, torch.Tensor, int] | None = None, pdl: bool = False) -> None:
         """One launch of the resident select: ``chunks`` programs per row of ``chunk`` keys,
         k ids per (row, chunk) into ``out`` (scores into ``out_scores``, ids through
         ``id_map`` where given), ``slots`` scratch entries per program; ``groups``
         interleaved groups bound the candidates. ``candidates`` (ids, scores, width): one
         launch for the whole split, the chunks writing there and each row's last program
-        selecting its k ids into ``out``. At least one warp per 1,024 keys (32 a thread):
+        selecting its k ids into ``out``. ``pdl``: a split's launches, the second (``id_map``)
+        dependent on the first (runtime/kernels/pdl.py). At least one warp per 1,024 keys (32 a thread):
         with 64 a thread the sm_90 code of Triton 3.6 spills more (16,384 keys on 8 warps:
         255 registers and 32-168 bytes of stack; on 16 warps, 128 registers, the most 16
         warps may hold, and 16-72 bytes)."""
@@ -336,7 +346,8 @@ class FusedTopk:
             cand_ids, cand_scores, count, n, chunk, k, slots, KEYS=keys, GROUPS=min(groups, keys),
             LIST=self.resident_list(chunk, k), SCORES=out_scores is not None, MAPPED=id_map is not None,
             TICKET=candidates is not None, CAND_KEYS=cand_keys, CAND_GROUPS=min(groups, cand_keys),
-            CAND_LIST=self.resident_list(candidates[2], k) if candidates else SMALLEST, num_warps=num_warps)
+            CAND_LIST=self.resident_list(candidates[2], k) if candidates else SMALLEST, PDL=pdl, num_warps=num_warps,
+            **({"launch_pdl": True} if pdl and id_map is not None else {}))
 
     def layout(self, t: int, chunk: int, chunks: int, groups: int) -> tuple[int, int, int, int]:
         """(groups, scratch entries per program, rows per launch, scratch entries per list)
@@ -348,11 +359,13 @@ class FusedTopk:
 
     def select(self, scores: torch.Tensor, out: torch.Tensor, k: int, chunk: int, chunks: int, groups: int,
                num_warps: int, scratch: torch.Tensor | None = None, out_scores: torch.Tensor | None = None,
-               id_map: torch.Tensor | None = None) -> None:
+               id_map: torch.Tensor | None = None, pdl: bool = False) -> None:
         """One launch per slice of rows: ``chunks`` programs per row of ``chunk`` keys each,
         k ids per (row, chunk) into ``out`` [T, chunks x k] (and their scores into
         ``out_scores``); ids read through ``id_map`` [T, N] where given. ``scratch``: int32,
-        at least twice the layout's entries (allocated here when None)."""
+        at least twice the layout's entries (allocated here when None). ``pdl``: a split's
+        launches, those of the second (``id_map``) dependent on the kernel before them
+        (runtime/kernels/pdl.py: each waits for it, so the chain keeps stream order)."""
         t, n = scores.shape
         groups, stride, rows, entries = self.layout(t, chunk, chunks, groups)
         if scratch is None:
@@ -366,5 +379,5 @@ class FusedTopk:
             self.kernel[(last - first, chunks)](
                 scores[first:last], cand_keys, cand_ids, out[first:last], extra_scores[first:last],
                 extra_map[first:last], n, chunk, k, stride, GROUPS=groups, BLOCK=self.tiling.block,
-                UNROLL=unroll, SCORES=out_scores is not None, MAPPED=id_map is not None,
-                num_warps=num_warps)
+                UNROLL=unroll, SCORES=out_scores is not None, MAPPED=id_map is not None, PDL=pdl,
+                num_warps=num_warps, **({"launch_pdl": True} if pdl and id_map is not None else {}))

@@ -48,6 +48,8 @@ from __future__ import annotations
 
 import triton.language as tl
 
+from runtime.kernels.pdl import gdc_launch_dependents, gdc_wait
+
 KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inverted), as in topk.py
 BOUND_PASSES = tl.constexpr(3)  # 15 bits of the bound: within 1/64 of a binade of the need-th group maximum
 
@@ -140,7 +142,7 @@ def _topk_resident_kernel(scores_ptr, scratch_ptr, out_ptr, out_score_ptr, id_ma
                           count_ptr, ROW_N, CHUNK, K, SCRATCH,
                           KEYS: tl.constexpr, GROUPS: tl.constexpr, LIST: tl.constexpr, SCORES: tl.constexpr,
                           MAPPED: tl.constexpr, TICKET: tl.constexpr, CAND_KEYS: tl.constexpr,
-                          CAND_GROUPS: tl.constexpr, CAND_LIST: tl.constexpr):
+                          CAND_GROUPS: tl.constexpr, CAND_LIST: tl.constexpr, PDL: tl.constexpr = False):
     """Program (r, c) selects among keys [c x CHUNK, (c + 1) x CHUNK) of row r (ROW_N keys,
     KEYS >= CHUNK a power of two) and writes k ids to output row r x chunks + c;
     ``SCORES``: also their scores (-inf padded), a split's first launch; ``MAPPED``: ids
@@ -151,7 +153,16 @@ def _topk_resident_kernel(scores_ptr, scratch_ptr, out_ptr, out_score_ptr, id_ma
     rows ``cand`` / ``cand_score`` [rows, chunks x k], the program takes a ticket on its
     row's counter (an acq_rel atomic), and the row's last program selects among the row's
     candidates (CAND_KEYS / CAND_GROUPS / CAND_LIST its tiles, read through L2) and writes
-    the row's k ids to ``out`` [rows, k], putting the counter back to 0."""
+    the row's k ids to ``out`` [rows, k], putting the counter back to 0.
+
+    ``PDL``: a split's second launch (MAPPED) is launched dependent on the first
+    (runtime/kernels/pdl.py): the first lets it launch from the start, it waits before any
+    load."""
+    if PDL:
+        if MAPPED:
+            gdc_wait()
+        else:
+            gdc_launch_dependents()
     row = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)
     chunks = tl.num_programs(1)

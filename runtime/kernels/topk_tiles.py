@@ -110,7 +110,9 @@ class TopkSplitPolicy:
     timed it against the chained kernel (``benchmarks/topk.py --resident``).
     ``resident_one_launch``: those resident splits as one launch (``TopkSplit.one_launch``:
     no launch boundary between the chunks and the candidates, one program per row finishing
-    after the row's others)."""
+    after the row's others). ``dependent_select``: a split's second launch (the candidates'
+    select) is launched dependent on the first (Hopper's programmatic dependent launch,
+    runtime/kernels/pdl.py; CUDA only; off until timed)."""
 
     programs: int = 256
     min_shrink: int = 4
@@ -118,6 +120,7 @@ class TopkSplitPolicy:
     resident: bool = False
     resident_keys: int = RESIDENT_MAX
     resident_one_launch: bool = False
+    dependent_select: bool = False
 
     def __post_init__(self) -> None:
         if self.programs < 0 or self.min_shrink < 1:

@@ -30,6 +30,7 @@ finish's partial loads issued 10 at a time under 3.6, 48 at once under the fix, 
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import re
@@ -52,7 +53,7 @@ SITE_SIGNATURE = {  # _mhc_site_kernel's runtime arguments, bf16 streams
 }
 
 
-OPTIONS = ("num_warps", "enable_fp_fusion", "num_stages")  # launch keywords that are compile options, not constexprs
+OPTIONS = ("num_warps", "enable_fp_fusion", "num_stages", "launch_pdl")  # launch keywords that are compile options, not constexprs
 
 
 def compile_sm90(fn, signature: dict, kwargs: dict, multiples_of_16: tuple[str, ...] = ()):
@@ -66,6 +67,9 @@ def compile_sm90(fn, signature: dict, kwargs: dict, multiples_of_16: tuple[str, 
     # (a launch may pass runtime arguments by name too: those are in the signature)
     constexprs = {k: v for k, v in kwargs.items() if k not in OPTIONS and k not in signature}
     jitted = fn if isinstance(fn, triton.runtime.jit.JITFunction) else triton.jit(fn)
+    # constexprs a launch leaves out take their defaults, as the launch's own compile does
+    constexprs.update({p.name: p.default for p in jitted.params
+                       if p.is_constexpr and p.name not in constexprs and p.default is not inspect.Parameter.empty})
     # Pointers aligned to 16 bytes and integers that are multiples of 16, as a launch
     # specializes them (without it the compiler cannot vectorise loads and picks other
     # layouts).

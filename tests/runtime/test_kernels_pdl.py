@@ -1,0 +1,227 @@
+"""Programmatic dependent launch (runtime/kernels/pdl.py) in the four two-launch ops:
+attention's merge, the gate's selecting launch, mHC's finishing launch and the split
+top-k's candidates' select.
+
+- Off CUDA the switches change nothing: each op interpreted with its switch on gives the
+  same bits as with it off (the wiring runs; PDL itself is never asked of the interpreter).
+- sm_90 (the PTX of each pair of launches, compiled as the ops launch them; no GPU): with
+  the switch, the dependent waits (``griddepcontrol.wait``) before its first memory access
+  and is compiled for a PDL launch, and the first launch lets it launch before its own
+  first access; without it, neither instruction is there.
+- On CUDA (skipped here): each op with its switch on equals itself with it off, bit for bit,
+  at decode shapes where it takes two launches.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+import torch
+
+from runtime.config import V41Config
+from runtime.kernels.pdl import dependent_launch
+from runtime.numerics import Numerics
+
+CUDA = torch.cuda.is_available()
+DEVICE = "cuda" if CUDA else "cpu"
+NUM = Numerics()
+
+
+@pytest.fixture
+def kernels(monkeypatch):
+    """The fused ops' modules with kernels compiled on CUDA, interpreted without it (the
+    variable is set before the ops wrap their kernels)."""
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels import attention, gate, mhc, topk
+
+    return attention, gate, mhc, topk
+
+
+@pytest.fixture
+def gen():
+    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
+
+
+def test_only_a_hopper_gpu_launches_dependent():
+    assert not dependent_launch(True, torch.device("cpu"))
+    assert not dependent_launch(False, torch.device("cuda"))
+    if CUDA:
+        assert dependent_launch(True, torch.device("cuda")) == (torch.cuda.get_device_capability()[0] >= 9)
+    else:
+        assert not dependent_launch(True, torch.device("cuda"))
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.equal(a.view(torch.int32) if a.dtype == torch.float32 else a,
+                       b.view(torch.int32) if b.dtype == torch.float32 else b)
+
+
+def attention_pair(attention, gen, t: int, heads: int, hd: int, window: int, k: int, ctx: int, splits: int | None):
+    q = torch.randn(t, heads, hd, generator=gen).to(DEVICE)
+    positions = torch.randint(window, ctx, (t,), generator=gen).to(DEVICE)
+    floor = torch.zeros(t, dtype=torch.int64, device=DEVICE)
+    swa, comp = torch.randn(ctx, hd, generator=gen).to(DEVICE), torch.randn(ctx // 2, hd, generator=gen).to(DEVICE)
+    topk = torch.randint(-1, ctx // 2, (t, k), generator=gen).to(DEVICE)
+    sink = torch.randn(heads, generator=gen).to(DEVICE)
+    args = (q, positions, floor, swa, window, comp, topk, sink, NUM)
+    return [attention.FusedSparseAttention(splits=splits, dependent_merge=on)(*args) for on in (False, True)]
+
+
+def gate_pair(gate, gen, t: int, c: V41Config, dtype: torch.dtype):
+    from runtime.kernels.gate_tiles import GatePolicy
+
+    d, e = c.hidden_size, c.n_routed_experts
+    x = torch.randn(t, d, generator=gen).to(DEVICE, dtype)
+    w = (torch.randn(e, d, generator=gen) * d**-0.5).to(DEVICE, dtype)
+    bias = (torch.randn(e, generator=gen) * 0.1).to(DEVICE)
+    # select_from=0: every call selects in a second launch, so the pair is there at any size
+    return [gate.FusedGate(GatePolicy(select_from=0, dependent_select=on))(x, w, bias, c, NUM) for on in (False, True)]
+
+
+def mhc_pair(mhc, gen, t: int, c: V41Config, dtype: torch.dtype):
+    from runtime.kernels.mhc_tiles import INTERPRETED, MhcPolicy
+    from runtime.mhc import HcMix
+
+    d = c.hidden_size
+    streams, out = torch.randn(t, 4, d, generator=gen).to(DEVICE, dtype), torch.randn(t, d, generator=gen).to(DEVICE, dtype)
+    prev = HcMix(torch.rand(t, 4, generator=gen).to(DEVICE), torch.rand(t, 4, generator=gen).to(DEVICE) * 2,
+                 torch.softmax(torch.randn(t, 4, 4, generator=gen), -1).to(DEVICE))
+    args = (streams, out, prev, torch.rand(t, 4, generator=gen).to(DEVICE),
+            (torch.randn(24, 4 * d, generator=gen) * 0.01).to(DEVICE), torch.randn(24, generator=gen).to(DEVICE),
+            torch.ones(3, device=DEVICE), torch.randn(d, generator=gen).to(DEVICE, dtype), c, NUM)
+    # tail_rows past t: the finish is a second launch (decode's form) at any size
+    base = MhcPolicy(tail_rows=1 << 20) if CUDA else INTERPRETED
+    results = []
+    for on in (False, True):
+        new_streams, mix, x = mhc.FusedMhc(type(base)(**{**vars(base), "dependent_finish": on}))(*args)
+        results.append(torch.cat([new_streams.float().flatten(), mix.pre.flatten(), mix.post.flatten(),
+                                  mix.comb.flatten(), x.float().flatten()]))
+    return results
+
+
+def topk_pairs(topk, gen, t: int, n: int, k: int):
+    from runtime.kernels.topk_tiles import TopkSplit, TopkSplitPolicy
+
+    scores = torch.randn(t, n, generator=gen).to(DEVICE)
+    scores[:, ::7] = 0.0  # ties
+    chunk = n // 4
+    out = []
+    for resident in (False, True):
+        split = TopkSplit(4, chunk, 64, 4, resident=resident)
+        out.append([topk.FusedTopk(policy=TopkSplitPolicy(dependent_select=on)).run(scores, k, split)
+                    for on in (False, True)])
+    return out
+
+
+def test_the_switches_change_nothing_on_the_interpreter_or_the_gpu(kernels, gen):
+    """Small shapes (interpreted here, compiled on CUDA), every op in its two-launch form."""
+    attention, gate, mhc, topk = kernels
+    tiny = V41Config.preset("tiny")
+    seed = gen.initial_seed()
+    off, on = attention_pair(attention, gen, 2, 4, 32, 8, 16, 64, splits=3)
+    assert same_bits(off, on), f"attention (seed {seed})"
+    (w_off, ids_off), (w_on, ids_on) = gate_pair(gate, gen, 3, tiny, torch.float32)
+    assert same_bits(w_off, w_on) and torch.equal(ids_off, ids_on), f"gate (seed {seed})"
+    off, on = mhc_pair(mhc, gen, 2, tiny, torch.float32)
+    assert same_bits(off, on), f"mhc (seed {seed})"
+    for off, on in topk_pairs(topk, gen, 2, 512, 16):
+        assert torch.equal(off, on), f"top-k (seed {seed})"
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("name", ["mid", "flash"])
+@pytest.mark.parametrize("t", [1, 8])
+def test_dependent_launches_match_on_gpu(kernels, gen, name, t):
+    """Decode shapes in bf16, each op's two launches with and without PDL: the same bits."""
+    attention, gate, mhc, topk = kernels
+    c = V41Config.preset(name)
+    seed = gen.initial_seed()
+    off, on = attention_pair(attention, gen, t, c.num_attention_heads, c.head_dim, c.sliding_window,
+                             c.index_topk, 8192, splits=None)
+    assert same_bits(off, on), f"attention (seed {seed})"
+    (w_off, ids_off), (w_on, ids_on) = gate_pair(gate, gen, t, c, torch.bfloat16)
+    assert same_bits(w_off, w_on) and torch.equal(ids_off, ids_on), f"gate (seed {seed})"
+    off, on = mhc_pair(mhc, gen, t, c, torch.bfloat16)
+    assert same_bits(off, on), f"mhc (seed {seed})"
+    for off, on in topk_pairs(topk, gen, t, 65536, c.index_topk):
+        assert torch.equal(off, on), f"top-k (seed {seed})"
+
+
+PDL_PTX = textwrap.dedent("""
+    import re
+    import torch
+    from runtime.config import V41Config
+    from runtime.kernels import attention, gate, mhc
+    from runtime.kernels.backend import jit
+    from runtime.kernels.mhc_tiles import MhcPolicy
+    from runtime.kernels.topk import _topk_kernel
+    from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
+    from tests.runtime.compile_sm90 import (ATTENTION_SIGNATURE, GATE_SIGNATURE, MERGE_SIGNATURE, SITE_SIGNATURE,
+                                            compile_sm90)
+
+    MEMORY = re.compile(r"\\b(ld\\.global|st\\.global|cp\\.async|atom\\.|red\\.)")
+    flash = V41Config.preset("flash")
+    CHAINED = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
+               "out_score_ptr": "*fp32", "id_map_ptr": "*i64", "ROW_N": "i32", "CHUNK": "i32", "K": "i32",
+               "STRIDE": "i32"}
+    RESIDENT = {"scores_ptr": "*fp32", "scratch_ptr": "*i32", "out_ptr": "*i64", "out_score_ptr": "*fp32",
+                "id_map_ptr": "*i64", "cand_ptr": "*i64", "cand_score_ptr": "*fp32", "count_ptr": "*i32",
+                "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "SCRATCH": "i32"}
+
+    def pairs(pdl):
+        # (op, kernel, signature, first launch's kwargs, dependent's kwargs)
+        dep = {"launch_pdl": True} if pdl else {}
+        common = dict(HD=512, BLOCK_H=16, BLOCK_N=16, HAS_TOPK=True, IEEE=False, RING=False, PACKED=False,
+                      VD=512, num_warps=4, num_stages=3)
+        yield ("attention", (attention._attn_partial_kernel, ATTENTION_SIGNATURE, dict(SPLIT=True, PDL=pdl, **common)),
+               (attention._attn_merge_kernel, MERGE_SIGNATURE, dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=pdl, **dep)))
+        tiles = gate.GatePolicy(select_from=0).tiling(8, flash.hidden_size, flash.n_routed_experts)
+        launches = gate.gate_launches(tiles, 8, flash.hidden_size, flash.n_routed_experts, flash, False, pdl)
+        kernel = jit(gate._gate_kernel, helpers=gate.GATE_HELPERS)
+        sig = {**GATE_SIGNATURE, "count_ptr": "*i64"}
+        yield ("gate", (kernel, sig, launches[0][1]), (kernel, sig, launches[1][1]))
+        tiles = MhcPolicy().tiling(1, 2048, cuda=True)
+        launches = mhc.site_launches(tiles, 1, 2048, True, torch.bfloat16, pdl)
+        yield ("mhc", (mhc._mhc_site_kernel, SITE_SIGNATURE, launches[0][1]),
+               (mhc._mhc_site_kernel, SITE_SIGNATURE, launches[1][1]))
+        chained = dict(GROUPS=1024, BLOCK=1024, UNROLL=2, num_warps=8, PDL=pdl)
+        yield ("topk chained", (_topk_kernel, CHAINED, dict(SCORES=True, MAPPED=False, **chained)),
+               (_topk_kernel, CHAINED, dict(SCORES=False, MAPPED=True, **chained, **dep)))
+        resident = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
+        shape = dict(KEYS=8192, GROUPS=1024, LIST=1024, TICKET=False, CAND_KEYS=1024, CAND_GROUPS=1024,
+                     CAND_LIST=1024, num_warps=8, PDL=pdl)
+        yield ("topk resident", (resident, RESIDENT, dict(SCORES=True, MAPPED=False, **shape)),
+               (resident, RESIDENT, dict(SCORES=False, MAPPED=True, **shape, **dep)))
+
+    def first(lines, pattern):
+        return next((i for i, line in enumerate(lines) if re.search(pattern, line)), -1)
+
+    for pdl in (False, True):
+        for op, primary, dependent in pairs(pdl):
+            for role, (kernel, sig, kwargs) in (("first", primary), ("dependent", dependent)):
+                compiled = compile_sm90(kernel, sig, kwargs)
+                lines = compiled.asm["ptx"].splitlines()
+                memory = next(i for i, line in enumerate(lines) if MEMORY.search(line))
+                print("|".join(str(v) for v in (op, role, int(pdl), first(lines, r"griddepcontrol\\.wait"),
+                                                 first(lines, r"griddepcontrol\\.launch_dependents"), memory,
+                                                 int(bool(compiled.metadata.launch_pdl)))))
+""")
+
+
+@pytest.mark.slow
+def test_the_dependent_waits_before_its_first_access_on_sm90(run_sm90_script):
+    stdout = run_sm90_script(PDL_PTX)
+    rows = [line.split("|") for line in stdout.strip().splitlines() if line.count("|") == 6]
+    assert len(rows) == 20, stdout  # 5 pairs x 2 roles x PDL off / on
+    for op, role, pdl, wait, trigger, memory, launch_pdl in rows:
+        wait, trigger, memory = int(wait), int(trigger), int(memory)
+        where = f"{op} {role} pdl={pdl}: wait {wait}, trigger {trigger}, first access {memory}"
+        if pdl == "0":
+            assert wait == trigger == -1 and launch_pdl == "0", where
+        elif role == "dependent":
+            assert 0 <= wait < memory and trigger == -1 and launch_pdl == "1", where
+        else:
+            assert 0 <= trigger < memory and wait == -1 and launch_pdl == "0", where
