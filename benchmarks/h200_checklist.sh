@@ -26,6 +26,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 21  # compress rows first (untimed) three times; decode attention and compress: ncu per source line
 #   OUT=/path bash benchmarks/h200_checklist.sh 22  # mHC's sweep mixing as fused multiply-adds (untimed): GPU parity, three runs against the default
 #   OUT=/path bash benchmarks/h200_checklist.sh 23  # the indexer's decode calls reading every key tile (untimed): GPU parity, three sweeps; the cost of one dependent step
+#   OUT=/path bash benchmarks/h200_checklist.sh 24  # programmatic dependent launch in the four two-launch ops (untimed): GPU bit identity, on / off interleaved
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -53,6 +54,14 @@
 #   tile; same bits), and benchmarks/chain_floor.py (what one dependent load, reduction or scan
 #   costs in a replayed kernel: how many the small-op goal leaves room for); short (about 4
 #   minutes), so it can follow 20 or 22 in the same call;
+# - part 24 (session 22, no device): the second launches of attention (merge), the gate
+#   (selection), mHC (finish) and the split top-k launched dependent on the first (Hopper's
+#   PDL, runtime/kernels/pdl.py: the launch overlaps the first kernel; an empty launch is
+#   0.88-1.0 us of the 2x-empty goal). Switches FusedSparseAttention(dependent_merge),
+#   GatePolicy / TopkSplitPolicy(dependent_select), MhcPolicy(dependent_finish); flip each
+#   whose decode cases get faster in benchmarks/dependent_launch.py. About 3-4 minutes;
+#   the next session's order: "24 23" in one call, then 20, then 22 or 4 (each under a
+#   call's 10 minutes; about 30 minutes with the machine's start);
 # - still open: mHC below goal everywhere (decode 6.0-9.2 us; 22-34 % from 512 rows), the
 #   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
@@ -301,6 +310,14 @@ grep -hE "^\| indexer" "$R"/idx_*/*.md | cut -d'|' -f2-9
 # replayed kernel: how many the small-op goal (2x an empty launch) leaves room for
 timeout 150 python benchmarks/chain_floor.py --out "$R/chain" > "$OUT/chain.log" 2>&1; el chain $?
 grep -E "^\|" "$R"/chain/*.md
+elif [ "$PART" = 24 ]; then
+# session 22 (no device): programmatic dependent launch for the four two-launch ops (see the
+# header); first the bit identity on the GPU (on vs off, decode shapes, bf16), then the timing,
+# which checks the bits again before it times
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_pdl.py > "$OUT/pdl_parity.log" 2>&1; el pdl_parity $?
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pdl_parity.log" | tail -6
+timeout 300 python benchmarks/dependent_launch.py --out "$R/pdl" > "$OUT/pdl.log" 2>&1; el pdl $?
+grep -E "^\|" "$R"/pdl/*.md || tail -20 "$OUT/pdl.log"
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
