@@ -374,10 +374,10 @@ COMPILE = textwrap.dedent("""
         sig = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
                "out_score_ptr": "*fp32", "id_map_ptr": "*i64", "ROW_N": "i32", "CHUNK": "i32", "K": "i32",
                "STRIDE": "i32", "GROUPS": "constexpr", "BLOCK": "constexpr", "UNROLL": "constexpr",
-               "SCORES": "constexpr", "MAPPED": "constexpr"}
+               "SCORES": "constexpr", "MAPPED": "constexpr", "PDL": "constexpr"}
         src = ASTSource(fn=triton.jit(_topk_kernel), signature=sig,
                         constexprs={"GROUPS": groups, "BLOCK": 1024, "UNROLL": 2, "SCORES": scores,
-                                    "MAPPED": mapped})
+                                    "MAPPED": mapped, "PDL": False})
         kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
         print(len(kernel.asm["cubin"]), kernel.asm["ptx"].count("bar.sync"))
     from runtime.kernels.backend import jit
@@ -387,7 +387,7 @@ COMPILE = textwrap.dedent("""
                                                         (16384, 4096, False, True, False, 16),
                                                         (8192, 1024, False, False, True, 8)):
         constexprs = {"KEYS": keys, "GROUPS": groups, "LIST": groups, "SCORES": scores, "MAPPED": mapped,
-                      "TICKET": ticket, "CAND_KEYS": 8192, "CAND_GROUPS": 1024, "CAND_LIST": 1024}
+                      "TICKET": ticket, "CAND_KEYS": 8192, "CAND_GROUPS": 1024, "CAND_LIST": 1024, "PDL": False}
         sig = {"scores_ptr": "*fp32", "scratch_ptr": "*i32", "out_ptr": "*i64", "out_score_ptr": "*fp32",
                "id_map_ptr": "*i64", "cand_ptr": "*i64", "cand_score_ptr": "*fp32", "count_ptr": "*i32",
                "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "SCRATCH": "i32", **dict.fromkeys(constexprs, "constexpr")}
