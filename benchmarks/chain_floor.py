@@ -24,7 +24,10 @@ replays), all kinds and counts interleaved and repeated ``--rounds`` times (medi
 - "sum 4 warps": ``x = x / 2 + sum(x) / 1024`` over 1,024 floats on 4 warps (shuffles,
   shared memory, a barrier);
 - "scan 4 warps": ``x = cumsum(x) / 1024`` over the same;
-- "sum 1 warp": the sum over 256 floats on one warp (shuffles only).
+- "sum 1 warp": the sum over 256 floats on one warp (shuffles only);
+- "atomic acq_rel": an acquire-release atomic add on one counter whose address depends on
+  the previous add's value: the ticket a one-launch op (runtime/kernels/tickets.py) puts on
+  its last program's path.
 
     PYTHONPATH=. python benchmarks/chain_floor.py --out benchmarks/results
 
@@ -74,6 +77,15 @@ def _reduce_kernel(x_ptr, out_ptr, STEPS: tl.constexpr, BLOCK: tl.constexpr, SCA
     tl.store(out_ptr + offs, x)
 
 
+def _ticket_kernel(count_ptr, STEPS: tl.constexpr):
+    """``STEPS`` dependent acq_rel atomic adds on a 2-int counter: each address takes the
+    previous value's sign bit (0 while the count is below 2^31), so none can start before
+    the last returns."""
+    got = tl.zeros([], dtype=tl.int32)
+    for _ in tl.static_range(STEPS):
+        got = tl.atomic_add(count_ptr + ((got >> 31) & 1), 1, sem="acq_rel")
+
+
 @dataclass(frozen=True)
 class Kind:
     """One kind of step: its label, and for reductions the tile and warps."""
@@ -83,6 +95,7 @@ class Kind:
     warps: int = 1
     scan: bool = False
     lines: int = 0
+    ticket: bool = False
 
     @property
     def is_load(self) -> bool:
@@ -91,7 +104,7 @@ class Kind:
 
 KINDS = (Kind("load L2", lines=L2_LINES), Kind("load HBM", lines=HBM_LINES),
          Kind("sum 4 warps", block=1024, warps=4), Kind("scan 4 warps", block=1024, warps=4, scan=True),
-         Kind("sum 1 warp", block=256, warps=1))
+         Kind("sum 1 warp", block=256, warps=1), Kind("atomic acq_rel", ticket=True))
 
 
 def cycle(lines: int, generator: torch.Generator) -> tuple[torch.Tensor, list[int]]:
@@ -105,6 +118,10 @@ def cycle(lines: int, generator: torch.Generator) -> tuple[torch.Tensor, list[in
 
 def chase(kernel, buffer: torch.Tensor, cursor: torch.Tensor, steps: int) -> None:
     kernel[(1,)](buffer, cursor, STEPS=steps, LINE=LINE_INTS, num_warps=1)
+
+
+def tickets(kernel, counter: torch.Tensor, steps: int) -> None:
+    kernel[(1,)](counter, STEPS=steps, num_warps=1)
 
 
 def reduce_chain(kernel, x: torch.Tensor, out: torch.Tensor, kind: Kind, steps: int) -> None:
@@ -134,7 +151,8 @@ def run(rounds: int) -> tuple[dict[str, dict[int, list[float]]], list[float]]:
     from runtime.kernels.backend import jit
 
     gen = torch.Generator().manual_seed(0)
-    chase_kernel, reduce_kernel = jit(_chase_kernel), jit(_reduce_kernel)
+    chase_kernel, reduce_kernel, ticket_kernel = jit(_chase_kernel), jit(_reduce_kernel), jit(_ticket_kernel)
+    counter = torch.zeros(2, dtype=torch.int32, device="cuda")
     buffers = {kind.label: cycle(kind.lines, gen)[0].cuda() for kind in KINDS if kind.is_load}
     cursors = {label: torch.zeros(1, dtype=torch.int32, device="cuda") for label in buffers}
     x = torch.rand(1024, device="cuda")
@@ -144,6 +162,8 @@ def run(rounds: int) -> tuple[dict[str, dict[int, list[float]]], list[float]]:
         for n in STEPS:
             if kind.is_load:
                 calls[kind.label, n] = (lambda k=kind, n=n: chase(chase_kernel, buffers[k.label], cursors[k.label], n))
+            elif kind.ticket:
+                calls[kind.label, n] = (lambda n=n: tickets(ticket_kernel, counter, n))
             else:
                 calls[kind.label, n] = (lambda k=kind, n=n: reduce_chain(reduce_kernel, x, out, k, n))
     for fn in calls.values():  # compile every variant before any timing

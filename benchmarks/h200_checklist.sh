@@ -306,7 +306,7 @@ for i in 1 2 3; do
   timeout 60 python benchmarks/tile_sweep.py --ops indexer --only default "read all" --out "$R/idx_$i" > "$OUT/idx_$i.log" 2>&1; el idx_$i $?
 done
 grep -hE "^\| indexer" "$R"/idx_*/*.md | cut -d'|' -f2-9
-# what one dependent step (an L2 / HBM load, a 4-warp sum or scan, a 1-warp sum) costs inside a
+# what one dependent step (an L2 / HBM load, a 4-warp sum or scan, a 1-warp sum, a ticket atomic) costs inside a
 # replayed kernel: how many the small-op goal (2x an empty launch) leaves room for
 timeout 150 python benchmarks/chain_floor.py --out "$R/chain" > "$OUT/chain.log" 2>&1; el chain $?
 grep -E "^\|" "$R"/chain/*.md

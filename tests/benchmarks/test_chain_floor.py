@@ -58,6 +58,15 @@ def test_the_reduction_chain_matches_a_float64_recompute(interpreted, kind, step
     assert torch.allclose(out.double(), want, rtol=1e-6, atol=0), (out, want)
 
 
+@pytest.mark.parametrize("steps", [0, 1, 4])
+def test_the_ticket_chain_adds_one_per_step_to_the_first_counter(interpreted, steps):
+    counter = torch.zeros(2, dtype=torch.int32)
+    kernel = interpreted(chain_floor._ticket_kernel)
+    chain_floor.tickets(kernel, counter, steps)
+    chain_floor.tickets(kernel, counter, steps)
+    assert counter.tolist() == [2 * steps, 0]
+
+
 def test_steps_within_goal():
     # goal 2 x 0.9 = 1.8 us; the 0-step kernel 1.0 us leaves 0.8 us: 4 steps of 0.2 us
     assert steps_within_goal(0.2, 1.0, 0.9) == pytest.approx(4.0)
