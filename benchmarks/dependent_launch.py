@@ -1,20 +1,28 @@
 """The four two-launch ops with and without programmatic dependent launch (Hopper's PDL,
 runtime/kernels/pdl.py): attention's merge, the gate's selecting launch, mHC's finishing
-launch, the split top-k's candidates' select (chained and register-resident).
+launch, the split top-k's candidates' select (chained and register-resident); and, where
+an op has a one-launch form (a ticket), that form beside them, so one run says both
+whether PDL pays and whether a second launch with PDL beats the ticket.
 
-Each case is timed both ways in the same run, interleaved (off, on, off, on ... over
-``--rounds`` rounds, the order alternating), as benchmarks/kernels.py times its fused ops
-(20 calls replayed from one CUDA graph, median of 10 replays: device time), and both ways
-must give the same bits (checked first; a difference stops the run). Shapes: decode
-(``mid`` and ``flash``, 1 / 8 / 64 rows) for attention, the gate and mHC; the top-k at the
-indexer's 64k / 128k keys, 1 and 8 rows, each op's registry policy otherwise. "launches"
-is the kernels one call runs without PDL (torch.profiler): where it is 1 the switch has
-nothing to overlap, and the ratio measures noise.
+Variants per case, the first the baseline the others are read against:
+- attention: ``default`` (the registry's), ``pdl`` (``dependent_merge``);
+- gate: ``default`` (a ticket unless the selection covers more than 1,024 (row, padded
+  expert) pairs, ``mid`` from 512 rows and ``flash`` from 3; else a selecting launch),
+  ``pdl`` (``dependent_select``), ``2 launches + pdl`` (``select_from=0``: a selecting
+  launch at every size, dependent);
+- mHC: ``default`` (decode: a finishing launch), ``pdl`` (``dependent_finish``);
+- top-k at the indexer's 64k / 128k keys: ``chained``, ``chained + pdl``, ``resident``,
+  ``resident + pdl``, ``resident 1 launch`` (the ticket form).
+
+Timing as benchmarks/kernels.py's fused ops (20 calls replayed from one CUDA graph, median
+of 10 replays: device time), every variant of a case interleaved in each of ``--rounds``
+rounds (the order rotating), medians over rounds. "bits" says whether the variant's output
+equals the baseline's bit for bit (tests/runtime/test_kernels_pdl.py asserts it for PDL on
+/ off). "launches" is the kernels one call of the variant runs (torch.profiler).
 
     PYTHONPATH=. python benchmarks/dependent_launch.py --out benchmarks/results
 
-Writes dependent_launch_<gpu>.json and .md; the table ends with the ratio on / off
-(median over rounds) per case.
+Writes dependent_launch_<gpu>.json and .md.
 """
 
 from __future__ import annotations
@@ -38,21 +46,23 @@ class Case:
     op: str
     scale: str
     shape: str
-    ops: tuple  # (off, on): callables with the same arguments
+    variants: dict  # label -> op, the first the baseline; every op takes ``args``
     args: tuple
-    launches: int = 0
-    us: dict = field(default_factory=lambda: {"off": [], "on": []})
+    launches: dict = field(default_factory=dict)
+    same_bits: dict = field(default_factory=dict)
+    us: dict = field(default_factory=dict)  # label -> [us per call, one per round]
 
-    def row(self) -> dict:
-        off, on = statistics.median(self.us["off"]), statistics.median(self.us["on"])
-        return {"op": self.op, "scale": self.scale, "shape": self.shape, "launches": self.launches,
-                "off_us": off, "on_us": on, "ratio": on / off, "rounds_off_us": self.us["off"],
-                "rounds_on_us": self.us["on"]}
+    def rows(self) -> list[dict]:
+        base = statistics.median(self.us[next(iter(self.variants))])
+        return [{"op": self.op, "scale": self.scale, "shape": self.shape, "variant": label,
+                 "launches": self.launches[label], "same_bits": self.same_bits[label],
+                 "us": statistics.median(self.us[label]), "ratio": statistics.median(self.us[label]) / base,
+                 "rounds_us": self.us[label]} for label in self.variants]
 
 
 def cases() -> list[Case]:
-    """Every (op, shape) with its ops off / on and its arguments (benchmarks/kernels.py's
-    case builders: the same inputs as the kernel table)."""
+    """Every (op, shape) with its variants and arguments (benchmarks/kernels.py's case
+    builders: the same inputs as the kernel table)."""
     from benchmarks.kernels import attention_case, gate_case, mhc_case
     from runtime.kernels.attention import FusedSparseAttention
     from runtime.kernels.gate import FusedGate
@@ -62,23 +72,29 @@ def cases() -> list[Case]:
     from runtime.kernels.topk import FusedTopk
     from runtime.kernels.topk_tiles import TopkSplitPolicy
 
+    forms = (
+        (attention_case, {"default": FusedSparseAttention(), "pdl": FusedSparseAttention(dependent_merge=True)}),
+        (gate_case, {"default": FusedGate(), "pdl": FusedGate(GatePolicy(dependent_select=True)),
+                     "2 launches + pdl": FusedGate(GatePolicy(select_from=0, dependent_select=True))}),
+        (mhc_case, {"default": FusedMhc(), "pdl": FusedMhc(MhcPolicy(dependent_finish=True))}),
+    )
     out = []
     for name in ("mid", "flash"):
         c = V41Config.preset(name)
         for t in (1, 8, 64):
-            for build, pair in ((attention_case, [FusedSparseAttention(dependent_merge=on) for on in (False, True)]),
-                                (gate_case, [FusedGate(GatePolicy(dependent_select=on)) for on in (False, True)]),
-                                (mhc_case, [FusedMhc(MhcPolicy(dependent_finish=on)) for on in (False, True)])):
+            for build, variants in forms:
                 case, args = build(None, c, name, t)
-                out.append(Case(case.op, name, case.shape, tuple(pair), args))
+                out.append(Case(case.op, name, case.shape, variants, args))
     k = V41Config.preset("flash").index_topk
+    topk = {"chained": TopkSplitPolicy(), "chained + pdl": TopkSplitPolicy(dependent_select=True),
+            "resident": TopkSplitPolicy(resident=True),
+            "resident + pdl": TopkSplitPolicy(resident=True, dependent_select=True),
+            "resident 1 launch": TopkSplitPolicy(resident=True, resident_one_launch=True)}
     for t, n in ((1, 65536), (1, 131072), (8, 131072)):
         scores = torch.randn(t, n, device="cuda")
-        for form, resident in (("chained", False), ("resident", True)):
-            pair = tuple(FusedTopk(policy=TopkSplitPolicy(resident=resident, dependent_select=on)) for on in (False, True))
-            split = pair[0].policy.split(t, n, k)
-            shape = f"T={t} N={n} k={k} {split.chunks}x{split.chunk} {form}"
-            out.append(Case("topk", "flash", shape, pair, (scores, k)))
+        split = TopkSplitPolicy().split(t, n, k)
+        out.append(Case("topk", "flash", f"T={t} N={n} k={k} {split.chunks}x{split.chunk}",
+                        {label: FusedTopk(policy=policy) for label, policy in topk.items()}, (scores, k)))
     return out
 
 
@@ -96,16 +112,18 @@ def run(rounds: int) -> list[Case]:
     from benchmarks.kernels import graph_ms, kernel_breakdown
 
     todo = cases()
-    for case in todo:  # compile both forms and check them before any timing
-        off, on = (op(*case.args) for op in case.ops)
-        if not results_equal(off, on):
-            raise RuntimeError(f"benchmarks/dependent_launch.py: {case.op} {case.scale} {case.shape}: "
-                               "PDL changed the result")
-        case.launches = len(kernel_breakdown(lambda case=case: case.ops[0](*case.args)))
+    for case in todo:  # compile every variant and compare it with the baseline before any timing
+        results = {label: op(*case.args) for label, op in case.variants.items()}
+        base = next(iter(results.values()))
+        for label, op in case.variants.items():
+            case.same_bits[label] = results_equal(base, results[label])
+            case.launches[label] = len(kernel_breakdown(lambda op=op, case=case: op(*case.args)))
+            case.us[label] = []
     for r in range(rounds):
         for case in todo:
-            for label in ("off", "on") if r % 2 == 0 else ("on", "off"):
-                op = case.ops[label == "on"]
+            labels = list(case.variants)
+            for label in labels[r % len(labels):] + labels[:r % len(labels)]:  # rotate the order
+                op = case.variants[label]
                 ms = graph_ms(lambda op=op, case=case: op(*case.args))
                 if ms is None:
                     raise RuntimeError(f"benchmarks/dependent_launch.py: {case.op} {case.shape} ({label}) "
@@ -116,18 +134,19 @@ def run(rounds: int) -> list[Case]:
 
 
 def markdown(env: dict, command: str, rows: list[dict], rounds: int) -> str:
-    lines = ["# Two-launch ops with and without programmatic dependent launch", "",
+    lines = ["# Two-launch ops with and without programmatic dependent launch, and their one-launch forms", "",
              f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, "
              f"CUDA {env['cuda']}",
              f"- Command: `{command}`",
              f"- Per-call device time (us): 20 calls replayed from one CUDA graph, median of 10 replays, median of "
-             f"{rounds} rounds, off and on interleaved; outputs equal bit for bit (checked before timing). "
-             "launches: kernels per call without PDL (1: nothing to overlap).", "",
-             "| op | scale | shape | launches | off us | on us | on / off |",
-             "|---|---|---|---:|---:|---:|---:|"]
+             f"{rounds} rounds, a case's variants interleaved (order rotating). vs first: this variant's time / "
+             "the case's first variant's. bits: the output equals the first variant's bit for bit. launches: "
+             "kernels per call.", "",
+             "| op | scale | shape | variant | launches | us | vs first | bits |",
+             "|---|---|---|---|---:|---:|---:|---|"]
     for row in rows:
-        lines.append(f"| {row['op']} | {row['scale']} | {row['shape']} | {row['launches']} | {row['off_us']:.2f} | "
-                     f"{row['on_us']:.2f} | {row['ratio']:.3f} |")
+        lines.append(f"| {row['op']} | {row['scale']} | {row['shape']} | {row['variant']} | {row['launches']} | "
+                     f"{row['us']:.2f} | {row['ratio']:.3f} | {'same' if row['same_bits'] else 'DIFFERENT'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -146,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.kernels import environment
 
     torch.manual_seed(0)
-    rows = [case.row() for case in run(args.rounds)]
+    rows = [row for case in run(args.rounds) for row in case.rows()]
     env = environment()
     command = command_line("benchmarks/dependent_launch.py", argv if argv is not None else sys.argv[1:])
     doc = {"environment": env, "command": command, "rounds": args.rounds, "cases": rows}

@@ -48,20 +48,21 @@
 #   (TopkSplitPolicy.resident / resident_one_launch, FusedPoolNorm.rows_first,
 #   MhcPolicy.fma_mix) and part 4 reruns. 19-22 and part 4 do not all fit one session's 30
 #   minutes (about 8-9 minutes each): 20 and 22 first (the largest expected gains), then 4,
-#   then 21 and 19;
+#   then 21 and 19 (session 22 puts part 24 before them: see below);
 # - part 23 (session 22, no device): IndexerPolicy(read_all_up_to=16), decode calls' key
 #   loads no longer waiting for the counts (one memory round trip fewer before the first key
 #   tile; same bits), and benchmarks/chain_floor.py (what one dependent load, reduction or scan
-#   costs in a replayed kernel: how many the small-op goal leaves room for); short (about 4
-#   minutes), so it can follow 20 or 22 in the same call;
+#   costs in a replayed kernel: how many the small-op goal leaves room for); about 4-5
+#   minutes;
 # - part 24 (session 22, no device): the second launches of attention (merge), the gate
 #   (selection), mHC (finish) and the split top-k launched dependent on the first (Hopper's
 #   PDL, runtime/kernels/pdl.py: the launch overlaps the first kernel; an empty launch is
 #   0.88-1.0 us of the 2x-empty goal). Switches FusedSparseAttention(dependent_merge),
 #   GatePolicy / TopkSplitPolicy(dependent_select), MhcPolicy(dependent_finish); flip each
-#   whose decode cases get faster in benchmarks/dependent_launch.py. About 3-4 minutes;
-#   the next session's order: "24 23" in one call, then 20, then 22 or 4 (each under a
-#   call's 10 minutes; about 30 minutes with the machine's start);
+#   whose decode cases get faster in benchmarks/dependent_launch.py, which also times the
+#   one-launch (ticket) forms beside them: whether a dependent second launch beats the
+#   gate's and the resident top-k's tickets. About 5-6 minutes. The next session's order:
+#   24, then 20, then 23, then 22 or 4 (one call each; about 30 minutes with the start);
 # - still open: mHC below goal everywhere (decode 6.0-9.2 us; 22-34 % from 512 rows), the
 #   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
@@ -316,7 +317,7 @@ elif [ "$PART" = 24 ]; then
 # which checks the bits again before it times
 timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_pdl.py > "$OUT/pdl_parity.log" 2>&1; el pdl_parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pdl_parity.log" | tail -6
-timeout 300 python benchmarks/dependent_launch.py --out "$R/pdl" > "$OUT/pdl.log" 2>&1; el pdl $?
+timeout 420 python benchmarks/dependent_launch.py --out "$R/pdl" > "$OUT/pdl.log" 2>&1; el pdl $?
 grep -E "^\|" "$R"/pdl/*.md || tail -20 "$OUT/pdl.log"
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?

@@ -1,6 +1,7 @@
 """benchmarks/dependent_launch.py off the GPU: the bit-equality it checks before timing
 (tensors, tuples of them, mix records; a one-ulp float difference or another id is a
-difference) and its table's ratio (its refusals: test_timing_flags.py)."""
+difference) and its table of variants against the first (its refusals:
+test_timing_flags.py)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,15 @@ def test_results_are_equal_only_bit_for_bit():
     assert not results_equal((x, mix, x), (x, other, x))
 
 
-def test_the_table_gives_the_medians_and_their_ratio():
-    case = Case("attention", "mid", "T=1", (None, None), (), launches=2)
-    case.us = {"off": [10.0, 9.0, 11.0], "on": [8.0, 9.5, 9.0]}
-    row = case.row()
-    assert row["off_us"] == 10.0 and row["on_us"] == 9.0 and row["ratio"] == pytest.approx(0.9)
-    assert "| attention | mid | T=1 | 2 | 10.00 | 9.00 | 0.900 |" in markdown(ENV, "cmd", [row], 3)
+def test_the_table_gives_each_variant_against_the_first():
+    case = Case("gate", "mid", "T=1", {"default": None, "pdl": None, "2 launches + pdl": None}, ())
+    case.us = {"default": [10.0, 9.0, 11.0], "pdl": [8.0, 9.5, 9.0], "2 launches + pdl": [12.0, 12.5, 11.5]}
+    case.launches = {"default": 1, "pdl": 1, "2 launches + pdl": 2}
+    case.same_bits = {"default": True, "pdl": True, "2 launches + pdl": False}
+    rows = case.rows()
+    assert [row["variant"] for row in rows] == ["default", "pdl", "2 launches + pdl"]
+    assert [row["us"] for row in rows] == [10.0, 9.0, 12.0]
+    assert [row["ratio"] for row in rows] == pytest.approx([1.0, 0.9, 1.2])
+    doc = markdown(ENV, "cmd", rows, 3)
+    assert "| gate | mid | T=1 | pdl | 1 | 9.00 | 0.900 | same |" in doc
+    assert "| gate | mid | T=1 | 2 launches + pdl | 2 | 12.00 | 1.200 | DIFFERENT |" in doc
