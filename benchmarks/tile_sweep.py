@@ -17,6 +17,11 @@ Device time per call from CUDA-graph replay (``benchmarks/kernels.py``'s ``graph
 to an empty Triton kernel and a one-load-one-store kernel replayed the same way (the floor
 of an op that touches memory at all). Writes tile_sweep_<gpu>.json and .md.
 
+``--cold``: every case held to the roofline (memory-bound, >= 4 MiB) is also read with its
+inputs out of L2 (``benchmarks/cold.py``: calls cycling through copies of them), as the kernel
+table reads it; a sweep replays one case's inputs, which below the L2's 50 MB then come
+from L2, and a tiling's rank may differ cold.
+
 ``--sinkhorn-iters N``: the mHC cases with ``hc_sinkhorn_iters`` = N (the release: 20),
 reference included, as a diagnostic: the finishing launch's Sinkhorn is a chain of
 2N - 1 dependent normalisations, and comparing its per-launch time at N = 1 and 20 says
@@ -35,12 +40,14 @@ from pathlib import Path
 import torch
 import triton.language as tl
 
+from benchmarks.cold import cold_graph_ms
 from benchmarks.kernels import (
     HBM_BYTES_PER_S,
     ROPE_QUANT_USES,
     compress_case,
     empty_launch_ms,
     environment,
+    graph_calls_ms,
     graph_ms,
     indexer_case,
     inv_rope_case,
@@ -145,15 +152,27 @@ def worst_rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
 
 
-def timed(op_name: str, scale: str, rows: int, config: str, mb: float, fn, got, want) -> dict:
-    """One sweep row: ``fn`` replayed from a graph, ``got`` vs ``want`` (tensors or tuples)."""
+def timed(op_name: str, scale: str, rows: int, config: str, mb: float, fn, got, want, cold=None) -> dict:
+    """One sweep row: ``fn`` replayed from a graph, ``got`` vs ``want`` (tensors or tuples);
+    ``cold``: a function giving (ms, copies) of the cold reading (benchmarks/cold.py), or None."""
     pairs = list(zip(got, want, strict=True)) if isinstance(want, tuple) else [(got, want)]
     err = max(worst_rel(a, b) for a, b in pairs)
     ms = graph_ms(fn)
     row = {"op": op_name, "scale": scale, "rows": rows, "config": config, "mb": mb, "us": ms * 1e3,
            "roofline": mb * 1e6 / HBM_BYTES_PER_S / (ms * 1e-3), "max_rel_err": err}
+    if cold is not None:
+        cold_ms, copies = cold()
+        row.update(cold_us=cold_ms * 1e3, cold_copies=copies, cold_roofline=mb * 1e6 / HBM_BYTES_PER_S / (cold_ms * 1e-3))
     print(row, flush=True)
     return row
+
+
+def cold_reading(case, op, args, cold: bool):
+    """The cold reading of ``op`` on ``args`` (a function for ``timed``) where asked and the
+    case is held to the roofline (memory-bound, >= 4 MiB: benchmarks/kernels.py), else None."""
+    if not (cold and case.holds_to_roofline):
+        return None
+    return lambda: cold_graph_ms(lambda a: op(*a), args, case.bytes, graph_calls_ms)
 
 
 def flat_mhc(result) -> tuple:
@@ -162,7 +181,7 @@ def flat_mhc(result) -> tuple:
 
 
 def sweep_mhc(name: str, c: V41Config, t: int, baseline: list[tuple[str, object]],
-              only: tuple[str, ...] | None = None) -> list[dict]:
+              only: tuple[str, ...] | None = None, cold: bool = False) -> list[dict]:
     variants = chosen([(label, FusedMhc(policy)) for label, policy in
                        (MHC_DECODE if t <= MhcPolicy().decode_rows else MHC_MANY)] + baseline, only)
     if not variants:
@@ -172,7 +191,7 @@ def sweep_mhc(name: str, c: V41Config, t: int, baseline: list[tuple[str, object]
     rows = []
     for label, op in variants:
         rows.append(timed("mhc", name, t, label, case.bytes / 1e6, lambda op=op, a=args: op(*a),
-                          flat_mhc(op(*args)), want))
+                          flat_mhc(op(*args)), want, cold_reading(case, op, args, cold)))
     # per launch, every variant (each op made once, as the registry holds one: a fresh one per
     # call would allocate ticket counters each time)
     for row, (_, op) in zip(rows, variants, strict=True):
@@ -187,9 +206,9 @@ def chosen(variants: list[tuple[str, object]], only: tuple[str, ...] | None) -> 
 
 
 def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label: str = "",
-                 only: tuple[str, ...] | None = None) -> list[dict]:
+                 only: tuple[str, ...] | None = None, cold: bool = False) -> list[dict]:
     """Every (label, op) of ``variants`` (those named in ``only``, if given) on one case,
-    against the reference op."""
+    against the reference op; ``cold``: with cold readings where the roofline goal applies."""
     variants = chosen(variants, only)
     if not variants:
         return []
@@ -198,7 +217,7 @@ def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label
     rows = []
     for config, op in variants:
         rows.append(timed(op_name, name, t, f"{label}{config}", case.bytes / 1e6, lambda op=op, a=args: op(*a),
-                          op(*args), want))
+                          op(*args), want, cold_reading(case, op, args, cold)))
     return rows
 
 
@@ -228,9 +247,9 @@ def baseline_ops(folders: Path | list[Path] | None,
 
 def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
           baseline: dict[str, list[tuple[str, object]]] | None = None, sinkhorn_iters: int | None = None,
-          only: tuple[str, ...] | None = None) -> list[dict]:
+          only: tuple[str, ...] | None = None, cold: bool = False) -> list[dict]:
     """``only``: the variant labels to time (None: all; a RoPE + quant label without its
-    "<use>: " prefix)."""
+    "<use>: " prefix); ``cold``: also a cold reading of every case held to the roofline."""
     baseline = baseline or {}
     out = []
     for name in ("mid", "flash"):
@@ -238,12 +257,12 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
         mhc_config = c if sinkhorn_iters is None else c.replace(hc_sinkhorn_iters=sinkhorn_iters)
         for t in rows_list:
             if "mhc" in ops:
-                out += sweep_mhc(name, mhc_config, t, baseline.get("mhc", []), only)
+                out += sweep_mhc(name, mhc_config, t, baseline.get("mhc", []), only, cold)
             if "inv_rope" in ops:
                 out += sweep_simple("inv_rope", inv_rope_case(None, c, name, t),
                                     [(f"tile {tile} w4", FusedInverseRope(tile_elements=tile)) for tile in INV_ROPE_TILES]
                                     + baseline.get("inv_rope", []),
-                                    name, t, only=only)
+                                    name, t, only=only, cold=cold)
             if "rope_quant" in ops:
                 for use in ROPE_QUANT_USES:
                     out += sweep_simple("rope_quant", rope_quant_case(None, c, name, t, use),
@@ -252,7 +271,7 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
                                          for tile, w in ROPE_QUANT_TILES]
                                         + [(label, FusedRopeQuant(**kw)) for label, kw in ROPE_QUANT_FORMS]
                                         + baseline.get("rope_quant", []),
-                                        name, t, label=f"{use}: ", only=only)
+                                        name, t, label=f"{use}: ", only=only, cold=cold)
             if "compress" in ops:
                 out += sweep_simple("compress", compress_case(None, c, name, max(2, t)),
                                     [(f"tile {tile} w{w}", FusedPoolNorm(tile_elements=tile, num_warps=w))
@@ -260,12 +279,12 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
                                     + [(f"rows first tile {tile} w{w}",
                                         FusedPoolNorm(tile_elements=tile, num_warps=w, rows_first=True))
                                        for tile, w in COMPRESS_ROWS_FIRST_TILES]
-                                    + baseline.get("compress", []), name, max(2, t), only=only)
+                                    + baseline.get("compress", []), name, max(2, t), only=only, cold=cold)
         if "indexer" in ops:
             for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536), (1, 8192), (8, 8192)):
                 out += sweep_simple("indexer", indexer_case(None, c, name, t, n),
                                     [(label, FusedIndexLogits(policy)) for label, policy in INDEXER_TILES],
-                                    name, t, label=f"N={n}: ", only=only)
+                                    name, t, label=f"N={n}: ", only=only, cold=cold)
     return out
 
 
@@ -277,11 +296,15 @@ def markdown(env: dict, rows: list[dict], floors: dict, command: str, sinkhorn_i
                 "reference too."] if sinkhorn_iters is not None else []),
              f"- Floors, graph replay: empty kernel {floors['empty_us']:.2f} us, one load + one store "
              f"{floors['load_store_us']:.2f} us.",
-             "- max rel err: worst |fused - reference| / max |reference| over every output (bf16 inputs).", "",
-             "| op | scale | rows | config | MB | us | roofline | max rel err |", "|---|---|---:|---|---:|---:|---:|---:|"]
+             "- max rel err: worst |fused - reference| / max |reference| over every output (bf16 inputs).",
+             "- cold us / cold roofline (with --cold, cases held to the roofline): the calls cycling through "
+             "copies of the inputs so none is read from L2 (benchmarks/cold.py); - where not measured.", "",
+             "| op | scale | rows | config | MB | us | roofline | max rel err | cold us | cold roofline |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        cold = f"{r['cold_us']:.2f} | {r['cold_roofline']:.0%}" if "cold_us" in r else "- | -"
         lines.append(f"| {r['op']} | {r['scale']} | {r['rows']} | {r['config']} | {r['mb']:.2f} | {r['us']:.2f} | "
-                     f"{r['roofline']:.0%} | {r['max_rel_err']:.1e} |")
+                     f"{r['roofline']:.0%} | {r['max_rel_err']:.1e} | {cold} |")
     lines += ["", "mHC, device time per launch of a call (torch.profiler, eager; "
               "#n: the call's n-th launch):", ""]
     for r in rows:
@@ -301,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
                              "to time alongside")
     parser.add_argument("--only", nargs="+", default=None,
                         help="time only the variants with these labels (e.g. default 'whole vectors below 512')")
+    parser.add_argument("--cold", action="store_true",
+                        help="also read every case held to the roofline (memory-bound, >= 4 MiB) with its inputs "
+                             "out of L2 (benchmarks/cold.py)")
     parser.add_argument("--sinkhorn-iters", type=int, default=None,
                         help="a diagnostic: the mHC cases with this many Sinkhorn iterations (the release: 20)")
     args = parser.parse_args(argv)
@@ -317,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     floors = {"empty_us": empty_launch_ms() * 1e3, "load_store_us": load_store_ms() * 1e3}
     print(floors, flush=True)
     rows = sweep(tuple(args.rows), ops, baseline_ops(args.baseline, ops), args.sinkhorn_iters,
-                 None if args.only is None else tuple(args.only))
+                 None if args.only is None else tuple(args.only), args.cold)
     env = environment()
     command = command_line("benchmarks/tile_sweep.py", argv or sys.argv[1:])
     tag = env["gpu"].split()[-1].lower()

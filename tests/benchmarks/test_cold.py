@@ -81,3 +81,16 @@ def test_small_cases_get_no_cold_reading():
     small = Case("inv_rope", "mid", "R=1", bytes=50_000, flops=0.0, ref_ms=0.1, fused_ms=0.05, fused_graph_ms=0.0015)
     assert not small.holds_to_roofline
     assert "| 0.00150 | - | - | 2.0x |" in markdown(ENV, [small], "cmd", [0.0009])
+
+
+def test_the_sweep_table_shows_cold_columns_where_measured():
+    from benchmarks.tile_sweep import markdown as sweep_markdown
+
+    floors = {"empty_us": 0.9, "load_store_us": 0.95}
+    hot = {"op": "indexer", "scale": "mid", "rows": 1, "config": "N=8192: default", "mb": 2.13, "us": 2.5,
+           "roofline": 0.2, "max_rel_err": 1e-7}
+    cold = {**hot, "rows": 8, "mb": 34.08, "us": 6.4, "roofline": 1.24, "cold_us": 15.0, "cold_copies": 6,
+            "cold_roofline": 0.53}
+    doc = sweep_markdown(ENV, [hot, cold], floors, "cmd")
+    assert "| indexer | mid | 1 | N=8192: default | 2.13 | 2.50 | 20% | 1.0e-07 | - | - |" in doc
+    assert "| indexer | mid | 8 | N=8192: default | 34.08 | 6.40 | 124% | 1.0e-07 | 15.00 | 53% |" in doc
