@@ -229,5 +229,5 @@ def gate_launches(tiles: GateTiling, t: int, d: int, e: int, config: V41Config,
     if tiles.select_rows:
         return [(grid, dict(consts, PHASE=1, PAIRED=False, PDL=pdl)),  # selects nothing: one form for both
                 ((tiles.select_grid(t),), dict(consts, PHASE=2, num_warps=tiles.select_warps or tiles.num_warps,
-                                               PDL=pdl, **({"launch_pdl": True} if pdl else {})))]
+                                               PDL=pdl, launch_pdl=pdl))]
     return [(grid, dict(consts, PHASE=0))]

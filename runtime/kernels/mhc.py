@@ -483,7 +483,7 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
     if tiles.tail:
         return [(tiles.grid(t, d), sweep)]
     finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
-                  num_warps=tiles.finish_warps, PDL=pdl, **common, **({"launch_pdl": True} if pdl else {}))
+                  num_warps=tiles.finish_warps, PDL=pdl, launch_pdl=pdl, **common)
     return [(tiles.grid(t, d), dict(sweep, PDL=pdl)), (tiles.finish_grid(t, d), finish)]
 
 

@@ -347,7 +347,7 @@ class FusedTopk:
             LIST=self.resident_list(chunk, k), SCORES=out_scores is not None, MAPPED=id_map is not None,
             TICKET=candidates is not None, CAND_KEYS=cand_keys, CAND_GROUPS=min(groups, cand_keys),
             CAND_LIST=self.resident_list(candidates[2], k) if candidates else SMALLEST, PDL=pdl, num_warps=num_warps,
-            **({"launch_pdl": True} if pdl and id_map is not None else {}))
+            launch_pdl=pdl and id_map is not None)
 
     def layout(self, t: int, chunk: int, chunks: int, groups: int) -> tuple[int, int, int, int]:
         """(groups, scratch entries per program, rows per launch, scratch entries per list)
@@ -380,4 +380,4 @@ class FusedTopk:
                 scores[first:last], cand_keys, cand_ids, out[first:last], extra_scores[first:last],
                 extra_map[first:last], n, chunk, k, stride, GROUPS=groups, BLOCK=self.tiling.block,
                 UNROLL=unroll, SCORES=out_scores is not None, MAPPED=id_map is not None, PDL=pdl,
-                num_warps=num_warps, **({"launch_pdl": True} if pdl and id_map is not None else {}))
+                num_warps=num_warps, launch_pdl=pdl and id_map is not None)
