@@ -367,7 +367,8 @@ def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False) -> list[Ca
         case.fused_ms = median_ms(lambda fused=fused, a=args: fused(a))
         case.fused_graph_ms = graph_ms(lambda fused=fused, a=args: fused(a))
         if case.holds_to_roofline:
-            case.fused_cold_ms, case.cold_copies = cold_graph_ms(fused, args, case.bytes, graph_calls_ms)
+            case.fused_cold_ms, case.cold_copies = cold_graph_ms(fused, args, case.bytes, graph_calls_ms,
+                                                                 case.fused_graph_ms)
         done.append(case)
         graph = f"{case.fused_graph_ms:7.4f}" if case.fused_graph_ms is not None else "    n/a"
         cold = f"{case.fused_cold_ms:7.4f}" if case.fused_cold_ms is not None else "    n/a"

@@ -154,14 +154,15 @@ def worst_rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def timed(op_name: str, scale: str, rows: int, config: str, mb: float, fn, got, want, cold=None) -> dict:
     """One sweep row: ``fn`` replayed from a graph, ``got`` vs ``want`` (tensors or tuples);
-    ``cold``: a function giving (ms, copies) of the cold reading (benchmarks/cold.py), or None."""
+    ``cold``: a function of the hot ms giving (ms, copies) of the cold reading
+    (benchmarks/cold.py), or None."""
     pairs = list(zip(got, want, strict=True)) if isinstance(want, tuple) else [(got, want)]
     err = max(worst_rel(a, b) for a, b in pairs)
     ms = graph_ms(fn)
     row = {"op": op_name, "scale": scale, "rows": rows, "config": config, "mb": mb, "us": ms * 1e3,
            "roofline": mb * 1e6 / HBM_BYTES_PER_S / (ms * 1e-3), "max_rel_err": err}
     if cold is not None:
-        cold_ms, copies = cold()
+        cold_ms, copies = cold(ms)
         row.update(cold_us=cold_ms * 1e3, cold_copies=copies, cold_roofline=mb * 1e6 / HBM_BYTES_PER_S / (cold_ms * 1e-3))
     print(row, flush=True)
     return row
@@ -172,7 +173,7 @@ def cold_reading(case, op, args, cold: bool):
     case is held to the roofline (memory-bound, >= 4 MiB: benchmarks/kernels.py), else None."""
     if not (cold and case.holds_to_roofline):
         return None
-    return lambda: cold_graph_ms(lambda a: op(*a), args, case.bytes, graph_calls_ms)
+    return lambda hot_ms: cold_graph_ms(lambda a: op(*a), args, case.bytes, graph_calls_ms, hot_ms)
 
 
 def flat_mhc(result) -> tuple:

@@ -94,3 +94,27 @@ def test_the_sweep_table_shows_cold_columns_where_measured():
     doc = sweep_markdown(ENV, [hot, cold], floors, "cmd")
     assert "| indexer | mid | 1 | N=8192: default | 2.13 | 2.50 | 20% | 1.0e-07 | - | - |" in doc
     assert "| indexer | mid | 8 | N=8192: default | 34.08 | 6.40 | 124% | 1.0e-07 | 15.00 | 53% |" in doc
+
+
+def test_the_cold_reading_replays_clones_and_reuses_a_replay_that_was_cold(monkeypatch):
+    """Below 3 L2s a call cycles through its clones in one replayed graph; from 3 L2s the
+    hot replay already read its inputs from HBM and is not measured again."""
+    from benchmarks import cold
+
+    monkeypatch.setattr(cold, "l2_bytes", lambda: L2)
+    replayed = []
+
+    def graph_calls_ms(fns):
+        replayed.append(fns)
+        for fn in fns:
+            fn()
+        return 0.25
+
+    seen = []
+    x = torch.rand(4)
+    ms, copies = cold.cold_graph_ms(lambda a: seen.append(a[0].data_ptr()), (x,), 100 * 2**20, graph_calls_ms, 0.1)
+    # 100 MiB: the two others move 200 MiB >= 3 x 50 MiB between two calls on one; 7 whole cycles
+    assert (ms, copies) == (0.25, 3) and len(replayed) == 1 and len(replayed[0]) == 21
+    assert len(set(seen)) == 3 and seen[:3] == seen[3:6] and seen[0] == x.data_ptr()
+    ms, copies = cold.cold_graph_ms(lambda a: None, (x,), 160 * 2**20, graph_calls_ms, 0.1)
+    assert (ms, copies) == (0.1, 1) and len(replayed) == 1
