@@ -34,7 +34,7 @@ import triton.language as tl
 from runtime.config import V41Config
 from runtime.kernels.backend import jit, next_pow2
 from runtime.kernels.gate_tiles import GatePolicy, GateTiling
-from runtime.kernels.pdl import dependent_launch, gdc_launch_dependents, gdc_wait
+from runtime.kernels.pdl import dependent_launch, gdc_enter
 from runtime.kernels.tickets import TicketCounters
 from runtime.numerics import Numerics
 
@@ -68,10 +68,7 @@ def _gate_kernel(
     ``PDL``: PHASE 2 is launched dependent on PHASE 1 (runtime/kernels/pdl.py): PHASE 1
     lets it launch from the start, PHASE 2 waits for PHASE 1 before any load."""
     if PDL:
-        if PHASE == 2:
-            gdc_wait()
-        else:
-            gdc_launch_dependents()
+        gdc_enter(PHASE == 2)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     inv_temp, route_scale = tl.cast(inv_temp, tl.float32), tl.cast(route_scale, tl.float32)
     pid_m = tl.program_id(0)

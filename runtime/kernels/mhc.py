@@ -45,7 +45,7 @@ import triton.language as tl
 from runtime.config import V41Config
 from runtime.kernels.backend import interpret_requested, jit
 from runtime.kernels.mhc_tiles import INTERPRETED, MhcPolicy, MhcTiling
-from runtime.kernels.pdl import dependent_launch, gdc_launch_dependents, gdc_wait
+from runtime.kernels.pdl import dependent_launch, gdc_enter
 from runtime.kernels.tickets import TicketCounters
 from runtime.mhc import HcMix
 from runtime.numerics import Numerics
@@ -109,10 +109,7 @@ def _mhc_site_kernel(
     dependent on SWEEP (runtime/kernels/pdl.py): SWEEP lets it launch from the start,
     FINISH waits for SWEEP before any load."""
     if PDL:
-        if PHASE == FINISH:
-            gdc_wait()
-        else:
-            gdc_launch_dependents()
+        gdc_enter(PHASE == FINISH)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     norm_eps, hc_eps = tl.cast(norm_eps, tl.float32), tl.cast(hc_eps, tl.float32)
     HC: tl.constexpr = 4

@@ -32,9 +32,21 @@ carries its own switch, off until the H200 has timed it (``benchmarks/dependent_
 from __future__ import annotations
 
 import torch
+from triton.language import core
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-__all__ = ["dependent_launch", "gdc_launch_dependents", "gdc_wait"]
+__all__ = ["dependent_launch", "gdc_enter", "gdc_launch_dependents", "gdc_wait"]
+
+
+@core.extern
+def gdc_enter(dependent, _semantic=None):
+    """A kernel's first step when its op launches dependently, by its role (``dependent``, a
+    constexpr): the dependent launch waits for the grid before it; the first launch lets
+    the dependent one launch. Called as ``if PDL: gdc_enter(ROLE)`` at a kernel's start."""
+    if core._unwrap_if_constexpr(dependent):
+        gdc_wait(_semantic=_semantic)
+    else:
+        gdc_launch_dependents(_semantic=_semantic)
 
 
 def dependent_launch(asked: bool, device: torch.device) -> bool:

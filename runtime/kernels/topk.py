@@ -75,7 +75,7 @@ import torch
 import triton.language as tl
 
 from runtime.kernels.backend import jit, next_pow2
-from runtime.kernels.pdl import dependent_launch, gdc_launch_dependents, gdc_wait
+from runtime.kernels.pdl import dependent_launch, gdc_enter
 from runtime.kernels.tickets import TicketCounters
 from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
 from runtime.kernels.topk_tiles import (
@@ -126,10 +126,7 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, 
     (the resident select's passes are one: runtime/kernels/topk_resident.py). ``PDL``: the
     second launch (MAPPED) is launched dependent on the first (runtime/kernels/pdl.py)."""
     if PDL:
-        if MAPPED:
-            gdc_wait()
-        else:
-            gdc_launch_dependents()
+        gdc_enter(MAPPED)
     row = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)
     base = part * CHUNK

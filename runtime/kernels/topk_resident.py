@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import triton.language as tl
 
-from runtime.kernels.pdl import gdc_launch_dependents, gdc_wait
+from runtime.kernels.pdl import gdc_enter
 
 KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inverted), as in topk.py
 BOUND_PASSES = tl.constexpr(3)  # 15 bits of the bound: within 1/64 of a binade of the need-th group maximum
@@ -159,10 +159,7 @@ def _topk_resident_kernel(scores_ptr, scratch_ptr, out_ptr, out_score_ptr, id_ma
     (runtime/kernels/pdl.py): the first lets it launch from the start, it waits before any
     load."""
     if PDL:
-        if MAPPED:
-            gdc_wait()
-        else:
-            gdc_launch_dependents()
+        gdc_enter(MAPPED)
     row = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)
     chunks = tl.num_programs(1)
