@@ -42,12 +42,17 @@ class IndexerPolicy:
 
     ``read_all_up_to``: calls of at most this many queries read every key tile up to N and
     mask the scores by the counts afterwards, instead of skipping the tiles past every
-    query's count (``read_all``; 0: every call skips them, the timed default). Skipping
+    query's count (``read_all``; 0: every call skips them). Skipping
     makes every key load wait for the counts' load (a branch and a loop bound on them), a
     second memory round trip before the first key arrives; a decode call skips nothing
     (its queries see nearly every entry: the engine's keys are the entries written so far),
     while a prefill block's early queries see a fraction of them. The kernel's docstring
-    has the chain; which is faster is the H200's to say (tile_sweep.py's "read all").
+    has the chain. Measured (H200, tile_sweep.py's "read all", three runs,
+    tile_sweep_h200_indexer_read_all_{1,2,3}.md): reading all was faster at every measured
+    shape in every run, 1, 2 and 8 queries at 8k, 64k and 128k keys, ``mid`` and ``flash``,
+    hot and cold (``mid`` 128k keys, 1 query: 6.44 -> 6.24 us hot, 11.01 -> 10.74 us cold;
+    8 queries 12.96 -> 12.10 us). Prefill blocks (more than 8 queries) are untimed: they
+    keep skipping.
 
     The defaults are the H200's best of three sweeps (benchmarks/tile_sweep.py, graph replay;
     tile_sweep_h200_indexer_key_tiles.md, tile_sweep_h200_indexer_key_tiles_2.md,
@@ -63,7 +68,7 @@ class IndexerPolicy:
     max_key_tiles: int = 16
     num_warps: int = 0
     keys_as_rows: bool = True
-    read_all_up_to: int = 0
+    read_all_up_to: int = 8
 
     def __post_init__(self) -> None:
         if self.block_n < 16 or self.block_n & (self.block_n - 1):

@@ -146,9 +146,11 @@ def test_every_tiling_covers_the_keys_and_keeps_its_bounds(policy):
 def test_the_decode_shapes_tile_as_the_docstring_says():
     """``mid`` (16 index heads) at 8 queries: 128-column products with the keys as rows, one
     warpgroup (4 warps); 128k keys in 8 tiles of 64 per program (256 programs), 64k keys in
-    4, 8k keys one tile per program; with the queries as rows a 128-row dot gets 8 warps."""
+    4, 8k keys one tile per program; with the queries as rows a 128-row dot gets 8 warps.
+    Calls of up to 8 queries read every key tile; 9 and more skip the ones past the counts."""
     policy = IndexerPolicy()
-    assert policy.tiling(8, 16, 131072) == IndexerTiling(8, 64, 8, 4, True)
+    assert policy.tiling(8, 16, 131072) == IndexerTiling(8, 64, 8, 4, True, read_all=True)
+    assert not policy.tiling(9, 16, 131072).read_all
     assert policy.tiling(8, 16, 131072).grid(8, 131072) == (1, 256)
     assert policy.tiling(1, 16, 65536).key_tiles == 4 and policy.tiling(1, 16, 8192).key_tiles == 1
     assert IndexerPolicy(keys_as_rows=False).tiling(8, 16, 131072).num_warps == 8
