@@ -5,12 +5,13 @@ an op has a one-launch form (a ticket), that form beside them, so one run says b
 whether PDL pays and whether a second launch with PDL beats the ticket.
 
 Variants per case, the first the baseline the others are read against:
-- attention: ``default`` (the registry's), ``pdl`` (``dependent_merge``);
-- gate: ``default`` (a ticket unless the selection covers more than 1,024 (row, padded
+- attention: ``pdl off`` (the registry's default), ``pdl`` (``dependent_merge``);
+- gate: ``pdl off`` (a ticket unless the selection covers more than 1,024 (row, padded
   expert) pairs, ``mid`` from 512 rows and ``flash`` from 3; else a selecting launch),
-  ``pdl`` (``dependent_select``), ``2 launches + pdl`` (``select_from=0``: a selecting
-  launch at every size, dependent);
-- mHC: ``default`` (decode: a finishing launch), ``pdl`` (``dependent_finish``);
+  ``pdl`` (``dependent_select``, the default since session 23), ``2 launches + pdl``
+  (``select_from=0``: a selecting launch at every size, dependent);
+- mHC: ``pdl off`` (decode: a finishing launch), ``pdl`` (``dependent_finish``, the
+  default since session 23);
 - top-k at the indexer's 64k / 128k keys: ``chained``, ``chained + pdl``, ``resident``,
   ``resident + pdl``, ``resident 1 launch`` (the ticket form).
 
@@ -73,10 +74,13 @@ def cases() -> list[Case]:
     from runtime.kernels.topk_tiles import TopkSplitPolicy
 
     forms = (
-        (attention_case, {"default": FusedSparseAttention(), "pdl": FusedSparseAttention(dependent_merge=True)}),
-        (gate_case, {"default": FusedGate(), "pdl": FusedGate(GatePolicy(dependent_select=True)),
+        (attention_case, {"pdl off": FusedSparseAttention(dependent_merge=False),
+                          "pdl": FusedSparseAttention(dependent_merge=True)}),
+        (gate_case, {"pdl off": FusedGate(GatePolicy(dependent_select=False)),
+                     "pdl": FusedGate(GatePolicy(dependent_select=True)),
                      "2 launches + pdl": FusedGate(GatePolicy(select_from=0, dependent_select=True))}),
-        (mhc_case, {"default": FusedMhc(), "pdl": FusedMhc(MhcPolicy(dependent_finish=True))}),
+        (mhc_case, {"pdl off": FusedMhc(MhcPolicy(dependent_finish=False)),
+                    "pdl": FusedMhc(MhcPolicy(dependent_finish=True))}),
     )
     out = []
     for name in ("mid", "flash"):
