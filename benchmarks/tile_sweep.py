@@ -110,11 +110,12 @@ MHC_DECODE = (
     ("16 splits", MhcPolicy(programs=16)),
     ("8 splits", MhcPolicy(programs=8)),
     ("d128", MhcPolicy(decode_block_d=128)),
-    ("fma mix", MhcPolicy(fma_mix=True)),  # the sweep's mixing as fused multiply-adds (mhc_tiles.py)
+    ("fma mix", MhcPolicy(fma_mix_from=0)),  # the sweep's mixing as fused multiply-adds (mhc_tiles.py)
 )
 MHC_MANY = (
     ("default", MhcPolicy()),
-    ("fma mix", MhcPolicy(fma_mix=True)),
+    ("fma mix", MhcPolicy(fma_mix_from=0)),
+    ("no fma mix", MhcPolicy(fma_mix_from=1 << 30)),  # the default before session 23
     ("before session 14", MhcPolicy(pin_mix=False, reload_d=128)),  # re-read below the tail, tail not pinned
     ("not pinned", MhcPolicy(pin_mix=False)),  # every dot recomputing the mixing in its operand's layout
     ("reload 128", MhcPolicy(reload_d=128)),  # below the tail the projection re-reads X'

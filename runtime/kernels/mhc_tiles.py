@@ -136,7 +136,7 @@ A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core produ
 within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it
 was not kept.
 
-Fused multiply-adds in the sweep (``fma_mix``, untimed): the kernel is compiled without FMA
+Fused multiply-adds in the sweep (``fma_mix_from``, from 512 rows): the kernel is compiled without FMA
 contraction (runtime/kernels/mhc.py's ``site_launches`` says why), so each of the mixing's
 products and adds is its own instruction: in the sm_90 code of the 4,096-row ``mid`` tail
 (Triton 3.6) 527 FMUL and 517 FADD of 3,264 instructions. ``tl.fma`` is never contracted
@@ -216,8 +216,12 @@ class MhcPolicy:
     ``fast_reciprocal``: on CUDA, the register form's Sinkhorn takes its reciprocals
     without div.full's range checks (``FAST_RCP``); ``pin_mix``: on CUDA, a dot in the
     mixing loop takes X' as mixed once (``PIN_MIX``; the module docstring says why);
-    ``fma_mix``: the sweep's mixing, collapse and sum of squares as fused multiply-adds
-    (``FMA_MIX``; the module docstring says why, off until timed); ``dependent_finish``:
+    ``fma_mix_from``: calls of at least this many rows take the sweep's mixing, collapse
+    and sum of squares as fused multiply-adds (``FMA_MIX``; the module docstring says why;
+    0: every call). 512: three H200 sweeps (tile_sweep_h200_mhc_fma_mix_{1,2,3}.md) found
+    it faster at 512 and 4,096 rows, ``mid`` and ``flash``, in every run (``mid`` 4,096
+    rows 130.6-131.6 -> 123.3-123.6 us, ``flash`` 512 rows 41.6-43.1 -> 39.1-40.4 us),
+    and at 1-64 rows faster in some runs and slower in others; ``dependent_finish``:
     a second (finishing) launch is launched dependent on the sweep (Hopper's programmatic
     dependent launch, runtime/kernels/pdl.py; CUDA only; on: dependent_launch_h200.md,
     mid 1 / 8 / 64 rows 6.63 -> 6.19, 9.55 -> 8.75, 11.71 -> 11.53 us, flash 7.75 -> 6.89,
@@ -263,7 +267,7 @@ class MhcPolicy:
     decode_finish_registers: bool = True
     pin_mix: bool = True
     fast_reciprocal: bool = True
-    fma_mix: bool = False
+    fma_mix_from: int = 512
     dependent_finish: bool = True
 
     def __post_init__(self) -> None:
@@ -275,8 +279,9 @@ class MhcPolicy:
             rows = getattr(self, name)
             if rows < 1 or rows & (rows - 1):
                 raise ValueError(f"MhcPolicy.{name}: expected a power of two >= 1, got {rows}")
-        if self.decode_finish_to < 0:
-            raise ValueError(f"MhcPolicy.decode_finish_to: expected a row count >= 0, got {self.decode_finish_to}")
+        for name in ("decode_finish_to", "fma_mix_from"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"MhcPolicy.{name}: expected a row count >= 0, got {getattr(self, name)}")
         for name in ("reload_d", "tail_reload_d"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected >= 0 (0 = project in the mixing loop), "
@@ -308,7 +313,8 @@ class MhcPolicy:
                          finish_warps=self.decode_finish_warps if decode_finish else self.finish_warps, reload_d=reload_d,
                          finish_registers=registers,
                          pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0,
-                         fast_reciprocal=self.fast_reciprocal and cuda and registers, fma_mix=self.fma_mix)
+                         fast_reciprocal=self.fast_reciprocal and cuda and registers,
+                         fma_mix=t >= self.fma_mix_from)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

@@ -166,11 +166,19 @@ def test_finish_rows_must_be_a_power_of_two(name, rows):
         MhcPolicy(**{name: rows})
 
 
+@pytest.mark.parametrize("name", ["decode_finish_to", "fma_mix_from"])
+def test_row_counts_must_not_be_negative(name):
+    with pytest.raises(ValueError, match=f"MhcPolicy.{name}: expected a row count >= 0, got -1"):
+        MhcPolicy(**{name: -1})
+
+
 @pytest.mark.parametrize("t", [1, 2, 8, 64, 512, 4096])
-def test_fma_mixing_is_asked_for_not_chosen(t):
-    """``fma_mix`` reaches the tiling as asked, on the GPU and in the interpreter (tl.fma runs
-    in both), and changes nothing else of the tiling; off by default (untimed)."""
+def test_fma_mixing_is_taken_from_its_row_count(t):
+    """``fma_mix_from`` reaches the tiling as asked, on the GPU and in the interpreter (tl.fma
+    runs in both), and changes nothing else of the tiling; by default from 512 rows (the
+    H200's sweeps, mhc_tiles.py)."""
     for cuda in (True, False):
-        plain = MhcPolicy().tiling(t, 2048, cuda=cuda)
+        plain = MhcPolicy(fma_mix_from=1 << 30).tiling(t, 2048, cuda=cuda)
         assert not plain.fma_mix
-        assert MhcPolicy(fma_mix=True).tiling(t, 2048, cuda=cuda) == replace(plain, fma_mix=True)
+        assert MhcPolicy(fma_mix_from=0).tiling(t, 2048, cuda=cuda) == replace(plain, fma_mix=True)
+        assert MhcPolicy().tiling(t, 2048, cuda=cuda) == replace(plain, fma_mix=t >= 512)

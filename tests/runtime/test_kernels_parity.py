@@ -402,13 +402,13 @@ def test_mhc_projection_modes_match_the_reference(fused, gen, projection, t):
 @pytest.mark.parametrize("projection,t", [("fma", 1), ("fma", 3), ("ieee", 20), ("ieee", 40)])
 def test_mhc_fma_mixing_matches_the_reference(fused, gen, projection, t):
     """The sweep's mixing, collapse and sum of squares as fused multiply-adds
-    (``MhcPolicy.fma_mix``), against the reference at the usual tolerances, with and
+    (``MhcPolicy.fma_mix_from``), against the reference at the usual tolerances, with and
     without a previous sublayer's output to fold in (40 rows: the ticket's tail)."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
     policy = MhcPolicy(projection=projection, decode_projection=projection, decode_rows=4, programs=8,
-                       block_d=32, decode_block_d=32, tail_rows=40, fma_mix=True)
+                       block_d=32, decode_block_d=32, tail_rows=40, fma_mix_from=0)
     assert policy.tiling(t, TINY.hidden_size, cuda=False).fma_mix
     fused.mhc = FusedMhc(policy)
     check_mhc(fused, gen, TINY, t, torch.float32, with_out=True)
@@ -528,12 +528,12 @@ def test_mhc_projection_modes_parity_gpu(fused, gen, projection, reload_d, confi
 @pytest.mark.parametrize("config,t", [(MID, 1), (MID, 8), (MID, 512), (MID, 2048), (FLASH, 8), (FLASH, 4096)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_mhc_fma_mixing_parity_gpu(fused, gen, config, t, dtype):
-    """The mixing as fused multiply-adds (``MhcPolicy.fma_mix``), compiled, at decode,
+    """The mixing as fused multiply-adds (``MhcPolicy.fma_mix_from``), compiled, at decode,
     mid-size and tail row counts, within the default's tolerances."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    fused.mhc = FusedMhc(MhcPolicy(fma_mix=True))
+    fused.mhc = FusedMhc(MhcPolicy(fma_mix_from=0))
     check_mhc(fused, gen, config, t, dtype, with_out=True)
     check_mhc(fused, gen, config, t, dtype, with_out=False)
 
