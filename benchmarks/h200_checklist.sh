@@ -27,6 +27,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 22  # mHC's sweep mixing as fused multiply-adds (untimed): GPU parity, three runs against the default
 #   OUT=/path bash benchmarks/h200_checklist.sh 23  # the indexer's decode calls reading every key tile (untimed): GPU parity, three sweeps; the cost of one dependent step
 #   OUT=/path bash benchmarks/h200_checklist.sh 24  # programmatic dependent launch in the four two-launch ops (untimed): GPU bit identity, on / off interleaved
+#   OUT=/path bash benchmarks/h200_checklist.sh 25  # session 23's new defaults (read_all, PDL for gate / mHC, fma mixing from 512 rows): PDL identity at 64 rows, the kernel table's gate, mHC, indexer rows
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -319,6 +320,11 @@ timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/tes
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pdl_parity.log" | tail -6
 timeout 420 python benchmarks/dependent_launch.py --out "$R/pdl" > "$OUT/pdl.log" 2>&1; el pdl $?
 grep -E "^\|" "$R"/pdl/*.md || tail -20 "$OUT/pdl.log"
+elif [ "$PART" = 25 ]; then
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_pdl.py -k "gpu and 64" > "$OUT/pdl64.log" 2>&1; el pdl64 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/pdl64.log" | tail -8
+timeout 400 python benchmarks/kernels.py --ops gate,mhc,indexer,indexer+topk --out "$R/kern25" > "$OUT/kern25.log" 2>&1; el kern25 $?
+grep -E "^\||met on" "$R"/kern25/*.md | tail -60
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
