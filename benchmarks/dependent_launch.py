@@ -10,8 +10,8 @@ Variants per case, the first the baseline the others are read against:
   expert) pairs, ``mid`` from 512 rows and ``flash`` from 3; else a selecting launch),
   ``pdl`` (``dependent_select``, the default since session 23), ``2 launches + pdl``
   (``select_from=0``: a selecting launch at every size, dependent);
-- mHC: ``pdl off`` (decode: a finishing launch), ``pdl`` (``dependent_finish``, the
-  default since session 23);
+- mHC: ``pdl off`` (decode: a finishing launch), ``pdl`` (``dependent_finish_to``: every
+  call; the default since session 23 up to 64 rows);
 - top-k at the indexer's 64k / 128k keys: ``chained``, ``chained + pdl``, ``resident``,
   ``resident + pdl``, ``resident 1 launch`` (the ticket form).
 
@@ -79,8 +79,8 @@ def cases() -> list[Case]:
         (gate_case, {"pdl off": FusedGate(GatePolicy(dependent_select=False)),
                      "pdl": FusedGate(GatePolicy(dependent_select=True)),
                      "2 launches + pdl": FusedGate(GatePolicy(select_from=0, dependent_select=True))}),
-        (mhc_case, {"pdl off": FusedMhc(MhcPolicy(dependent_finish=False)),
-                    "pdl": FusedMhc(MhcPolicy(dependent_finish=True))}),
+        (mhc_case, {"pdl off": FusedMhc(MhcPolicy(dependent_finish_to=0)),
+                    "pdl": FusedMhc(MhcPolicy(dependent_finish_to=1 << 30))}),
     )
     out = []
     for name in ("mid", "flash"):

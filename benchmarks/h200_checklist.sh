@@ -59,7 +59,7 @@
 #   (selection), mHC (finish) and the split top-k launched dependent on the first (Hopper's
 #   PDL, runtime/kernels/pdl.py: the launch overlaps the first kernel; an empty launch is
 #   0.88-1.0 us of the 2x-empty goal). Switches FusedSparseAttention(dependent_merge),
-#   GatePolicy / TopkSplitPolicy(dependent_select), MhcPolicy(dependent_finish); flip each
+#   GatePolicy / TopkSplitPolicy(dependent_select), MhcPolicy(dependent_finish_to); flip each
 #   whose decode cases get faster in benchmarks/dependent_launch.py, which also times the
 #   one-launch (ticket) forms beside them: whether a dependent second launch beats the
 #   gate's and the resident top-k's tickets. About 5-6 minutes. The next session's order:

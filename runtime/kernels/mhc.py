@@ -526,7 +526,7 @@ class FusedMhc:
         args = (streams, out_arg, post_arg, comb_arg, pre_shift, fn, fn_lo, base, scale, norm_weight,
                 new_streams, x, part, self.tickets.get(dev, grid[0]), pre, post, comb,
                 t, d, tiles.split_d, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters)
-        pdl = dependent_launch(self.policy.dependent_finish, dev)
+        pdl = dependent_launch(t <= self.policy.dependent_finish_to, dev)
         for launch_grid, kwargs in site_launches(tiles, t, d, out is not None, streams.dtype, pdl):
             self.kernel[launch_grid](*args, **kwargs)
         return new_streams, HcMix(pre, post, comb), x

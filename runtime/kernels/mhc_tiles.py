@@ -221,11 +221,15 @@ class MhcPolicy:
     0: every call). 512: three H200 sweeps (tile_sweep_h200_mhc_fma_mix_{1,2,3}.md) found
     it faster at 512 and 4,096 rows, ``mid`` and ``flash``, in every run (``mid`` 4,096
     rows 130.6-131.6 -> 123.3-123.6 us, ``flash`` 512 rows 41.6-43.1 -> 39.1-40.4 us),
-    and at 1-64 rows faster in some runs and slower in others; ``dependent_finish``:
-    a second (finishing) launch is launched dependent on the sweep (Hopper's programmatic
-    dependent launch, runtime/kernels/pdl.py; CUDA only; on: dependent_launch_h200.md,
-    mid 1 / 8 / 64 rows 6.63 -> 6.19, 9.55 -> 8.75, 11.71 -> 11.53 us, flash 7.75 -> 6.89,
-    10.18 -> 10.20, 16.54 -> 16.23 us, the same bits);
+    and at 1-64 rows faster in some runs and slower in others; ``dependent_finish_to``: calls of at
+    most this many rows launch their second (finishing) launch dependent on the sweep
+    (Hopper's programmatic dependent launch, runtime/kernels/pdl.py; CUDA only; 0: never).
+    64: dependent_launch_h200.md, mid 1 / 8 / 64 rows 6.63 -> 6.19, 9.55 -> 8.75, 11.71 ->
+    11.53 us, flash 7.75 -> 6.89, 10.18 -> 10.20, 16.54 -> 16.23 us, the same bits; from
+    256 rows it costs (tile_sweep_h200_mhc_pdl_rows_1.md: mid 512 rows 22.5 -> 26.6 us,
+    flash 512 rows 38.9 -> 44.1 us): the sweep then runs in more than one wave, and the
+    finishing launch's programs, resident early and waiting, take the slots its later
+    programs need;
     ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
     and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
     columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
@@ -268,7 +272,7 @@ class MhcPolicy:
     pin_mix: bool = True
     fast_reciprocal: bool = True
     fma_mix_from: int = 512
-    dependent_finish: bool = True
+    dependent_finish_to: int = 64
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):
@@ -279,7 +283,7 @@ class MhcPolicy:
             rows = getattr(self, name)
             if rows < 1 or rows & (rows - 1):
                 raise ValueError(f"MhcPolicy.{name}: expected a power of two >= 1, got {rows}")
-        for name in ("decode_finish_to", "fma_mix_from"):
+        for name in ("decode_finish_to", "fma_mix_from", "dependent_finish_to"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected a row count >= 0, got {getattr(self, name)}")
         for name in ("reload_d", "tail_reload_d"):

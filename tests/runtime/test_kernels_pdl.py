@@ -96,7 +96,7 @@ def mhc_pair(mhc, gen, t: int, c: V41Config, dtype: torch.dtype):
     base = MhcPolicy(tail_rows=1 << 20) if CUDA else INTERPRETED
     results = []
     for on in (False, True):
-        new_streams, mix, x = mhc.FusedMhc(type(base)(**{**vars(base), "dependent_finish": on}))(*args)
+        new_streams, mix, x = mhc.FusedMhc(type(base)(**{**vars(base), "dependent_finish_to": (1 << 30) if on else 0}))(*args)
         results.append(torch.cat([new_streams.float().flatten(), mix.pre.flatten(), mix.post.flatten(),
                                   mix.comb.flatten(), x.float().flatten()]))
     return results
