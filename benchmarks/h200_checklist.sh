@@ -28,6 +28,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 23  # the indexer's decode calls reading every key tile (untimed): GPU parity, three sweeps; the cost of one dependent step
 #   OUT=/path bash benchmarks/h200_checklist.sh 24  # programmatic dependent launch in the four two-launch ops (untimed): GPU bit identity, on / off interleaved
 #   OUT=/path bash benchmarks/h200_checklist.sh 25  # session 23's new defaults (read_all, PDL for gate / mHC, fma mixing from 512 rows): PDL identity at 64 rows, the kernel table's gate, mHC, indexer rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 26  # mHC's PDL by rows (dependent_finish_to=64): default vs "pdl off" at 64-512 rows, twice
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -325,6 +326,11 @@ timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/tes
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/pdl64.log" | tail -8
 timeout 400 python benchmarks/kernels.py --ops gate,mhc,indexer,indexer+topk --out "$R/kern25" > "$OUT/kern25.log" 2>&1; el kern25 $?
 grep -E "^\||met on" "$R"/kern25/*.md | tail -60
+elif [ "$PART" = 26 ]; then
+for i in 1 2; do
+  timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 64 128 256 512 --only default "pdl off" --out "$R/rows_$i" > "$OUT/rows_$i.log" 2>&1; el rows_$i $?
+  grep -E "^\| mhc" "$R"/rows_$i/*.md | cut -d"|" -f2-8
+done
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
