@@ -5,13 +5,15 @@ an op has a one-launch form (a ticket), that form beside them, so one run says b
 whether PDL pays and whether a second launch with PDL beats the ticket.
 
 Variants per case, the first the baseline the others are read against:
-- attention: ``pdl off`` (the registry's default), ``pdl`` (``dependent_merge``);
+- attention: ``pdl off`` (the registry's default), ``pdl`` (``dependent_merge``), ``pdl at
+  exit`` (``merge_at_exit``: the partials let the merge launch as they exit, pdl.py);
 - gate: ``pdl off`` (a ticket unless the selection covers more than 1,024 (row, padded
   expert) pairs, ``mid`` from 512 rows and ``flash`` from 3; else a selecting launch),
   ``pdl`` (``dependent_select``, the default since session 23), ``2 launches + pdl``
   (``select_from=0``: a selecting launch at every size, dependent);
 - mHC: ``pdl off`` (decode: a finishing launch), ``pdl`` (``dependent_finish_to``: every
-  call; the default since session 23 up to 64 rows);
+  call; the default since session 23 up to 64 rows), ``pdl at exit``
+  (``finish_at_exit_from=0``); also at 128-512 rows, where the sweep runs in several waves;
 - top-k at the indexer's 64k / 128k keys: ``chained``, ``chained + pdl``, ``resident``,
   ``resident + pdl``, ``resident 1 launch`` (the ticket form).
 
@@ -73,14 +75,17 @@ def cases() -> list[Case]:
     from runtime.kernels.topk import FusedTopk
     from runtime.kernels.topk_tiles import TopkSplitPolicy
 
+    always = dict(dependent_finish_to=1 << 30)
+    mhc_variants = {"pdl off": FusedMhc(MhcPolicy(dependent_finish_to=0)), "pdl": FusedMhc(MhcPolicy(**always)),
+                    "pdl at exit": FusedMhc(MhcPolicy(**always, finish_at_exit_from=0))}
     forms = (
         (attention_case, {"pdl off": FusedSparseAttention(dependent_merge=False),
-                          "pdl": FusedSparseAttention(dependent_merge=True)}),
+                          "pdl": FusedSparseAttention(dependent_merge=True),
+                          "pdl at exit": FusedSparseAttention(dependent_merge=True, merge_at_exit=True)}),
         (gate_case, {"pdl off": FusedGate(GatePolicy(dependent_select=False)),
                      "pdl": FusedGate(GatePolicy(dependent_select=True)),
                      "2 launches + pdl": FusedGate(GatePolicy(select_from=0, dependent_select=True))}),
-        (mhc_case, {"pdl off": FusedMhc(MhcPolicy(dependent_finish_to=0)),
-                    "pdl": FusedMhc(MhcPolicy(dependent_finish_to=1 << 30))}),
+        (mhc_case, mhc_variants),
     )
     out = []
     for name in ("mid", "flash"):
@@ -89,6 +94,9 @@ def cases() -> list[Case]:
             for build, variants in forms:
                 case, args = build(None, c, name, t)
                 out.append(Case(case.op, name, case.shape, variants, args))
+        for t in (128, 256, 512):  # mHC's sweep in more than one wave: PDL lost from 256 rows
+            case, args = mhc_case(None, c, name, t)
+            out.append(Case(case.op, name, case.shape, mhc_variants, args))
     k = V41Config.preset("flash").index_topk
     topk = {"chained": TopkSplitPolicy(), "chained + pdl": TopkSplitPolicy(dependent_select=True),
             "resident": TopkSplitPolicy(resident=True),

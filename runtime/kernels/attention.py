@@ -38,7 +38,7 @@ import triton.language as tl
 
 from runtime.kernels.attention_tiles import AttentionTile, tile_for
 from runtime.kernels.backend import jit, next_pow2
-from runtime.kernels.pdl import dependent_launch, gdc_launch_dependents, gdc_wait
+from runtime.kernels.pdl import dependent_launch, gdc_enter, gdc_wait
 from runtime.kv_packing import PackedKV
 from runtime.numerics import Numerics
 
@@ -51,7 +51,7 @@ def _attn_partial_kernel(
     H, W, K, swa_rows, comp_rows, keys_per_split, n_split, scale,
     HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
     HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr, VD: tl.constexpr,
-    PDL: tl.constexpr = False,
+    PDL: tl.constexpr = False, PDL_AT_EXIT: tl.constexpr = False,
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
     source shared by all queries, the engine's layout). PACKED: ``swa_ptr`` / ``comp_ptr``
@@ -62,9 +62,10 @@ def _attn_partial_kernel(
     HD / VD, every program of a split computes the same scores and accumulates its own
     column block, so the [BLOCK_H, VD] accumulator holds HD / VD times fewer registers;
     unpacked caches only). ``PDL``: the merge is launched dependent on this launch
-    (runtime/kernels/pdl.py), and may be placed on the GPU from this program's start."""
+    (runtime/kernels/pdl.py), and may be placed on the GPU from this program's start
+    (``PDL_AT_EXIT``: from its exit)."""
     if PDL:
-        gdc_launch_dependents()
+        gdc_enter(False, PDL_AT_EXIT)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     scale = tl.cast(scale, tl.float32)
     t = tl.program_id(0).to(tl.int64)
@@ -217,16 +218,19 @@ class FusedSparseAttention:
     static decode slab's twin."""
 
     def __init__(self, splits: int | None = None, tile: AttentionTile | None = None,
-                 table: dict | None = None, dependent_merge: bool = False) -> None:
+                 table: dict | None = None, dependent_merge: bool = False, merge_at_exit: bool = False) -> None:
         """``splits`` forces the key-list split count (tests use it to run the merge path on
         CPU); ``tile`` forces one tiling for every call (the sweep's candidates; its splits
         apply on any device); ``table`` replaces runtime.kernels.attention_tiles.TILES;
         ``dependent_merge``: the merge launched dependent on the partials (Hopper's PDL,
-        runtime/kernels/pdl.py; CUDA only; untimed, so off by default)."""
+        runtime/kernels/pdl.py; CUDA only; off: benchmarks/results/dependent_launch_h200.md
+        has it faster at some decode shapes and slower at others); ``merge_at_exit``: the
+        partials let it launch as they exit rather than from their start (pdl.py says why)."""
         self.forced_splits = splits
         self.forced_tile = tile
         self.table = table
         self.dependent_merge = dependent_merge
+        self.merge_at_exit = merge_at_exit
         self.partial = jit(_attn_partial_kernel)
         self.merge = jit(_attn_merge_kernel)
 
@@ -320,7 +324,8 @@ class FusedSparseAttention:
         lsum = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
         pdl = dependent_launch(self.dependent_merge, dev)
         self.partial[(t, h_blocks, n_split * (hd // vd))](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum,
-                                                          *scale_ptrs, *scalars, PDL=pdl, **launch)
+                                                          *scale_ptrs, *scalars, PDL=pdl,
+                                                          PDL_AT_EXIT=self.merge_at_exit, **launch)
         merge_d = tile.merge_columns(hd)
         self.merge[(t * n_heads, hd // merge_d)](part, m, lsum, sink_f, out, n_heads, n_split,
                                                  HD=hd, SPLITS_P2=next_pow2(n_split), MERGE_D=merge_d, PDL=pdl,

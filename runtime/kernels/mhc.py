@@ -88,6 +88,7 @@ def _mhc_site_kernel(
     BLOCK_D: tl.constexpr, PROJ: tl.constexpr, TAIL_T: tl.constexpr, CHUNK: tl.constexpr,
     NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
     PIN_MIX: tl.constexpr, FAST_RCP: tl.constexpr, FMA_MIX: tl.constexpr, PDL: tl.constexpr = False,
+    PDL_AT_EXIT: tl.constexpr = False,
 ):
     """One launch of a site, by PHASE:
 
@@ -106,10 +107,10 @@ def _mhc_site_kernel(
     last: deterministic), CHUNK splits per load (one memory round trip each, not one per
     split), TAIL_T rows at a time, reading through L2 (.cg: other programs wrote them).
     ``PROJ``: the projection mode (mhc_tiles.PROJECTIONS). ``PDL``: FINISH is launched
-    dependent on SWEEP (runtime/kernels/pdl.py): SWEEP lets it launch from the start,
-    FINISH waits for SWEEP before any load."""
+    dependent on SWEEP (runtime/kernels/pdl.py): SWEEP lets it launch from the start
+    (``PDL_AT_EXIT``: as it exits), FINISH waits for SWEEP before any load."""
     if PDL:
-        gdc_enter(PHASE == FINISH)
+        gdc_enter(PHASE == FINISH, PDL_AT_EXIT)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
     norm_eps, hc_eps = tl.cast(norm_eps, tl.float32), tl.cast(hc_eps, tl.float32)
     HC: tl.constexpr = 4
@@ -463,10 +464,11 @@ def _mhc_site_kernel(
 
 
 def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.dtype,
-                  pdl: bool = False) -> list[tuple[tuple, dict]]:
+                  pdl: bool = False, at_exit: bool = False) -> list[tuple[tuple, dict]]:
     """(grid, keyword arguments) of each launch of one call, in order: the sweep (with the
     tail from ``tiles.tail_rows``), else the sweep and the finish (``pdl``: launched
-    dependent on the sweep, runtime/kernels/pdl.py). The sm_90 compile check
+    dependent on the sweep, runtime/kernels/pdl.py; ``at_exit``: the sweep lets it launch as
+    it exits). The sm_90 compile check
     (tests/runtime/compile_sm90.py) compiles exactly these."""
     # No FMA contraction: Triton may compute X' twice (for the store and, rematerialised in
     # the tensor-core operand's layout, for the projection); contracted differently, the
@@ -481,7 +483,7 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
         return [(tiles.grid(t, d), sweep)]
     finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
                   num_warps=tiles.finish_warps, PDL=pdl, launch_pdl=pdl, **common)
-    return [(tiles.grid(t, d), dict(sweep, PDL=pdl)), (tiles.finish_grid(t, d), finish)]
+    return [(tiles.grid(t, d), dict(sweep, PDL=pdl, PDL_AT_EXIT=pdl and at_exit)), (tiles.finish_grid(t, d), finish)]
 
 
 class FusedMhc:
@@ -527,6 +529,7 @@ class FusedMhc:
                 new_streams, x, part, self.tickets.get(dev, grid[0]), pre, post, comb,
                 t, d, tiles.split_d, config.rms_norm_eps, config.hc_eps, config.hc_sinkhorn_iters)
         pdl = dependent_launch(t <= self.policy.dependent_finish_to, dev)
-        for launch_grid, kwargs in site_launches(tiles, t, d, out is not None, streams.dtype, pdl):
+        at_exit = t >= self.policy.finish_at_exit_from
+        for launch_grid, kwargs in site_launches(tiles, t, d, out is not None, streams.dtype, pdl, at_exit):
             self.kernel[launch_grid](*args, **kwargs)
         return new_streams, HcMix(pre, post, comb), x

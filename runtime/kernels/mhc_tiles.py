@@ -229,7 +229,9 @@ class MhcPolicy:
     256 rows it costs (tile_sweep_h200_mhc_pdl_rows_1.md: mid 512 rows 22.5 -> 26.6 us,
     flash 512 rows 38.9 -> 44.1 us): the sweep then runs in more than one wave, and the
     finishing launch's programs, resident early and waiting, take the slots its later
-    programs need;
+    programs need; ``finish_at_exit_from``: dependent calls of at least this many rows let
+    the finish launch as the sweep's programs exit instead of from their start (pdl.py;
+    untimed, so from 2^30);
     ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
     and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
     columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
@@ -273,6 +275,7 @@ class MhcPolicy:
     fast_reciprocal: bool = True
     fma_mix_from: int = 512
     dependent_finish_to: int = 64
+    finish_at_exit_from: int = 1 << 30
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):
@@ -283,7 +286,7 @@ class MhcPolicy:
             rows = getattr(self, name)
             if rows < 1 or rows & (rows - 1):
                 raise ValueError(f"MhcPolicy.{name}: expected a power of two >= 1, got {rows}")
-        for name in ("decode_finish_to", "fma_mix_from", "dependent_finish_to"):
+        for name in ("decode_finish_to", "fma_mix_from", "dependent_finish_to", "finish_at_exit_from"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected a row count >= 0, got {getattr(self, name)}")
         for name in ("reload_d", "tail_reload_d"):

@@ -22,11 +22,17 @@ as ``triton.language.extra.cuda``):
   it depends on (a later dependent of it relies on that);
 - the first launch lets the dependent launch at its start: the dependent's programs then
   hold their SM slots while waiting, which at decode sizes (at most one wave of programs)
-  takes nothing the first launch needs.
+  takes nothing the first launch needs. Where the first launch runs in several waves those
+  waiting programs take the slots of its later ones (mHC's sweep from 256 rows:
+  benchmarks/results/tile_sweep_h200_mhc_pdl_rows_1.md), so a first launch can instead
+  trigger at its exit (``at_exit``: it never calls ``launch_dependents``, and a program
+  that exits counts as triggered): the dependent is launched when the last program of
+  the first ends, and its launch overlaps only the first grid's completion.
 
 CUDA only: ``griddepcontrol`` is inline PTX, which the interpreter cannot run, so the
 switch is off there whatever a policy asks (:func:`dependent_launch`). Each op's policy
-carries its own switch, off until the H200 has timed it (``benchmarks/dependent_launch.py``).
+carries its own switch, on where the H200 timed it faster (``benchmarks/dependent_launch.py``,
+benchmarks/results/dependent_launch_h200.md: the gate, and mHC up to 64 rows).
 """
 
 from __future__ import annotations
@@ -39,13 +45,14 @@ __all__ = ["dependent_launch", "gdc_enter", "gdc_launch_dependents", "gdc_wait"]
 
 
 @core.extern
-def gdc_enter(dependent, _semantic=None):
+def gdc_enter(dependent, at_exit=False, _semantic=None):
     """A kernel's first step when its op launches dependently, by its role (``dependent``, a
     constexpr): the dependent launch waits for the grid before it; the first launch lets
-    the dependent one launch. Called as ``if PDL: gdc_enter(ROLE)`` at a kernel's start."""
+    the dependent one launch, now or (``at_exit``, a constexpr) by exiting. Called as
+    ``if PDL: gdc_enter(ROLE, AT_EXIT)`` at a kernel's start."""
     if core._unwrap_if_constexpr(dependent):
         gdc_wait(_semantic=_semantic)
-    else:
+    elif not core._unwrap_if_constexpr(at_exit):
         gdc_launch_dependents(_semantic=_semantic)
 
 

@@ -67,7 +67,9 @@ def attention_pair(attention, gen, t: int, heads: int, hd: int, window: int, k: 
     topk = torch.randint(-1, ctx // 2, (t, k), generator=gen).to(DEVICE)
     sink = torch.randn(heads, generator=gen).to(DEVICE)
     args = (q, positions, floor, swa, window, comp, topk, sink, NUM)
-    return [attention.FusedSparseAttention(splits=splits, dependent_merge=on)(*args) for on in (False, True)]
+    # off, on, on with the partials triggering at exit
+    return [attention.FusedSparseAttention(splits=splits, dependent_merge=on, merge_at_exit=at_exit)(*args)
+            for on, at_exit in ((False, False), (True, False), (True, True))]
 
 
 def gate_pair(gate, gen, t: int, c: V41Config, dtype: torch.dtype):
@@ -95,8 +97,9 @@ def mhc_pair(mhc, gen, t: int, c: V41Config, dtype: torch.dtype):
     # tail_rows past t: the finish is a second launch (decode's form) at any size
     base = MhcPolicy(tail_rows=1 << 20) if CUDA else INTERPRETED
     results = []
-    for on in (False, True):
-        new_streams, mix, x = mhc.FusedMhc(type(base)(**{**vars(base), "dependent_finish_to": (1 << 30) if on else 0}))(*args)
+    for on, at_exit in ((False, False), (True, False), (True, True)):  # off, on, on triggering at exit
+        policy = {**vars(base), "dependent_finish_to": (1 << 30) if on else 0, "finish_at_exit_from": 0 if at_exit else 1 << 30}
+        new_streams, mix, x = mhc.FusedMhc(type(base)(**policy))(*args)
         results.append(torch.cat([new_streams.float().flatten(), mix.pre.flatten(), mix.post.flatten(),
                                   mix.comb.flatten(), x.float().flatten()]))
     return results
@@ -121,12 +124,12 @@ def test_the_switches_change_nothing_on_the_interpreter_or_the_gpu(kernels, gen)
     attention, gate, mhc, topk = kernels
     tiny = V41Config.preset("tiny")
     seed = gen.initial_seed()
-    off, on = attention_pair(attention, gen, 2, 4, 32, 8, 16, 64, splits=3)
-    assert same_bits(off, on), f"attention (seed {seed})"
+    off, on, at_exit = attention_pair(attention, gen, 2, 4, 32, 8, 16, 64, splits=3)
+    assert same_bits(off, on) and same_bits(off, at_exit), f"attention (seed {seed})"
     (w_off, ids_off), (w_on, ids_on) = gate_pair(gate, gen, 3, tiny, torch.float32)
     assert same_bits(w_off, w_on) and torch.equal(ids_off, ids_on), f"gate (seed {seed})"
-    off, on = mhc_pair(mhc, gen, 2, tiny, torch.float32)
-    assert same_bits(off, on), f"mhc (seed {seed})"
+    off, on, at_exit = mhc_pair(mhc, gen, 2, tiny, torch.float32)
+    assert same_bits(off, on) and same_bits(off, at_exit), f"mhc (seed {seed})"
     for off, on in topk_pairs(topk, gen, 2, 512, 16):
         assert torch.equal(off, on), f"top-k (seed {seed})"
 
@@ -142,13 +145,13 @@ def test_dependent_launches_match_on_gpu(kernels, gen, name, t):
     attention, gate, mhc, topk = kernels
     c = V41Config.preset(name)
     seed = gen.initial_seed()
-    off, on = attention_pair(attention, gen, t, c.num_attention_heads, c.head_dim, c.sliding_window,
-                             c.index_topk, 8192, splits=None)
-    assert same_bits(off, on), f"attention (seed {seed})"
+    off, on, at_exit = attention_pair(attention, gen, t, c.num_attention_heads, c.head_dim, c.sliding_window,
+                                      c.index_topk, 8192, splits=None)
+    assert same_bits(off, on) and same_bits(off, at_exit), f"attention (seed {seed})"
     (w_off, ids_off), (w_on, ids_on) = gate_pair(gate, gen, t, c, torch.bfloat16)
     assert same_bits(w_off, w_on) and torch.equal(ids_off, ids_on), f"gate (seed {seed})"
-    off, on = mhc_pair(mhc, gen, t, c, torch.bfloat16)
-    assert same_bits(off, on), f"mhc (seed {seed})"
+    off, on, at_exit = mhc_pair(mhc, gen, t, c, torch.bfloat16)
+    assert same_bits(off, on) and same_bits(off, at_exit), f"mhc (seed {seed})"
     for off, on in topk_pairs(topk, gen, t, 65536, c.index_topk):
         assert torch.equal(off, on), f"top-k (seed {seed})"
 
@@ -174,22 +177,26 @@ PDL_PTX = textwrap.dedent("""
                 "id_map_ptr": "*i64", "cand_ptr": "*i64", "cand_score_ptr": "*fp32", "count_ptr": "*i32",
                 "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "SCRATCH": "i32"}
 
-    def pairs(pdl):
-        # (op, kernel, signature, first launch's kwargs, dependent's kwargs)
+    def pairs(pdl, at_exit):
+        # (op, kernel, signature, first launch's kwargs, dependent's kwargs); at_exit: the two
+        # ops with a trigger-at-exit switch only
         dep = {"launch_pdl": True} if pdl else {}
         common = dict(HD=512, BLOCK_H=16, BLOCK_N=16, HAS_TOPK=True, IEEE=False, RING=False, PACKED=False,
                       VD=512, num_warps=4, num_stages=3)
-        yield ("attention", (attention._attn_partial_kernel, ATTENTION_SIGNATURE, dict(SPLIT=True, PDL=pdl, **common)),
+        yield ("attention", (attention._attn_partial_kernel, ATTENTION_SIGNATURE,
+                             dict(SPLIT=True, PDL=pdl, PDL_AT_EXIT=at_exit, **common)),
                (attention._attn_merge_kernel, MERGE_SIGNATURE, dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=pdl, **dep)))
+        tiles = MhcPolicy().tiling(1, 2048, cuda=True)
+        launches = mhc.site_launches(tiles, 1, 2048, True, torch.bfloat16, pdl, at_exit)
+        yield ("mhc", (mhc._mhc_site_kernel, SITE_SIGNATURE, launches[0][1]),
+               (mhc._mhc_site_kernel, SITE_SIGNATURE, launches[1][1]))
+        if at_exit:
+            return
         tiles = gate.GatePolicy(select_from=0).tiling(8, flash.hidden_size, flash.n_routed_experts)
         launches = gate.gate_launches(tiles, 8, flash.hidden_size, flash.n_routed_experts, flash, False, pdl)
         kernel = jit(gate._gate_kernel, helpers=gate.GATE_HELPERS)
         sig = {**GATE_SIGNATURE, "count_ptr": "*i64"}
         yield ("gate", (kernel, sig, launches[0][1]), (kernel, sig, launches[1][1]))
-        tiles = MhcPolicy().tiling(1, 2048, cuda=True)
-        launches = mhc.site_launches(tiles, 1, 2048, True, torch.bfloat16, pdl)
-        yield ("mhc", (mhc._mhc_site_kernel, SITE_SIGNATURE, launches[0][1]),
-               (mhc._mhc_site_kernel, SITE_SIGNATURE, launches[1][1]))
         chained = dict(GROUPS=1024, BLOCK=1024, UNROLL=2, num_warps=8, PDL=pdl)
         yield ("topk chained", (_topk_kernel, CHAINED, dict(SCORES=True, MAPPED=False, **chained)),
                (_topk_kernel, CHAINED, dict(SCORES=False, MAPPED=True, **chained, **dep)))
@@ -202,13 +209,13 @@ PDL_PTX = textwrap.dedent("""
     def first(lines, pattern):
         return next((i for i, line in enumerate(lines) if re.search(pattern, line)), -1)
 
-    for pdl in (False, True):
-        for op, primary, dependent in pairs(pdl):
+    for pdl, at_exit in ((False, False), (True, False), (True, True)):
+        for op, primary, dependent in pairs(pdl, at_exit):
             for role, (kernel, sig, kwargs) in (("first", primary), ("dependent", dependent)):
                 compiled = compile_sm90(kernel, sig, kwargs)
                 lines = compiled.asm["ptx"].splitlines()
                 memory = next(i for i, line in enumerate(lines) if MEMORY.search(line))
-                print("|".join(str(v) for v in (op, role, int(pdl), first(lines, r"griddepcontrol\\.wait"),
+                print("|".join(str(v) for v in (op, role, int(pdl) + int(at_exit), first(lines, r"griddepcontrol\\.wait"),
                                                  first(lines, r"griddepcontrol\\.launch_dependents"), memory,
                                                  int(bool(compiled.metadata.launch_pdl)))))
 """)
@@ -218,7 +225,8 @@ PDL_PTX = textwrap.dedent("""
 def test_the_dependent_waits_before_its_first_access_on_sm90(run_sm90_script):
     stdout = run_sm90_script(PDL_PTX)
     rows = [line.split("|") for line in stdout.strip().splitlines() if line.count("|") == 6]
-    assert len(rows) == 20, stdout  # 5 pairs x 2 roles x PDL off / on
+    # 5 pairs x 2 roles x PDL off / on, and attention's and mHC's pairs triggering at exit
+    assert len(rows) == 24, stdout
     for op, role, pdl, wait, trigger, memory, launch_pdl in rows:
         wait, trigger, memory = int(wait), int(trigger), int(memory)
         where = f"{op} {role} pdl={pdl}: wait {wait}, trigger {trigger}, first access {memory}"
@@ -226,5 +234,7 @@ def test_the_dependent_waits_before_its_first_access_on_sm90(run_sm90_script):
             assert wait == trigger == -1 and launch_pdl == "0", where
         elif role == "dependent":
             assert 0 <= wait < memory and trigger == -1 and launch_pdl == "1", where
+        elif pdl == "2":  # at exit: no trigger, the exit is one
+            assert wait == trigger == -1 and launch_pdl == "0", where
         else:
             assert 0 <= trigger < memory and wait == -1 and launch_pdl == "0", where
