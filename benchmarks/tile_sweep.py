@@ -117,6 +117,7 @@ MHC_MANY = (
     ("fma mix", MhcPolicy(fma_mix_from=0)),
     ("no fma mix", MhcPolicy(fma_mix_from=1 << 30)),  # the default before session 23
     ("pdl off", MhcPolicy(dependent_finish_to=0)),  # the finishing launch not dependent (runtime/kernels/pdl.py)
+    ("pdl at exit", MhcPolicy(dependent_finish_to=1 << 30, finish_at_exit_from=0)),  # dependent, launched as the sweep exits
     ("before session 14", MhcPolicy(pin_mix=False, reload_d=128)),  # re-read below the tail, tail not pinned
     ("not pinned", MhcPolicy(pin_mix=False)),  # every dot recomputing the mixing in its operand's layout
     ("reload 128", MhcPolicy(reload_d=128)),  # below the tail the projection re-reads X'
