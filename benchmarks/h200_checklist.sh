@@ -65,7 +65,14 @@
 #   one-launch (ticket) forms beside them: whether a dependent second launch beats the
 #   gate's and the resident top-k's tickets. About 5-6 minutes. The next session's order:
 #   24, then 20, then 23, then 22 or 4 (one call each; about 30 minutes with the start);
-# - still open: mHC below goal everywhere (decode 6.0-9.2 us; 22-34 % from 512 rows), the
+# Session 23 ran 24, 20 + 23, 22, 25 and two mHC sweeps at 256 / 512 rows: read_all, the gate's
+# PDL, mHC's PDL up to 64 rows and its FMA mixing from 512 rows are defaults now; the resident
+# top-k, attention's PDL and tf32x2 stay off (README, "Session 23"). Next session, in order:
+# - part 24 again (now: at-exit triggers for attention and mHC, mHC at 128-512 rows, the GPU
+#   identity at 64 rows): sets attention's merge_at_exit, MhcPolicy.finish_at_exit_from and
+#   dependent_finish_to (128 rows untimed);
+# - part 4 (the whole table, cold readings; not run since session 20), then 21 and 19;
+# - still open: mHC below goal everywhere (decode 5.5-8.8 us; 19-36 % from 512 rows), the
 #   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
 set -u
