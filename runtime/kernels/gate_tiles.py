@@ -129,8 +129,8 @@ class GatePolicy:
     ``dependent_select``: the selecting launch is launched dependent on the partials'
     (Hopper's programmatic dependent launch, runtime/kernels/pdl.py; CUDA only), so its
     launch overlaps theirs. On: dependent_launch_h200.md, ``flash`` 8 / 64 rows (two
-    launches) 9.11 -> 8.24 and 13.53 -> 13.33 us; the one-launch calls within 0.01-0.37 us
-    (faster at all six), the same bits.
+    launches) 9.11 -> 8.24 and 13.53 -> 13.33 us; the four one-launch calls (``mid`` 1 / 8 /
+    64 rows, ``flash`` 1) 0.01-0.37 us faster; the same bits.
     """
 
     programs: int = 256
