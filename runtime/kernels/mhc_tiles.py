@@ -221,7 +221,8 @@ class MhcPolicy:
     0: every call). 512: three H200 sweeps (tile_sweep_h200_mhc_fma_mix_{1,2,3}.md) found
     it faster at 512 and 4,096 rows, ``mid`` and ``flash``, in every run (``mid`` 4,096
     rows 130.6-131.6 -> 123.3-123.6 us, ``flash`` 512 rows 41.6-43.1 -> 39.1-40.4 us),
-    and at 1-64 rows faster in some runs and slower in others; ``dependent_finish_to``:
+    and below that faster in every run at ``flash`` (1, 8, 64 rows) and at ``mid`` 8 rows,
+    but slower in 2 of 3 at ``mid`` 1 and 64 rows, so it starts at 512; ``dependent_finish_to``:
     calls of at most this many rows launch their second (finishing) launch dependent on the sweep
     (Hopper's programmatic dependent launch, runtime/kernels/pdl.py; CUDA only; 0: never).
     64: dependent_launch_h200.md, mid 1 / 8 / 64 rows 6.63 -> 6.19, 9.55 -> 8.75, 11.71 ->
