@@ -131,12 +131,14 @@ def finish_candidate_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[
 
 
 def sweep_candidate_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
-    """The sweeping launch with the mixing as fused multiply-adds (``MhcPolicy.fma_mix_from``,
-    not the default: untimed)."""
+    """The sweeping launch with the mixing's other form (``MhcPolicy.fma_mix_from``: fused
+    multiply-adds below 512 rows, where the default mixes without them, and the plain
+    mixing from 512, where the default takes them)."""
     from runtime.kernels.mhc import FINISH
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    return [launch for launch in site_launches(rows, d, MhcPolicy(fma_mix_from=0)) if launch[1]["PHASE"] != FINISH.value]
+    other = MhcPolicy(fma_mix_from=(1 << 30) if MhcPolicy().tiling(rows, d, cuda=True).fma_mix else 0)
+    return [launch for launch in site_launches(rows, d, other) if launch[1]["PHASE"] != FINISH.value]
 
 
 ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32",
