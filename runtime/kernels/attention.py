@@ -38,7 +38,7 @@ import triton.language as tl
 
 from runtime.kernels.attention_tiles import AttentionTile, tile_for
 from runtime.kernels.backend import jit, next_pow2
-from runtime.kernels.pdl import dependent_launch, gdc_enter, gdc_wait
+from runtime.kernels.pdl import dependent_launch, gdc_enter
 from runtime.kv_packing import PackedKV
 from runtime.numerics import Numerics
 
@@ -188,7 +188,7 @@ def _attn_merge_kernel(
     columns, rescaled to the common max, summed and divided by the sink-including sum.
     ``PDL``: launched dependent on the partial launch: wait for it before any load."""
     if PDL:
-        gdc_wait()
+        gdc_enter(True)
     row = tl.program_id(0).to(tl.int64)  # t * H + h
     h = row % H
     sp = tl.arange(0, SPLITS_P2)

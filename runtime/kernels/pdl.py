@@ -41,7 +41,7 @@ import torch
 from triton.language import core
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-__all__ = ["dependent_launch", "gdc_enter", "gdc_launch_dependents", "gdc_wait"]
+__all__ = ["dependent_launch", "gdc_enter"]
 
 
 @core.extern

@@ -166,7 +166,7 @@ def test_finish_rows_must_be_a_power_of_two(name, rows):
         MhcPolicy(**{name: rows})
 
 
-@pytest.mark.parametrize("name", ["decode_finish_to", "fma_mix_from", "dependent_finish_to"])
+@pytest.mark.parametrize("name", ["decode_finish_to", "fma_mix_from", "dependent_finish_to", "finish_at_exit_from"])
 def test_row_counts_must_not_be_negative(name):
     with pytest.raises(ValueError, match=f"MhcPolicy.{name}: expected a row count >= 0, got -1"):
         MhcPolicy(**{name: -1})
