@@ -1,6 +1,10 @@
 """How many keys the resident top-k's bound lists (runtime/kernels/topk_resident.py, step
 2-3), on the CPU: the kernel's bound recomputed with torch on N(0, 1) float32 rows at the
 indexer's splits, for each chunk program and for the candidate row of its second launch.
+And the row-bound top-k's (runtime/kernels/topk_rowbound.py): the keys above its one bound
+per row, which its last launch selects among in registers up to ``RowBound.list_keys``
+(more: over the row in memory), on N(0, 1) rows and on rows whose last 4,096 keys (a
+recent window) score higher by 1 or 3 standard deviations (which path each row takes).
 
 Why: a resident program's candidate list has ``FusedTopk.resident_list(keys, k)`` slots
 (2k); a chunk whose list would be longer runs its radix passes over every key instead
@@ -27,9 +31,12 @@ import torch
 from benchmarks.records import command_line, environment, header, write
 from runtime.kernels.topk import FusedTopk
 from runtime.kernels.topk_resident import BOUND_PASSES
-from runtime.kernels.topk_tiles import TopkSplitPolicy
+from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
 
 BOUND_BITS = 5 * BOUND_PASSES.value  # the bound's radix passes, 5 bits each
+CUT = ~((1 << (32 - BOUND_BITS)) - 1)  # keeps a key's top BOUND_BITS bits
+KEY_NEG_INF = 0x007FFFFF  # the key of -inf
+RECENT = 4096  # the recent window's keys (the row's last) in the skewed rows
 SHAPES = ((131072, 512), (131072, 1024), (131072, 2048), (65536, 512))  # (N, k) of the split shapes at one row
 
 
@@ -48,8 +55,32 @@ def listed(chunk: torch.Tensor, groups: int, k: int) -> int:
     need = min(k, n)
     if need > maxima.numel():  # fewer groups than keys needed: no bound, every key listed (as the kernel)
         return n
-    lo = maxima.sort(descending=True).values[need - 1] & ~((1 << (32 - BOUND_BITS)) - 1)
+    lo = maxima.sort(descending=True).values[need - 1] & CUT
     return int((keys >= lo).sum())
+
+
+def row_bound_path(row: torch.Tensor, k: int, chunk: int, sizes: RowBound) -> tuple[int, str]:
+    """(keys above the bound, the last launch's path) of the row-bound select on ``row``
+    split into chunks of ``chunk``: each chunk's interleaved group maxima over its
+    power-of-two tile (-inf's key past its end), the need-th largest cut to its top 15 bits
+    (the smallest finite key when fewer maxima are finite), the finite keys above it."""
+    n = row.numel()
+    chunks = -(-n // chunk)
+    tile = 1 << (chunk - 1).bit_length()
+    groups = sizes.groups(chunks, chunk, k)
+    keys = keys_of(row)
+    maxima = torch.cat([torch.cat([part, part.new_full((tile - part.numel(),), KEY_NEG_INF)]).view(-1, groups).amax(0)
+                        for part in keys.split(chunk)])
+    finite = keys > KEY_NEG_INF
+    need = min(k, int(finite.sum()))
+    found = maxima[maxima > KEY_NEG_INF].sort(descending=True).values
+    bound = int(found[need - 1]) & CUT if found.numel() >= need > 0 else KEY_NEG_INF + 1
+    above = int((finite & (keys > bound)).sum())
+    if need == 0:
+        return above, "nothing finite"
+    if above < need:
+        return above, "ties at the bound"
+    return above, "registers" if above <= sizes.list_keys(k) else "over the row"
 
 
 def candidates(chunks: list[torch.Tensor], k: int) -> torch.Tensor:
@@ -61,7 +92,10 @@ def candidates(chunks: list[torch.Tensor], k: int) -> torch.Tensor:
     return torch.cat(rows)
 
 
-def measure(n: int, k: int, rows: int, gen: torch.Generator) -> dict:
+def measure(n: int, k: int, rows: int, gen: torch.Generator, bound_gen: torch.Generator) -> dict:
+    """Both tables' counts at (n, k): the resident bound's on rows from ``gen``, the row
+    bound's on rows from ``bound_gen`` (its own stream: the first table's rows stay those of
+    the seed alone)."""
     split = TopkSplitPolicy(resident=True).split(1, n, k)
     per_chunk, per_row = [], []
     for _ in range(rows):
@@ -69,10 +103,22 @@ def measure(n: int, k: int, rows: int, gen: torch.Generator) -> dict:
         chunks = list(row.split(split.chunk))
         per_chunk += [listed(c, min(split.groups, c.numel()), k) for c in chunks]
         per_row.append(listed(candidates(chunks, k), split.groups, k))
+    sizes = RowBound()
+    bounded = {}
+    for shift in (0.0, 1.0, 3.0):  # N(0, 1), then the recent window 1 and 3 sigma higher
+        counts = []
+        for _ in range(rows):
+            row = torch.randn(n, generator=bound_gen)
+            row[-RECENT:] += shift
+            counts.append(row_bound_path(row, k, split.chunk, sizes))
+        bounded[shift] = {"above_min": min(c for c, _ in counts), "above_max": max(c for c, _ in counts),
+                          "paths": sorted({path for _, path in counts})}
     return {"n": n, "k": k, "split": f"{split.chunks} x {split.chunk} g{split.groups}",
             "list_slots": FusedTopk.resident_list(split.chunk, k),
             "chunk_listed_min": min(per_chunk), "chunk_listed_max": max(per_chunk),
-            "candidates_listed_min": min(per_row), "candidates_listed_max": max(per_row)}
+            "candidates_listed_min": min(per_row), "candidates_listed_max": max(per_row),
+            "row_bound_groups": sizes.groups(split.chunks, split.chunk, k), "row_bound_list": sizes.list_keys(k),
+            "row_bound": {f"{shift:g}": v for shift, v in bounded.items()}}
 
 
 def markdown(doc: dict) -> str:
@@ -85,6 +131,15 @@ def markdown(doc: dict) -> str:
         lines.append(f"| {r['n']} | {r['k']} | {r['split']} | {r['list_slots']} | "
                      f"{r['chunk_listed_min']}-{r['chunk_listed_max']} | "
                      f"{r['candidates_listed_min']}-{r['candidates_listed_max']} |")
+    lines += ["", "The row-bound select (RowBound(): one bound per row from the chunks' group maxima; "
+              "keys above it, and its last launch's paths), on rows of seed + 1. Recent window: the "
+              f"row's last {RECENT} keys shifted up by that many standard deviations.", "",
+              "| N | k | groups per chunk | list keys | recent window | keys above the bound | paths |",
+              "|---:|---:|---:|---:|---:|---|---|"]
+    for r in doc["results"]:
+        for shift, v in r["row_bound"].items():
+            lines.append(f"| {r['n']} | {r['k']} | {r['row_bound_groups']} | {r['row_bound_list']} | +{shift} | "
+                         f"{v['above_min']}-{v['above_max']} | {', '.join(v['paths'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -97,10 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.rows < 1:
         print(f"benchmarks/topk_bound.py: --rows: expected >= 1, got {args.rows}", file=sys.stderr)
         return 2
-    gen = torch.Generator().manual_seed(args.seed)
+    gen, bound_gen = torch.Generator().manual_seed(args.seed), torch.Generator().manual_seed(args.seed + 1)
     doc = {"environment": environment(os.getloadavg()[0]),
            "command": command_line("benchmarks/topk_bound.py", argv if argv is not None else sys.argv[1:]),
-           "rows": args.rows, "seed": args.seed, "results": [measure(n, k, args.rows, gen) for n, k in SHAPES]}
+           "rows": args.rows, "seed": args.seed, "results": [measure(n, k, args.rows, gen, bound_gen) for n, k in SHAPES]}
     write(args.out, "topk_bound_cpu", doc, markdown(doc))
     return 0
 

@@ -7,7 +7,8 @@ Ops (reference twin in ``reference.py``, fused module in parentheses):
 - ``indexer``   sparse-MQA logits with the visibility mask (indexer.py)
 - ``topk``      top-k ids with the lowest-index tie rule: a radix select, one program per row,
                 or with few rows per (row, chunk) then over the chunks' candidates (topk.py;
-                when it splits: topk_tiles.py)
+                when it splits: topk_tiles.py; the register-resident and row-bound selects,
+                when the split policy asks: topk_resident.py, topk_rowbound.py)
 - ``attention`` sparse attention over window + top-k entries with the sink, split-K (attention.py;
                 its tiling per query-count bucket: attention_tiles.py; ``ring``: the static
                 decode slab's layout, runtime/static/ring_attention.py)

@@ -69,6 +69,7 @@ program per row, which the policy bounds (a quarter of the row at most).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -77,7 +78,21 @@ import triton.language as tl
 from runtime.kernels.backend import jit, next_pow2
 from runtime.kernels.pdl import dependent_launch, gdc_enter
 from runtime.kernels.tickets import TicketCounters
+from runtime.kernels.topk_radix import (
+    KEY_NEG_INF,
+    RADIX_BINS,
+    RADIX_HELPERS,
+    _digit_histogram,
+    _keys_of,
+    _take_digit,
+)
 from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
+from runtime.kernels.topk_rowbound import (
+    ROW_BOUND_HELPERS,
+    _row_candidates_kernel,
+    _row_maxima_kernel,
+    _row_select_kernel,
+)
 from runtime.kernels.topk_tiles import (
     RESIDENT_MAX,
     SMALLEST,
@@ -85,9 +100,6 @@ from runtime.kernels.topk_tiles import (
     TopkSplitPolicy,
     require_powers_of_two,
 )
-
-RADIX_BINS = SMALLEST  # 32: 5-bit digits: the cheapest bits per warp instruction of the ballot lowering
-KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inverted)
 
 
 @dataclass(frozen=True)
@@ -122,8 +134,7 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, 
     ids to output row r x chunks + c. ``SCORES``: also the picked scores (-inf padded): a
     split's first launch, writing its candidates for the second; ``MAPPED``: the ids written are ``id_map[r, position]``
     (the second pass reading candidates) instead of the chunk's offset + position.
-    The passes are one loop, written before ``backend.jit`` could bind jitted helpers
-    (the resident select's passes are one: runtime/kernels/topk_resident.py). ``PDL``: the
+    The passes are one loop over the radix steps of runtime/kernels/topk_radix.py. ``PDL``: the
     second launch (MAPPED) is launched dependent on the first (runtime/kernels/pdl.py)."""
     if PDL:
         gdc_enter(MAPPED)
@@ -137,7 +148,6 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, 
     cand_id = cand_id_ptr + slot_row * STRIDE
     dst = out_ptr + slot_row * K
     lanes = tl.arange(0, GROUPS)
-    bins = tl.arange(0, 32)
 
     # 1. group maxima (as keys: -0.0 -> +0.0, sign-flipped bits) and the count of scores > -inf
     best = tl.full((GROUPS,), KEY_NEG_INF, dtype=tl.uint32)
@@ -145,8 +155,7 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, 
     for start in range(0, N, GROUPS * UNROLL):
         for u in tl.static_range(UNROLL):  # UNROLL tiles in flight per iteration
             offs = start + u * GROUPS + lanes
-            bits = (tl.load(src + offs, mask=offs < N, other=float("-inf")) + 0.0).to(tl.uint32, bitcast=True)
-            keys = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+            keys = _keys_of(tl.load(src + offs, mask=offs < N, other=float("-inf")))
             best = tl.maximum(best, keys)
             finite += (keys > KEY_NEG_INF).to(tl.int32)
     need = tl.minimum(tl.sum(finite, axis=0), K)
@@ -171,9 +180,7 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, 
             for start in range(0, N, GROUPS * UNROLL):
                 for u in tl.static_range(UNROLL):
                     offs = start + u * GROUPS + lanes
-                    bits = (tl.load(src + offs, mask=offs < N, other=float("-inf")) + 0.0).to(tl.uint32,
-                                                                                             bitcast=True)
-                    keys = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+                    keys = _keys_of(tl.load(src + offs, mask=offs < N, other=float("-inf")))
                     take = (offs < limit) & (keys > KEY_NEG_INF) & (keys >= lo)
                     slot = count + tl.cumsum(take.to(tl.int32), axis=0) - 1
                     tl.store(cand_key + slot, keys.to(tl.int32, bitcast=True), mask=take)
@@ -189,17 +196,8 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, 
         for start in range(0, count, BLOCK):
             offs = start + tl.arange(0, BLOCK)
             keys = tl.load(cand_key + offs, mask=offs < count, other=0).to(tl.uint32, bitcast=True)
-            ok = (offs < count) & (keys > KEY_NEG_INF)
-            if shift + width < 32:
-                ok = ok & ((keys >> (shift + width)) == (prefix >> (shift + width)))
-            digit = ((keys >> shift) & ((1 << width) - 1)).to(tl.int32)
-            dropped = tl.sum((ok == 0).to(tl.int32), axis=0)  # counted in bin 0, taken out
-            hist += tl.histogram(tl.where(ok, digit, 0), 32) - tl.where(bins == 0, dropped, 0)
-        # the bin holding the left-th largest key; keys in higher bins are above it
-        at_least = tl.sum(hist, axis=0) - tl.cumsum(hist, axis=0) + hist
-        pick = tl.maximum(tl.sum((at_least >= left).to(tl.int32), axis=0) - 1, 0)
-        left -= tl.sum(tl.where(bins == pick, at_least - hist, 0), axis=0)
-        prefix = prefix | (pick.to(tl.uint32) << shift)
+            hist += _digit_histogram(keys, (offs < count) & (keys > KEY_NEG_INF), prefix, shift, width)
+        prefix, left = _take_digit(hist, left, prefix, shift)  # the bin holding the left-th largest key
     v = prefix  # the need-th largest key; left = entries equal to v that are taken
 
     # 5. ascending ids of the picked entries, then -1 up to k
@@ -241,9 +239,11 @@ class FusedTopk:
     def __init__(self, tiling: TopkTiling | None = None, policy: TopkSplitPolicy | None = None) -> None:
         self.tiling = tiling or TopkTiling()
         self.policy = policy or TopkSplitPolicy()
-        self.kernel = jit(_topk_kernel)
+        self.kernel = jit(_topk_kernel, helpers=RADIX_HELPERS)
         self.resident_kernel = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
         self.tickets = TicketCounters()  # the one-launch resident split's row counters
+        self.row_bound_kernels = tuple(jit(kernel, helpers=ROW_BOUND_HELPERS) for kernel in (
+            _row_maxima_kernel, _row_candidates_kernel, _row_select_kernel))
 
     def __call__(self, scores: torch.Tensor, k: int) -> torch.Tensor:
         t, n = scores.shape
@@ -266,6 +266,8 @@ class FusedTopk:
             raise ValueError(f"TopkSplit: {split.chunks} chunks of {split.chunk} do not cover {n} keys exactly")
         if split.resident:
             return self.run_resident(scores, k, split, out)
+        if split.row_bound is not None:
+            return self.run_row_bound(scores, k, split, out)
         width = split.candidates(k)  # chunk c of row r fills [r, c k : (c + 1) k]
         cand_scores = torch.empty(t, width, dtype=torch.float32, device=scores.device)
         cand_ids = torch.empty(t, width, dtype=torch.int64, device=scores.device)
@@ -307,6 +309,34 @@ class FusedTopk:
                              split.num_warps, out_scores=cand_scores, pdl=pdl)
         self.resident_launch(cand_scores, scratch, slots, out, k, width, 1, split.groups, split.num_warps,
                              id_map=cand_ids, pdl=pdl)
+        return out
+
+    def run_row_bound(self, scores: torch.Tensor, k: int, split: TopkSplit, out: torch.Tensor) -> torch.Tensor:
+        """``split`` with the row-bound select (runtime/kernels/topk_rowbound.py): the
+        chunks' maxima, then the chunks' candidates above the row's bound, then one
+        program per row selecting among them; ``split.row_bound`` gives the sizes."""
+        t, n = scores.shape
+        sizes = split.row_bound
+        keys = max(SMALLEST, next_pow2(split.chunk))
+        if keys > RESIDENT_MAX:
+            raise ValueError(f"TopkSplit: a row-bound chunk program holds at most {RESIDENT_MAX} keys, "
+                             f"this split needs {keys}")
+        chunks, groups, listed = split.chunks, sizes.groups(split.chunks, split.chunk, k), sizes.list_keys(k)
+        ch_p2, k_p2, cap = next_pow2(chunks), next_pow2(k), min(keys, listed)
+        ints = functools.partial(torch.empty, dtype=torch.int32, device=scores.device)
+        maxima, finite, bound = ints(t * chunks * groups), ints(t * chunks), ints(t)
+        gt_keys, gt_ids, gt_counts = ints(t * chunks * cap), ints(t * chunks * cap), ints(t * chunks)
+        tie_ids, tie_counts = ints(t * chunks * k), ints(t * chunks)
+        pdl = dependent_launch(self.policy.dependent_select, scores.device)
+        warps = min(32, max(split.num_warps, keys // 1024))
+        first, second, third = self.row_bound_kernels
+        first[(t, chunks)](scores, maxima, finite, n, split.chunk, KEYS=keys, GROUPS=groups, PDL=pdl, num_warps=warps)
+        second[(t, chunks)](scores, maxima, finite, bound, gt_keys, gt_ids, gt_counts, tie_ids, tie_counts, n,
+                            split.chunk, k, cap, k, KEYS=keys, GROUPS=groups, CH_P2=ch_p2, PDL=pdl,
+                            num_warps=min(32, max(warps, ch_p2 * groups // 1024)), launch_pdl=pdl)
+        third[(t,)](scores, finite, bound, gt_keys, gt_ids, gt_counts, tie_ids, tie_counts, out, n, chunks, k, cap, k,
+                    CH_P2=ch_p2, LOG2_CH=ch_p2.bit_length() - 1, LIST=listed, K_P2=k_p2, BLOCK=sizes.block, PDL=pdl,
+                    num_warps=min(32, max(8, listed // 1024, k_p2 // 1024)), launch_pdl=pdl)
         return out
 
     @staticmethod

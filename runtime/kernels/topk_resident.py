@@ -49,8 +49,8 @@ from __future__ import annotations
 import triton.language as tl
 
 from runtime.kernels.pdl import gdc_enter
+from runtime.kernels.topk_radix import KEY_NEG_INF, _keys_of
 
-KEY_NEG_INF = tl.constexpr(0x007FFFFF)  # the key of -inf (bits 0xFF800000 inverted), as in topk.py
 BOUND_PASSES = tl.constexpr(3)  # 15 bits of the bound: within 1/64 of a binade of the need-th group maximum
 
 
@@ -84,8 +84,7 @@ def _radix_select(keys, valid, in_bin, left, SIZE: tl.constexpr, PASSES: tl.cons
 def _select(values, K, scratch, KEYS: tl.constexpr, GROUPS: tl.constexpr, LIST: tl.constexpr):
     """Steps 1-3 on one tile of scores ``values`` [KEYS] (out of range: -inf): (keys,
     finite, v, left, need). ``scratch``: this program's LIST int32 slots."""
-    bits = (values + 0.0).to(tl.uint32, bitcast=True)
-    keys = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)  # [KEYS], float order as uint32 order
+    keys = _keys_of(values)  # [KEYS], float order as uint32 order
     finite = keys > KEY_NEG_INF
     total = tl.sum(finite.to(tl.int32), axis=0)
     need = tl.minimum(total, K)
@@ -135,7 +134,7 @@ def _emit(keys, finite, v, left, need, ids, values, K, dst, dst_scores, KEYS: tl
             tl.store(dst_scores + pad_at, tl.full((KEYS,), float("-inf"), dtype=tl.float32), mask=pad)
 
 
-RESIDENT_HELPERS = (_radix_select, _select, _emit)  # jitted with the kernel (runtime/kernels/backend.py's jit)
+RESIDENT_HELPERS = (_keys_of, _radix_select, _select, _emit)  # jitted with the kernel (runtime/kernels/backend.py's jit)
 
 
 def _topk_resident_kernel(scores_ptr, scratch_ptr, out_ptr, out_score_ptr, id_map_ptr, cand_ptr, cand_score_ptr,

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from runtime.kernels.backend import next_pow2
 
 RESIDENT_MAX = 16384  # keys per program of the resident select: registers, and its packed scan's 16-bit fields
-SMALLEST = 32  # the radix select's bins (topk.RADIX_BINS): no tile or group count below it
+SMALLEST = 32  # the radix select's bins (topk_radix.RADIX_BINS): no tile or group count below it
 
 
 def require_powers_of_two(config: object, names: tuple[str, ...]) -> None:
@@ -71,6 +71,52 @@ SPLIT_TABLE: tuple[SplitRow, ...] = (
 
 
 @dataclass(frozen=True)
+class RowBound:
+    """The row-bound select's sizes (runtime/kernels/topk_rowbound.py says why the form):
+    ``maxima_per_k``: the row's group maxima (which bound its k-th key) per k, at most
+    ``max_maxima`` (one register tile of a program); ``list_per_k``: the candidates the
+    row's last program selects among in registers, per k, at most ``max_list`` (more
+    candidates: it passes over the row in memory, ``block`` keys a step). Why 8 and 8:
+    with G maxima of N / G keys each, the need-th largest maximum sits near the row's
+    need-th key once G is several times k. Recomputed on the CPU for N(0, 1) rows of
+    131,072 keys (benchmarks/results/topk_bound_cpu.md, 5 rows each): 536-577 keys above
+    the bound at k = 512 (4,096 maxima), 1,151-1,171 at k = 1,024 and 2,330-2,422 at
+    k = 2,048 (8,192 maxima). Where the best keys cluster the bound loosens: the row's last
+    4,096 keys 3 standard deviations higher (a recent window scoring high) leave
+    2,568-2,655 keys above it at k = 512, past a 4k tile, within the 8k one."""
+
+    maxima_per_k: int = 8
+    list_per_k: int = 8
+    max_maxima: int = 8192
+    max_list: int = RESIDENT_MAX
+    block: int = 1024
+
+    def __post_init__(self) -> None:
+        for name in ("maxima_per_k", "list_per_k"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"RowBound.{name}: expected >= 1, got {getattr(self, name)}")
+        require_powers_of_two(self, ("max_maxima", "max_list", "block"))
+        if self.max_list > RESIDENT_MAX:
+            raise ValueError(f"RowBound.max_list: expected at most {RESIDENT_MAX} (one register tile), "
+                             f"got {self.max_list}")
+
+    def groups(self, chunks: int, chunk: int, k: int) -> int:
+        """Interleaved groups per chunk: the row's maxima (a power of two near
+        ``maxima_per_k`` x k) shared out over the chunks (counted to a power of two), at
+        most one per key of the chunk's tile."""
+        maxima = min(self.max_maxima, max(SMALLEST, next_pow2(self.maxima_per_k * k)))
+        return max(1, min(next_pow2(chunk), maxima // next_pow2(chunks)))
+
+    def list_keys(self, k: int) -> int:
+        """Candidates the last program holds in registers: at least k (a row's answer when
+        its k-th key ties with the bound must fit there; ValueError beyond ``max_list``)."""
+        keys = min(self.max_list, max(SMALLEST, next_pow2(self.list_per_k * k)))
+        if keys < k:
+            raise ValueError(f"RowBound: k = {k} does not fit the {keys}-key candidate tile (max_list {self.max_list})")
+        return keys
+
+
+@dataclass(frozen=True)
 class TopkSplit:
     """One call's split: ``chunks`` programs per row of ``chunk`` keys each (the last one
     shorter), ``groups`` interleaved groups and ``num_warps`` warps per program in both
@@ -78,7 +124,9 @@ class TopkSplit:
     ``resident``: both launches run the register-resident select
     (runtime/kernels/topk_resident.py; ``groups`` bound its candidate lists), one launch
     when ``chunks`` is 1; ``one_launch`` (resident only): the chunks' launch alone, each
-    row's last chunk program (a ticket) selecting among the row's candidates."""
+    row's last chunk program (a ticket) selecting among the row's candidates.
+    ``row_bound``: the chunks run the row-bound select in three launches
+    (runtime/kernels/topk_rowbound.py, with these sizes; ``groups`` unused)."""
 
     chunks: int
     chunk: int
@@ -86,6 +134,7 @@ class TopkSplit:
     num_warps: int = 8
     resident: bool = False
     one_launch: bool = False
+    row_bound: RowBound | None = None
 
     def candidates(self, k: int) -> int:
         """Candidates per row the second pass reads: k from every chunk."""
@@ -112,7 +161,13 @@ class TopkSplitPolicy:
     no launch boundary between the chunks and the candidates, one program per row finishing
     after the row's others). ``dependent_select``: a split's second launch (the candidates'
     select) is launched dependent on the first (Hopper's programmatic dependent launch,
-    runtime/kernels/pdl.py; CUDA only; off until timed)."""
+    runtime/kernels/pdl.py; CUDA only; off until timed; with ``row_bound``, each of its
+    three launches after the first). ``row_bound``: a split whose chunk fits one program's
+    register tile (``resident_keys``) runs the row-bound select with these sizes
+    (runtime/kernels/topk_rowbound.py): 3 radix passes over the row's group maxima and at
+    most 7 over its final candidates, where the chained split runs 11 in each of its two
+    launches. None (off) until the H200 has timed it (``benchmarks/topk.py --row-bound``);
+    not with ``resident``."""
 
     programs: int = 256
     min_shrink: int = 4
@@ -121,6 +176,7 @@ class TopkSplitPolicy:
     resident_keys: int = RESIDENT_MAX
     resident_one_launch: bool = False
     dependent_select: bool = False
+    row_bound: RowBound | None = None
 
     def __post_init__(self) -> None:
         if self.programs < 0 or self.min_shrink < 1:
@@ -128,6 +184,8 @@ class TopkSplitPolicy:
                              f"{self.programs}, {self.min_shrink}")
         if [r.max_k for r in self.table] != sorted({r.max_k for r in self.table}):
             raise ValueError("TopkSplitPolicy.table: expected rows in ascending, distinct max_k")
+        if self.resident and self.row_bound is not None:
+            raise ValueError("TopkSplitPolicy: expected at most one of resident and row_bound")
         if not SMALLEST <= self.resident_keys <= RESIDENT_MAX:
             raise ValueError(f"TopkSplitPolicy.resident_keys: expected {SMALLEST}-{RESIDENT_MAX}, "
                              f"got {self.resident_keys}")
@@ -147,6 +205,8 @@ class TopkSplitPolicy:
             return ONE_PASS
         chunk = -(-n // chunks)
         split = TopkSplit(-(-n // chunk), chunk, row.groups, row.num_warps)  # no empty last chunk
+        if self.row_bound is not None and self.fits(split.chunk):
+            return replace(split, row_bound=self.row_bound)
         if self.resident and self.fits(split.chunk) and self.fits(split.candidates(k)):
             return replace(split, resident=True, one_launch=self.resident_one_launch)
         return split

@@ -225,6 +225,16 @@ ATTENTION_SIGNATURE = {"q_ptr": "*bf16", "pos_ptr": "*i64", "floor_ptr": "*i64",
                        "m_ptr": "*fp32", "l_ptr": "*fp32", "swa_scale_ptr": "*bf16", "comp_scale_ptr": "*bf16",
                        "H": "i32", "W": "i32", "K": "i32", "swa_rows": "i32", "comp_rows": "i32",
                        "keys_per_split": "i32", "n_split": "i32", "scale": "fp32"}
+# the row-bound top-k's three launches (runtime/kernels/topk_rowbound.py)
+ROW_MAXIMA_SIGNATURE = {"scores_ptr": "*fp32", "maxima_ptr": "*i32", "finite_ptr": "*i32", "ROW_N": "i32",
+                        "CHUNK": "i32"}
+_ROW_LISTS = {"gt_key_ptr": "*i32", "gt_id_ptr": "*i32", "gt_count_ptr": "*i32", "tie_id_ptr": "*i32",
+              "tie_count_ptr": "*i32"}
+ROW_CANDIDATES_SIGNATURE = {"scores_ptr": "*fp32", "maxima_ptr": "*i32", "finite_ptr": "*i32", "bound_ptr": "*i32",
+                            **_ROW_LISTS, "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "CAP": "i32", "TIE_CAP": "i32"}
+ROW_SELECT_SIGNATURE = {"scores_ptr": "*fp32", "finite_ptr": "*i32", "bound_ptr": "*i32", **_ROW_LISTS,
+                        "out_ptr": "*i64", "ROW_N": "i32", "CHUNKS": "i32", "K": "i32", "CAP": "i32", "TIE_CAP": "i32"}
+
 MERGE_SIGNATURE = {"part_ptr": "*fp32", "m_ptr": "*fp32", "l_ptr": "*fp32", "sink_ptr": "*fp32",
                    "out_ptr": "*fp32", "H": "i32", "n_split": "i32"}
 

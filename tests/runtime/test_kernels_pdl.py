@@ -106,14 +106,15 @@ def mhc_pair(mhc, gen, t: int, c: V41Config, dtype: torch.dtype):
 
 
 def topk_pairs(topk, gen, t: int, n: int, k: int):
-    from runtime.kernels.topk_tiles import TopkSplit, TopkSplitPolicy
+    """(off, on) ids of the split top-k's chained, resident and row-bound forms."""
+    from runtime.kernels.topk_tiles import RowBound, TopkSplit, TopkSplitPolicy
 
     scores = torch.randn(t, n, generator=gen).to(DEVICE)
     scores[:, ::7] = 0.0  # ties
     chunk = n // 4
     out = []
-    for resident in (False, True):
-        split = TopkSplit(4, chunk, 64, 4, resident=resident)
+    for form in ({}, {"resident": True}, {"row_bound": RowBound()}):
+        split = TopkSplit(4, chunk, 64, 4, **form)
         out.append([topk.FusedTopk(policy=TopkSplitPolicy(dependent_select=on)).run(scores, k, split)
                     for on in (False, True)])
     return out
@@ -164,9 +165,13 @@ PDL_PTX = textwrap.dedent("""
     from runtime.kernels.backend import jit
     from runtime.kernels.mhc_tiles import MhcPolicy
     from runtime.kernels.topk import _topk_kernel
+    from runtime.kernels.topk_radix import RADIX_HELPERS
     from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
-    from tests.runtime.compile_sm90 import (ATTENTION_SIGNATURE, GATE_SIGNATURE, MERGE_SIGNATURE, SITE_SIGNATURE,
-                                            compile_sm90)
+    from runtime.kernels.topk_rowbound import (ROW_BOUND_HELPERS, _row_candidates_kernel, _row_maxima_kernel,
+                                               _row_select_kernel)
+    from tests.runtime.compile_sm90 import (ATTENTION_SIGNATURE, GATE_SIGNATURE, MERGE_SIGNATURE,
+                                            ROW_CANDIDATES_SIGNATURE, ROW_MAXIMA_SIGNATURE, ROW_SELECT_SIGNATURE,
+                                            SITE_SIGNATURE, compile_sm90)
 
     MEMORY = re.compile(r"\\b(ld\\.global|st\\.global|cp\\.async|atom\\.|red\\.)")
     flash = V41Config.preset("flash")
@@ -178,14 +183,16 @@ PDL_PTX = textwrap.dedent("""
                 "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "SCRATCH": "i32"}
 
     def pairs(pdl, at_exit):
-        # (op, kernel, signature, first launch's kwargs, dependent's kwargs); at_exit: the two
-        # ops with a trigger-at-exit switch only
+        # (op, (role, (kernel, signature, kwargs)) per launch): the first launch, then the
+        # dependent, or a middle one that is both (the row-bound top-k's second of three);
+        # at_exit: the two ops with a trigger-at-exit switch only
         dep = {"launch_pdl": True} if pdl else {}
         common = dict(HD=512, BLOCK_H=16, BLOCK_N=16, HAS_TOPK=True, IEEE=False, RING=False, PACKED=False,
                       VD=512, num_warps=4, num_stages=3)
         yield ("attention", (attention._attn_partial_kernel, ATTENTION_SIGNATURE,
                              dict(SPLIT=True, PDL=pdl, PDL_AT_EXIT=at_exit, **common)),
-               (attention._attn_merge_kernel, MERGE_SIGNATURE, dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=pdl, **dep)))
+               (attention._attn_merge_kernel, MERGE_SIGNATURE, dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=pdl,
+                                                                    **dep)))
         tiles = MhcPolicy().tiling(1, 2048, cuda=True)
         launches = mhc.site_launches(tiles, 1, 2048, True, torch.bfloat16, pdl, at_exit)
         yield ("mhc", (mhc._mhc_site_kernel, SITE_SIGNATURE, launches[0][1]),
@@ -198,20 +205,28 @@ PDL_PTX = textwrap.dedent("""
         sig = {**GATE_SIGNATURE, "count_ptr": "*i64"}
         yield ("gate", (kernel, sig, launches[0][1]), (kernel, sig, launches[1][1]))
         chained = dict(GROUPS=1024, BLOCK=1024, UNROLL=2, num_warps=8, PDL=pdl)
-        yield ("topk chained", (_topk_kernel, CHAINED, dict(SCORES=True, MAPPED=False, **chained)),
-               (_topk_kernel, CHAINED, dict(SCORES=False, MAPPED=True, **chained, **dep)))
+        kernel = jit(_topk_kernel, helpers=RADIX_HELPERS)
+        yield ("topk chained", (kernel, CHAINED, dict(SCORES=True, MAPPED=False, **chained)),
+               (kernel, CHAINED, dict(SCORES=False, MAPPED=True, **chained, **dep)))
         resident = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
         shape = dict(KEYS=8192, GROUPS=1024, LIST=1024, TICKET=False, CAND_KEYS=1024, CAND_GROUPS=1024,
                      CAND_LIST=1024, num_warps=8, PDL=pdl)
         yield ("topk resident", (resident, RESIDENT, dict(SCORES=True, MAPPED=False, **shape)),
                (resident, RESIDENT, dict(SCORES=False, MAPPED=True, **shape, **dep)))
+        row = dict(KEYS=8192, GROUPS=256, num_warps=8, PDL=pdl)
+        yield ("topk row bound", (jit(_row_maxima_kernel, helpers=ROW_BOUND_HELPERS), ROW_MAXIMA_SIGNATURE, row),
+               (jit(_row_candidates_kernel, helpers=ROW_BOUND_HELPERS), ROW_CANDIDATES_SIGNATURE,
+                dict(CH_P2=16, **row, **dep)),
+               (jit(_row_select_kernel, helpers=ROW_BOUND_HELPERS), ROW_SELECT_SIGNATURE,
+                dict(CH_P2=16, LOG2_CH=4, LIST=4096, K_P2=512, BLOCK=1024, num_warps=8, PDL=pdl, **dep)))
 
     def first(lines, pattern):
         return next((i for i, line in enumerate(lines) if re.search(pattern, line)), -1)
 
     for pdl, at_exit in ((False, False), (True, False), (True, True)):
-        for op, primary, dependent in pairs(pdl, at_exit):
-            for role, (kernel, sig, kwargs) in (("first", primary), ("dependent", dependent)):
+        for op, *launches in pairs(pdl, at_exit):
+            roles = ["first"] + ["middle"] * (len(launches) - 2) + ["dependent"]
+            for role, (kernel, sig, kwargs) in zip(roles, launches):
                 compiled = compile_sm90(kernel, sig, kwargs)
                 lines = compiled.asm["ptx"].splitlines()
                 memory = next(i for i, line in enumerate(lines) if MEMORY.search(line))
@@ -225,8 +240,9 @@ PDL_PTX = textwrap.dedent("""
 def test_the_dependent_waits_before_its_first_access_on_sm90(run_sm90_script):
     stdout = run_sm90_script(PDL_PTX)
     rows = [line.split("|") for line in stdout.strip().splitlines() if line.count("|") == 6]
-    # 5 pairs x 2 roles x PDL off / on, and attention's and mHC's pairs triggering at exit
-    assert len(rows) == 24, stdout
+    # 5 pairs x 2 roles and the row-bound top-k's 3 launches, PDL off / on, and attention's
+    # and mHC's pairs triggering at exit
+    assert len(rows) == 30, stdout
     for op, role, pdl, wait, trigger, memory, launch_pdl in rows:
         wait, trigger, memory = int(wait), int(trigger), int(memory)
         where = f"{op} {role} pdl={pdl}: wait {wait}, trigger {trigger}, first access {memory}"
@@ -234,6 +250,8 @@ def test_the_dependent_waits_before_its_first_access_on_sm90(run_sm90_script):
             assert wait == trigger == -1 and launch_pdl == "0", where
         elif role == "dependent":
             assert 0 <= wait < memory and trigger == -1 and launch_pdl == "1", where
+        elif role == "middle":  # waits for the launch before it, then lets the next one launch
+            assert 0 <= wait < trigger < memory and launch_pdl == "1", where
         elif pdl == "2":  # at exit: no trigger, the exit is one
             assert wait == trigger == -1 and launch_pdl == "0", where
         else:

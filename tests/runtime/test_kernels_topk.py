@@ -10,10 +10,13 @@ row, a candidate list longer than one step, the fallback when fewer groups than 
 finite score. With CUDA the same checks run at the indexer's real shapes (N = 131072).
 Seeds are drawn fresh every run and printed in every failure message.
 
-Every test taking the ``topk`` fixture runs twice: with the chained select
-(``_topk_kernel``) and with the register-resident one (runtime/kernels/topk_resident.py),
-the latter as a policy that gives every row one resident program (rows up to 1,024 keys)
-and as the resident twin of every forced split.
+Every test taking the ``topk`` fixture runs four times: with the chained select
+(``_topk_kernel``), with the register-resident one (runtime/kernels/topk_resident.py), the
+latter as a policy that gives every row one resident program (rows up to 1,024 keys) and as
+the resident twin of every forced split, in two launches and in one, and with the row-bound
+select (runtime/kernels/topk_rowbound.py) as a policy that splits every row of more than 32
+keys (k permitting) and as the row-bound twin of every forced split, with sizes small
+enough (2k maxima, a 2k-key candidate tile) that rows take each of its last launch's paths.
 """
 
 from __future__ import annotations
@@ -32,19 +35,28 @@ DEVICE = "cuda" if CUDA else "cpu"
 NEG_INF = float("-inf")
 
 
-@pytest.fixture(params=["chained", "resident", "resident one launch"])
+ROW_BOUND_SMALL = dict(maxima_per_k=2, list_per_k=2)  # RowBound's sizes in the "row bound" tests
+
+
+@pytest.fixture(params=["chained", "resident", "resident one launch", "row bound"])
 def topk(monkeypatch, request):
     """FusedTopk with the small tiling: compiled on CUDA, interpreted on CPU (the variable
     is set before the kernel is wrapped, for this test only). "resident": whole rows of up
     to 1,024 keys in one resident program each, and forced splits resident too
-    (``split_of``); "resident one launch": those splits in one launch (a ticket)."""
+    (``split_of``); "resident one launch": those splits in one launch (a ticket); "row
+    bound": rows split into chunks of 32 keys wherever the policy's shrink rule allows
+    (N >= 2k), run by the row-bound select, and forced splits too."""
     if not CUDA:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     from runtime.kernels.topk import FusedTopk, TopkTiling
-    from runtime.kernels.topk_tiles import SplitRow, TopkSplitPolicy
+    from runtime.kernels.topk_tiles import RowBound, SplitRow, TopkSplitPolicy
 
     if request.param == "chained":
         return FusedTopk(TopkTiling(groups=32, block=32, unroll=3))
+    if request.param == "row bound":
+        small_chunks = TopkSplitPolicy(min_shrink=1, row_bound=RowBound(**ROW_BOUND_SMALL, block=32),
+                                       table=(SplitRow(1 << 16, 32, 32),))
+        return FusedTopk(TopkTiling(groups=32, block=32, unroll=3), small_chunks)
     whole_rows = TopkSplitPolicy(resident=True, resident_keys=1024, table=(SplitRow(1 << 16, 1 << 16, 32),),
                                  resident_one_launch=request.param == "resident one launch")
     return FusedTopk(TopkTiling(groups=32, block=32, unroll=3), whole_rows)
@@ -211,12 +223,13 @@ def test_tiling_rejects_a_non_power_of_two():
 # A split (runtime/kernels/topk_tiles.py) is forced with FusedTopk.run, so every test picks
 # its chunk borders; chunks of 40-64 keys and 32 groups keep the interpreter fast.
 def split_of(n: int, chunk: int, policy=None):
-    """A forced split into chunks of ``chunk`` keys, resident (and in one launch) as
-    ``policy`` (a TopkSplitPolicy) asks."""
+    """A forced split into chunks of ``chunk`` keys, resident (and in one launch) or
+    row-bound as ``policy`` (a TopkSplitPolicy) asks."""
     from runtime.kernels.topk_tiles import TopkSplit
 
     resident = policy is not None and policy.resident
-    return TopkSplit(-(-n // chunk), chunk, 32, resident=resident, one_launch=resident and policy.resident_one_launch)
+    return TopkSplit(-(-n // chunk), chunk, 32, resident=resident, one_launch=resident and policy.resident_one_launch,
+                     row_bound=None if policy is None else policy.row_bound)
 
 
 def check_split(topk, scores: torch.Tensor, k: int, chunk: int, seed, what: str) -> None:
@@ -369,18 +382,20 @@ COMPILE = textwrap.dedent("""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+    from runtime.kernels.backend import jit
     from runtime.kernels.topk import _topk_kernel
+    from runtime.kernels.topk_radix import RADIX_HELPERS
+    chained = jit(_topk_kernel, helpers=RADIX_HELPERS)
     for scores, mapped, groups in ((False, False, 4096), (True, True, 1024)):
         sig = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
                "out_score_ptr": "*fp32", "id_map_ptr": "*i64", "ROW_N": "i32", "CHUNK": "i32", "K": "i32",
                "STRIDE": "i32", "GROUPS": "constexpr", "BLOCK": "constexpr", "UNROLL": "constexpr",
                "SCORES": "constexpr", "MAPPED": "constexpr", "PDL": "constexpr"}
-        src = ASTSource(fn=triton.jit(_topk_kernel), signature=sig,
+        src = ASTSource(fn=chained, signature=sig,
                         constexprs={"GROUPS": groups, "BLOCK": 1024, "UNROLL": 2, "SCORES": scores,
                                     "MAPPED": mapped, "PDL": False})
         kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
         print(len(kernel.asm["cubin"]), kernel.asm["ptx"].count("bar.sync"))
-    from runtime.kernels.backend import jit
     from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
     resident = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
     for keys, groups, scores, mapped, ticket, warps in ((8192, 1024, True, False, False, 8),

@@ -1,0 +1,172 @@
+"""The top-k's row-bound select (runtime/kernels/topk_rowbound.py) beyond what the shared
+top-k tests give it (tests/runtime/test_kernels_topk.py runs every top-k test through it
+too): each path of its last launch taken on purpose, and shown to be taken by an
+independent recompute of the row's bound in torch (benchmarks/topk_bound.py's, which also
+counts the keys it lists on N(0, 1) rows); its sizes and policy; its sm_90
+compile; the indexer's real shapes on a GPU.
+
+The oracle is test_kernels_topk.py's float64 lexsort (score descending, index ascending).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_kernels_topk import CUDA, NEG_INF, check, few_values  # noqa: E402
+
+from benchmarks.topk_bound import row_bound_path  # noqa: E402
+
+
+@pytest.fixture
+def gen():
+    """A fresh seed every run, printed in every failure (as test_kernels_topk.py's)."""
+    seed = int.from_bytes(os.urandom(4), "little")
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.fixture
+def fused(monkeypatch):
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.topk import FusedTopk
+
+    return FusedTopk()
+
+
+def test_each_path_of_the_last_launch(fused):
+    """Four rows of 600 keys in chunks of 64 (k = 24, 2k maxima, a 64-key candidate tile),
+    one per path: random scores (the passes in registers), ReLU'd ones with fewer than k
+    above zero (the k-th ties with the bound: no pass), 200 best keys at the row's start
+    (each group's maximum hides the others: more candidates than the tile, passes over the
+    row), nothing finite."""
+    from runtime.kernels.topk_tiles import RowBound, TopkSplit
+
+    gen = torch.Generator().manual_seed(7)  # rows built to their paths; the recompute checks it
+    sizes = RowBound(maxima_per_k=2, list_per_k=2, block=32)
+    scores = torch.randn(4, 600, generator=gen)
+    scores[1] = torch.relu(scores[1] - 2.0)
+    scores[2, :200] += 10.0
+    scores[3] = NEG_INF
+    paths = [row_bound_path(row, 24, 64, sizes)[1] for row in scores]
+    assert paths == ["registers", "ties at the bound", "over the row", "nothing finite"], paths
+    split = TopkSplit(10, 64, 32, row_bound=sizes)
+    check(lambda x, k: fused.run(x.float().contiguous(), k, split), scores, 24, 7, "row bound paths")
+
+
+def test_ties_at_the_bound_past_a_chunks_tie_list(fused, gen):
+    """Four values: the k-th value's ties fill whole chunks, so each chunk lists only its
+    first k ties and the row's first ties come from the early chunks."""
+    from runtime.kernels.topk_tiles import RowBound, TopkSplit
+
+    scores = few_values(gen, 3, 512, 4)
+    scores[1, :100] = scores[1].max()  # the best value's run over two chunk borders
+    split = TopkSplit(8, 64, 32, row_bound=RowBound(maxima_per_k=1, list_per_k=1, block=32))
+    check(lambda x, k: fused.run(x.float().contiguous(), k, split), scores, 40, gen.initial_seed(), "4 values")
+
+
+def test_the_policy_runs_row_bound_splits_through_the_call(monkeypatch, gen):
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runtime.kernels.topk import FusedTopk
+    from runtime.kernels.topk_tiles import RowBound, SplitRow, TopkSplitPolicy
+
+    policy = TopkSplitPolicy(min_shrink=2, row_bound=RowBound(), table=(SplitRow(max_k=64, chunk=128, groups=32),))
+    assert policy.split(2, 700, 48).row_bound == RowBound()
+    scores = torch.randn(2, 700, generator=gen)
+    scores[1, 650:] = NEG_INF
+    check(FusedTopk(policy=policy), scores, 48, gen.initial_seed(), "policy row bound")
+
+
+def test_row_bound_sizes_and_policy():
+    from runtime.kernels.topk_tiles import RESIDENT_MAX, RowBound, TopkSplitPolicy
+
+    sizes = RowBound()
+    assert sizes.groups(16, 8192, 512) == 256  # 4,096 maxima per row over 16 chunks
+    assert sizes.groups(13, 8192, 512) == 256  # counted as 16 chunks: the kernel's padded tile
+    assert sizes.groups(8, 16384, 2048) == 1024  # 8,192 maxima at most
+    assert sizes.groups(4, 40, 512) == 64  # no more groups than the chunk's tile has keys
+    assert sizes.list_keys(512) == 4096 and sizes.list_keys(4096) == RESIDENT_MAX
+    with pytest.raises(ValueError, match="k = 600 does not fit the 512-key candidate tile"):
+        RowBound(list_per_k=1, max_list=512).list_keys(600)
+    with pytest.raises(ValueError, match="RowBound.maxima_per_k: expected >= 1"):
+        RowBound(maxima_per_k=0)
+    with pytest.raises(ValueError, match="RowBound.max_list: expected a power of two"):
+        RowBound(max_list=1000)
+    with pytest.raises(ValueError, match="RowBound.max_list: expected at most 16384"):
+        RowBound(max_list=32768)
+    with pytest.raises(ValueError, match="at most one of resident and row_bound"):
+        TopkSplitPolicy(resident=True, row_bound=RowBound())
+    split = TopkSplitPolicy(row_bound=RowBound()).split(1, 131072, 512)
+    assert (split.chunks, split.chunk, split.row_bound) == (16, 8192, RowBound())
+    assert TopkSplitPolicy().split(1, 131072, 512).row_bound is None  # off by default
+
+
+def test_a_chunk_beyond_a_program_is_refused(fused):
+    from runtime.kernels.topk_tiles import RowBound, TopkSplit
+
+    with pytest.raises(ValueError, match="a row-bound chunk program holds at most 16384 keys, this split needs 32768"):
+        fused.run(torch.zeros(1, 65536), 8, TopkSplit(2, 32768, 32, row_bound=RowBound()))
+
+
+COMPILE = textwrap.dedent("""
+    from runtime.kernels.backend import jit
+    from runtime.kernels.topk_rowbound import (ROW_BOUND_HELPERS, _row_candidates_kernel, _row_maxima_kernel,
+                                               _row_select_kernel)
+    from tests.runtime.compile_sm90 import (ROW_CANDIDATES_SIGNATURE, ROW_MAXIMA_SIGNATURE, ROW_SELECT_SIGNATURE,
+                                            compile_sm90)
+    for pdl in (False, True):
+        for kernel, sig, kwargs in (
+                (_row_maxima_kernel, ROW_MAXIMA_SIGNATURE, dict(KEYS=8192, GROUPS=256)),
+                (_row_candidates_kernel, ROW_CANDIDATES_SIGNATURE, dict(KEYS=8192, GROUPS=256, CH_P2=16)),
+                (_row_select_kernel, ROW_SELECT_SIGNATURE, dict(CH_P2=16, LOG2_CH=4, LIST=4096, K_P2=512, BLOCK=1024))):
+            compiled = compile_sm90(jit(kernel, helpers=ROW_BOUND_HELPERS), sig, dict(**kwargs, PDL=pdl, num_warps=8))
+            ptx = compiled.asm["ptx"]
+            print(len(compiled.asm["cubin"]), ptx.count("griddepcontrol.wait"), ptx.count("griddepcontrol.launch_dependents"))
+""")
+
+
+@pytest.mark.slow
+def test_compiles_for_sm90_without_a_gpu(run_sm90_script):
+    """The three launches compiled to Hopper cubins with Triton's bundled ptxas (the
+    interpreter accepts what the compiler refuses), at the indexer's split (16 chunks of
+    8,192 keys, k = 512), without and with dependent launches: B waits for A and lets C
+    launch, C waits for B, A only lets B launch."""
+    lines = run_sm90_script(COMPILE).strip().splitlines()[-6:]
+    got = [tuple(int(x) for x in line.split()) for line in lines]
+    assert all(cubin > 0 for cubin, _, _ in got), lines
+    assert [(wait, trigger) for _, wait, trigger in got] == [(0, 0)] * 3 + [(0, 1), (1, 1), (1, 0)], lines
+
+
+# ---------------------------------------------------------------------------- GPU, real shapes
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("t,n,k", [(1, 131072, 512), (2, 131072, 1024), (8, 131072, 2048), (1, 65536, 512)])
+def test_row_bound_policy_gpu(gen, t, n, k):
+    """``TopkSplitPolicy(row_bound=RowBound())`` at the indexer's split shapes, with and
+    without dependent launches: random scores with causal tails (the passes in registers),
+    four values and ReLU zeros (ties at the bound), the row's last 16,384 keys 6 standard
+    deviations higher (a recent window scoring high: more candidates than the 8k-key tile,
+    the passes over the row)."""
+    from runtime.kernels.topk import FusedTopk
+    from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
+
+    scores = torch.randn(t, n, generator=gen)
+    visible = torch.randint(n // 2, n + 1, (t,), generator=gen)
+    visible[0] = n
+    scores[torch.arange(n)[None, :] >= visible[:, None]] = NEG_INF
+    recent = torch.randn(t, n, generator=gen)
+    recent[:, -16384:] += 6.0
+    for pdl in (False, True):
+        fused = FusedTopk(policy=TopkSplitPolicy(row_bound=RowBound(), dependent_select=pdl))
+        what = f"gpu row bound T={t} N={n} k={k} pdl={pdl} {fused.policy.split(t, n, k)}"
+        check(fused, scores, k, gen.initial_seed(), what)
+        check(fused, few_values(gen, t, n, 4), k, gen.initial_seed(), f"{what} ties")
+        check(fused, torch.relu(scores - 2.0), k, gen.initial_seed(), f"{what} relu")
+        check(fused, recent, k, gen.initial_seed(), f"{what} recent window")
