@@ -29,6 +29,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 24  # programmatic dependent launch in the four two-launch ops (untimed): GPU bit identity, on / off interleaved
 #   OUT=/path bash benchmarks/h200_checklist.sh 25  # session 23's new defaults (read_all, PDL for gate / mHC, fma mixing from 512 rows): PDL identity at 64 rows, the kernel table's gate, mHC, indexer rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 26  # mHC's PDL by rows (dependent_finish_to=64): default vs "pdl off" at 64-512 rows, twice
+#   OUT=/path bash benchmarks/h200_checklist.sh 27  # the row-bound top-k (untimed): GPU exactness, topk.py twice, indexer + top-k; where the top-k's time goes (ncu per source line)
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -75,6 +76,13 @@
 # - still open: mHC below goal everywhere (decode 5.5-8.8 us; 19-36 % from 512 rows), the
 #   decode gate (mid 4.0-4.8 us, flash 7.8-12.5 us), attention below 512 queries, flash
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
+# Session 24 (no device lent) wrote the row-bound top-k (runtime/kernels/topk_rowbound.py: one
+# bound for the whole row, 3 + at most 7 radix passes per row instead of 11 in each of the
+# chained split's two launches) and part 27 for it: GPU exactness, benchmarks/topk.py twice
+# (--row-bound next to the chained and resident selects), indexer + top-k with it, and ncu's
+# stall samples per source line of the three forms at flash 128k keys, one query (about 6-7
+# minutes). Next session: 24, then 27, then 4 (each its own call); TopkSplitPolicy.row_bound
+# becomes the default if it beats the chained split in both topk.py runs and the kernel rows.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -338,6 +346,25 @@ for i in 1 2; do
   timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 64 128 256 512 --only default "pdl off" --out "$R/rows_$i" > "$OUT/rows_$i.log" 2>&1; el rows_$i $?
   grep -E "^\| mhc" "$R"/rows_$i/*.md | cut -d"|" -f2-8
 done
+elif [ "$PART" = 27 ]; then
+# session 24 (no device lent): the row-bound top-k (runtime/kernels/topk_rowbound.py, off:
+# TopkSplitPolicy.row_bound): exact at the indexer's shapes, then timed against the chained
+# and resident selects in one run each (randn and ReLU'd scores), then in indexer + top-k
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py tests/runtime/test_kernels_topk.py -m gpu > "$OUT/rb_gpu.log" 2>&1; el rb_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/rb_gpu.log" | tail -8
+for i in 1 2; do
+  timeout 150 python benchmarks/topk.py --shapes split --row-bound --resident --chunks 4096,16384 --out "$R/topk_rb_$i" > "$OUT/topk_rb_$i.log" 2>&1; el topk_rb_$i $?
+  grep -E "^\|" "$R"/topk_rb_$i/*.md | grep -E "policy|chunk" | cut -d"|" -f2-8,13-16 | head -80
+done
+timeout 150 python benchmarks/kernels.py --ops indexer+topk --topk-row-bound --topk-resident --out "$R/kern_rb" > "$OUT/kern_rb.log" 2>&1; el kern_rb $?
+grep -E "^\||met on" "$R"/kern_rb/*.md | tail -20
+# where each form's time goes: ncu's stall samples per source line (as part 8 for the gate and mHC)
+timeout 200 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/src" python benchmarks/profile_ops.py topk:flash:1:131072:chained topk:flash:1:131072:resident topk:flash:1:131072:row_bound > "$OUT/ncu.log" 2>&1; el ncu $?
+ncu -i "$R/src.ncu-rep" --page details 2>/dev/null > "$R/src_details.txt"; el details $?
+grep -E "_kernel|Duration|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|Grid Size" "$R/src_details.txt" | head -60
+ncu -i "$R/src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/src_cuda_sass.csv" 2> "$R/src_cuda_sass.err"; el source $?
+rm -f "$R/src.ncu-rep"  # the report is large; the CSV and details are what the note reads
+python benchmarks/ncu_source_lines.py "$R/src_cuda_sass.csv" --top 8 | tee "$OUT/source_lines.txt"
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

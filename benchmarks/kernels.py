@@ -226,6 +226,8 @@ def indexer_topk_case(ops, c: V41Config, name: str, t: int, n: int, topk=None):
         split = policy.split(t, n, c.index_topk)
         case.shape += f" k={c.index_topk} " + ("one pass" if split.chunk == 0 else f"{split.chunks}x{split.chunk}")
         case.shape += (" resident" if split.resident else "") + (" 1 launch" if split.one_launch else "")
+        case.shape += " row bound" if split.row_bound is not None else ""
+        case.shape += " pdl" if split.chunk and policy.dependent_select else ""
     return case, args
 
 
@@ -311,11 +313,13 @@ def fused_call(ops, op: str, topk=None, k: int = 0):
     return lambda args: getattr(ops, op)(*args)
 
 
-def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False) -> list[Case]:
+def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False, topk_row_bound: bool = False) -> list[Case]:
     """Measure every case (or only those of the ops in ``only``); ``topk_resident``: the
     indexer + top-k cases twice more with the register-resident top-k
     (``TopkSplitPolicy(resident=True)``, scale "flash 128k resident", and its splits in one
-    launch, "flash 128k resident 1 launch")."""
+    launch, "flash 128k resident 1 launch"); ``topk_row_bound``: twice more with the
+    row-bound top-k (``TopkSplitPolicy(row_bound=RowBound())``, "flash 128k row bound", and
+    with its later launches dependent, "flash 128k row bound pdl")."""
     mid, flash = V41Config.preset("mid"), V41Config.preset("flash")
     cases = []
     for name, c in (("mid", mid), ("flash", flash)):
@@ -342,6 +346,13 @@ def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False) -> list[Ca
         topks["flash 128k resident"] = FusedTopk(policy=TopkSplitPolicy(resident=True))
         topks["flash 128k resident 1 launch"] = FusedTopk(policy=TopkSplitPolicy(resident=True,
                                                                                    resident_one_launch=True))
+    if topk_row_bound:
+        from runtime.kernels.topk import FusedTopk
+        from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
+
+        topks["flash 128k row bound"] = FusedTopk(policy=TopkSplitPolicy(row_bound=RowBound()))
+        topks["flash 128k row bound pdl"] = FusedTopk(policy=TopkSplitPolicy(row_bound=RowBound(),
+                                                                               dependent_select=True))
     for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536)):
         for scale, topk in topks.items():  # interleaved: a shape's top-k's back to back
             cases.append(("indexer+topk", *indexer_topk_case(ops, flash, scale, t, n, topk)))
@@ -442,6 +453,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topk-resident", action="store_true",
                         help="also run indexer + top-k with the register-resident top-k, in two launches and in one "
                              "(scales 'flash 128k resident', 'flash 128k resident 1 launch')")
+    parser.add_argument("--topk-row-bound", action="store_true",
+                        help="also run indexer + top-k with the row-bound top-k, without and with dependent launches "
+                             "(scales 'flash 128k row bound', 'flash 128k row bound pdl')")
     args = parser.parse_args(argv)
     only = tuple(op.strip() for op in args.ops.split(",") if op.strip())
     if not torch.cuda.is_available():
@@ -449,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.manual_seed(0)
     ops = KernelRegistry("fused", device="cuda", on_unavailable="error")
-    cases, empty_samples = run(ops, only, args.topk_resident)
+    cases, empty_samples = run(ops, only, args.topk_resident, args.topk_row_bound)
     empty_ms = min(empty_samples)
     env = environment()
     tag = env["gpu"].split()[-1].lower() + ("_" + "_".join(only) if only else "")

@@ -8,7 +8,10 @@ reasons), not only how long it takes.
         python benchmarks/profile_ops.py mhc:flash:4096 attention:mid:64 > ncu.csv
 
 A case is op:scale:rows (the benchmark's own case builders; rope_quant takes
-op:scale:rows:fmt, the indexer op:scale:rows:keys). Every case is run once before
+op:scale:rows:fmt, the indexer op:scale:rows:keys; ``topk:scale:rows:keys[:form]`` is the
+top-k alone on the indexer's scores of that case, computed once before profiling, with the
+registry's top-k or the form named: ``chained`` (splitting as the default policy, the
+chained select), ``resident`` or ``row_bound`` (TopkSplitPolicy's switches)). Every case is run once before
 profiling starts (Triton compiles then), then ``--calls`` times inside the profiled
 range, one NVTX range per case. A reading: benchmarks/results/ncu_h200_attention_gate_mhc.md.
 """
@@ -23,6 +26,12 @@ import torch
 from benchmarks import kernels as bench
 from runtime.config import V41Config
 from runtime.kernels import KernelRegistry
+from runtime.kernels.topk import FusedTopk
+from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
+
+TOPK_FORMS = {"chained": TopkSplitPolicy(), "resident": TopkSplitPolicy(resident=True),
+              "row_bound": TopkSplitPolicy(row_bound=RowBound())}  # topk cases' forms: the split policies
+
 
 BUILDERS = {"gate": bench.gate_case, "mhc": bench.mhc_case, "attention": bench.attention_case,
             "inv_rope": bench.inv_rope_case, "compress": bench.compress_case, "engram": bench.engram_case}
@@ -43,6 +52,13 @@ def build(ops, spec: str):
         _, args = bench.rope_quant_case(ops, c, scale, rows, use)
     elif op == "indexer":
         _, args = bench.indexer_case(ops, c, scale, rows, int(parts[3]))
+    elif op == "topk":
+        if len(parts) not in (4, 5) or (len(parts) == 5 and parts[4] not in TOPK_FORMS):
+            raise SystemExit(f"profile_ops: case {spec!r}: expected topk:scale:rows:keys[:form], form one of "
+                             f"{sorted(TOPK_FORMS)}")
+        _, args = bench.indexer_case(ops, c, scale, rows, int(parts[3]))
+        scores, topk = ops.indexer(*args), FusedTopk(policy=TOPK_FORMS[parts[4]]) if len(parts) == 5 else ops.topk
+        return spec, lambda: topk(scores, c.index_topk)
     elif op in BUILDERS:
         _, args = BUILDERS[op](ops, c, scale, rows)
     else:

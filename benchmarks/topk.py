@@ -23,7 +23,12 @@ is split over programs (runtime/kernels/topk_tiles.py). Triton rows per shape:
   and whole rows of up to 16,384 keys), ``policy resident one launch``, its split in one
   launch (a ticket: ``TopkSplit.one_launch``), and ``chunk <L> resident``, the resident twin of
   every forced split whose chunk and candidate row fit a program; all in the same run as
-  the chained rows, so "vs one pass" and the chained rows beside them are the comparison.
+  the chained rows, so "vs one pass" and the chained rows beside them are the comparison;
+- with ``--row-bound``: ``policy row bound``, ``FusedTopk`` with
+  ``TopkSplitPolicy(row_bound=RowBound())`` where it splits (runtime/kernels/topk_rowbound.py:
+  three launches, one bound for the whole row), ``policy row bound pdl``, the same with its
+  later launches dependent (``dependent_select``), and ``chunk <L> row bound``, the
+  row-bound twin of every forced split whose chunk fits a program.
 
 Every row first checks that the Triton ids equal the sort's (exactly, ties included).
 Times: the median of CUDA-event timings of eager calls (Python and launches included), and
@@ -31,7 +36,7 @@ the per-call device time replaying 20 calls from one CUDA graph (timing helpers 
 ``benchmarks/kernels.py``). Indexer + top-k against the dense reference at 128k keys, with
 the registry's top-k, is ``benchmarks/kernels.py --ops indexer+topk``.
 
-    PYTHONPATH=. python benchmarks/topk.py --out benchmarks/results [--shapes split] [--resident]
+    PYTHONPATH=. python benchmarks/topk.py --out benchmarks/results [--shapes split] [--resident] [--row-bound]
 
 Writes topk_<gpu>.json and topk_<gpu>.md.
 """
@@ -99,6 +104,8 @@ def describe(split) -> str:
     if split.chunk == 0:
         return "one pass"
     form = (" resident" if split.resident else "") + (" one launch" if split.one_launch else "")
+    if split.row_bound is not None:
+        return f"{split.chunks} x {split.chunk} w{split.num_warps} row bound"
     return f"{split.chunks} x {split.chunk} g{split.groups} w{split.num_warps}{form}"
 
 
@@ -141,6 +148,18 @@ def variants(kernels: dict, chunks: dict, n: int, t: int, k: int, split_shape: b
             twin = replace(split, resident=True)
             if resident.policy.fits(twin.chunk) and resident.policy.fits(twin.candidates(k)):
                 rows.append((f"{label} resident", describe(twin), lambda x, kk, s=twin: resident.run(x, kk, s)))
+    for name in ("row bound", "row bound pdl"):
+        bounded = kernels.get(name)
+        if bounded is None:
+            continue
+        own = bounded.policy.split(t, n, k)
+        if own.row_bound is not None:
+            rows.append((f"policy {name}", describe(own), bounded))
+        if name == "row bound":
+            for label, split in forced.items():
+                twin = replace(split, row_bound=bounded.policy.row_bound)
+                if bounded.policy.fits(twin.chunk):
+                    rows.append((f"{label} row bound", describe(twin), lambda x, kk, s=twin, f=bounded: f.run(x, kk, s)))
     return rows
 
 
@@ -210,12 +229,13 @@ def markdown(env: dict, rows: list[Row], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_kernels(tilings: dict[str, tuple[int, ...]], resident: bool = False) -> dict:
+def build_kernels(tilings: dict[str, tuple[int, ...]], resident: bool = False, row_bound: bool = False) -> dict:
     """{"one pass": {tiling label: FusedTopk with splitting off}, "policy": FusedTopk()},
-    and "resident": FusedTopk with the resident policy when asked; ValueError from a bad
-    tiling."""
+    "resident": FusedTopk with the resident policy when asked, and "row bound" / "row bound
+    pdl": FusedTopk with the row-bound policy, without and with dependent launches, when
+    asked; ValueError from a bad tiling."""
     from runtime.kernels.topk import FusedTopk, TopkTiling
-    from runtime.kernels.topk_tiles import TopkSplitPolicy
+    from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
 
     names = ("groups", "num_warps", "unroll")
     one_pass = {name: FusedTopk(TopkTiling(**dict(zip(names[: len(fields)], fields, strict=True))),
@@ -224,6 +244,9 @@ def build_kernels(tilings: dict[str, tuple[int, ...]], resident: bool = False) -
     kernels = {"one pass": one_pass, "policy": FusedTopk()}
     if resident:
         kernels["resident"] = FusedTopk(policy=TopkSplitPolicy(resident=True))
+    if row_bound:
+        kernels["row bound"] = FusedTopk(policy=TopkSplitPolicy(row_bound=RowBound()))
+        kernels["row bound pdl"] = FusedTopk(policy=TopkSplitPolicy(row_bound=RowBound(), dependent_select=True))
     return kernels
 
 
@@ -242,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resident", action="store_true",
                         help="also time the register-resident select (TopkSplitPolicy(resident=True), and the "
                              "resident twin of every forced split that fits)")
+    parser.add_argument("--row-bound", action="store_true",
+                        help="also time the row-bound select (TopkSplitPolicy(row_bound=RowBound()), with and "
+                             "without dependent launches, and the row-bound twin of every forced split that fits)")
     args = parser.parse_args(argv)
     tilings = parse_fields(args.tilings, (2, 3))
     if tilings is None:
@@ -257,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         print("benchmarks/topk.py: needs a CUDA GPU", file=sys.stderr)
         return 2
     try:
-        kernels = build_kernels(tilings, args.resident)
+        kernels = build_kernels(tilings, args.resident, args.row_bound)
     except ValueError as exc:
         print(f"benchmarks/topk.py: --tilings: {exc}", file=sys.stderr)
         return 2

@@ -66,6 +66,25 @@ def test_resident_rows_are_the_fitting_twins():
     assert "resident" not in build_kernels({"4096:8": (4096, 8)})
 
 
+def test_row_bound_rows_are_the_policy_and_the_fitting_twins():
+    """--row-bound adds the row-bound policy's split (without and with dependent launches)
+    and the row-bound twin of each forced split whose chunk fits a program (16,384 keys):
+    at 128k keys, k = 512, chunks of 4,096 and 16,384, not 32,768; at 64 rows the policy's
+    chunks (32,768 keys) outgrow a program, so no row-bound row of its own."""
+    from benchmarks.topk import build_kernels, variants
+
+    kernels = build_kernels({"4096:8": (4096, 8)}, row_bound=True)
+    chunks = parse_fields("4096,16384,32768", (1, 2, 3))
+    rows = {label: split for label, split, _ in variants(kernels, chunks, 131072, 1, 512, True)
+            if "row bound" in label}
+    assert rows == {"policy row bound": "16 x 8192 w8 row bound", "policy row bound pdl": "16 x 8192 w8 row bound",
+                    "chunk 4096 row bound": "32 x 4096 w8 row bound",
+                    "chunk 16384 row bound": "8 x 16384 w8 row bound"}
+    assert kernels["row bound pdl"].policy.dependent_select and not kernels["row bound"].policy.dependent_select
+    assert not any("row bound" in label for label, _, _ in variants(kernels, {}, 131072, 64, 512, False))
+    assert "row bound" not in build_kernels({"4096:8": (4096, 8)})
+
+
 def test_a_run_cut_short_keeps_the_shapes_it_timed(tmp_path):
     """save() after every shape: the JSON holds the rows so far and the note shows them."""
     import json
