@@ -46,6 +46,13 @@ What it costs against the chained split: three launches instead of two (with
 each chunk read twice (A and B, L2-hot), and per row 3 + at most 7 passes instead of
 (4 + 7) x 2 in sequence. Whether that is faster is the H200's to say
 (``benchmarks/topk.py --row-bound``); ``TopkSplitPolicy.row_bound`` is off until then.
+
+Static sm_90 resources (compiled on a CPU with the H200's Triton 3.6, per thread): at
+k = 512 (chunks of 8,192 keys on 8 warps, a 4,096-key candidate tile) A 45 registers, B
+193, C 123; at k = 2,048 (16,384 keys on 16 warps, a 16,384-key tile) B and C 128, the
+most 16 warps may hold, and no spills. C keeps the listed ids as int32 (stored into the
+int64 output): as int64 they spilled 48 bytes at the largest tile. Triton 3.9 spills 32-40
+bytes in B and C at the largest tiles.
 """
 
 from __future__ import annotations
@@ -187,7 +194,7 @@ def _row_select_kernel(scores_ptr, finite_ptr, bound_ptr, gt_key_ptr, gt_id_ptr,
         valid = p < gt
         c, off = _list_place(gt_n, p, CH_P2, LOG2_CH)
         keys = tl.load(gt_key_ptr + lists + c * CAP + off, mask=valid, other=0).to(tl.uint32, bitcast=True)
-        ids = tl.load(gt_id_ptr + lists + c * CAP + off, mask=valid, other=-1).to(tl.int64)
+        ids = tl.load(gt_id_ptr + lists + c * CAP + off, mask=valid, other=-1)  # int32: stored as int64
         v, left = _radix_select(keys, valid, gt, need, LIST, 7)
         _emit(keys, valid, v, left, need, ids, keys, K, dst, dst, LIST, False)
     else:

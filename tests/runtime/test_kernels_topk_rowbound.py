@@ -121,27 +121,33 @@ COMPILE = textwrap.dedent("""
                                                _row_select_kernel)
     from tests.runtime.compile_sm90 import (ROW_CANDIDATES_SIGNATURE, ROW_MAXIMA_SIGNATURE, ROW_SELECT_SIGNATURE,
                                             compile_sm90)
-    for pdl in (False, True):
-        for kernel, sig, kwargs in (
-                (_row_maxima_kernel, ROW_MAXIMA_SIGNATURE, dict(KEYS=8192, GROUPS=256)),
-                (_row_candidates_kernel, ROW_CANDIDATES_SIGNATURE, dict(KEYS=8192, GROUPS=256, CH_P2=16)),
-                (_row_select_kernel, ROW_SELECT_SIGNATURE, dict(CH_P2=16, LOG2_CH=4, LIST=4096, K_P2=512, BLOCK=1024))):
-            compiled = compile_sm90(jit(kernel, helpers=ROW_BOUND_HELPERS), sig, dict(**kwargs, PDL=pdl, num_warps=8))
-            ptx = compiled.asm["ptx"]
-            print(len(compiled.asm["cubin"]), ptx.count("griddepcontrol.wait"), ptx.count("griddepcontrol.launch_dependents"))
+    # (chunk tile, groups, chunks, candidate tile, k, warps): k = 512 and k = 2,048 at 128k keys
+    for keys, groups, chunks, listed, k, warps in ((8192, 256, 16, 4096, 512, 8), (16384, 1024, 8, 16384, 2048, 16)):
+        for pdl in (False, True):
+            for kernel, sig, kwargs in (
+                    (_row_maxima_kernel, ROW_MAXIMA_SIGNATURE, dict(KEYS=keys, GROUPS=groups)),
+                    (_row_candidates_kernel, ROW_CANDIDATES_SIGNATURE, dict(KEYS=keys, GROUPS=groups, CH_P2=chunks)),
+                    (_row_select_kernel, ROW_SELECT_SIGNATURE,
+                     dict(CH_P2=chunks, LOG2_CH=chunks.bit_length() - 1, LIST=listed, K_P2=k, BLOCK=1024))):
+                compiled = compile_sm90(jit(kernel, helpers=ROW_BOUND_HELPERS), sig,
+                                        dict(**kwargs, PDL=pdl, num_warps=warps))
+                ptx = compiled.asm["ptx"]
+                print(len(compiled.asm["cubin"]), ptx.count("griddepcontrol.wait"),
+                      ptx.count("griddepcontrol.launch_dependents"))
 """)
 
 
 @pytest.mark.slow
 def test_compiles_for_sm90_without_a_gpu(run_sm90_script):
     """The three launches compiled to Hopper cubins with Triton's bundled ptxas (the
-    interpreter accepts what the compiler refuses), at the indexer's split (16 chunks of
-    8,192 keys, k = 512), without and with dependent launches: B waits for A and lets C
-    launch, C waits for B, A only lets B launch."""
-    lines = run_sm90_script(COMPILE).strip().splitlines()[-6:]
+    interpreter accepts what the compiler refuses), at the indexer's splits of 128k keys
+    (16 chunks of 8,192 at k = 512; 8 of 16,384 at k = 2,048, the largest tiles), without
+    and with dependent launches: B waits for A and lets C launch, C waits for B, A only
+    lets B launch."""
+    lines = run_sm90_script(COMPILE).strip().splitlines()[-12:]
     got = [tuple(int(x) for x in line.split()) for line in lines]
     assert all(cubin > 0 for cubin, _, _ in got), lines
-    assert [(wait, trigger) for _, wait, trigger in got] == [(0, 0)] * 3 + [(0, 1), (1, 1), (1, 0)], lines
+    assert [(wait, trigger) for _, wait, trigger in got] == ([(0, 0)] * 3 + [(0, 1), (1, 1), (1, 0)]) * 2, lines
 
 
 # ---------------------------------------------------------------------------- GPU, real shapes
