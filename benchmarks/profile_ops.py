@@ -25,6 +25,7 @@ import torch
 
 from benchmarks import kernels as bench
 from runtime.config import V41Config
+from runtime.errors import ConfigError
 from runtime.kernels import KernelRegistry
 from runtime.kernels.topk import FusedTopk
 from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
@@ -42,8 +43,14 @@ def build(ops, spec: str):
     parts = spec.split(":")
     if len(parts) < 3:
         raise SystemExit(f"profile_ops: case {spec!r}: expected op:scale:rows[:use or :N]")
+    numbers = parts[2:3] + (parts[3:4] if parts[0] in ("indexer", "topk") else [])  # rows[, keys]
+    if not all(n.isdigit() for n in numbers):
+        raise SystemExit(f"profile_ops: case {spec!r}: expected whole numbers of rows (and keys), got {numbers}")
     op, scale, rows = parts[0], parts[1], int(parts[2])
-    c = V41Config.preset(scale)
+    try:
+        c = V41Config.preset(scale)
+    except ConfigError as exc:
+        raise SystemExit(f"profile_ops: case {spec!r}: {exc}") from None
     if op == "rope_quant":
         use = next((u for u, (fmt, _) in bench.ROPE_QUANT_USES.items() if fmt == parts[3]), None)
         if use is None:
@@ -62,7 +69,8 @@ def build(ops, spec: str):
     elif op in BUILDERS:
         _, args = BUILDERS[op](ops, c, scale, rows)
     else:
-        raise SystemExit(f"profile_ops: unknown op {op!r} in {spec!r}")
+        raise SystemExit(f"profile_ops: case {spec!r}: unknown op {op!r}, expected one of "
+                         f"{sorted([*BUILDERS, 'indexer', 'rope_quant', 'topk'])}")
     fn = getattr(ops, op)
     return spec, lambda: fn(*args)
 
