@@ -7,9 +7,9 @@ one both bound each chunk's k-th key by the chunk's own group maxima, so every c
 its own k candidates, and the second launch selects again among chunks x k of them (8,192
 at 128k keys, k = 512): each launch runs a bound (4 or 3 radix passes) and up to 7 exact
 passes, all dependent steps of one program, and a chunk program's time is that chain more
-than its keys (benchmarks/results/topk_h200_split.md: 4,096- and 8,192-key chunks took the
-same 29.5-30 us at 64k keys). Here the bound is the row's, computed once, so only the
-row's own candidates (about k of them on tie-free scores) are ever listed:
+than its keys (benchmarks/results/topk_h200_split.md: at 64k keys and k = 512, chunks of
+4,096 and 8,192 keys took 29.4 and 29.6 us). Here the bound is the row's, computed once,
+so only the row's own candidates (about k of them on tie-free scores) are ever listed:
 
 A. one program per (row, chunk): the chunk's ``GROUPS`` interleaved groups' maxima (as
    order-preserving keys, topk.py's step 1) and its count of finite scores, to scratch.
