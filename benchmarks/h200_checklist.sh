@@ -29,7 +29,8 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 24  # programmatic dependent launch in the four two-launch ops (untimed): GPU bit identity, on / off interleaved
 #   OUT=/path bash benchmarks/h200_checklist.sh 25  # session 23's new defaults (read_all, PDL for gate / mHC, fma mixing from 512 rows): PDL identity at 64 rows, the kernel table's gate, mHC, indexer rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 26  # mHC's PDL by rows (dependent_finish_to=64): default vs "pdl off" at 64-512 rows, twice
-#   OUT=/path bash benchmarks/h200_checklist.sh 27  # the row-bound top-k (untimed): GPU exactness, topk.py twice, indexer + top-k; where the top-k's time goes (ncu per source line)
+#   OUT=/path bash benchmarks/h200_checklist.sh 27  # the row-bound top-k (untimed): GPU exactness, topk.py twice against the chained split
+#   OUT=/path bash benchmarks/h200_checklist.sh 28  # the row-bound top-k in indexer + top-k; where each top-k form's time goes (ncu per source line)
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -78,11 +79,12 @@
 #   prefill attention (28 %), ops under 4 MiB (see above for how unstable that line is).
 # Session 24 (no device lent) wrote the row-bound top-k (runtime/kernels/topk_rowbound.py: one
 # bound for the whole row, 3 + at most 7 radix passes per row instead of 11 in each of the
-# chained split's two launches) and part 27 for it: GPU exactness, benchmarks/topk.py twice
-# (--row-bound next to the chained and resident selects), indexer + top-k with it, and ncu's
-# stall samples per source line of the three forms at flash 128k keys, one query (about 6-7
-# minutes). Next session: 24, then 27, then 4 (each its own call); TopkSplitPolicy.row_bound
-# becomes the default if it beats the chained split in both topk.py runs and the kernel rows.
+# chained split's two launches) and parts 27-28 for it: GPU exactness and benchmarks/topk.py
+# twice (--row-bound next to the chained split; about 7-8 minutes), then indexer + top-k with
+# it and ncu's stall samples per source line of the three forms at flash 128k keys, one query
+# (about 5 minutes). Next session: 24, then 27, 28, then 4 (one call each);
+# TopkSplitPolicy.row_bound becomes the default if it beats the chained split in both topk.py
+# runs and in the indexer + top-k rows.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -348,15 +350,18 @@ for i in 1 2; do
 done
 elif [ "$PART" = 27 ]; then
 # session 24 (no device lent): the row-bound top-k (runtime/kernels/topk_rowbound.py, off:
-# TopkSplitPolicy.row_bound): exact at the indexer's shapes, then timed against the chained
-# and resident selects in one run each (randn and ReLU'd scores), then in indexer + top-k
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py tests/runtime/test_kernels_topk.py -m gpu > "$OUT/rb_gpu.log" 2>&1; el rb_gpu $?
+# TopkSplitPolicy.row_bound): exact at the indexer's shapes (its GPU tests and the shared
+# top-k suite's), then timed against the chained split in two runs of the split shapes
+# (randn and ReLU'd scores; each run saves after every shape, so a run cut short keeps them)
+timeout 180 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py tests/runtime/test_kernels_topk.py -m gpu > "$OUT/rb_gpu.log" 2>&1; el rb_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/rb_gpu.log" | tail -8
 for i in 1 2; do
-  timeout 150 python benchmarks/topk.py --shapes split --row-bound --resident --chunks 4096,16384 --out "$R/topk_rb_$i" > "$OUT/topk_rb_$i.log" 2>&1; el topk_rb_$i $?
+  timeout 190 python benchmarks/topk.py --shapes split --row-bound --chunks 4096,16384 --out "$R/topk_rb_$i" > "$OUT/topk_rb_$i.log" 2>&1; el topk_rb_$i $?
   grep -E "^\|" "$R"/topk_rb_$i/*.md | grep -E "policy|chunk" | cut -d"|" -f2-8,13-16 | head -80
 done
-timeout 150 python benchmarks/kernels.py --ops indexer+topk --topk-row-bound --topk-resident --out "$R/kern_rb" > "$OUT/kern_rb.log" 2>&1; el kern_rb $?
+elif [ "$PART" = 28 ]; then
+# the row-bound top-k in indexer + top-k at 128k keys, next to the registry's (chained) one
+timeout 150 python benchmarks/kernels.py --ops indexer+topk --topk-row-bound --out "$R/kern_rb" > "$OUT/kern_rb.log" 2>&1; el kern_rb $?
 grep -E "^\||met on" "$R"/kern_rb/*.md | tail -20
 # where each form's time goes: ncu's stall samples per source line (as part 8 for the gate and mHC)
 timeout 200 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/src" python benchmarks/profile_ops.py topk:flash:1:131072:chained topk:flash:1:131072:resident topk:flash:1:131072:row_bound > "$OUT/ncu.log" 2>&1; el ncu $?
