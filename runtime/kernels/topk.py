@@ -10,10 +10,13 @@ of the bin index plus, per element, an AND chain and a popcount for every bin a 
 (bins / 32 of them): counting its instructions (not measured), about one warp instruction
 per element at 32 bins and about 60 at 4096, so a 12-bit radix pass over a 128k row in
 one program would cost more than the ``torch.topk`` path it replaces. Newer Triton emits
-one shared-memory atomic per element instead (triton 3.9.0 here: this kernel compiled for
-sm_90 has ``atom.shared.add`` and no ballot); which lowering the H200's triton 3.6.0 has
-was not checked. Either way the kernel runs 5-bit passes (32 bins) and only over a short
-candidate list, found in two element-wise sweeps of the row:
+one shared-memory atomic per element instead. The H200's Triton 3.6.0 has the ballot form:
+a 32-bin ``tl.histogram`` of a 1,024-element tile on 8 warps, compiled for sm_90, has 20
+``vote.sync.ballot``, 4 ``popc`` and one shared atomic (the warps' counts) in its PTX, and
+with 256 / 2,048 bins 32 / 44 ballots and 32 / 256 ``popc``; Triton 3.9.0 compiles the
+32-bin one to 4 shared atomics and no ballot (checked with tests/runtime/compile_sm90.py's
+``compile_sm90``, session 24). Either way the kernel runs 5-bit passes (32 bins) and only
+over a short candidate list, found in two element-wise sweeps of the row:
 
 1. scores -> order-preserving uint32 keys (``-0.0`` canonicalised to ``+0.0`` first, so
    key order == float order and equal floats have equal keys); the row is read as
