@@ -148,18 +148,16 @@ def variants(kernels: dict, chunks: dict, n: int, t: int, k: int, split_shape: b
             twin = replace(split, resident=True)
             if resident.policy.fits(twin.chunk) and resident.policy.fits(twin.candidates(k)):
                 rows.append((f"{label} resident", describe(twin), lambda x, kk, s=twin: resident.run(x, kk, s)))
-    for name in ("row bound", "row bound pdl"):
+    for name in ("row bound", "row bound pdl"):  # the policy's own split, without and with PDL
         bounded = kernels.get(name)
-        if bounded is None:
-            continue
-        own = bounded.policy.split(t, n, k)
-        if own.row_bound is not None:
+        own = bounded.policy.split(t, n, k) if bounded else None
+        if own is not None and own.row_bound is not None:
             rows.append((f"policy {name}", describe(own), bounded))
-        if name == "row bound":
-            for label, split in forced.items():
-                twin = replace(split, row_bound=bounded.policy.row_bound)
-                if bounded.policy.fits(twin.chunk):
-                    rows.append((f"{label} row bound", describe(twin), lambda x, kk, s=twin, f=bounded: f.run(x, kk, s)))
+    bounded = kernels.get("row bound")
+    for label, split in forced.items() if bounded else ():
+        twin = replace(split, row_bound=bounded.policy.row_bound)
+        if bounded.policy.fits(twin.chunk):
+            rows.append((f"{label} row bound", describe(twin), lambda x, kk, s=twin: bounded.run(x, kk, s)))
     return rows
 
 

@@ -327,17 +327,17 @@ class FusedTopk:
         chunks, groups, listed = split.chunks, sizes.groups(split.chunks, split.chunk, k), sizes.list_keys(k)
         ch_p2, k_p2, cap = next_pow2(chunks), next_pow2(k), min(keys, listed)
         ints = functools.partial(torch.empty, dtype=torch.int32, device=scores.device)
-        maxima, finite, bound = ints(t * chunks * groups), ints(t * chunks), ints(t)
+        maxima, finite, per_row = ints(t * chunks * groups), ints(t * chunks), ints(t * 2)  # per row: bound, need
         gt_keys, gt_ids, gt_counts = ints(t * chunks * cap), ints(t * chunks * cap), ints(t * chunks)
         tie_ids, tie_counts = ints(t * chunks * k), ints(t * chunks)
         pdl = dependent_launch(self.policy.dependent_select, scores.device)
         warps = min(32, max(split.num_warps, keys // 1024))
         first, second, third = self.row_bound_kernels
         first[(t, chunks)](scores, maxima, finite, n, split.chunk, KEYS=keys, GROUPS=groups, PDL=pdl, num_warps=warps)
-        second[(t, chunks)](scores, maxima, finite, bound, gt_keys, gt_ids, gt_counts, tie_ids, tie_counts, n,
+        second[(t, chunks)](scores, maxima, finite, per_row, gt_keys, gt_ids, gt_counts, tie_ids, tie_counts, n,
                             split.chunk, k, cap, k, KEYS=keys, GROUPS=groups, CH_P2=ch_p2, PDL=pdl,
                             num_warps=min(32, max(warps, ch_p2 * groups // 1024)), launch_pdl=pdl)
-        third[(t,)](scores, finite, bound, gt_keys, gt_ids, gt_counts, tie_ids, tie_counts, out, n, chunks, k, cap, k,
+        third[(t,)](scores, per_row, gt_keys, gt_ids, gt_counts, tie_ids, tie_counts, out, n, chunks, k, cap, k,
                     CH_P2=ch_p2, LOG2_CH=ch_p2.bit_length() - 1, LIST=listed, K_P2=k_p2, BLOCK=sizes.block, PDL=pdl,
                     num_warps=min(32, max(8, listed // 1024, k_p2 // 1024)), launch_pdl=pdl)
         return out

@@ -84,7 +84,15 @@ def _list_place(counts, p, CH_P2: tl.constexpr, LOG2_CH: tl.constexpr):
     return chunk, p - tl.gather(ends - counts, chunk, 0)
 
 
-ROW_BOUND_HELPERS = (*RADIX_HELPERS, _list_place, _radix_select, _emit)  # jitted with each kernel
+def _chunk_keys(scores_ptr, row, ROW_N, base, CHUNK, KEYS: tl.constexpr):
+    """The keys of row ``row``'s chunk from ``base`` (CHUNK keys, the last chunk shorter) as
+    one [KEYS] tile, -inf's key past its end: A's and B's read of the same chunk."""
+    offs = tl.arange(0, KEYS)
+    return _keys_of(tl.load(scores_ptr + row * ROW_N + base + offs, mask=offs < tl.minimum(CHUNK, ROW_N - base),
+                            other=float("-inf")))
+
+
+ROW_BOUND_HELPERS = (*RADIX_HELPERS, _chunk_keys, _list_place, _radix_select, _emit)  # jitted with each kernel
 
 
 def _row_maxima_kernel(scores_ptr, maxima_ptr, finite_ptr, ROW_N, CHUNK,
@@ -98,22 +106,19 @@ def _row_maxima_kernel(scores_ptr, maxima_ptr, finite_ptr, ROW_N, CHUNK,
     row = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)
     slot = row * tl.num_programs(1) + part
-    base = part * CHUNK
-    offs = tl.arange(0, KEYS)
-    keys = _keys_of(tl.load(scores_ptr + row * ROW_N + base + offs, mask=offs < tl.minimum(CHUNK, ROW_N - base),
-                            other=float("-inf")))  # [KEYS]
+    keys = _chunk_keys(scores_ptr, row, ROW_N, part * CHUNK, CHUNK, KEYS)  # [KEYS]
     maxima = tl.max(tl.reshape(keys, (KEYS // GROUPS, GROUPS)), axis=0)  # [GROUPS]
     tl.store(maxima_ptr + slot * GROUPS + tl.arange(0, GROUPS), maxima.to(tl.int32, bitcast=True))
     tl.store(finite_ptr + slot, tl.sum((keys > KEY_NEG_INF).to(tl.int32), axis=0))
 
 
-def _row_candidates_kernel(scores_ptr, maxima_ptr, finite_ptr, bound_ptr, gt_key_ptr, gt_id_ptr, gt_count_ptr,
+def _row_candidates_kernel(scores_ptr, maxima_ptr, finite_ptr, row_ptr, gt_key_ptr, gt_id_ptr, gt_count_ptr,
                            tie_id_ptr, tie_count_ptr, ROW_N, CHUNK, K, CAP, TIE_CAP,
                            KEYS: tl.constexpr, GROUPS: tl.constexpr, CH_P2: tl.constexpr,
                            PDL: tl.constexpr = False):
     """B: program (r, c) computes row r's need and bound L from all of A's maxima and
     counts (CH_P2 x GROUPS of them, the chunk count rounded up to a power of two), program
-    (r, 0) stores L to bound [r], and program (r, c) lists its chunk's keys > L (keys and
+    (r, 0) stores (L, need) to row [r, 0:2] for C, and program (r, c) lists its chunk's keys > L (keys and
     ids, the first CAP of them, in index order) and the ids of its first TIE_CAP keys == L,
     with both counts (all of them). ``PDL``: it waits for A, and lets C launch."""
     if PDL:
@@ -132,12 +137,11 @@ def _row_candidates_kernel(scores_ptr, maxima_ptr, finite_ptr, bound_ptr, gt_key
     prefix, _ = _radix_select(maxima, found, n_found, need, CH_P2 * GROUPS, BOUND_PASSES)
     bound = tl.where(n_found >= need, prefix, KEY_NEG_INF + 1)  # fewer finite maxima: every finite key
     if part == 0:
-        tl.store(bound_ptr + row, bound.to(tl.int32, bitcast=True))
+        tl.store(row_ptr + 2 * row, bound.to(tl.int32, bitcast=True))
+        tl.store(row_ptr + 2 * row + 1, need)
 
     base = part * CHUNK
-    offs = tl.arange(0, KEYS)
-    keys = _keys_of(tl.load(scores_ptr + row * ROW_N + base + offs, mask=offs < tl.minimum(CHUNK, ROW_N - base),
-                            other=float("-inf")))  # [KEYS]
+    keys = _chunk_keys(scores_ptr, row, ROW_N, base, CHUNK, KEYS)  # [KEYS]
     finite = keys > KEY_NEG_INF
     above = finite & (keys > bound)
     tie = finite & (keys == bound)
@@ -145,7 +149,7 @@ def _row_candidates_kernel(scores_ptr, maxima_ptr, finite_ptr, bound_ptr, gt_key
     at_above = (counts & 0xFFFF) - 1
     at_tie = (counts >> 16) - 1
     slot = row * chunks + part
-    ids = base + offs
+    ids = base + tl.arange(0, KEYS)
     tl.store(gt_key_ptr + slot * CAP + at_above, keys.to(tl.int32, bitcast=True), mask=above & (at_above < CAP))
     tl.store(gt_id_ptr + slot * CAP + at_above, ids, mask=above & (at_above < CAP))
     tl.store(tie_id_ptr + slot * TIE_CAP + at_tie, ids, mask=tie & (at_tie < TIE_CAP))
@@ -153,19 +157,20 @@ def _row_candidates_kernel(scores_ptr, maxima_ptr, finite_ptr, bound_ptr, gt_key
     tl.store(tie_count_ptr + slot, tl.sum(tie.to(tl.int32), axis=0))
 
 
-def _row_select_kernel(scores_ptr, finite_ptr, bound_ptr, gt_key_ptr, gt_id_ptr, gt_count_ptr, tie_id_ptr,
+def _row_select_kernel(scores_ptr, row_ptr, gt_key_ptr, gt_id_ptr, gt_count_ptr, tie_id_ptr,
                        tie_count_ptr, out_ptr, ROW_N, CHUNKS, K, CAP, TIE_CAP,
                        CH_P2: tl.constexpr, LOG2_CH: tl.constexpr, LIST: tl.constexpr, K_P2: tl.constexpr,
                        BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     """C: program r writes row r's k ids, ascending, -1 padded, to out [r, K] from B's
-    lists (the module docstring has the three cases). ``PDL``: it waits for B."""
+    lists and its (L, need) (the module docstring has the three cases). ``PDL``: it waits
+    for B."""
     if PDL:
         gdc_enter(True)
     row = tl.program_id(0).to(tl.int64)
     ch = tl.arange(0, CH_P2)
     ch_ok = ch < CHUNKS
-    need = tl.minimum(tl.sum(tl.load(finite_ptr + row * CHUNKS + ch, mask=ch_ok, other=0), axis=0), K)
-    bound = tl.load(bound_ptr + row).to(tl.uint32, bitcast=True)
+    bound = tl.load(row_ptr + 2 * row).to(tl.uint32, bitcast=True)
+    need = tl.load(row_ptr + 2 * row + 1)
     gt_n = tl.load(gt_count_ptr + row * CHUNKS + ch, mask=ch_ok, other=0)  # [CH_P2]
     gt = tl.sum(gt_n, axis=0)
     dst = out_ptr + row * K

@@ -230,9 +230,9 @@ ROW_MAXIMA_SIGNATURE = {"scores_ptr": "*fp32", "maxima_ptr": "*i32", "finite_ptr
                         "CHUNK": "i32"}
 _ROW_LISTS = {"gt_key_ptr": "*i32", "gt_id_ptr": "*i32", "gt_count_ptr": "*i32", "tie_id_ptr": "*i32",
               "tie_count_ptr": "*i32"}
-ROW_CANDIDATES_SIGNATURE = {"scores_ptr": "*fp32", "maxima_ptr": "*i32", "finite_ptr": "*i32", "bound_ptr": "*i32",
+ROW_CANDIDATES_SIGNATURE = {"scores_ptr": "*fp32", "maxima_ptr": "*i32", "finite_ptr": "*i32", "row_ptr": "*i32",
                             **_ROW_LISTS, "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "CAP": "i32", "TIE_CAP": "i32"}
-ROW_SELECT_SIGNATURE = {"scores_ptr": "*fp32", "finite_ptr": "*i32", "bound_ptr": "*i32", **_ROW_LISTS,
+ROW_SELECT_SIGNATURE = {"scores_ptr": "*fp32", "row_ptr": "*i32", **_ROW_LISTS,
                         "out_ptr": "*i64", "ROW_N": "i32", "CHUNKS": "i32", "K": "i32", "CAP": "i32", "TIE_CAP": "i32"}
 
 MERGE_SIGNATURE = {"part_ptr": "*fp32", "m_ptr": "*fp32", "l_ptr": "*fp32", "sink_ptr": "*fp32",
