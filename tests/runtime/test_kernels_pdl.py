@@ -20,6 +20,7 @@ import textwrap
 import pytest
 import torch
 
+from benchmarks.dependent_launch import results_equal
 from runtime.config import V41Config
 from runtime.kernels.pdl import dependent_launch
 from runtime.numerics import Numerics
@@ -52,11 +53,6 @@ def test_only_a_hopper_gpu_launches_dependent():
         assert dependent_launch(True, torch.device("cuda")) == (torch.cuda.get_device_capability()[0] >= 9)
     else:
         assert not dependent_launch(True, torch.device("cuda"))
-
-
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return torch.equal(a.view(torch.int32) if a.dtype == torch.float32 else a,
-                       b.view(torch.int32) if b.dtype == torch.float32 else b)
 
 
 def attention_pair(attention, gen, t: int, heads: int, hd: int, window: int, k: int, ctx: int, splits: int | None):
@@ -126,11 +122,11 @@ def test_the_switches_change_nothing_on_the_interpreter_or_the_gpu(kernels, gen)
     tiny = V41Config.preset("tiny")
     seed = gen.initial_seed()
     off, on, at_exit = attention_pair(attention, gen, 2, 4, 32, 8, 16, 64, splits=3)
-    assert same_bits(off, on) and same_bits(off, at_exit), f"attention (seed {seed})"
+    assert results_equal(off, on) and results_equal(off, at_exit), f"attention (seed {seed})"
     (w_off, ids_off), (w_on, ids_on) = gate_pair(gate, gen, 3, tiny, torch.float32)
-    assert same_bits(w_off, w_on) and torch.equal(ids_off, ids_on), f"gate (seed {seed})"
+    assert results_equal(w_off, w_on) and torch.equal(ids_off, ids_on), f"gate (seed {seed})"
     off, on, at_exit = mhc_pair(mhc, gen, 2, tiny, torch.float32)
-    assert same_bits(off, on) and same_bits(off, at_exit), f"mhc (seed {seed})"
+    assert results_equal(off, on) and results_equal(off, at_exit), f"mhc (seed {seed})"
     for off, on in topk_pairs(topk, gen, 2, 512, 16):
         assert torch.equal(off, on), f"top-k (seed {seed})"
 
@@ -148,11 +144,11 @@ def test_dependent_launches_match_on_gpu(kernels, gen, name, t):
     seed = gen.initial_seed()
     off, on, at_exit = attention_pair(attention, gen, t, c.num_attention_heads, c.head_dim, c.sliding_window,
                                       c.index_topk, 8192, splits=None)
-    assert same_bits(off, on) and same_bits(off, at_exit), f"attention (seed {seed})"
+    assert results_equal(off, on) and results_equal(off, at_exit), f"attention (seed {seed})"
     (w_off, ids_off), (w_on, ids_on) = gate_pair(gate, gen, t, c, torch.bfloat16)
-    assert same_bits(w_off, w_on) and torch.equal(ids_off, ids_on), f"gate (seed {seed})"
+    assert results_equal(w_off, w_on) and torch.equal(ids_off, ids_on), f"gate (seed {seed})"
     off, on, at_exit = mhc_pair(mhc, gen, t, c, torch.bfloat16)
-    assert same_bits(off, on) and same_bits(off, at_exit), f"mhc (seed {seed})"
+    assert results_equal(off, on) and results_equal(off, at_exit), f"mhc (seed {seed})"
     for off, on in topk_pairs(topk, gen, t, 65536, c.index_topk):
         assert torch.equal(off, on), f"top-k (seed {seed})"
 
