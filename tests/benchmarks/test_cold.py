@@ -72,15 +72,15 @@ def test_the_roofline_is_read_on_the_cold_time():
     cold = big_case(0.0064, 0.0150)
     assert cold.roofline_fraction == pytest.approx(34.08e6 / 4.3e12 / 15.0e-6)  # 53 %
     doc = markdown(ENV, [cold, big_case(0.0064, 0.0120)], "cmd", [0.0009])
-    assert "| 0.00640 | 0.01500 | 6 | 20.0x | 53% | memory | >= 60% roofline | NOT met |" in doc
-    assert "| 0.00640 | 0.01200 | 6 | 20.0x | 66% | memory | >= 60% roofline | met |" in doc
+    assert "| 0.00640 | 0.01500 | 6 | - | 20.0x | 53% | memory | >= 60% roofline | NOT met |" in doc
+    assert "| 0.00640 | 0.01200 | 6 | - | 20.0x | 66% | memory | >= 60% roofline | met |" in doc
     assert "Goal met on 1 of 2" in doc
 
 
 def test_small_cases_get_no_cold_reading():
     small = Case("inv_rope", "mid", "R=1", bytes=50_000, flops=0.0, ref_ms=0.1, fused_ms=0.05, fused_graph_ms=0.0015)
     assert not small.holds_to_roofline
-    assert "| 0.00150 | - | - | 2.0x |" in markdown(ENV, [small], "cmd", [0.0009])
+    assert "| 0.00150 | - | - | - | 2.0x |" in markdown(ENV, [small], "cmd", [0.0009])
 
 
 def test_the_sweep_table_shows_cold_columns_where_measured():

@@ -4,7 +4,9 @@ between two H200 runs, which alone moved cases across the 2x line)."""
 
 from __future__ import annotations
 
-from benchmarks.kernels import Case, floor_line, markdown
+import statistics
+
+from benchmarks.kernels import Case, alternate_medians, floor_line, markdown
 
 ENV = {"gpu": "NVIDIA H200", "nvidia_smi": "x", "torch": "t", "triton": "t", "cuda": "c"}
 
@@ -27,3 +29,32 @@ def test_a_small_op_is_judged_against_the_smallest_reading():
     assert "| <= 1.36 us | NOT met |" in doc and "Goal met on 0 of 1" in doc
     doc = markdown(ENV, [small_case(0.0015)], "cmd", [0.00084])
     assert "| <= 1.68 us | met |" in doc and "Goal met on 1 of 1" in doc
+
+
+def test_a_paired_reading_is_shown_as_empty_launches_beside_the_strict_verdict():
+    # 1.5 us beside an empty launch read as 0.80 us in the same rounds: 1.875 empty launches,
+    # within 2x; the verdict still holds it to the run's smallest reading (0.68 us)
+    case = small_case(0.0015)
+    case.paired_ms, case.paired_empty_ms = 0.0015, 0.0008
+    other = small_case(0.0030)
+    other.paired_ms, other.paired_empty_ms = 0.0030, 0.0009
+    doc = markdown(ENV, [case, other, small_case(0.0010)], "cmd", [0.00084, 0.00068])
+    assert "| 0.00150 | - | - | 1.88x | 2.0x | 1% | memory | <= 1.36 us | NOT met |" in doc
+    assert "| 0.00300 | - | - | 3.33x |" in doc
+    assert "| 0.00100 | - | - | - | 2.0x |" in doc  # not read paired
+    assert "Goal met on 1 of 3" in doc
+    assert "(paired), 1 of 2 ops under 4 MiB are within 2x of it." in doc
+
+
+def test_alternating_readings_are_taken_in_turn_and_summarised_by_their_medians():
+    order, readings = [], {"op": iter([5.0, 1.0, 3.0, 9.0]), "empty": iter([2.0, 2.5, 0.5, 7.0])}
+
+    def timer(name):
+        def read():
+            order.append(name)
+            return next(readings[name])
+        return read
+
+    medians = alternate_medians({"op": timer("op"), "empty": timer("empty")}, rounds=4)
+    assert order == ["op", "empty"] * 4
+    assert medians == {"op": statistics.median([5.0, 1.0, 3.0, 9.0]), "empty": statistics.median([2.0, 2.5, 0.5, 7.0])}
