@@ -31,6 +31,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 26  # mHC's PDL by rows (dependent_finish_to=64): default vs "pdl off" at 64-512 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 27  # the row-bound top-k (untimed): GPU exactness, topk.py twice against the chained split
 #   OUT=/path bash benchmarks/h200_checklist.sh 28  # the row-bound top-k in indexer + top-k; where each top-k form's time goes (ncu per source line)
+#   OUT=/path bash benchmarks/h200_checklist.sh 29  # 27 and 28's deciding runs in one call (row-bound GPU tests, indexer + top-k, topk.py once)
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -370,6 +371,15 @@ grep -E "_kernel|Duration|Registers Per|Achieved Occupancy|Warp Cycles Per Issue
 ncu -i "$R/src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/src_cuda_sass.csv" 2> "$R/src_cuda_sass.err"; el source $?
 rm -f "$R/src.ncu-rep"  # the report is large; the CSV and details are what the note reads
 python benchmarks/ncu_source_lines.py "$R/src_cuda_sass.csv" --top 8 | tee "$OUT/source_lines.txt"
+elif [ "$PART" = 29 ]; then
+# parts 27 and 28's deciding runs in one call, for a session with under 15 minutes of device
+# time: the row-bound GPU tests, indexer + top-k with it, one topk.py run (27 has the second)
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py -m gpu > "$OUT/rb_gpu.log" 2>&1; el rb_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/rb_gpu.log" | tail -8
+timeout 150 python benchmarks/kernels.py --ops indexer+topk --topk-row-bound --out "$R/kern_rb" > "$OUT/kern_rb.log" 2>&1; el kern_rb $?
+grep -E "^\||met on" "$R"/kern_rb/*.md | tail -20
+timeout 190 python benchmarks/topk.py --shapes split --row-bound --chunks 4096,16384 --out "$R/topk_rb_1" > "$OUT/topk_rb_1.log" 2>&1; el topk_rb_1 $?
+grep -E "^\|" "$R"/topk_rb_1/*.md | grep -E "policy|chunk" | cut -d"|" -f2-8,13-16 | head -80
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
