@@ -86,8 +86,8 @@
 # (about 5 minutes). Next session: 24, then 27, 28, then 4 (one call each);
 # TopkSplitPolicy.row_bound becomes the default if it beats the chained split in both topk.py
 # runs and in the indexer + top-k rows.
-# Session 25: no device machine started (12 tries over two hours, about 20 of the 30 minutes
-# spent on them); part 29 holds 27 and 28's deciding runs for a session that starts late.
+# Session 25: no device machine started (tries about 10 minutes apart from 09:01 to 11:30 UTC,
+# 90 s of device time each); part 29 holds 27 and 28's deciding runs for a session that starts late.
 # Next session, in order: 27 (or 29), 28, 24, then 4 (now with the paired empty-launch column).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
