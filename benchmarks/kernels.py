@@ -167,26 +167,6 @@ def alternate_medians(timers: dict, rounds: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in readings.items()}
 
 
-def paired_with_empty_ms(fn, reps: int = 20, rounds: int = 9) -> tuple[float, float] | None:
-    """(fn's, an empty Triton kernel's) per-call time, each replayed from its own graph of
-    ``reps`` calls, the two graphs replayed alternately for ``rounds`` rounds (medians).
-
-    Why: the empty launch read alone at several points of one run moved 0.69-0.93 us
-    while the small ops moved 0.11 us at the median case (kernels_h200_session20_runs.md),
-    so the table's verdict against the run's smallest reading moved with it. Read beside
-    each op, the ratio is the op's own. None if either cannot be captured."""
-    from runtime.kernels.backend import jit
-
-    kernel = jit(_empty_kernel)
-    x = torch.empty(1, device="cuda")
-    graphs = {"op": capture([fn] * reps), "empty": capture([lambda: kernel[(1,)](x)] * reps)}
-    if None in graphs.values():
-        return None
-    medians = alternate_medians({name: (lambda g=g: median_ms(g.replay, warmup=1, iters=3) / reps)
-                                 for name, g in graphs.items()}, rounds)
-    return medians["op"], medians["empty"]
-
-
 def kernel_breakdown(fn, calls: int = 20) -> dict[str, float]:
     """Mean device microseconds per call of each CUDA kernel ``fn`` launches (torch.profiler),
     one entry per launch of a call in launch order ("name #2": a call's second launch),
@@ -217,17 +197,38 @@ def _empty_kernel(x_ptr):
     pass
 
 
-def empty_launch_ms() -> float:
-    """Per-call device time of a Triton kernel that does nothing, replayed from a CUDA
-    graph exactly like the fused ops: the floor any single-kernel op sits on."""
+def empty_launch():
+    """One launch of a Triton kernel that does nothing: the floor any single-kernel op sits on."""
     from runtime.kernels.backend import jit
 
     kernel = jit(_empty_kernel)
     x = torch.empty(1, device="cuda")
-    ms = graph_ms(lambda: kernel[(1,)](x))
+    return lambda: kernel[(1,)](x)
+
+
+def empty_launch_ms() -> float:
+    """Per-call device time of the empty launch, replayed from a CUDA graph exactly like
+    the fused ops."""
+    ms = graph_ms(empty_launch())
     if ms is None:
         raise RuntimeError("benchmarks/kernels.py: an empty Triton kernel could not be captured in a CUDA graph")
     return ms
+
+
+def paired_with_empty_ms(fn, reps: int = 20, rounds: int = 9) -> tuple[float | None, float | None]:
+    """(fn's, the empty launch's) per-call time, each replayed from its own graph of
+    ``reps`` calls, the two graphs replayed alternately for ``rounds`` rounds (medians).
+
+    Why: the empty launch read alone at several points of one run moved 0.69-0.93 us
+    while the small ops moved 0.11 us at the median case (kernels_h200_session20_runs.md),
+    so the table's verdict against the run's smallest reading moved with it. Read beside
+    each op, the ratio is the op's own. (None, None) if either cannot be captured."""
+    graphs = {"op": capture([fn] * reps), "empty": capture([empty_launch()] * reps)}
+    if None in graphs.values():
+        return None, None
+    medians = alternate_medians({name: (lambda g=g: median_ms(g.replay, warmup=1, iters=3) / reps)
+                                 for name, g in graphs.items()}, rounds)
+    return medians["op"], medians["empty"]
 
 
 def r(*shape, dtype=torch.bfloat16, scale=1.0):
@@ -429,8 +430,7 @@ def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False, topk_row_b
             case.fused_cold_ms, case.cold_copies = cold_graph_ms(fused, args, case.bytes, graph_calls_ms,
                                                                  case.fused_graph_ms)
         elif case.bound == "memory":
-            case.paired_ms, case.paired_empty_ms = paired_with_empty_ms(lambda fused=fused, a=args: fused(a)) or (
-                None, None)
+            case.paired_ms, case.paired_empty_ms = paired_with_empty_ms(lambda fused=fused, a=args: fused(a))
         done.append(case)
         graph = f"{case.fused_graph_ms:7.4f}" if case.fused_graph_ms is not None else "    n/a"
         cold = f"{case.fused_cold_ms:7.4f}" if case.fused_cold_ms is not None else "    n/a"
