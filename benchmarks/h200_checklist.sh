@@ -32,6 +32,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 27  # the row-bound top-k (untimed): GPU exactness, topk.py twice against the chained split
 #   OUT=/path bash benchmarks/h200_checklist.sh 28  # the row-bound top-k in indexer + top-k; where each top-k form's time goes (ncu per source line)
 #   OUT=/path bash benchmarks/h200_checklist.sh 29  # 27 and 28's deciding runs in one call (row-bound GPU tests, indexer + top-k, topk.py once)
+#   OUT=/path bash benchmarks/h200_checklist.sh 30  # flash attention with all 64 heads in one program (wgmma, untimed): sweeps at 512, 64 and 8 queries
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -89,6 +90,7 @@
 # Session 25: no device machine started (tries about 10 minutes apart from 09:01 to 11:30 UTC,
 # 90 s of device time each); part 29 holds 27 and 28's deciding runs for a session that starts late.
 # Next session, in order: 27 (or 29), 28, 24, then 4 (now with the paired empty-launch column).
+# Session 26: part 30 (64 heads per program at flash, wgmma) after 29, before 24.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -383,6 +385,20 @@ timeout 150 python benchmarks/kernels.py --ops indexer+topk --topk-row-bound --o
 grep -E "^\||met on" "$R"/kern_rb/*.md | tail -20
 timeout 190 python benchmarks/topk.py --shapes split --row-bound --chunks 4096,16384 --out "$R/topk_rb_1" > "$OUT/topk_rb_1.log" 2>&1; el topk_rb_1 $?
 grep -E "^\|" "$R"/topk_rb_1/*.md | grep -E "policy|chunk" | cut -d"|" -f2-8,13-16 | head -80
+elif [ "$PART" = 30 ]; then
+# session 26 (no device yet): no sweep has tried 64 heads per program at flash (64 heads), where
+# each key tile would be read once for all heads instead of once per 32-head block. Compiled for
+# sm_90 with Triton 3.6 on a CPU (benchmarks/results/sass_static_sm90_triton36_attention.md):
+# h64 n16 / n32 on 8 warps hold 236-248 registers, no stack, and use wgmma (HGMMA), where the
+# prefill row h32 n32 w4 spills 136 bytes on mma.sync. Each sweep checks every tiling against
+# the reference and times the table's row in the same run; three small sweeps, so a timeout
+# loses one
+timeout 220 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 512 --block-h 32 64 --block-n 16 32 --warps 4 8 --stages 2 3 --splits 1 --out "$R/att64_t512" > "$OUT/att64_t512.log" 2>&1; el att64_t512 $?
+grep -E "table .* best" "$OUT/att64_t512.log"; grep -E "^- flash" "$R"/att64_t512/*.md | cut -c1-700
+timeout 170 python benchmarks/attention_tiles.py --scales flash --layouts engine ring --t 64 --block-h 32 64 --block-n 16 32 --warps 4 8 --stages 3 --splits 4 --programs 0 256 --out "$R/att64_t64" > "$OUT/att64_t64.log" 2>&1; el att64_t64 $?
+grep -E "table .* best" "$OUT/att64_t64.log"; grep -E "^- flash" "$R"/att64_t64/*.md | cut -c1-700
+timeout 120 python benchmarks/attention_tiles.py --scales flash --layouts engine ring --t 8 --block-h 16 64 --block-n 16 32 --warps 4 8 --stages 3 --splits 16 --merge-d 256 --programs 256 --out "$R/att64_t8" > "$OUT/att64_t8.log" 2>&1; el att64_t8 $?
+grep -E "table .* best" "$OUT/att64_t8.log"; grep -E "^- flash" "$R"/att64_t8/*.md | cut -c1-700
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
