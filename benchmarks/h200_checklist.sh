@@ -395,7 +395,7 @@ elif [ "$PART" = 30 ]; then
 # loses one
 timeout 220 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 512 --block-h 32 64 --block-n 16 32 --warps 4 8 --stages 2 3 --splits 1 --out "$R/att64_t512" > "$OUT/att64_t512.log" 2>&1; el att64_t512 $?
 grep -E "table .* best" "$OUT/att64_t512.log"; grep -E "^- flash" "$R"/att64_t512/*.md | cut -c1-700
-timeout 170 python benchmarks/attention_tiles.py --scales flash --layouts engine ring --t 64 --block-h 32 64 --block-n 16 32 --warps 4 8 --stages 3 --splits 4 --programs 0 256 --out "$R/att64_t64" > "$OUT/att64_t64.log" 2>&1; el att64_t64 $?
+timeout 170 python benchmarks/attention_tiles.py --scales flash --layouts engine ring --t 64 --block-h 32 64 --block-n 16 32 --warps 4 8 --stages 3 --splits 2 4 --out "$R/att64_t64" > "$OUT/att64_t64.log" 2>&1; el att64_t64 $?
 grep -E "table .* best" "$OUT/att64_t64.log"; grep -E "^- flash" "$R"/att64_t64/*.md | cut -c1-700
 timeout 120 python benchmarks/attention_tiles.py --scales flash --layouts engine ring --t 8 --block-h 16 64 --block-n 16 32 --warps 4 8 --stages 3 --splits 16 --merge-d 256 --programs 256 --out "$R/att64_t8" > "$OUT/att64_t8.log" 2>&1; el att64_t8 $?
 grep -E "table .* best" "$OUT/att64_t8.log"; grep -E "^- flash" "$R"/att64_t8/*.md | cut -c1-700
