@@ -176,7 +176,7 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     fused, reference = inputs(shape, gen, **where)
     want = reference().float()
     scale = max(1.0, float(want.abs().max()))
-    table = tile_for(shape.t, shape.head_dim, packed=shape.layout == "ring_packed")
+    table = tile_for(shape.t, shape.head_dim, packed=shape.layout == "ring_packed", heads=shape.heads)
     result = CaseResult(shape, table.label())
     if shape.layout != "engine":  # the engine's reference reads positions on the host: no graph
         result.core_ms = timer(reference)

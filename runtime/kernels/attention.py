@@ -296,7 +296,7 @@ class FusedSparseAttention:
         q = q.to(dtype).contiguous()
         tk = topk.contiguous() if has_topk else positions
         ieee = dtype == torch.float32
-        tile = self.forced_tile or tile_for(t, hd, self.table, packed=packed)
+        tile = self.forced_tile or tile_for(t, hd, self.table, packed=packed, heads=n_heads)
         splits = tile.splits_for(t, n_heads) if self.forced_tile is not None or dev.type == "cuda" else 1
         if self.forced_splits is not None:
             splits = self.forced_splits

@@ -189,11 +189,37 @@ PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
 }
 
 
+# Calls of at least WIDE_HEADS heads (``flash``: 64) on unpacked caches have rows of their own:
+# all 64 heads in one program on 8 warps, so each key tile is read once for all of them (32-head
+# programs read it twice) and both products run on wgmma, whose smallest M is 64 (mma.sync below
+# that). Compiled for sm_90 with the H200's Triton 3.6 (benchmarks/results/
+# sass_static_sm90_triton36_attention.md) the 32-key tile holds 246 registers and no stack where
+# the 32-head prefill row spills 136 bytes; it takes 131 KB of shared memory, so one program per
+# SM. On the H200, two sweeps each at ``flash`` (attention_tiles_h200_h64_t512.md and _t512_2.md,
+# attention_tiles_h200_h64_t64.md and _t64_2.md; every tiling checked against the reference): 512 queries
+# 370.7 / 369.7 -> 297.7 / 298.8 us (2 stages; 3 stages 322.8 / 323.9); 64 queries, engine /
+# ring layout, 58.7 / 79.6 and 58.8 / 80.0 -> 50.9 / 67.9 (3 stages) and 48.5 / 66.0 us (2
+# stages), with 2 splits: 128 programs, one wave of one per SM (4 splits: 60.6-63.7 / 77.6-79.9).
+# ``programs=128`` keeps that wave below 64 queries (untimed there). At 8 queries neither form
+# won both layouts (engine 19.0 vs 19.4 us, ring 23.8 vs 22.4: attention_tiles_h200_h64_t8.md),
+# so that bucket keeps the shared row; 16 heads (``mid``) cannot fill wgmma's 64 rows.
+WIDE_HEADS = 64
+WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
+    (64, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=16, programs=128),
+    (PREFILL, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=1),
+}
+
+
 def tile_for(t: int, head_dim: int, table: dict[tuple[int, int], AttentionTile] | None = None,
-             packed: bool = False) -> AttentionTile:
-    """The tile of a call of ``t`` queries at ``head_dim``: ``table``'s row if one is given,
-    else PACKED_TILES' for packed caches where it has one, else TILES'."""
+             packed: bool = False, heads: int = 0) -> AttentionTile:
+    """The tile of a call of ``t`` queries of ``heads`` heads at ``head_dim``: ``table``'s row
+    if one is given, else PACKED_TILES' for packed caches where it has one, else
+    WIDE_TILES' for at least WIDE_HEADS heads where it has one, else TILES'."""
     key = (t_bucket(t), hd_bucket(head_dim))
     if table is not None:
         return table[key]
-    return PACKED_TILES[key] if packed and key in PACKED_TILES else TILES[key]
+    if packed:
+        return PACKED_TILES.get(key, TILES[key])
+    if heads >= WIDE_HEADS and key in WIDE_TILES:
+        return WIDE_TILES[key]
+    return TILES[key]

@@ -258,7 +258,7 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
         for bucket in (*T_BUCKETS, PREFILL):
             queries = f"T<={bucket}" if bucket else "prefill"
             for layout in ("engine", "packed ring"):
-                tile = tile_for(bucket or 4096, 512, packed=layout != "engine")
+                tile = tile_for(bucket or 4096, 512, packed=layout != "engine", heads=heads)
                 kwargs = dict(HD=512, BLOCK_H=tile.heads_per_program(heads), BLOCK_N=tile.block_n,
                               SPLIT=tile.splits > 1, HAS_TOPK=True, RING=layout != "engine", IEEE=False,
                               PACKED=layout != "engine", VD=512, num_warps=tile.num_warps,

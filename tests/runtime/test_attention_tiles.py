@@ -12,6 +12,8 @@ from runtime.kernels.attention_tiles import (
     PREFILL,
     T_BUCKETS,
     TILES,
+    WIDE_HEADS,
+    WIDE_TILES,
     AttentionTile,
     t_bucket,
     tile_for,
@@ -31,6 +33,24 @@ def test_packed_caches_take_their_own_rows_where_there_are_some():
     assert tile_for(8, 128, packed=True) is TILES[(8, 128)]  # no packed row: the table's
     custom = {key: AttentionTile(16, 16) for key in TILES}
     assert tile_for(64, 512, custom, packed=True) is custom[(64, 512)]  # a given table wins
+
+
+def test_calls_of_64_heads_take_the_wide_rows_where_there_are_some():
+    """At least WIDE_HEADS heads on unpacked caches: the wide row of the bucket where there is
+    one (64 queries, prefill), the shared row elsewhere; fewer heads, packed caches and a
+    given table never take it. Every wide row holds all 64 heads in one program on 8 warps
+    (wgmma's 64 rows)."""
+    assert WIDE_HEADS == 64 and set(WIDE_TILES) == {(64, 512), (PREFILL, 512)}
+    assert all(tile.heads_per_program(64) == 64 and tile.num_warps == 8 for tile in WIDE_TILES.values())
+    assert tile_for(64, 512, heads=64) is WIDE_TILES[(64, 512)] and tile_for(9, 512, heads=128) is WIDE_TILES[(64, 512)]
+    assert tile_for(512, 512, heads=64) is WIDE_TILES[(PREFILL, 512)]
+    assert tile_for(8, 512, heads=64) is TILES[(8, 512)] and tile_for(300, 128, heads=64) is TILES[(PREFILL, 128)]
+    assert tile_for(512, 512, heads=16) is TILES[(PREFILL, 512)] and tile_for(512, 512, heads=63) is TILES[(PREFILL, 512)]
+    assert tile_for(512, 512, packed=True, heads=64) is PACKED_TILES[(PREFILL, 512)]
+    custom = {key: AttentionTile(16, 16) for key in TILES}
+    assert tile_for(512, 512, custom, heads=64) is custom[(PREFILL, 512)]
+    # one program per SM: 64 queries x 2 splits = 128 programs, fewer queries split more
+    assert [WIDE_TILES[(64, 512)].splits_for(t, 64) for t in (9, 16, 32, 64)] == [16, 8, 4, 2]
 
 
 @pytest.mark.parametrize("field,value", [("block_n", 24), ("block_h", 8), ("num_warps", 3), ("splits", 0),

@@ -659,9 +659,19 @@ def test_attention_parity_small(fused, gen, t, splits, with_topk, merge_d, value
                     with_topk=with_topk, splits=splits, merge_d=merge_d, value_d=value_d)
 
 
+@pytest.mark.parametrize("t", [9, 66])
+def test_attention_parity_wide_heads(fused, gen, t):
+    """64 heads at 9-64 queries and at prefill take the tile table's wide rows (all 64 heads
+    in one program on 8 warps: runtime/kernels/attention_tiles.py, WIDE_TILES)."""
+    from runtime.kernels.attention_tiles import WIDE_TILES, tile_for
+
+    assert tile_for(t, 512, heads=64) is WIDE_TILES[(64 if t <= 64 else 0, 512)]  # rows of head dim 512
+    check_attention(fused, gen, t, 64, 512, 16, 8, 10, torch.float32)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("t,n_heads", [(1, 16), (8, 16), (64, 16), (200, 16), (4, 64)])
+@pytest.mark.parametrize("t,n_heads", [(1, 16), (8, 16), (64, 16), (200, 16), (4, 64), (64, 64), (200, 64)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_attention_parity_gpu(fused, gen, t, n_heads, dtype):
     check_attention(fused, gen, t, n_heads, 512, 128, 512, 3000, dtype)
