@@ -1,6 +1,6 @@
 """The four two-launch ops with and without programmatic dependent launch (Hopper's PDL,
 runtime/kernels/pdl.py): attention's merge, the gate's selecting launch, mHC's finishing
-launch, the split top-k's candidates' select (chained and register-resident); and, where
+launch, the split top-k's later launches (row-bound, chained and register-resident); and, where
 an op has a one-launch form (a ticket), that form beside them, so one run says both
 whether PDL pays and whether a second launch with PDL beats the ticket.
 
@@ -14,8 +14,9 @@ Variants per case, the first the baseline the others are read against:
 - mHC: ``pdl off`` (decode: a finishing launch), ``pdl`` (``dependent_finish_to``: every
   call; the default since session 23 up to 64 rows), ``pdl at exit``
   (``finish_at_exit_from=0``); also at 128-512 rows, where the sweep runs in several waves;
-- top-k at the indexer's 64k / 128k keys: ``chained``, ``chained + pdl``, ``resident``,
-  ``resident + pdl``, ``resident 1 launch`` (the ticket form).
+- top-k at the indexer's 64k / 128k keys: ``row bound`` (the default since session 26),
+  ``row bound + pdl``, ``chained``, ``chained + pdl``, ``resident``, ``resident + pdl``,
+  ``resident 1 launch`` (the ticket form).
 
 Timing as benchmarks/kernels.py's fused ops (20 calls replayed from one CUDA graph, median
 of 10 replays: device time), every variant of a case interleaved in each of ``--rounds``
@@ -33,7 +34,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -73,7 +74,7 @@ def cases() -> list[Case]:
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
     from runtime.kernels.topk import FusedTopk
-    from runtime.kernels.topk_tiles import TopkSplitPolicy
+    from runtime.kernels.topk_tiles import CHAINED, TopkSplitPolicy
 
     always = dict(dependent_finish_to=1 << 30)
     mhc_variants = {"pdl off": FusedMhc(MhcPolicy(dependent_finish_to=0)), "pdl": FusedMhc(MhcPolicy(**always)),
@@ -98,10 +99,11 @@ def cases() -> list[Case]:
             case, args = mhc_case(None, c, name, t)
             out.append(Case(case.op, name, case.shape, mhc_variants, args))
     k = V41Config.preset("flash").index_topk
-    topk = {"chained": TopkSplitPolicy(), "chained + pdl": TopkSplitPolicy(dependent_select=True),
-            "resident": TopkSplitPolicy(resident=True),
-            "resident + pdl": TopkSplitPolicy(resident=True, dependent_select=True),
-            "resident 1 launch": TopkSplitPolicy(resident=True, resident_one_launch=True)}
+    topk = {"row bound": TopkSplitPolicy(), "row bound + pdl": TopkSplitPolicy(dependent_select=True),
+            "chained": CHAINED, "chained + pdl": replace(CHAINED, dependent_select=True),
+            "resident": replace(CHAINED, resident=True),
+            "resident + pdl": replace(CHAINED, resident=True, dependent_select=True),
+            "resident 1 launch": replace(CHAINED, resident=True, resident_one_launch=True)}
     for t, n in ((1, 65536), (1, 131072), (8, 131072)):
         scores = torch.randn(t, n, device="cuda")
         split = TopkSplitPolicy().split(t, n, k)

@@ -33,6 +33,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 28  # the row-bound top-k in indexer + top-k; where each top-k form's time goes (ncu per source line)
 #   OUT=/path bash benchmarks/h200_checklist.sh 29  # 27 and 28's deciding runs in one call (row-bound GPU tests, indexer + top-k, topk.py once)
 #   OUT=/path bash benchmarks/h200_checklist.sh 30  # flash attention with all 64 heads in one program (wgmma, untimed): sweeps at 512, 64 and 8 queries
+#   OUT=/path bash benchmarks/h200_checklist.sh 31  # session 26's flips (64-head attention rows, the row-bound top-k): GPU parity, attention and indexer + top-k in the kernel table
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -91,6 +92,11 @@
 # 90 s of device time each); part 29 holds 27 and 28's deciding runs for a session that starts late.
 # Next session, in order: 27 (or 29), 28, 24, then 4 (now with the paired empty-launch column).
 # Session 26: part 30 (64 heads per program at flash, wgmma) after 29, before 24.
+# Session 26 ran 29, 30 (and its sweeps again, topk.py's second run), 24. The row-bound top-k beat
+# the chained split at all 48 split shapes twice (chunks of 4,096 best but at 8 rows of 128k keys);
+# it is the default (RowBound: 4,096-key chunks, at most 128 programs). 64 heads per program won
+# flash at 64 queries and prefill (WIDE_TILES). PDL at exit never won; mHC's PDL from 128 rows lost
+# at mid. Next session: 31 (the flips' GPU parity and table rows), then 4, then 28's ncu.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -367,7 +373,7 @@ for i in 1 2; do
 done
 elif [ "$PART" = 28 ]; then
 # the row-bound top-k in indexer + top-k at 128k keys, next to the registry's (chained) one
-timeout 150 python benchmarks/kernels.py --ops indexer+topk --topk-row-bound --out "$R/kern_rb" > "$OUT/kern_rb.log" 2>&1; el kern_rb $?
+timeout 150 python benchmarks/kernels.py --ops indexer+topk --topk-chained --out "$R/kern_rb" > "$OUT/kern_rb.log" 2>&1; el kern_rb $?
 grep -E "^\||met on" "$R"/kern_rb/*.md | tail -20
 # where each form's time goes: ncu's stall samples per source line (as part 8 for the gate and mHC)
 timeout 200 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/src" python benchmarks/profile_ops.py topk:flash:1:131072:chained topk:flash:1:131072:resident topk:flash:1:131072:row_bound > "$OUT/ncu.log" 2>&1; el ncu $?
@@ -381,7 +387,7 @@ elif [ "$PART" = 29 ]; then
 # time: the row-bound GPU tests, indexer + top-k with it, one topk.py run (27 has the second)
 timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py -m gpu > "$OUT/rb_gpu.log" 2>&1; el rb_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/rb_gpu.log" | tail -8
-timeout 150 python benchmarks/kernels.py --ops indexer+topk --topk-row-bound --out "$R/kern_rb" > "$OUT/kern_rb.log" 2>&1; el kern_rb $?
+timeout 150 python benchmarks/kernels.py --ops indexer+topk --topk-chained --out "$R/kern_rb" > "$OUT/kern_rb.log" 2>&1; el kern_rb $?
 grep -E "^\||met on" "$R"/kern_rb/*.md | tail -20
 timeout 190 python benchmarks/topk.py --shapes split --row-bound --chunks 4096,16384 --out "$R/topk_rb_1" > "$OUT/topk_rb_1.log" 2>&1; el topk_rb_1 $?
 grep -E "^\|" "$R"/topk_rb_1/*.md | grep -E "policy|chunk" | cut -d"|" -f2-8,13-16 | head -80
@@ -399,6 +405,15 @@ timeout 170 python benchmarks/attention_tiles.py --scales flash --layouts engine
 grep -E "table .* best" "$OUT/att64_t64.log"; grep -E "^- flash" "$R"/att64_t64/*.md | cut -c1-700
 timeout 120 python benchmarks/attention_tiles.py --scales flash --layouts engine ring --t 8 --block-h 16 64 --block-n 16 32 --warps 4 8 --stages 3 --splits 16 --merge-d 256 --programs 256 --out "$R/att64_t8" > "$OUT/att64_t8.log" 2>&1; el att64_t8 $?
 grep -E "table .* best" "$OUT/att64_t8.log"; grep -E "^- flash" "$R"/att64_t8/*.md | cut -c1-700
+elif [ "$PART" = 31 ]; then
+# session 26's two new defaults: flash attention's 64-head rows (WIDE_TILES in
+# runtime/kernels/attention_tiles.py) and the row-bound top-k (TopkSplitPolicy.row_bound, its own
+# 4,096-key chunks): their GPU parity tests, then the kernel table's attention and indexer + top-k
+# rows, the chained top-k beside the row-bound one
+timeout 170 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py tests/runtime/test_kernels_parity.py -m gpu -k "row_bound_policy_gpu or attention_parity_gpu" > "$OUT/flip_gpu.log" 2>&1; el flip_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/flip_gpu.log" | tail -8
+timeout 260 python benchmarks/kernels.py --ops attention,indexer+topk --topk-chained --out "$R/kern31" > "$OUT/kern31.log" 2>&1; el kern31 $?
+grep -E "^\||met on|paired" "$R"/kern31/*.md | tail -40
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90

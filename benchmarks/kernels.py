@@ -20,7 +20,7 @@ import platform
 import statistics
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -362,13 +362,13 @@ def fused_call(ops, op: str, topk=None, k: int = 0):
     return lambda args: getattr(ops, op)(*args)
 
 
-def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False, topk_row_bound: bool = False) -> list[Case]:
+def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False, topk_chained: bool = False) -> list[Case]:
     """Measure every case (or only those of the ops in ``only``); ``topk_resident``: the
-    indexer + top-k cases twice more with the register-resident top-k
-    (``TopkSplitPolicy(resident=True)``, scale "flash 128k resident", and its splits in one
-    launch, "flash 128k resident 1 launch"); ``topk_row_bound``: twice more with the
-    row-bound top-k (``TopkSplitPolicy(row_bound=RowBound())``, "flash 128k row bound", and
-    with its later launches dependent, "flash 128k row bound pdl")."""
+    indexer + top-k cases twice more with the register-resident top-k (the chained
+    policy's ``resident=True`` twin, scale "flash 128k resident", and its splits in one
+    launch, "flash 128k resident 1 launch"); ``topk_chained``: once more with the chained
+    split the registry's row-bound top-k replaced (``topk_tiles.CHAINED``, "flash 128k
+    chained")."""
     mid, flash = V41Config.preset("mid"), V41Config.preset("flash")
     cases = []
     for name, c in (("mid", mid), ("flash", flash)):
@@ -388,20 +388,15 @@ def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False, topk_row_b
         for t in (1, 8, 64, 4096):
             cases.append(("engram", *engram_case(ops, c, name, t)))
     topks = {"flash 128k": ops.topk}
+    if topk_resident or topk_chained:
+        from runtime.kernels.topk import FusedTopk
+        from runtime.kernels.topk_tiles import CHAINED
     if topk_resident:
-        from runtime.kernels.topk import FusedTopk
-        from runtime.kernels.topk_tiles import TopkSplitPolicy
-
-        topks["flash 128k resident"] = FusedTopk(policy=TopkSplitPolicy(resident=True))
-        topks["flash 128k resident 1 launch"] = FusedTopk(policy=TopkSplitPolicy(resident=True,
-                                                                                   resident_one_launch=True))
-    if topk_row_bound:
-        from runtime.kernels.topk import FusedTopk
-        from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
-
-        topks["flash 128k row bound"] = FusedTopk(policy=TopkSplitPolicy(row_bound=RowBound()))
-        topks["flash 128k row bound pdl"] = FusedTopk(policy=TopkSplitPolicy(row_bound=RowBound(),
-                                                                               dependent_select=True))
+        topks["flash 128k resident"] = FusedTopk(policy=replace(CHAINED, resident=True))
+        topks["flash 128k resident 1 launch"] = FusedTopk(policy=replace(CHAINED, resident=True,
+                                                                         resident_one_launch=True))
+    if topk_chained:
+        topks["flash 128k chained"] = FusedTopk(policy=CHAINED)
     for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536)):
         for scale, topk in topks.items():  # interleaved: a shape's top-k's back to back
             cases.append(("indexer+topk", *indexer_topk_case(ops, flash, scale, t, n, topk)))
@@ -513,9 +508,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topk-resident", action="store_true",
                         help="also run indexer + top-k with the register-resident top-k, in two launches and in one "
                              "(scales 'flash 128k resident', 'flash 128k resident 1 launch')")
-    parser.add_argument("--topk-row-bound", action="store_true",
-                        help="also run indexer + top-k with the row-bound top-k, without and with dependent launches "
-                             "(scales 'flash 128k row bound', 'flash 128k row bound pdl')")
+    parser.add_argument("--topk-chained", action="store_true",
+                        help="also run indexer + top-k with the chained split top-k that the row-bound one replaced "
+                             "(scale 'flash 128k chained')")
     args = parser.parse_args(argv)
     only = tuple(op.strip() for op in args.ops.split(",") if op.strip())
     if not torch.cuda.is_available():
@@ -523,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.manual_seed(0)
     ops = KernelRegistry("fused", device="cuda", on_unavailable="error")
-    cases, empty_samples = run(ops, only, args.topk_resident, args.topk_row_bound)
+    cases, empty_samples = run(ops, only, args.topk_resident, args.topk_chained)
     empty_ms = min(empty_samples)
     env = environment()
     tag = env["gpu"].split()[-1].lower() + ("_" + "_".join(only) if only else "")

@@ -10,8 +10,8 @@ reasons), not only how long it takes.
 A case is op:scale:rows (the benchmark's own case builders; rope_quant takes
 op:scale:rows:fmt, the indexer op:scale:rows:keys; ``topk:scale:rows:keys[:form]`` is the
 top-k alone on the indexer's scores of that case, computed once before profiling, with the
-registry's top-k or the form named: ``chained`` (splitting as the default policy, the
-chained select), ``resident`` or ``row_bound`` (TopkSplitPolicy's switches)). Every case is run once before
+registry's top-k or the form named: ``chained`` (``topk_tiles.CHAINED``), ``resident``
+(its register-resident twin) or ``row_bound`` (the default policy)). Every case is run once before
 profiling starts (Triton compiles then), then ``--calls`` times inside the profiled
 range, one NVTX range per case. A reading: benchmarks/results/ncu_h200_attention_gate_mhc.md.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 import torch
 
@@ -28,10 +29,10 @@ from runtime.config import V41Config
 from runtime.errors import ConfigError
 from runtime.kernels import KernelRegistry
 from runtime.kernels.topk import FusedTopk
-from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
+from runtime.kernels.topk_tiles import CHAINED, TopkSplitPolicy
 
-TOPK_FORMS = {"chained": TopkSplitPolicy(), "resident": TopkSplitPolicy(resident=True),
-              "row_bound": TopkSplitPolicy(row_bound=RowBound())}  # topk cases' forms: the split policies
+TOPK_FORMS = {"chained": CHAINED, "resident": replace(CHAINED, resident=True),
+              "row_bound": TopkSplitPolicy()}  # topk cases' forms: the split policies
 
 
 BUILDERS = {"gate": bench.gate_case, "mhc": bench.mhc_case, "attention": bench.attention_case,

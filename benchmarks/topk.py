@@ -14,21 +14,24 @@ is split over programs (runtime/kernels/topk_tiles.py). Triton rows per shape:
 - ``one pass <tiling>``: the one-pass kernel (split policy off) for each ``--tilings``;
 - ``policy``: ``FusedTopk()`` as the kernel registry builds it (its split, if any; left
   out where the policy does not split: it is then the one-pass row of the default tiling);
-- ``chunk <L>[:<groups>[:<warps>]]``: a forced split into chunks of L keys (split shapes
-  only, each ``--chunks`` entry that gives >= 2 chunks and at most N / 2 candidates; groups
-  and warps from the policy's table row for k unless given), to re-set the table from one
-  run;
-- with ``--resident``: ``policy resident``, ``FusedTopk`` with ``TopkSplitPolicy(resident=True)``
-  where it runs the register-resident select (runtime/kernels/topk_resident.py: its splits,
-  and whole rows of up to 16,384 keys), ``policy resident one launch``, its split in one
-  launch (a ticket: ``TopkSplit.one_launch``), and ``chunk <L> resident``, the resident twin of
-  every forced split whose chunk and candidate row fit a program; all in the same run as
-  the chained rows, so "vs one pass" and the chained rows beside them are the comparison;
-- with ``--row-bound``: ``policy row bound``, ``FusedTopk`` with
-  ``TopkSplitPolicy(row_bound=RowBound())`` where it splits (runtime/kernels/topk_rowbound.py:
-  three launches, one bound for the whole row), ``policy row bound pdl``, the same with its
+  since session 26 the row-bound select (runtime/kernels/topk_rowbound.py) where it splits;
+- ``policy chained``: ``FusedTopk`` with ``topk_tiles.CHAINED``, the chained split the
+  row-bound one replaced, wherever it splits differently (the comparison in every run);
+- ``chunk <L>[:<groups>[:<warps>]]``: a forced chained split into chunks of L keys (split
+  shapes only, each ``--chunks`` entry that gives >= 2 chunks and at most N / 2
+  candidates, not the chained policy's own; groups and warps from the policy's table row
+  for k unless given), to re-set the table from one run;
+- with ``--resident``: ``policy resident``, ``FusedTopk`` with the chained policy's
+  ``resident=True`` twin where it runs the register-resident select
+  (runtime/kernels/topk_resident.py: its splits, and whole rows of up to 16,384 keys),
+  ``policy resident one launch``, its split in one launch (a ticket:
+  ``TopkSplit.one_launch``), and ``chunk <L> resident``, the resident twin of every forced
+  split whose chunk and candidate row fit a program; all in the same run as the chained
+  rows, so "vs one pass" and the chained rows beside them are the comparison;
+- with ``--row-bound``: ``policy row bound pdl``, the policy's row-bound split with its
   later launches dependent (``dependent_select``), and ``chunk <L> row bound``, the
-  row-bound twin of every forced split whose chunk fits a program.
+  row-bound twin of every forced split whose chunk fits a program (unless it is the
+  policy's own split).
 
 Every row first checks that the Triton ids equal the sort's (exactly, ties included).
 Times: the median of CUDA-event timings of eager calls (Python and launches included), and
@@ -129,13 +132,16 @@ def forced_splits(policy, chunks: dict[str, tuple[int, ...]], n: int, t: int, k:
 def variants(kernels: dict, chunks: dict, n: int, t: int, k: int, split_shape: bool) -> list[tuple]:
     """(label, split description, callable) of every Triton row of one shape."""
     rows = [(f"one pass {name}", "one pass", fused) for name, fused in kernels["one pass"].items()]
-    policy_kernel = kernels["policy"]
+    policy_kernel, chained = kernels["policy"], kernels["chained"]
     chosen = policy_kernel.policy.split(t, n, k)
     if chosen.chunk:
         rows.append(("policy", describe(chosen), policy_kernel))
-    forced = forced_splits(policy_kernel.policy, chunks, n, t, k) if split_shape else {}
+    own = chained.policy.split(t, n, k)
+    if own.chunk and own != chosen:
+        rows.append(("policy chained", describe(own), chained))
+    forced = forced_splits(chained.policy, chunks, n, t, k) if split_shape else {}
     for label, split in forced.items():
-        rows.append((label, describe(split), lambda x, kk, s=split: policy_kernel.run(x, kk, s)))
+        rows.append((label, describe(split), lambda x, kk, s=split: chained.run(x, kk, s)))
     resident = kernels.get("resident")
     if resident is not None:
         own = resident.policy.split(t, n, k)
@@ -148,16 +154,16 @@ def variants(kernels: dict, chunks: dict, n: int, t: int, k: int, split_shape: b
             twin = replace(split, resident=True)
             if resident.policy.fits(twin.chunk) and resident.policy.fits(twin.candidates(k)):
                 rows.append((f"{label} resident", describe(twin), lambda x, kk, s=twin: resident.run(x, kk, s)))
-    for name in ("row bound", "row bound pdl"):  # the policy's own split, without and with PDL
-        bounded = kernels.get(name)
-        own = bounded.policy.split(t, n, k) if bounded else None
-        if own is not None and own.row_bound is not None:
-            rows.append((f"policy {name}", describe(own), bounded))
-    bounded = kernels.get("row bound")
-    for label, split in forced.items() if bounded else ():
-        twin = replace(split, row_bound=bounded.policy.row_bound)
-        if bounded.policy.fits(twin.chunk):
-            rows.append((f"{label} row bound", describe(twin), lambda x, kk, s=twin: bounded.run(x, kk, s)))
+    dependent = kernels.get("row bound pdl")
+    if dependent is not None:
+        own = dependent.policy.split(t, n, k)
+        if own.row_bound is not None:
+            rows.append(("policy row bound pdl", describe(own), dependent))
+        bound = policy_kernel.policy.row_bound
+        for label, split in forced.items() if bound is not None else ():
+            twin = replace(split, row_bound=bound)
+            if policy_kernel.policy.fits(twin.chunk) and twin != chosen:
+                rows.append((f"{label} row bound", describe(twin), lambda x, kk, s=twin: policy_kernel.run(x, kk, s)))
     return rows
 
 
@@ -228,23 +234,22 @@ def markdown(env: dict, rows: list[Row], command: str) -> str:
 
 
 def build_kernels(tilings: dict[str, tuple[int, ...]], resident: bool = False, row_bound: bool = False) -> dict:
-    """{"one pass": {tiling label: FusedTopk with splitting off}, "policy": FusedTopk()},
-    "resident": FusedTopk with the resident policy when asked, and "row bound" / "row bound
-    pdl": FusedTopk with the row-bound policy, without and with dependent launches, when
-    asked; ValueError from a bad tiling."""
+    """{"one pass": {tiling label: FusedTopk with splitting off}, "policy": FusedTopk(),
+    "chained": FusedTopk with ``topk_tiles.CHAINED``}, "resident": FusedTopk with the chained
+    policy's resident twin when asked, and "row bound pdl": the policy with dependent
+    launches when asked; ValueError from a bad tiling."""
     from runtime.kernels.topk import FusedTopk, TopkTiling
-    from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
+    from runtime.kernels.topk_tiles import CHAINED, TopkSplitPolicy
 
     names = ("groups", "num_warps", "unroll")
     one_pass = {name: FusedTopk(TopkTiling(**dict(zip(names[: len(fields)], fields, strict=True))),
                                 TopkSplitPolicy(programs=0))
                 for name, fields in tilings.items()}
-    kernels = {"one pass": one_pass, "policy": FusedTopk()}
+    kernels = {"one pass": one_pass, "policy": FusedTopk(), "chained": FusedTopk(policy=CHAINED)}
     if resident:
-        kernels["resident"] = FusedTopk(policy=TopkSplitPolicy(resident=True))
+        kernels["resident"] = FusedTopk(policy=replace(CHAINED, resident=True))
     if row_bound:
-        kernels["row bound"] = FusedTopk(policy=TopkSplitPolicy(row_bound=RowBound()))
-        kernels["row bound pdl"] = FusedTopk(policy=TopkSplitPolicy(row_bound=RowBound(), dependent_select=True))
+        kernels["row bound pdl"] = FusedTopk(policy=TopkSplitPolicy(dependent_select=True))
     return kernels
 
 
@@ -261,11 +266,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated forced splits to time at the split shapes, chunk[:groups[:warps]] "
                              "(powers of two; empty: none)")
     parser.add_argument("--resident", action="store_true",
-                        help="also time the register-resident select (TopkSplitPolicy(resident=True), and the "
-                             "resident twin of every forced split that fits)")
+                        help="also time the register-resident select (the chained policy with resident=True, "
+                             "and the resident twin of every forced split that fits)")
     parser.add_argument("--row-bound", action="store_true",
-                        help="also time the row-bound select (TopkSplitPolicy(row_bound=RowBound()), with and "
-                             "without dependent launches, and the row-bound twin of every forced split that fits)")
+                        help="also time the policy's row-bound select with dependent launches, and the "
+                             "row-bound twin of every forced split that fits")
     args = parser.parse_args(argv)
     tilings = parse_fields(args.tilings, (2, 3))
     if tilings is None:

@@ -195,8 +195,9 @@ PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
 # that). Compiled for sm_90 with the H200's Triton 3.6 (benchmarks/results/
 # sass_static_sm90_triton36_attention.md) the 32-key tile holds 246 registers and no stack where
 # the 32-head prefill row spills 136 bytes; it takes 131 KB of shared memory, so one program per
-# SM. On the H200, two sweeps each at ``flash`` (attention_tiles_h200_h64_t512.md and _t512_2.md,
-# attention_tiles_h200_h64_t64.md and _t64_2.md; every tiling checked against the reference): 512 queries
+# SM. On the H200, two sweeps each at ``flash`` (attention_tiles_h200_h64_t512.md,
+# attention_tiles_h200_h64_t512_2.md, attention_tiles_h200_h64_t64.md,
+# attention_tiles_h200_h64_t64_2.md; every tiling checked against the reference): 512 queries
 # 370.7 / 369.7 -> 297.7 / 298.8 us (2 stages; 3 stages 322.8 / 323.9); 64 queries, engine /
 # ring layout, 58.7 / 79.6 and 58.8 / 80.0 -> 50.9 / 67.9 (3 stages) and 48.5 / 66.0 us (2
 # stages), with 2 splits: 128 programs, one wave of one per SM (4 splits: 60.6-63.7 / 77.6-79.9).

@@ -72,7 +72,20 @@ SPLIT_TABLE: tuple[SplitRow, ...] = (
 
 @dataclass(frozen=True)
 class RowBound:
-    """The row-bound select's sizes (runtime/kernels/topk_rowbound.py says why the form):
+    """The row-bound select's split and sizes (runtime/kernels/topk_rowbound.py says why the
+    form). ``chunk``: keys per program; ``programs``: rows x chunks at most (fewer chunks,
+    each longer, past it); ``longest``: a row whose chunks would grow past this runs the
+    chained split instead. On the H200 (benchmarks/results/topk_h200_rowbound.md and
+    topk_h200_rowbound_2.md, two runs, every row exact; the chained split's times first): at
+    k = 512 and 64k / 128k keys, one row, chunks of 4,096 keys 29.6 / 33.2 -> 22.9 / 22.6 us
+    (8,192: 25.9 / 25.6; 16,384: 36.1 / 35.9); k = 1,024 48.8 / 51.5 -> 36.9 / 37.6; k =
+    2,048 66.6 / 71.7 -> 46.8 / 47.9; 2-4 rows the same; ReLU'd scores (mostly exact zeros)
+    74.5 / 95.8 -> 21.9 / 22.6 us at k = 512. With 8 rows of 128k keys 32 chunks of 4,096
+    (256 programs) took 32.4 us and 16 of 8,192 (128 programs) 26.9, so 128 programs at
+    most; 16,384-key chunks lost to the chained split at one row (35.9 vs 33.2 us), so
+    chunks of at most 8,192. Whether to split at all stays the chained policy's rule (the
+    shapes where splitting was timed against the one-pass kernel).
+
     ``maxima_per_k``: the row's group maxima (which bound its k-th key) per k, at most
     ``max_maxima`` (one register tile of a program); ``list_per_k``: the candidates the
     row's last program selects among in registers, per k, at most ``max_list`` (more
@@ -85,6 +98,9 @@ class RowBound:
     4,096 keys 3 standard deviations higher (a recent window scoring high) leave
     2,568-2,655 keys above it at k = 512, past a 4k tile, within the 8k one."""
 
+    chunk: int = 4096
+    programs: int = 128
+    longest: int = 8192
     maxima_per_k: int = 8
     list_per_k: int = 8
     max_maxima: int = 8192
@@ -92,13 +108,25 @@ class RowBound:
     block: int = 1024
 
     def __post_init__(self) -> None:
-        for name in ("maxima_per_k", "list_per_k"):
+        for name in ("programs", "maxima_per_k", "list_per_k"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RowBound.{name}: expected >= 1, got {getattr(self, name)}")
-        require_powers_of_two(self, ("max_maxima", "max_list", "block"))
+        require_powers_of_two(self, ("chunk", "longest", "max_maxima", "max_list", "block"))
+        if not self.chunk <= self.longest <= RESIDENT_MAX:
+            raise ValueError(f"RowBound: expected chunk <= longest <= {RESIDENT_MAX} (one program's tile), got "
+                             f"{self.chunk} and {self.longest}")
         if self.max_list > RESIDENT_MAX:
             raise ValueError(f"RowBound.max_list: expected at most {RESIDENT_MAX} (one register tile), "
                              f"got {self.max_list}")
+
+    def split(self, t: int, n: int) -> tuple[int, int] | None:
+        """(chunks, chunk) of a [t, n] call: ``chunk``-key chunks, fewer and longer past
+        ``programs``; None when that leaves fewer than 2 chunks or chunks past ``longest``."""
+        chunks = min(-(-n // self.chunk), self.programs // max(1, t))
+        if chunks < 2:
+            return None
+        chunk = -(-n // chunks)
+        return (-(-n // chunk), chunk) if chunk <= self.longest else None
 
     def groups(self, chunks: int, chunk: int, k: int) -> int:
         """Interleaved groups per chunk: the row's maxima (a power of two near
@@ -166,8 +194,11 @@ class TopkSplitPolicy:
     register tile (``resident_keys``) runs the row-bound select with these sizes
     (runtime/kernels/topk_rowbound.py): 3 radix passes over the row's group maxima and at
     most 7 over its final candidates, where the chained split runs 11 in each of its two
-    launches. None (off) until the H200 has timed it (``benchmarks/topk.py --row-bound``);
-    not with ``resident``."""
+    launches. Where the chained rule splits a row, the row-bound select cuts it as
+    ``RowBound.split`` says (its own chunk length: no second pass over chunks x k
+    candidates); where that gives no split, the chained split runs. The default since the
+    H200 timed it faster at every split shape (``RowBound`` has the numbers); None: the
+    chained split everywhere (``CHAINED``); not with ``resident``."""
 
     programs: int = 256
     min_shrink: int = 4
@@ -176,7 +207,7 @@ class TopkSplitPolicy:
     resident_keys: int = RESIDENT_MAX
     resident_one_launch: bool = False
     dependent_select: bool = False
-    row_bound: RowBound | None = None
+    row_bound: RowBound | None = RowBound()
 
     def __post_init__(self) -> None:
         if self.programs < 0 or self.min_shrink < 1:
@@ -185,7 +216,8 @@ class TopkSplitPolicy:
         if [r.max_k for r in self.table] != sorted({r.max_k for r in self.table}):
             raise ValueError("TopkSplitPolicy.table: expected rows in ascending, distinct max_k")
         if self.resident and self.row_bound is not None:
-            raise ValueError("TopkSplitPolicy: expected at most one of resident and row_bound")
+            raise ValueError("TopkSplitPolicy: expected at most one of resident and row_bound (row_bound is on by "
+                             "default: pass row_bound=None with resident=True)")
         if not SMALLEST <= self.resident_keys <= RESIDENT_MAX:
             raise ValueError(f"TopkSplitPolicy.resident_keys: expected {SMALLEST}-{RESIDENT_MAX}, "
                              f"got {self.resident_keys}")
@@ -203,10 +235,11 @@ class TopkSplitPolicy:
             if self.resident and self.fits(n):
                 return TopkSplit(1, n, row.groups, row.num_warps, resident=True)
             return ONE_PASS
+        bounded = None if self.row_bound is None else self.row_bound.split(t, n)
+        if bounded is not None and self.fits(bounded[1]):
+            return TopkSplit(*bounded, row.groups, row.num_warps, row_bound=self.row_bound)
         chunk = -(-n // chunks)
         split = TopkSplit(-(-n // chunk), chunk, row.groups, row.num_warps)  # no empty last chunk
-        if self.row_bound is not None and self.fits(split.chunk):
-            return replace(split, row_bound=self.row_bound)
         if self.resident and self.fits(split.chunk) and self.fits(split.candidates(k)):
             return replace(split, resident=True, one_launch=self.resident_one_launch)
         return split
@@ -214,3 +247,6 @@ class TopkSplitPolicy:
     def fits(self, keys: int) -> bool:
         """Whether one program of the resident select holds ``keys`` keys."""
         return next_pow2(keys) <= self.resident_keys
+
+
+CHAINED = TopkSplitPolicy(row_bound=None)  # the chained split everywhere: what the row-bound one is timed against

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.topk import SPLIT_SHAPES, forced_splits, main, parse_fields
-from runtime.kernels.topk_tiles import TopkSplit, TopkSplitPolicy
+from runtime.kernels.topk_tiles import CHAINED, TopkSplit, TopkSplitPolicy
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -23,7 +23,7 @@ def test_bad_flags_are_one_line_and_exit_2(argv, message, capsys, tmp_path):
 
 
 def test_forced_splits_at_128k():
-    policy = TopkSplitPolicy()
+    policy = CHAINED  # forced splits are chained ones, left out where they are the chained policy's own
     chunks = parse_fields("4096,8192,16384,32768:1024:4,65536:512", (1, 2, 3))
     # k = 512, T = 1: the policy takes 16 x 8192 itself; 65536 is 2 chunks with its own groups
     assert forced_splits(policy, chunks, 131072, 1, 512) == {
@@ -46,43 +46,45 @@ def test_every_split_shape_splits_under_the_policy():
 
 
 def test_resident_rows_are_the_fitting_twins():
-    """--resident adds the resident policy's own split (in two launches and in one) and the
-    resident twin of each forced split whose chunk and candidate row fit a program (16,384
-    keys): at 128k keys, k = 512,
-    chunks of 4,096 (32 x 512 candidates) and 16,384 fit, 32,768 does not; at 64 rows the
-    resident policy's chunks outgrow a program, so it adds no row of its own."""
+    """Every run has the policy's split (row-bound since session 26), the chained policy's
+    where it differs, and the forced chained splits; --resident adds the resident twin of the
+    chained policy's split (in two launches and in one) and of each forced split whose chunk
+    and candidate row fit a program (16,384 keys): at 128k keys, k = 512, chunks of 4,096
+    (32 x 512 candidates) and 16,384 fit, 32,768 does not; at 64 rows the resident policy's
+    chunks outgrow a program, so it adds no row of its own."""
     from benchmarks.topk import build_kernels, variants
 
     kernels = build_kernels({"4096:8": (4096, 8)}, resident=True)
     chunks = parse_fields("4096,16384,32768", (1, 2, 3))
     rows = {label: split for label, split, _ in variants(kernels, chunks, 131072, 1, 512, True)}
-    assert rows == {"one pass 4096:8": "one pass", "policy": "16 x 8192 g1024 w8",
+    assert rows == {"one pass 4096:8": "one pass", "policy": "32 x 4096 w8 row bound",
+                    "policy chained": "16 x 8192 g1024 w8",
                     "chunk 4096": "32 x 4096 g1024 w8", "chunk 16384": "8 x 16384 g1024 w8",
                     "chunk 32768": "4 x 32768 g1024 w8", "policy resident": "16 x 8192 g1024 w8 resident",
                     "policy resident one launch": "16 x 8192 g1024 w8 resident one launch",
                     "chunk 4096 resident": "32 x 4096 g1024 w8 resident",
                     "chunk 16384 resident": "8 x 16384 g1024 w8 resident"}
-    assert not any(label.endswith("resident") for label, _, _ in variants(kernels, {}, 131072, 64, 512, False))
+    # 64 rows: the row-bound rule gives no split, so the policy's split is the chained one
+    at_64 = {label: split for label, split, _ in variants(kernels, {}, 131072, 64, 512, False)}
+    assert at_64 == {"one pass 4096:8": "one pass", "policy": "4 x 32768 g1024 w8"}
     assert "resident" not in build_kernels({"4096:8": (4096, 8)})
 
 
 def test_row_bound_rows_are_the_policy_and_the_fitting_twins():
-    """--row-bound adds the row-bound policy's split (without and with dependent launches)
-    and the row-bound twin of each forced split whose chunk fits a program (16,384 keys):
-    at 128k keys, k = 512, chunks of 4,096 and 16,384, not 32,768; at 64 rows the policy's
-    chunks (32,768 keys) outgrow a program, so no row-bound row of its own."""
+    """--row-bound adds the policy's row-bound split with dependent launches and the
+    row-bound twin of each forced split whose chunk fits a program (16,384 keys) and is not
+    the policy's own split: at 128k keys, k = 512, one row, chunks of 16,384 (4,096 is the
+    policy's, 32,768 does not fit); at 64 rows the policy does not split by rows bound."""
     from benchmarks.topk import build_kernels, variants
 
     kernels = build_kernels({"4096:8": (4096, 8)}, row_bound=True)
     chunks = parse_fields("4096,16384,32768", (1, 2, 3))
     rows = {label: split for label, split, _ in variants(kernels, chunks, 131072, 1, 512, True)
             if "row bound" in label}
-    assert rows == {"policy row bound": "16 x 8192 w8 row bound", "policy row bound pdl": "16 x 8192 w8 row bound",
-                    "chunk 4096 row bound": "32 x 4096 w8 row bound",
-                    "chunk 16384 row bound": "8 x 16384 w8 row bound"}
-    assert kernels["row bound pdl"].policy.dependent_select and not kernels["row bound"].policy.dependent_select
+    assert rows == {"policy row bound pdl": "32 x 4096 w8 row bound", "chunk 16384 row bound": "8 x 16384 w8 row bound"}
+    assert kernels["row bound pdl"].policy.dependent_select and not kernels["policy"].policy.dependent_select
     assert not any("row bound" in label for label, _, _ in variants(kernels, {}, 131072, 64, 512, False))
-    assert "row bound" not in build_kernels({"4096:8": (4096, 8)})
+    assert "row bound pdl" not in build_kernels({"4096:8": (4096, 8)})
 
 
 def test_a_run_cut_short_keeps_the_shapes_it_timed(tmp_path):

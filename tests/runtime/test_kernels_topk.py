@@ -45,7 +45,7 @@ def topk(monkeypatch, request):
     to 1,024 keys in one resident program each, and forced splits resident too
     (``split_of``); "resident one launch": those splits in one launch (a ticket); "row
     bound": rows split into chunks of 32 keys wherever the policy's shrink rule allows
-    (N >= 2k), run by the row-bound select, and forced splits too."""
+    (N >= 2k), run by the row-bound select (its own chunks of 32 keys), and forced splits too."""
     if not CUDA:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     from runtime.kernels.topk import FusedTopk, TopkTiling
@@ -54,10 +54,11 @@ def topk(monkeypatch, request):
     if request.param == "chained":
         return FusedTopk(TopkTiling(groups=32, block=32, unroll=3))
     if request.param == "row bound":
-        small_chunks = TopkSplitPolicy(min_shrink=1, row_bound=RowBound(**ROW_BOUND_SMALL, block=32),
+        small_chunks = TopkSplitPolicy(min_shrink=1, row_bound=RowBound(**ROW_BOUND_SMALL, block=32, chunk=32,
+                                                                         longest=32, programs=1 << 16),
                                        table=(SplitRow(1 << 16, 32, 32),))
         return FusedTopk(TopkTiling(groups=32, block=32, unroll=3), small_chunks)
-    whole_rows = TopkSplitPolicy(resident=True, resident_keys=1024, table=(SplitRow(1 << 16, 1 << 16, 32),),
+    whole_rows = TopkSplitPolicy(resident=True, row_bound=None, resident_keys=1024, table=(SplitRow(1 << 16, 1 << 16, 32),),
                                  resident_one_launch=request.param == "resident one launch")
     return FusedTopk(TopkTiling(groups=32, block=32, unroll=3), whole_rows)
 
@@ -309,7 +310,7 @@ def test_policy_split_through_the_call_in_several_launches(monkeypatch, gen):
     from runtime.kernels.topk import FusedTopk, TopkTiling
     from runtime.kernels.topk_tiles import SplitRow, TopkSplitPolicy
 
-    policy = TopkSplitPolicy(min_shrink=2, table=(SplitRow(max_k=32, chunk=64, groups=32),))
+    policy = TopkSplitPolicy(min_shrink=2, table=(SplitRow(max_k=32, chunk=64, groups=32),), row_bound=None)
     fused = FusedTopk(TopkTiling(groups=32, block=32, scratch_entries=256), policy)
     assert policy.split(2, 256, 16).chunks == 4
     scores = few_values(gen, 2, 256, 6)
@@ -326,10 +327,10 @@ def test_resident_policy_split_through_the_call(monkeypatch, gen):
     from runtime.kernels.topk import FusedTopk
     from runtime.kernels.topk_tiles import SplitRow, TopkSplit, TopkSplitPolicy
 
-    split_rows = TopkSplitPolicy(min_shrink=2, resident=True, resident_keys=64,
+    split_rows = TopkSplitPolicy(min_shrink=2, resident=True, row_bound=None, resident_keys=64,
                                  table=(SplitRow(max_k=32, chunk=64, groups=32),))
     assert split_rows.split(2, 256, 16) == TopkSplit(4, 64, 32, resident=True)
-    whole_row = TopkSplitPolicy(resident=True, resident_keys=256, table=(SplitRow(max_k=32, chunk=256, groups=32),))
+    whole_row = TopkSplitPolicy(resident=True, row_bound=None, resident_keys=256, table=(SplitRow(max_k=32, chunk=256, groups=32),))
     assert whole_row.split(2, 256, 16) == TopkSplit(1, 256, 32, resident=True)
     scores = few_values(gen, 2, 256, 6)
     scores[1, :100] = NEG_INF
@@ -346,7 +347,7 @@ def test_one_launch_counters_return_to_zero_and_calls_repeat(monkeypatch, gen):
     from runtime.kernels.topk import FusedTopk
     from runtime.kernels.topk_tiles import SplitRow, TopkSplit, TopkSplitPolicy
 
-    policy = TopkSplitPolicy(min_shrink=2, resident=True, resident_keys=64, resident_one_launch=True,
+    policy = TopkSplitPolicy(min_shrink=2, resident=True, row_bound=None, resident_keys=64, resident_one_launch=True,
                              table=(SplitRow(max_k=32, chunk=64, groups=32),))
     assert policy.split(4, 256, 16) == TopkSplit(4, 64, 32, resident=True, one_launch=True)
     fused = FusedTopk(policy=policy)
@@ -468,7 +469,7 @@ RESIDENT_SPLITS = [(1, 131072, 512), (2, 131072, 1024), (8, 131072, 2048), (1, 6
 @pytest.mark.parametrize("t,n,k,one_launch", [(*shape, one) for shape in RESIDENT_SPLITS for one in (False, True)]
                          + [(64, 131072, 512, False), (3, 8192, 512, False)])
 def test_resident_policy_gpu(monkeypatch, gen, t, n, k, one_launch):
-    """``TopkSplitPolicy(resident=True)`` at the indexer's shapes: resident splits (1-8
+    """``TopkSplitPolicy(resident=True, row_bound=None)`` at the indexer's shapes: resident splits (1-8
     rows) in two launches and in one, the chained kernel where chunks outgrow a program
     (64 rows), one resident program per row of 8,192 keys (neither form has a second
     launch to fold there); random scores with causal tails, four values (the bound's list
@@ -476,7 +477,7 @@ def test_resident_policy_gpu(monkeypatch, gen, t, n, k, one_launch):
     from runtime.kernels.topk import FusedTopk
     from runtime.kernels.topk_tiles import TopkSplitPolicy
 
-    fused = FusedTopk(policy=TopkSplitPolicy(resident=True, resident_one_launch=one_launch))
+    fused = FusedTopk(policy=TopkSplitPolicy(resident=True, row_bound=None, resident_one_launch=one_launch))
     scores = torch.randn(t, n, generator=gen)
     visible = torch.randint(n // 2, n + 1, (t,), generator=gen)
     visible[0] = n

@@ -75,17 +75,18 @@ def test_the_policy_runs_row_bound_splits_through_the_call(monkeypatch, gen):
     if not CUDA:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     from runtime.kernels.topk import FusedTopk
-    from runtime.kernels.topk_tiles import RowBound, SplitRow, TopkSplitPolicy
+    from runtime.kernels.topk_tiles import RowBound, SplitRow, TopkSplit, TopkSplitPolicy
 
-    policy = TopkSplitPolicy(min_shrink=2, row_bound=RowBound(), table=(SplitRow(max_k=64, chunk=128, groups=32),))
-    assert policy.split(2, 700, 48).row_bound == RowBound()
+    bound = RowBound(chunk=128, longest=128)
+    policy = TopkSplitPolicy(min_shrink=2, row_bound=bound, table=(SplitRow(max_k=64, chunk=128, groups=32),))
+    assert policy.split(2, 700, 48) == TopkSplit(6, 117, 32, row_bound=bound)
     scores = torch.randn(2, 700, generator=gen)
     scores[1, 650:] = NEG_INF
     check(FusedTopk(policy=policy), scores, 48, gen.initial_seed(), "policy row bound")
 
 
 def test_row_bound_sizes_and_policy():
-    from runtime.kernels.topk_tiles import RESIDENT_MAX, RowBound, TopkSplitPolicy
+    from runtime.kernels.topk_tiles import CHAINED, RESIDENT_MAX, RowBound, TopkSplitPolicy
 
     sizes = RowBound()
     assert sizes.groups(16, 8192, 512) == 256  # 4,096 maxima per row over 16 chunks
@@ -103,9 +104,9 @@ def test_row_bound_sizes_and_policy():
         RowBound(max_list=32768)
     with pytest.raises(ValueError, match="at most one of resident and row_bound"):
         TopkSplitPolicy(resident=True, row_bound=RowBound())
-    split = TopkSplitPolicy(row_bound=RowBound()).split(1, 131072, 512)
-    assert (split.chunks, split.chunk, split.row_bound) == (16, 8192, RowBound())
-    assert TopkSplitPolicy().split(1, 131072, 512).row_bound is None  # off by default
+    split = TopkSplitPolicy().split(1, 131072, 512)  # on by default, in its own chunks
+    assert (split.chunks, split.chunk, split.row_bound) == (32, 4096, RowBound())
+    assert CHAINED.split(1, 131072, 512).row_bound is None
 
 
 def test_a_chunk_beyond_a_program_is_refused(fused):
@@ -155,13 +156,13 @@ def test_compiles_for_sm90_without_a_gpu(run_sm90_script):
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("t,n,k", [(1, 131072, 512), (2, 131072, 1024), (8, 131072, 2048), (1, 65536, 512)])
 def test_row_bound_policy_gpu(gen, t, n, k):
-    """``TopkSplitPolicy(row_bound=RowBound())`` at the indexer's split shapes, with and
+    """``TopkSplitPolicy()`` (the row-bound select) at the indexer's split shapes, with and
     without dependent launches: random scores with causal tails (the passes in registers),
     four values and ReLU zeros (ties at the bound), the row's last 16,384 keys 6 standard
     deviations higher (a recent window scoring high: more candidates than the 8k-key tile,
     the passes over the row)."""
     from runtime.kernels.topk import FusedTopk
-    from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
+    from runtime.kernels.topk_tiles import TopkSplitPolicy
 
     scores = torch.randn(t, n, generator=gen)
     visible = torch.randint(n // 2, n + 1, (t,), generator=gen)
@@ -170,7 +171,7 @@ def test_row_bound_policy_gpu(gen, t, n, k):
     recent = torch.randn(t, n, generator=gen)
     recent[:, -16384:] += 6.0
     for pdl in (False, True):
-        fused = FusedTopk(policy=TopkSplitPolicy(row_bound=RowBound(), dependent_select=pdl))
+        fused = FusedTopk(policy=TopkSplitPolicy(dependent_select=pdl))
         what = f"gpu row bound T={t} N={n} k={k} pdl={pdl} {fused.policy.split(t, n, k)}"
         check(fused, scores, k, gen.initial_seed(), what)
         check(fused, few_values(gen, t, n, 4), k, gen.initial_seed(), f"{what} ties")
