@@ -96,7 +96,8 @@
 # the chained split at all 48 split shapes twice (chunks of 4,096 best but at 8 rows of 128k keys);
 # it is the default (RowBound: 4,096-key chunks, at most 128 programs). 64 heads per program won
 # flash at 64 queries and prefill (WIDE_TILES). PDL at exit never won; mHC's PDL from 128 rows lost
-# at mid. Next session: 31 (the flips' GPU parity and table rows), then 4, then 28's ncu.
+# at mid. Next session: 31 (the flips' GPU parity and table rows, mid prefill on 2 stages), then
+# 4, then 28's ncu.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -414,6 +415,12 @@ timeout 170 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/flip_gpu.log" | tail -8
 timeout 260 python benchmarks/kernels.py --ops attention,indexer+topk --topk-chained --out "$R/kern31" > "$OUT/kern31.log" 2>&1; el kern31 $?
 grep -E "^\||met on|paired" "$R"/kern31/*.md | tail -40
+# the shared prefill row (now mid's) on 2 stages instead of 3: one session-26 run had 128.8 vs
+# 133.2 us (mid 512 queries), and flash's 32-head tile 345 vs 370 in both of its runs; two more
+for i in 1 2; do
+  timeout 60 python benchmarks/attention_tiles.py --scales mid --layouts engine ring --t 512 --block-h 32 --block-n 32 --warps 4 --stages 2 3 --splits 1 --out "$R/mid_t512_$i" > "$OUT/mid_t512_$i.log" 2>&1; el mid_t512_$i $?
+  grep -E "^- mid" "$R"/mid_t512_$i/*.md | cut -c1-300
+done
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?
 grep -E "^\||met on" "$R"/kern/kernels_h200.md | tail -90
