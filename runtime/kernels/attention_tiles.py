@@ -193,9 +193,10 @@ PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
 # all 64 heads in one program on 8 warps, so each key tile is read once for all of them (32-head
 # programs read it twice) and both products run on wgmma, whose smallest M is 64 (mma.sync below
 # that). Compiled for sm_90 with the H200's Triton 3.6 (benchmarks/results/
-# sass_static_sm90_triton36_attention.md) the 32-key tile holds 246 registers and no stack where
-# the 32-head prefill row spills 136 bytes; it takes 131 KB of shared memory, so one program per
-# SM. On the H200, two sweeps each at ``flash`` (attention_tiles_h200_h64_t512.md,
+# sass_static_sm90_triton36_attention.md, the "option flash" rows) the 32-key tile holds 246
+# registers and no stack where the 32-head prefill tile spills 136 bytes; it takes 131 KB of
+# shared memory (compiled metadata), so one program per SM. On the H200, two sweeps each at
+# ``flash`` (attention_tiles_h200_h64_t512.md,
 # attention_tiles_h200_h64_t512_2.md, attention_tiles_h200_h64_t64.md,
 # attention_tiles_h200_h64_t64_2.md; every tiling checked against the reference): 512 queries
 # 370.7 / 369.7 -> 297.7 / 298.8 us (2 stages; 3 stages 322.8 / 323.9); 64 queries, engine /

@@ -242,7 +242,8 @@ MERGE_SIGNATURE = {"part_ptr": "*fp32", "m_ptr": "*fp32", "l_ptr": "*fp32", "sin
 def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     """Attention's partial kernel on packed ring caches (the 64-query tile), and the tile
     options no table row uses yet: the value split (split and not, the ring layout), the
-    merge in column blocks, and 64 heads per program on 8 warps (flash's heads).
+    merge in column blocks, 64 heads per program on 8 warps (flash's heads) and the 32-head
+    prefill tile beside them.
     ``table``: first, the partial kernel as the tile table launches it at head dim 512 for
     ``mid`` and ``flash`` heads (bf16 engine caches at every query bucket, packed ring
     caches at every bucket by PACKED_TILES)."""
@@ -279,10 +280,12 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
          dict(SPLIT=False, RING=True, PACKED=False, VD=256, **common)),
         ("attention option merge merge_d 128", attention._attn_merge_kernel, MERGE_SIGNATURE,
          dict(HD=512, SPLITS_P2=16, MERGE_D=128)),
-    ] + [  # all 64 of flash's heads in one program: wgmma's 64 rows (mma.sync below them)
-        (f"attention option flash h64 n{block_n} w8 s3", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
-         dict(common, BLOCK_H=64, BLOCK_N=block_n, num_warps=8, SPLIT=False, RING=False, PACKED=False, VD=512))
-        for block_n in (16, 32)
+    ] + [  # all 64 of flash's heads in one program: wgmma's 64 rows (mma.sync below them), and the
+        # 32-head prefill tile that flash used before its wide rows (runtime/kernels/attention_tiles.py)
+        (f"attention option flash h{heads} n{block_n} w{warps} s3", attention._attn_partial_kernel,
+         ATTENTION_SIGNATURE, dict(common, BLOCK_H=heads, BLOCK_N=block_n, num_warps=warps, SPLIT=False, RING=False,
+                                   PACKED=False, VD=512))
+        for heads, block_n, warps in ((64, 16, 8), (64, 32, 8), (32, 32, 4))
     ]
 
 
