@@ -282,10 +282,10 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
          dict(HD=512, SPLITS_P2=16, MERGE_D=128)),
     ] + [  # all 64 of flash's heads in one program: wgmma's 64 rows (mma.sync below them), and the
         # 32-head prefill tile that flash used before its wide rows (runtime/kernels/attention_tiles.py)
-        (f"attention option flash h{heads} n{block_n} w{warps} s3", attention._attn_partial_kernel,
-         ATTENTION_SIGNATURE, dict(common, BLOCK_H=heads, BLOCK_N=block_n, num_warps=warps, SPLIT=False, RING=False,
+        (f"attention option flash h{block_h} n{block_n} w{warps} s3", attention._attn_partial_kernel,
+         ATTENTION_SIGNATURE, dict(common, BLOCK_H=block_h, BLOCK_N=block_n, num_warps=warps, SPLIT=False, RING=False,
                                    PACKED=False, VD=512))
-        for heads, block_n, warps in ((64, 16, 8), (64, 32, 8), (32, 32, 4))
+        for block_h, block_n, warps in ((64, 16, 8), (64, 32, 8), (32, 32, 4))
     ]
 
 
