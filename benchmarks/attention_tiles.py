@@ -49,7 +49,7 @@ from benchmarks.kernels import (
     environment,
     graph_ms,
 )
-from benchmarks.records import command_line
+from benchmarks.records import command_line, gpu_tag
 from runtime.config import V41Config
 from runtime.kernels.attention_tiles import AttentionTile, t_bucket, tile_for
 
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
                               for (b, packed), (label, score) in best_rows.items()},
            "cases": [{"shape": asdict(r.shape), "bytes": r.shape.bytes, "table_tile": r.table_tile, "core_ms": r.core_ms,
                       "timings": [asdict(x) for x in r.timings]} for r in results]}
-    tag = env["gpu"].split()[-1].lower()
+    tag = gpu_tag(env["gpu"])
     args.out.mkdir(parents=True, exist_ok=True)
     note = markdown(doc, results, empty_ms, best_rows)
     (args.out / f"attention_tiles_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")

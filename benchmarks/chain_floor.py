@@ -47,7 +47,7 @@ import torch
 import triton.language as tl
 
 from benchmarks.kernels import LAUNCH_GOAL
-from benchmarks.records import command_line, write
+from benchmarks.records import command_line, gpu_tag, write
 
 STEPS = (0, 1, 2, 4, 8, 16, 32)
 LINE_INTS = 32  # int32 per 128-byte line: one chase entry per line
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"environment": env, "command": command, "rounds": args.rounds, "empty_launch_us": empty,
            "times_us": {label: {str(n): v for n, v in per_n.items()} for label, per_n in times.items()},
            "kinds": [{**row, "median_us": {str(n): v for n, v in row["median_us"].items()}} for row in rows]}
-    write(args.out, "chain_floor_" + env["gpu"].split()[-1].lower(), doc,
+    write(args.out, "chain_floor_" + gpu_tag(env["gpu"]), doc,
           markdown(env, command, rows, empty, args.rounds))
     return 0
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.records import command_line
+from benchmarks.records import command_line, gpu_tag
 from runtime.options import KV_STORAGE  # the switch's own choices
 
 HBM_BYTES_PER_S = 4.3e12
@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     doc["environment"] = environment(torch.device(args.device))
     doc["command"] = command_line("benchmarks/decode.py", argv or sys.argv[1:])
     doc["hbm_bytes_per_s"] = HBM_BYTES_PER_S
-    tag = doc["environment"]["gpu"].split()[-1].lower() if args.device.startswith("cuda") else "cpu"
+    tag = gpu_tag(doc["environment"]["gpu"]) if args.device.startswith("cuda") else "cpu"
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"decode_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
     text = markdown(doc)

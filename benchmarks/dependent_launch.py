@@ -39,7 +39,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.records import command_line, write
+from benchmarks.records import command_line, gpu_tag, write
 from runtime.config import V41Config
 
 ROUNDS = 3
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     env = environment()
     command = command_line("benchmarks/dependent_launch.py", argv if argv is not None else sys.argv[1:])
     doc = {"environment": env, "command": command, "rounds": args.rounds, "cases": rows}
-    write(args.out, "dependent_launch_" + env["gpu"].split()[-1].lower(), doc,
+    write(args.out, "dependent_launch_" + gpu_tag(env["gpu"]), doc,
           markdown(env, command, rows, args.rounds))
     return 0
 

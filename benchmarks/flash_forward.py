@@ -73,6 +73,8 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.records import gpu_tag
+
 RESULTS = Path(__file__).resolve().parent / "results"
 FLASH_LAYERS = (1, 14, 20, 24)
 ENGRAM_VOCAB = 350_000  # bucket primes' base: tables of 8.4M rows (> 2^31 values each)
@@ -416,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     env = environment(settings.device)
     command = "PYTHONPATH=. python benchmarks/flash_forward.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    tag = (env["gpu"] or "cuda").split()[-1].lower() if settings.device.startswith("cuda") else "cpu"
+    tag = gpu_tag(env["gpu"] or "cuda") if settings.device.startswith("cuda") else "cpu"
 
     def write(doc: dict) -> str:
         doc.update(environment=env, command=command)

@@ -54,7 +54,7 @@ from benchmarks.kernels import (
     kernel_breakdown,
     verdict,
 )
-from benchmarks.records import command_line
+from benchmarks.records import command_line, gpu_tag
 from benchmarks.tile_sweep import baseline_ops, chosen
 from runtime.config import V41Config
 from runtime.kernels.gate_tiles import GatePolicy
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     unfit: list[str] = []
     env = environment()
     command = command_line("benchmarks/gate_tiles.py", argv or sys.argv[1:])
-    tag = env["gpu"].split()[-1].lower() + ("_sweep" if args.sweep else "") + ("_stages" if args.stages else "")
+    tag = gpu_tag(env["gpu"]) + ("_sweep" if args.sweep else "") + ("_stages" if args.stages else "")
     tag += "" if args.scales == "mid,flash" and args.rows == "1,8,64,512" else "_" + "_".join(scales)
     tag += "" if args.topk is None else f"_top{args.topk}"
     args.out.mkdir(parents=True, exist_ok=True)

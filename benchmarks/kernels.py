@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import torch
 
 from benchmarks.cold import cold_graph_ms
-from benchmarks.records import command_line
+from benchmarks.records import command_line, gpu_tag
 from runtime.config import V41Config
 from runtime.kernels import KernelRegistry
 from runtime.kernels.reference import REFERENCE_OPS
@@ -521,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     cases, empty_samples = run(ops, only, args.topk_resident, args.topk_chained)
     empty_ms = min(empty_samples)
     env = environment()
-    tag = env["gpu"].split()[-1].lower() + ("_" + "_".join(only) if only else "")
+    tag = gpu_tag(env["gpu"]) + ("_" + "_".join(only) if only else "")
     args.out.mkdir(parents=True, exist_ok=True)
     command = command_line("benchmarks/kernels.py", argv or sys.argv[1:])
     doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S,

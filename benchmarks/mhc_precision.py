@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.kernels import environment
-from benchmarks.records import command_line
+from benchmarks.records import command_line, gpu_tag
 from runtime.config import V41Config
 from runtime.kernels.mhc import FusedMhc
 from runtime.kernels.mhc_tiles import PROJECTIONS, MhcPolicy
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
              "| case | variant | pre | post | comb |", "|---|---|---:|---:|---:|"]
     lines += [f"| {case} | {name} | {w['pre']:.2e} | {w['post']:.2e} | {w['comb']:.2e} |"
               for (case, name), w in worst.items()]
-    tag = env["gpu"].split()[-1].lower()
+    tag = gpu_tag(env["gpu"])
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"mhc_precision_{tag}.json").write_text(json.dumps(
         {"environment": env, "command": command, "rows": t, "seeds": args.seeds, "max_abs_error": [{"case": case, "variant": name, **w} for (case, name), w in worst.items()]},

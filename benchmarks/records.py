@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shlex
 from pathlib import Path
 
@@ -17,6 +18,17 @@ def environment(load_before: float) -> dict:
     return {"python": platform.python_version(), "torch": torch.__version__,
             "platform": platform.platform(), "processor": platform.machine(),
             "cpu_count": os.cpu_count(), "load_before": round(load_before, 2)}
+
+
+def gpu_tag(name: str) -> str:
+    """The GPU in result file names: its model word, lower case ("NVIDIA H200" -> h200,
+    "NVIDIA H100 80GB HBM3" -> h100, "NVIDIA A100-SXM4-80GB" -> a100), else the name's last
+    word (the memory type would name an H100's files hbm3)."""
+    words = [w for w in re.split(r"[\s-]+", name.strip()) if w]
+    for word in words:
+        if word.upper() != "NVIDIA" and re.fullmatch(r"[A-Za-z]+\d+[A-Za-z]?", word):
+            return word.lower()
+    return words[-1].lower() if words else "gpu"
 
 
 def command_line(script: str, argv: list[str]) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.kernels import environment, median_ms
-from benchmarks.records import command_line, write
+from benchmarks.records import command_line, gpu_tag, write
 
 HBM_BYTES_PER_S = 4.3e12
 L2_BYTES = 60 * 2**20
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"config": args.preset, "rows": rows, "environment": environment(),
            "command": command_line("benchmarks/skinny.py", argv or sys.argv[1:]),
            }
-    tag = doc["environment"]["gpu"].split()[-1].lower()
+    tag = gpu_tag(doc["environment"]["gpu"])
     write(args.out, f"skinny_{tag}{'_sweep' if args.sweep else ''}", doc, markdown(doc))
     return 0
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.records import command_line, write
+from benchmarks.records import command_line, gpu_tag, write
 
 # Kinds of kernel by name, first match wins (names as the CUDA profiler reports them).
 KINDS = (
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [profile_batch(args, weights, b, gen) for b in args.batches]
     doc = {"config": args.preset, "rows": rows, "environment": environment(device),
            "command": command_line("benchmarks/step_profile.py", argv or sys.argv[1:])}
-    write(args.out, f"step_profile_{doc['environment']['gpu'].split()[-1].lower()}", doc, markdown(doc, args.top))
+    write(args.out, f"step_profile_{gpu_tag(doc['environment']['gpu'])}", doc, markdown(doc, args.top))
     return 0
 
 

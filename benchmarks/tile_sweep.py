@@ -55,7 +55,7 @@ from benchmarks.kernels import (
     mhc_case,
     rope_quant_case,
 )
-from benchmarks.records import command_line
+from benchmarks.records import command_line, gpu_tag
 from runtime.config import V41Config
 from runtime.kernels.backend import jit
 from runtime.kernels.compress import FusedPoolNorm
@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                  None if args.only is None else tuple(args.only), args.cold)
     env = environment()
     command = command_line("benchmarks/tile_sweep.py", argv or sys.argv[1:])
-    tag = env["gpu"].split()[-1].lower()
+    tag = gpu_tag(env["gpu"])
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"tile_sweep_{tag}.json").write_text(json.dumps(
         {"environment": env, "command": command, **floors, "sinkhorn_iters": args.sinkhorn_iters, "rows": rows},

@@ -39,3 +39,13 @@ def test_a_recorded_command_splits_back_into_its_arguments():
     line = command_line("benchmarks/gate_tiles.py", argv)
     assert line.startswith("PYTHONPATH=. python benchmarks/gate_tiles.py ")
     assert shlex.split(line)[3:] == argv
+
+
+def test_result_files_are_named_by_the_gpu_model():
+    """The nvidia-smi names the device machines report, and two that have neither a model
+    word first nor a space-free name: an H100's files were named by its memory type."""
+    from benchmarks.records import gpu_tag
+
+    names = {"NVIDIA H200": "h200", "NVIDIA H100 80GB HBM3": "h100", "NVIDIA A100-SXM4-80GB": "a100",
+             "NVIDIA GH200 480GB": "gh200", "NVIDIA L40S": "l40s", "Tesla T4": "t4", "cuda": "cuda", "": "gpu"}
+    assert {name: gpu_tag(name) for name in names} == names
