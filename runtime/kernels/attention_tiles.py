@@ -154,11 +154,15 @@ def hd_bucket(head_dim: int) -> int:
 # (attention_tiles_h200_programs_t8.md, attention_tiles_h200_programs_t64.md) T = 8 (now 16
 # heads x 32 keys, 8 warps) mid engine / ring 10.6 / 14.8 -> 10.3 / 14.2 us, flash 20.9 / 24.3
 # -> 19.2 / 23.8; T = 64 mid the same splits (23.6 / 39.3), flash 71.0 / 90.7 -> 59.3 / 79.6.
+# The prefill row (mid's since flash has WIDE_TILES) runs 2 stages, not 3: at mid, 512 queries,
+# engine / ring 134.1 / 232.5 -> 130.0 / 217.9 us and 134.1 / 231.5 -> 129.6 / 215.1 in two runs on
+# an H100 (benchmarks/results/attention_tiles_h100_mid_t512_1.md, attention_tiles_h100_mid_t512_2.md),
+# 133.2 -> 128.8 us (engine) in one run on the H200 (session 26, console only).
 TILES: dict[tuple[int, int], AttentionTile] = {
     (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=64),
     (8, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=256, programs=256),
     (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=4, programs=256),
-    (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=1),
+    (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=2, splits=1),
     (1, 128): AttentionTile(32, 32, splits=16),
     (8, 128): AttentionTile(32, 32, splits=16),
     (64, 128): AttentionTile(32, 32, splits=4),
