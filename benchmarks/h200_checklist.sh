@@ -34,6 +34,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 29  # 27 and 28's deciding runs in one call (row-bound GPU tests, indexer + top-k, topk.py once)
 #   OUT=/path bash benchmarks/h200_checklist.sh 30  # flash attention with all 64 heads in one program (wgmma, untimed): sweeps at 512, 64 and 8 queries
 #   OUT=/path bash benchmarks/h200_checklist.sh 31  # session 26's flips (64-head attention rows, the row-bound top-k): GPU parity, attention and indexer + top-k in the kernel table
+#   OUT=/path bash benchmarks/h200_checklist.sh 32  # the row-bound select's smaller first candidate tile (untimed): GPU exactness, topk.py twice against one tile
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -98,6 +99,9 @@
 # flash at 64 queries and prefill (WIDE_TILES). PDL at exit never won; mHC's PDL from 128 rows lost
 # at mid. Next session: 31 (the flips' GPU parity and table rows, mid prefill on 2 stages), then
 # 4, then 28's ncu.
+# Session 27 (on an H100: the H200 did not come) ran 31, 4 and 28's ncu. Under ncu the row-bound
+# select's last launch (one program per row, 7 passes over a 4,096-key tile holding about 550
+# listed keys at k = 512) took 18.9 of its 34 us; part 32 times a first tile sized to the list.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -420,6 +424,16 @@ grep -E "^\||met on|paired" "$R"/kern31/*.md | tail -40
 for i in 1 2; do
   timeout 60 python benchmarks/attention_tiles.py --scales mid --layouts engine ring --t 512 --block-h 32 --block-n 32 --warps 4 --stages 2 3 --splits 1 --out "$R/mid_t512_$i" > "$OUT/mid_t512_$i.log" 2>&1; el mid_t512_$i $?
   grep -E "^- mid" "$R"/mid_t512_$i/*.md | cut -c1-300
+done
+elif [ "$PART" = 32 ]; then
+# session 27: the row-bound select's last launch in a first tile of 2k keys (RowBound.first_list_per_k)
+# when the row lists that few, the whole 8k tile otherwise; exact on the GPU first, then topk.py's
+# "policy row bound two tiles" row beside the default's one tile, twice
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py -m gpu > "$OUT/rb2_gpu.log" 2>&1; el rb2_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/rb2_gpu.log" | tail -8
+for i in 1 2; do
+  timeout 150 python benchmarks/topk.py --shapes split --dist randn --row-bound --chunks 4096 --out "$R/topk_tiles_$i" > "$OUT/topk_tiles_$i.log" 2>&1; el topk_tiles_$i $?
+  grep -E "^\|" "$R"/topk_tiles_$i/*.md | grep -E "policy" | cut -d"|" -f2-8,13-16 | head -60
 done
 elif [ "$PART" = 4 ]; then
 timeout 560 python benchmarks/kernels.py --out "$R/kern" > "$OUT/kern.log" 2>&1; el kern $?

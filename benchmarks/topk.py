@@ -29,7 +29,9 @@ is split over programs (runtime/kernels/topk_tiles.py). Triton rows per shape:
   split whose chunk and candidate row fit a program; all in the same run as the chained
   rows, so "vs one pass" and the chained rows beside them are the comparison;
 - with ``--row-bound``: ``policy row bound pdl``, the policy's row-bound split with its
-  later launches dependent (``dependent_select``), and ``chunk <L> row bound``, the
+  later launches dependent (``dependent_select``), ``policy row bound two tiles`` (or
+  ``one tile``), the policy's split with the other candidate tiling of its last launch
+  (``RowBound.first_list_per_k`` 2 where the default is 0, else 0), and ``chunk <L> row bound``, the
   row-bound twin of every forced split whose chunk fits a program (unless it is the
   policy's own split).
 
@@ -55,7 +57,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.kernels import environment, graph_ms, median_ms
-from benchmarks.records import command_line
+from benchmarks.records import command_line, gpu_tag
 from runtime.kernels.reference import REFERENCE_OPS
 
 ONE_PASS_SHAPES = [(n, t, k) for n in (8192, 65536, 131072) for t in (1, 8, 64) for k in (512, 2048)]
@@ -159,6 +161,11 @@ def variants(kernels: dict, chunks: dict, n: int, t: int, k: int, split_shape: b
         own = dependent.policy.split(t, n, k)
         if own.row_bound is not None:
             rows.append(("policy row bound pdl", describe(own), dependent))
+        other = kernels["row bound tiles"]
+        own = other.policy.split(t, n, k)
+        if own.row_bound is not None:
+            tiles = "two tiles" if own.row_bound.first_list_per_k else "one tile"
+            rows.append((f"policy row bound {tiles}", describe(own), other))
         bound = policy_kernel.policy.row_bound
         for label, split in forced.items() if bound is not None else ():
             twin = replace(split, row_bound=bound)
@@ -239,7 +246,7 @@ def build_kernels(tilings: dict[str, tuple[int, ...]], resident: bool = False, r
     policy's resident twin when asked, and "row bound pdl": the policy with dependent
     launches when asked; ValueError from a bad tiling."""
     from runtime.kernels.topk import FusedTopk, TopkTiling
-    from runtime.kernels.topk_tiles import CHAINED, TopkSplitPolicy
+    from runtime.kernels.topk_tiles import CHAINED, RowBound, TopkSplitPolicy
 
     names = ("groups", "num_warps", "unroll")
     one_pass = {name: FusedTopk(TopkTiling(**dict(zip(names[: len(fields)], fields, strict=True))),
@@ -250,6 +257,9 @@ def build_kernels(tilings: dict[str, tuple[int, ...]], resident: bool = False, r
         kernels["resident"] = FusedTopk(policy=replace(CHAINED, resident=True))
     if row_bound:
         kernels["row bound pdl"] = FusedTopk(policy=TopkSplitPolicy(dependent_select=True))
+        default = TopkSplitPolicy().row_bound or RowBound()
+        kernels["row bound tiles"] = FusedTopk(policy=TopkSplitPolicy(
+            row_bound=replace(default, first_list_per_k=0 if default.first_list_per_k else 2)))
     return kernels
 
 
@@ -293,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     env = environment()
     command = command_line("benchmarks/topk.py", argv or sys.argv[1:])
-    stem = f"topk_{env['gpu'].split()[-1].lower()}"
+    stem = f"topk_{gpu_tag(env['gpu'])}"
     rows = []
     split_shapes = set(SPLIT_SHAPES)
     for dist in args.dist:

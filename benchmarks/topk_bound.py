@@ -80,6 +80,8 @@ def row_bound_path(row: torch.Tensor, k: int, chunk: int, sizes: RowBound) -> tu
         return above, "nothing finite"
     if above < need:
         return above, "ties at the bound"
+    if above <= sizes.first_list_keys(k) < sizes.list_keys(k):
+        return above, "first tile"
     return above, "registers" if above <= sizes.list_keys(k) else "over the row"
 
 

@@ -338,7 +338,8 @@ class FusedTopk:
                             split.chunk, k, cap, k, KEYS=keys, GROUPS=groups, CH_P2=ch_p2, PDL=pdl,
                             num_warps=min(32, max(warps, ch_p2 * groups // 1024)), launch_pdl=pdl)
         third[(t,)](scores, per_row, gt_keys, gt_ids, gt_counts, tie_ids, tie_counts, out, n, chunks, k, cap, k,
-                    CH_P2=ch_p2, LOG2_CH=ch_p2.bit_length() - 1, LIST=listed, K_P2=k_p2, BLOCK=sizes.block, PDL=pdl,
+                    CH_P2=ch_p2, LOG2_CH=ch_p2.bit_length() - 1, LIST=listed, K_P2=k_p2, BLOCK=sizes.block,
+                    FIRST=sizes.first_list_keys(k), PDL=pdl,
                     num_warps=min(32, max(8, listed // 1024, k_p2 // 1024)), launch_pdl=pdl)
         return out
 

@@ -26,6 +26,11 @@ C. one program per row, after B, by the count of keys > L over the row (``gt``):
      into one register tile in index order (the chunks' lists concatenated; a binary
      search over the counts' prefix sums finds each entry's chunk), the 7 passes give V
      and the ties taken, and the ids go out ascending (the resident select's ``_emit``).
+     With ``RowBound.first_list_per_k`` on, a row listing at most ``FIRST`` keys runs the
+     same steps in a tile of FIRST slots: a pass costs per slot, listed or not, and
+     N(0, 1) rows list 536-577 keys at k = 512 (benchmarks/results/topk_bound_cpu.md)
+     into a 4,096-slot tile (under ncu on an H100 this launch took 18.9 of the three
+     launches' 33.8 us: benchmarks/results/topk_h100_ncu.md);
      More than ``LIST`` (a row whose best keys cluster in few groups): the passes and
      the ids run over the row's scores in memory, ``BLOCK`` keys a step (exact, slower);
    - gt < need: then V == L (V >= L, and fewer than need keys exceed L), so the answer is
@@ -92,7 +97,24 @@ def _chunk_keys(scores_ptr, row, ROW_N, base, CHUNK, KEYS: tl.constexpr):
                             other=float("-inf")))
 
 
-ROW_BOUND_HELPERS = (*RADIX_HELPERS, _chunk_keys, _list_place, _radix_select, _emit)  # jitted with each kernel
+def _select_listed(gt_keys, gt_ids, gt_n, gt, need, dst, K, CAP, TILE: tl.constexpr, CH_P2: tl.constexpr,
+                   LOG2_CH: tl.constexpr):
+    """C's passes over a row's ``gt`` listed keys (``need`` <= gt <= TILE of them; ``gt_keys``
+    / ``gt_ids``: the row's lists, ``CAP`` slots per chunk, ``gt_n`` per chunk) gathered into
+    one [TILE] register tile in index order, then its ``need`` ids, ascending, to ``dst``.
+    A pass's histogram and the emit's scans cost per slot of the tile, listed or not, so
+    the tile is sized to the list (``RowBound.first_list_per_k``)."""
+    p = tl.arange(0, TILE)
+    valid = p < gt
+    c, off = _list_place(gt_n, p, CH_P2, LOG2_CH)
+    keys = tl.load(gt_keys + c * CAP + off, mask=valid, other=0).to(tl.uint32, bitcast=True)
+    ids = tl.load(gt_ids + c * CAP + off, mask=valid, other=-1)  # int32: stored as int64
+    v, left = _radix_select(keys, valid, gt, need, TILE, 7)
+    _emit(keys, valid, v, left, need, ids, keys, K, dst, dst, TILE, False)
+
+
+ROW_BOUND_HELPERS = (*RADIX_HELPERS, _chunk_keys, _list_place, _radix_select, _emit,
+                     _select_listed)  # jitted with each kernel
 
 
 def _row_maxima_kernel(scores_ptr, maxima_ptr, finite_ptr, ROW_N, CHUNK,
@@ -160,10 +182,11 @@ def _row_candidates_kernel(scores_ptr, maxima_ptr, finite_ptr, row_ptr, gt_key_p
 def _row_select_kernel(scores_ptr, row_ptr, gt_key_ptr, gt_id_ptr, gt_count_ptr, tie_id_ptr,
                        tie_count_ptr, out_ptr, ROW_N, CHUNKS, K, CAP, TIE_CAP,
                        CH_P2: tl.constexpr, LOG2_CH: tl.constexpr, LIST: tl.constexpr, K_P2: tl.constexpr,
-                       BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+                       BLOCK: tl.constexpr, FIRST: tl.constexpr = 0, PDL: tl.constexpr = False):
     """C: program r writes row r's k ids, ascending, -1 padded, to out [r, K] from B's
-    lists and its (L, need) (the module docstring has the three cases). ``PDL``: it waits
-    for B."""
+    lists and its (L, need) (the module docstring has the three cases). ``FIRST`` (a power
+    of two below LIST, else unused): the register tile of rows listing at most that many
+    keys. ``PDL``: it waits for B."""
     if PDL:
         gdc_enter(True)
     row = tl.program_id(0).to(tl.int64)
@@ -194,14 +217,17 @@ def _row_select_kernel(scores_ptr, row_ptr, gt_key_ptr, gt_id_ptr, gt_count_ptr,
         ids = tl.sort(tl.where(in_gt, above_ids, tie_ids))  # [K_P2], the need ids first
         tl.store(dst + p, tl.where(p < need, ids.to(tl.int64), -1), mask=p < K)
     elif gt <= LIST:
-        # V > L: the passes over the listed keys (all > L), in one register tile
-        p = tl.arange(0, LIST)
-        valid = p < gt
-        c, off = _list_place(gt_n, p, CH_P2, LOG2_CH)
-        keys = tl.load(gt_key_ptr + lists + c * CAP + off, mask=valid, other=0).to(tl.uint32, bitcast=True)
-        ids = tl.load(gt_id_ptr + lists + c * CAP + off, mask=valid, other=-1)  # int32: stored as int64
-        v, left = _radix_select(keys, valid, gt, need, LIST, 7)
-        _emit(keys, valid, v, left, need, ids, keys, K, dst, dst, LIST, False)
+        # V > L: the passes over the listed keys (all > L), in one register tile: the
+        # smaller FIRST one when they fit it (the usual case), else LIST
+        if FIRST > 0 and FIRST < LIST:
+            if gt <= FIRST:
+                _select_listed(gt_key_ptr + lists, gt_id_ptr + lists, gt_n, gt, need, dst, K, CAP, FIRST, CH_P2,
+                               LOG2_CH)
+            else:
+                _select_listed(gt_key_ptr + lists, gt_id_ptr + lists, gt_n, gt, need, dst, K, CAP, LIST, CH_P2,
+                               LOG2_CH)
+        else:
+            _select_listed(gt_key_ptr + lists, gt_id_ptr + lists, gt_n, gt, need, dst, K, CAP, LIST, CH_P2, LOG2_CH)
     else:
         # more candidates than one tile: the same passes and ids over the row's keys > L
         src = scores_ptr + row * ROW_N

@@ -96,7 +96,13 @@ class RowBound:
     the bound at k = 512 (4,096 maxima), 1,151-1,171 at k = 1,024 and 2,330-2,422 at
     k = 2,048 (8,192 maxima). Where the best keys cluster the bound loosens: the row's last
     4,096 keys 3 standard deviations higher (a recent window scoring high) leave
-    2,568-2,655 keys above it at k = 512, past a 4k tile, within the 8k one."""
+    2,568-2,655 keys above it at k = 512, past a 4k tile, within the 8k one.
+
+    ``first_list_per_k``: when on (> 0), rows listing at most that many keys per k (as a
+    power of two) run the last program's passes in that smaller tile, the others in the
+    ``list_per_k`` one: 2 gives 1,024 slots for the 536-577 keys of N(0, 1) rows at k =
+    512, where the whole tile has 4,096 (runtime/kernels/topk_rowbound.py). Off (0) until a
+    GPU times it (``benchmarks/topk.py --row-bound`` has both)."""
 
     chunk: int = 4096
     programs: int = 128
@@ -106,11 +112,14 @@ class RowBound:
     max_maxima: int = 8192
     max_list: int = RESIDENT_MAX
     block: int = 1024
+    first_list_per_k: int = 0
 
     def __post_init__(self) -> None:
         for name in ("programs", "maxima_per_k", "list_per_k"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RowBound.{name}: expected >= 1, got {getattr(self, name)}")
+        if self.first_list_per_k < 0:
+            raise ValueError(f"RowBound.first_list_per_k: expected >= 0 (0: one tile), got {self.first_list_per_k}")
         require_powers_of_two(self, ("chunk", "longest", "max_maxima", "max_list", "block"))
         if not self.chunk <= self.longest <= RESIDENT_MAX:
             raise ValueError(f"RowBound: expected chunk <= longest <= {RESIDENT_MAX} (one program's tile), got "
@@ -142,6 +151,15 @@ class RowBound:
         if keys < k:
             raise ValueError(f"RowBound: k = {k} does not fit the {keys}-key candidate tile (max_list {self.max_list})")
         return keys
+
+    def first_list_keys(self, k: int) -> int:
+        """The smaller register tile the last program selects in when the row lists at
+        most that many keys: ``first_list_per_k`` x k as a power of two, at least k's, at
+        most ``list_keys`` (equal to it: one tile; ``first_list_per_k`` 0 always)."""
+        whole = self.list_keys(k)
+        if self.first_list_per_k == 0:
+            return whole
+        return min(whole, max(SMALLEST, next_pow2(k), next_pow2(self.first_list_per_k * k)))
 
 
 @dataclass(frozen=True)

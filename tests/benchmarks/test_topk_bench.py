@@ -4,6 +4,8 @@ policy's own split), worked out by hand; every split shape gets a policy row."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from benchmarks.topk import SPLIT_SHAPES, forced_splits, main, parse_fields
@@ -71,8 +73,8 @@ def test_resident_rows_are_the_fitting_twins():
 
 
 def test_row_bound_rows_are_the_policy_and_the_fitting_twins():
-    """--row-bound adds the policy's row-bound split with dependent launches and the
-    row-bound twin of each forced split whose chunk fits a program (16,384 keys) and is not
+    """--row-bound adds the policy's row-bound split with dependent launches, with the
+    other candidate tiling of its last launch (one tile or two), and the row-bound twin of each forced split whose chunk fits a program (16,384 keys) and is not
     the policy's own split: at 128k keys, k = 512, one row, chunks of 16,384 (4,096 is the
     policy's, 32,768 does not fit); at 64 rows the policy does not split by rows bound."""
     from benchmarks.topk import build_kernels, variants
@@ -81,8 +83,13 @@ def test_row_bound_rows_are_the_policy_and_the_fitting_twins():
     chunks = parse_fields("4096,16384,32768", (1, 2, 3))
     rows = {label: split for label, split, _ in variants(kernels, chunks, 131072, 1, 512, True)
             if "row bound" in label}
-    assert rows == {"policy row bound pdl": "32 x 4096 w8 row bound", "chunk 16384 row bound": "8 x 16384 w8 row bound"}
+    tiles = "two tiles" if kernels["row bound tiles"].policy.row_bound.first_list_per_k else "one tile"
+    assert rows == {"policy row bound pdl": "32 x 4096 w8 row bound", f"policy row bound {tiles}": "32 x 4096 w8 row bound",
+                    "chunk 16384 row bound": "8 x 16384 w8 row bound"}
     assert kernels["row bound pdl"].policy.dependent_select and not kernels["policy"].policy.dependent_select
+    default, other = kernels["policy"].policy.row_bound, kernels["row bound tiles"].policy.row_bound
+    assert {default.first_list_per_k, other.first_list_per_k} == {0, 2} and replace(other, first_list_per_k=0) == \
+        replace(default, first_list_per_k=0)
     assert not any("row bound" in label for label, _, _ in variants(kernels, {}, 131072, 64, 512, False))
     assert "row bound pdl" not in build_kernels({"4096:8": (4096, 8)})
 

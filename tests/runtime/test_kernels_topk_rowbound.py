@@ -60,6 +60,27 @@ def test_each_path_of_the_last_launch(fused):
     check(lambda x, k: fused.run(x.float().contiguous(), k, split), scores, 24, 7, "row bound paths")
 
 
+def test_each_path_of_the_last_launch_with_two_tiles(fused):
+    """The same five paths with the smaller first tile on (``first_list_per_k``: 64 keys
+    at k = 24, the whole tile 128): random scores list about 37 keys (the first tile), the
+    row's first 80 keys 3 higher list 95 (the whole tile), 300 best keys at the start more
+    than either (over the row), ReLU'd scores and nothing finite as before."""
+    from runtime.kernels.topk_tiles import RowBound, TopkSplit
+
+    gen = torch.Generator().manual_seed(7)  # rows built to their paths; the recompute checks it
+    sizes = RowBound(maxima_per_k=2, list_per_k=4, block=32, first_list_per_k=2)
+    assert (sizes.first_list_keys(24), sizes.list_keys(24)) == (64, 128)
+    scores = torch.randn(5, 600, generator=gen)
+    scores[1] = torch.relu(scores[1] - 2.0)
+    scores[2, :300] += 10.0
+    scores[3] = NEG_INF
+    scores[4, :80] += 3.0
+    paths = [row_bound_path(row, 24, 64, sizes)[1] for row in scores]
+    assert paths == ["first tile", "ties at the bound", "over the row", "nothing finite", "registers"], paths
+    split = TopkSplit(10, 64, 32, row_bound=sizes)
+    check(lambda x, k: fused.run(x.float().contiguous(), k, split), scores, 24, 7, "row bound paths, two tiles")
+
+
 def test_ties_at_the_bound_past_a_chunks_tie_list(fused, gen):
     """Four values: the k-th value's ties fill whole chunks, so each chunk lists only its
     first k ties and the row's first ties come from the early chunks."""
@@ -94,6 +115,12 @@ def test_row_bound_sizes_and_policy():
     assert sizes.groups(8, 16384, 2048) == 1024  # 8,192 maxima at most
     assert sizes.groups(4, 40, 512) == 64  # no more groups than the chunk's tile has keys
     assert sizes.list_keys(512) == 4096 and sizes.list_keys(4096) == RESIDENT_MAX
+    two = RowBound(first_list_per_k=2)
+    assert [two.first_list_keys(k) for k in (8, 300, 512, 2048, 4096)] == [32, 1024, 1024, 4096, 8192]
+    assert RowBound(first_list_per_k=1).first_list_keys(300) == 512  # k's power of two at least
+    assert RowBound(first_list_per_k=8, list_per_k=2).first_list_keys(512) == 1024  # the whole tile at most
+    with pytest.raises(ValueError, match="RowBound.first_list_per_k: expected >= 0"):
+        RowBound(first_list_per_k=-1)
     with pytest.raises(ValueError, match="k = 600 does not fit the 512-key candidate tile"):
         RowBound(list_per_k=1, max_list=512).list_keys(600)
     with pytest.raises(ValueError, match="RowBound.maxima_per_k: expected >= 1"):
@@ -157,12 +184,14 @@ def test_compiles_for_sm90_without_a_gpu(run_sm90_script):
 @pytest.mark.parametrize("t,n,k", [(1, 131072, 512), (2, 131072, 1024), (8, 131072, 2048), (1, 65536, 512)])
 def test_row_bound_policy_gpu(gen, t, n, k):
     """``TopkSplitPolicy()`` (the row-bound select) at the indexer's split shapes, with and
-    without dependent launches: random scores with causal tails (the passes in registers),
-    four values and ReLU zeros (ties at the bound), the row's last 16,384 keys 6 standard
-    deviations higher (a recent window scoring high: more candidates than the 8k-key tile,
-    the passes over the row)."""
+    without dependent launches, with one candidate tile and with the smaller first one:
+    random scores with causal tails (the passes in registers, in the first tile when on),
+    the row's last 4,096 keys 3 standard deviations higher (past the first tile, within
+    the whole one at k = 512), four values and ReLU zeros (ties at the bound), the row's
+    last 16,384 keys 6 standard deviations higher (a recent window scoring high: more
+    candidates than the 8k-key tile, the passes over the row)."""
     from runtime.kernels.topk import FusedTopk
-    from runtime.kernels.topk_tiles import TopkSplitPolicy
+    from runtime.kernels.topk_tiles import RowBound, TopkSplitPolicy
 
     scores = torch.randn(t, n, generator=gen)
     visible = torch.randint(n // 2, n + 1, (t,), generator=gen)
@@ -170,10 +199,13 @@ def test_row_bound_policy_gpu(gen, t, n, k):
     scores[torch.arange(n)[None, :] >= visible[:, None]] = NEG_INF
     recent = torch.randn(t, n, generator=gen)
     recent[:, -16384:] += 6.0
-    for pdl in (False, True):
-        fused = FusedTopk(policy=TopkSplitPolicy(dependent_select=pdl))
+    window = torch.randn(t, n, generator=gen)
+    window[:, -4096:] += 3.0
+    for pdl, first in ((False, 0), (True, 0), (False, 2), (True, 2)):
+        fused = FusedTopk(policy=TopkSplitPolicy(dependent_select=pdl, row_bound=RowBound(first_list_per_k=first)))
         what = f"gpu row bound T={t} N={n} k={k} pdl={pdl} {fused.policy.split(t, n, k)}"
         check(fused, scores, k, gen.initial_seed(), what)
+        check(fused, window, k, gen.initial_seed(), f"{what} window")
         check(fused, few_values(gen, t, n, 4), k, gen.initial_seed(), f"{what} ties")
         check(fused, torch.relu(scores - 2.0), k, gen.initial_seed(), f"{what} relu")
         check(fused, recent, k, gen.initial_seed(), f"{what} recent window")
