@@ -102,6 +102,9 @@
 # Session 27 (on an H100: the H200 did not come) ran 31, 4 and 28's ncu. Under ncu the row-bound
 # select's last launch (one program per row, 7 passes over a 4,096-key tile holding about 550
 # listed keys at k = 512) took 18.9 of its 34 us; part 32 times a first tile sized to the list.
+# After 21:40 UTC no machine started (tries about 10 minutes apart, 90-180 s of budget each).
+# Next session: 32 (the first tile's GPU exactness and topk.py twice; flip first_list_per_k to 2 if
+# it wins), then 4 on the H200 (this session's table ran on an H100), then the open goals.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
