@@ -429,8 +429,9 @@ for i in 1 2; do
   grep -E "^- mid" "$R"/mid_t512_$i/*.md | cut -c1-300
 done
 elif [ "$PART" = 32 ]; then
-# session 27: the row-bound select's last launch in a first tile of 2k keys (RowBound.first_list_per_k)
-# when the row lists that few, the whole 8k tile otherwise; exact on the GPU first, then topk.py's
+# session 27: the row-bound select's last launch in a first tile of 2 x k slots (RowBound.first_list_per_k)
+# when the row lists that few, the whole 8 x k tile otherwise (1,024 and 4,096 slots at k = 512);
+# exact on the GPU first, then topk.py's
 # "policy row bound two tiles" row beside the default's one tile, twice
 timeout 240 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py -m gpu > "$OUT/rb2_gpu.log" 2>&1; el rb2_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/rb2_gpu.log" | tail -8

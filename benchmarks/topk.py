@@ -31,9 +31,9 @@ is split over programs (runtime/kernels/topk_tiles.py). Triton rows per shape:
 - with ``--row-bound``: ``policy row bound pdl``, the policy's row-bound split with its
   later launches dependent (``dependent_select``), ``policy row bound two tiles`` (or
   ``one tile``), the policy's split with the other candidate tiling of its last launch
-  (``RowBound.first_list_per_k`` 2 where the default is 0, else 0), and ``chunk <L> row bound``, the
-  row-bound twin of every forced split whose chunk fits a program (unless it is the
-  policy's own split).
+  (``RowBound.first_list_per_k`` 2 where the default is 0, else 0), and
+  ``chunk <L> row bound``, the row-bound twin of every forced split whose chunk fits a
+  program (unless it is the policy's own split).
 
 Every row first checks that the Triton ids equal the sort's (exactly, ties included).
 Times: the median of CUDA-event timings of eager calls (Python and launches included), and

@@ -218,16 +218,16 @@ def _row_select_kernel(scores_ptr, row_ptr, gt_key_ptr, gt_id_ptr, gt_count_ptr,
         tl.store(dst + p, tl.where(p < need, ids.to(tl.int64), -1), mask=p < K)
     elif gt <= LIST:
         # V > L: the passes over the listed keys (all > L), in one register tile: the
-        # smaller FIRST one when they fit it (the usual case), else LIST
+        # smaller FIRST one when they fit it (the usual case), else LIST; a tile is a
+        # constexpr, so each size is its own call
+        row_keys, row_ids = gt_key_ptr + lists, gt_id_ptr + lists
         if FIRST > 0 and FIRST < LIST:
             if gt <= FIRST:
-                _select_listed(gt_key_ptr + lists, gt_id_ptr + lists, gt_n, gt, need, dst, K, CAP, FIRST, CH_P2,
-                               LOG2_CH)
+                _select_listed(row_keys, row_ids, gt_n, gt, need, dst, K, CAP, FIRST, CH_P2, LOG2_CH)
             else:
-                _select_listed(gt_key_ptr + lists, gt_id_ptr + lists, gt_n, gt, need, dst, K, CAP, LIST, CH_P2,
-                               LOG2_CH)
+                _select_listed(row_keys, row_ids, gt_n, gt, need, dst, K, CAP, LIST, CH_P2, LOG2_CH)
         else:
-            _select_listed(gt_key_ptr + lists, gt_id_ptr + lists, gt_n, gt, need, dst, K, CAP, LIST, CH_P2, LOG2_CH)
+            _select_listed(row_keys, row_ids, gt_n, gt, need, dst, K, CAP, LIST, CH_P2, LOG2_CH)
     else:
         # more candidates than one tile: the same passes and ids over the row's keys > L
         src = scores_ptr + row * ROW_N

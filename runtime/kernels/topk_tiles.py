@@ -159,7 +159,7 @@ class RowBound:
         whole = self.list_keys(k)
         if self.first_list_per_k == 0:
             return whole
-        return min(whole, max(SMALLEST, next_pow2(k), next_pow2(self.first_list_per_k * k)))
+        return min(whole, max(SMALLEST, next_pow2(self.first_list_per_k * k)))  # >= k's: per_k >= 1
 
 
 @dataclass(frozen=True)

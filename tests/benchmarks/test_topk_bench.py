@@ -74,8 +74,9 @@ def test_resident_rows_are_the_fitting_twins():
 
 def test_row_bound_rows_are_the_policy_and_the_fitting_twins():
     """--row-bound adds the policy's row-bound split with dependent launches, with the
-    other candidate tiling of its last launch (one tile or two), and the row-bound twin of each forced split whose chunk fits a program (16,384 keys) and is not
-    the policy's own split: at 128k keys, k = 512, one row, chunks of 16,384 (4,096 is the
+    other candidate tiling of its last launch (one tile or two), and the row-bound twin of
+    each forced split whose chunk fits a program (16,384 keys) and is not the policy's own
+    split: at 128k keys, k = 512, one row, chunks of 16,384 (4,096 is the
     policy's, 32,768 does not fit); at 64 rows the policy does not split by rows bound."""
     from benchmarks.topk import build_kernels, variants
 
