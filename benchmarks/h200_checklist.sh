@@ -432,7 +432,8 @@ elif [ "$PART" = 32 ]; then
 # session 27: the row-bound select's last launch in a first tile of 2 x k slots (RowBound.first_list_per_k)
 # when the row lists that few, the whole 8 x k tile otherwise (1,024 and 4,096 slots at k = 512);
 # exact on the GPU first, then topk.py's
-# "policy row bound two tiles" row beside the default's one tile, twice
+# "policy row bound two tiles" row beside the default's one tile, and "four maxima" (two tiles
+# and maxima_per_k 4: launch B's bound over half the tile), twice
 timeout 240 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py -m gpu > "$OUT/rb2_gpu.log" 2>&1; el rb2_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/rb2_gpu.log" | tail -8
 for i in 1 2; do

@@ -31,7 +31,10 @@ is split over programs (runtime/kernels/topk_tiles.py). Triton rows per shape:
 - with ``--row-bound``: ``policy row bound pdl``, the policy's row-bound split with its
   later launches dependent (``dependent_select``), ``policy row bound two tiles`` (or
   ``one tile``), the policy's split with the other candidate tiling of its last launch
-  (``RowBound.first_list_per_k`` 2 where the default is 0, else 0), and
+  (``RowBound.first_list_per_k`` 2 where the default is 0, else 0), ``policy row bound
+  four maxima``, that twin with 4 group maxima per k instead of 8 (``RowBound.maxima_per_k``:
+  launch B's three bound passes over half the tile; N(0, 1) rows then list about 580-600
+  keys at k = 512 instead of 536-577, still within the first tile), and
   ``chunk <L> row bound``, the row-bound twin of every forced split whose chunk fits a
   program (unless it is the policy's own split).
 
@@ -166,6 +169,10 @@ def variants(kernels: dict, chunks: dict, n: int, t: int, k: int, split_shape: b
         if own.row_bound is not None:
             tiles = "two tiles" if own.row_bound.first_list_per_k else "one tile"
             rows.append((f"policy row bound {tiles}", describe(own), other))
+        fewer = kernels["row bound four maxima"]
+        own = fewer.policy.split(t, n, k)
+        if own.row_bound is not None:
+            rows.append(("policy row bound four maxima", describe(own), fewer))
         bound = policy_kernel.policy.row_bound
         for label, split in forced.items() if bound is not None else ():
             twin = replace(split, row_bound=bound)
@@ -258,8 +265,10 @@ def build_kernels(tilings: dict[str, tuple[int, ...]], resident: bool = False, r
     if row_bound:
         kernels["row bound pdl"] = FusedTopk(policy=TopkSplitPolicy(dependent_select=True))
         default = TopkSplitPolicy().row_bound or RowBound()
-        kernels["row bound tiles"] = FusedTopk(policy=TopkSplitPolicy(
-            row_bound=replace(default, first_list_per_k=0 if default.first_list_per_k else 2)))
+        tiles = replace(default, first_list_per_k=0 if default.first_list_per_k else 2)
+        kernels["row bound tiles"] = FusedTopk(policy=TopkSplitPolicy(row_bound=tiles))
+        fewer = replace(default, maxima_per_k=4, first_list_per_k=default.first_list_per_k or 2)
+        kernels["row bound four maxima"] = FusedTopk(policy=TopkSplitPolicy(row_bound=fewer))
     return kernels
 
 

@@ -184,7 +184,8 @@ def test_compiles_for_sm90_without_a_gpu(run_sm90_script):
 @pytest.mark.parametrize("t,n,k", [(1, 131072, 512), (2, 131072, 1024), (8, 131072, 2048), (1, 65536, 512)])
 def test_row_bound_policy_gpu(gen, t, n, k):
     """``TopkSplitPolicy()`` (the row-bound select) at the indexer's split shapes, with and
-    without dependent launches, with one candidate tile and with the smaller first one:
+    without dependent launches, with one candidate tile and with the smaller first one, and
+    with 4 group maxima per k (the bound over half the tile) beside the default 8:
     random scores with causal tails (the passes in registers, in the first tile when on),
     the row's last 4,096 keys 3 standard deviations higher (past the first tile, within
     the whole one at k = 512), four values and ReLU zeros (ties at the bound), the row's
@@ -201,8 +202,9 @@ def test_row_bound_policy_gpu(gen, t, n, k):
     recent[:, -16384:] += 6.0
     window = torch.randn(t, n, generator=gen)
     window[:, -4096:] += 3.0
-    for pdl, first in ((False, 0), (True, 0), (False, 2), (True, 2)):
-        fused = FusedTopk(policy=TopkSplitPolicy(dependent_select=pdl, row_bound=RowBound(first_list_per_k=first)))
+    for pdl, first, maxima in ((False, 0, 8), (True, 0, 8), (False, 2, 8), (True, 2, 8), (True, 2, 4)):
+        sizes = RowBound(first_list_per_k=first, maxima_per_k=maxima)
+        fused = FusedTopk(policy=TopkSplitPolicy(dependent_select=pdl, row_bound=sizes))
         what = f"gpu row bound T={t} N={n} k={k} pdl={pdl} {fused.policy.split(t, n, k)}"
         check(fused, scores, k, gen.initial_seed(), what)
         check(fused, window, k, gen.initial_seed(), f"{what} window")
