@@ -5,7 +5,9 @@ For every case: median reference time, median fused time (CUDA events, after war
 speed-up, and the fused kernel's achieved fraction of the H200 roofline: the minimal
 bytes the op must move / 4.3 TB/s (memory-bound ops) or FLOPs / 790 TFLOP/s (bf16 dense),
 whichever bound is larger ("bound" column says which). Bytes count each input read once
-and each output written once (shared weights counted once per call).
+and each output written once (shared weights counted once per call). The same fraction
+against the run's own GPU, its copy bandwidth and matrix rate measured at the start
+(benchmarks/ceilings.py), is a column beside it; the verdicts stay against the H200's.
 
     PYTHONPATH=. python benchmarks/kernels.py --out benchmarks/results
 
@@ -26,6 +28,8 @@ from types import SimpleNamespace
 
 import torch
 
+from benchmarks import ceilings
+from benchmarks.ceilings import H200_ISSUE, Ceilings
 from benchmarks.cold import cold_graph_ms
 from benchmarks.records import command_line, gpu_tag
 from runtime.config import V41Config
@@ -34,8 +38,8 @@ from runtime.kernels.reference import REFERENCE_OPS
 from runtime.mhc import HcMix
 from runtime.numerics import Numerics
 
-HBM_BYTES_PER_S = 4.3e12  # measured copy bandwidth of an H200 (issue 4)
-BF16_FLOPS_PER_S = 790e12
+HBM_BYTES_PER_S = H200_ISSUE.copy_bytes_per_s  # measured copy bandwidth of an H200 (issue 4)
+BF16_FLOPS_PER_S = H200_ISSUE.bf16_flops_per_s
 NUM = Numerics()
 LARGE_OP_BYTES = 4 * 2**20  # issue 16: ops moving at least this much are held to the roofline
 ROOFLINE_GOAL = 0.60
@@ -86,12 +90,17 @@ class Case:
 
     @property
     def bound(self) -> str:
-        return "memory" if self.bytes / HBM_BYTES_PER_S >= self.flops / BF16_FLOPS_PER_S else "compute"
+        return "memory" if H200_ISSUE.memory_bound(self.bytes, self.flops) else "compute"
 
     @property
     def roofline_fraction(self) -> float:
-        ideal_s = max(self.bytes / HBM_BYTES_PER_S, self.flops / BF16_FLOPS_PER_S)
-        return ideal_s / (self.roofline_ms * 1e-3)
+        """Of the issue's roofline (the H200's ceilings): what the verdict reads."""
+        return self.fraction_of(H200_ISSUE)
+
+    def fraction_of(self, ceiling: Ceilings) -> float:
+        """Of a roofline with these ceilings (this run's own GPU's, measured), on the
+        same reading as ``roofline_fraction``."""
+        return ceiling.fraction(self.bytes, self.flops, self.roofline_ms * 1e-3)
 
     def goal(self, empty_launch_ms: float) -> tuple[str, bool | None]:
         """Issue 16's goal for this case and whether it is met: a memory-bound op moving
@@ -461,8 +470,27 @@ def environment() -> dict:
             "triton": triton.__version__, "cuda": torch.version.cuda, "python": platform.python_version()}
 
 
-def markdown(env: dict, cases: list[Case], command: str, empty_samples: list[float]) -> str:
+def own_roofline_lines(cases: list[Case], empty_ms: float, own: Ceilings) -> list[str]:
+    """The header line on this run's measured ceilings, and the summary line: the cases
+    held to the roofline that reach the goal's fraction of this GPU's own."""
+    held = [c for c in cases if c.goal(empty_ms)[1] is not None and c.holds_to_roofline]
+    reach = sum(c.fraction_of(own) >= ROOFLINE_GOAL for c in held)
+    return [f"- This GPU's ceilings, measured at the start of the run (benchmarks/ceilings.py): a 1 GiB "
+            f"device-to-device copy {own.copy_bytes_per_s / 1e12:.2f} TB/s (read + written), an 8192^3 bf16 "
+            f"matrix product {own.bf16_flops_per_s / 1e12:.0f} TFLOP/s. \"own roofline\": the roofline "
+            f"column's reading against them; the goal and verdict columns stay against the H200's "
+            f"{H200_ISSUE.copy_bytes_per_s / 1e12:.1f} TB/s and {H200_ISSUE.bf16_flops_per_s / 1e12:.0f} TFLOP/s.",
+            f"Against this GPU's own measured ceilings, {reach} of {len(held)} cases held to the roofline reach "
+            f"{ROOFLINE_GOAL:.0%} of it."]
+
+
+def markdown(env: dict, cases: list[Case], command: str, empty_samples: list[float],
+             own: Ceilings | None = None) -> str:
+    """The table; ``own``: this run's measured ceilings (an "own roofline" column and a
+    line each in the header and the summary), None where not measured."""
     empty_ms = min(empty_samples)
+    own_lines = own_roofline_lines(cases, empty_ms, own) if own is not None else []
+    own_head, own_rule = (" own roofline |", "---:|") if own is not None else ("", "")
     lines = [
         "# Kernel benchmark: reference vs fused (Triton)", "",
         f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, CUDA {env['cuda']}",
@@ -474,13 +502,13 @@ def markdown(env: dict, cases: list[Case], command: str, empty_samples: list[flo
         "inputs (how many: \"copies\") so that none is in L2 when read (benchmarks/cold.py), measured where the "
         "roofline goal applies (memory-bound, >= 4 MiB); roofline = max(bytes / 4.3 TB/s, FLOPs / 790 TFLOP/s) / "
         "cold graph time, else fused graph time (eager time where capture failed).",
-        floor_line(empty_samples), "",
+        floor_line(empty_samples), *own_lines[:1], "",
         "- \"x empty, paired\" (memory-bound ops under 4 MiB): the op's graph time in empty launches, the two "
         "graphs replayed alternately in the same rounds (medians of 9): the ratio the clock does not move. The "
         "verdict stays against the run's smallest reading (the strictest).", "",
         "| op | scale | shape | MB moved | reference ms | fused ms | fused graph ms | cold graph ms | copies "
-        "| x empty, paired | speed-up | roofline | bound | goal | met |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
+        f"| x empty, paired | speed-up | roofline |{own_head} bound | goal | met |",
+        f"|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|{own_rule}---|---|---|",
     ]
     for c in cases:
         graph = f"{c.fused_graph_ms:.5f}" if c.fused_graph_ms is not None else "n/a"
@@ -488,11 +516,12 @@ def markdown(env: dict, cases: list[Case], command: str, empty_samples: list[flo
         copies = str(c.cold_copies) if c.cold_copies else "-"
         paired = f"{c.paired_ratio:.2f}x" if c.paired_ratio is not None else "-"
         goal, met = c.goal(empty_ms)
+        own_cell = f" {c.fraction_of(own):.0%} |" if own is not None else ""
         lines.append(f"| {c.op} | {c.scale} | {c.shape} | {c.bytes / 1e6:.2f} | {c.ref_ms:.3f} | {c.fused_ms:.3f} | "
-                     f"{graph} | {cold} | {copies} | {paired} | {c.speedup:.1f}x | {c.roofline_fraction:.0%} | "
-                     f"{c.bound} | {goal} | {verdict(met)} |")
+                     f"{graph} | {cold} | {copies} | {paired} | {c.speedup:.1f}x | {c.roofline_fraction:.0%} |"
+                     f"{own_cell} {c.bound} | {goal} | {verdict(met)} |")
     met = [m for m in (c.goal(empty_ms)[1] for c in cases) if m is not None]
-    lines += ["", f"Goal met on {sum(met)} of {len(met)} memory-bound cases."]
+    lines += ["", f"Goal met on {sum(met)} of {len(met)} memory-bound cases.", *own_lines[1:]]
     ratios = [c.paired_ratio for c in cases if c.paired_ratio is not None]
     if ratios:
         lines.append(f"Read beside an empty launch (paired), {sum(x <= LAUNCH_GOAL for x in ratios)} of {len(ratios)} "
@@ -517,6 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         print("benchmarks/kernels.py: needs a CUDA GPU", file=sys.stderr)
         return 2
     torch.manual_seed(0)
+    own = ceilings.measure(median_ms)
     ops = KernelRegistry("fused", device="cuda", on_unavailable="error")
     cases, empty_samples = run(ops, only, args.topk_resident, args.topk_chained)
     empty_ms = min(empty_samples)
@@ -525,14 +555,16 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     command = command_line("benchmarks/kernels.py", argv or sys.argv[1:])
     doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S,
-           "bf16_flops_per_s": BF16_FLOPS_PER_S, "empty_launch_ms": empty_ms, "empty_launch_samples_ms": empty_samples,
+           "bf16_flops_per_s": BF16_FLOPS_PER_S, "measured_ceilings": asdict(own), "empty_launch_ms": empty_ms, "empty_launch_samples_ms": empty_samples,
            "cases": [{**asdict(c), "speedup": c.speedup, "roofline_fraction": c.roofline_fraction,
+                      "own_roofline_fraction": c.fraction_of(own),
                       "bound": c.bound, "kernel_ms": c.kernel_ms, "paired_ratio": c.paired_ratio,
                       "goal": c.goal(empty_ms)[0],
                       "goal_met": c.goal(empty_ms)[1]} for c in cases]}
     (args.out / f"kernels_{tag}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (args.out / f"kernels_{tag}.md").write_text(markdown(env, cases, command, empty_samples))
-    print(markdown(env, cases, command, empty_samples))
+    note = markdown(env, cases, command, empty_samples, own)
+    (args.out / f"kernels_{tag}.md").write_text(note)
+    print(note)
     return 0
 
 
