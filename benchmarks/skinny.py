@@ -26,10 +26,11 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.ceilings import H200_ISSUE
 from benchmarks.kernels import environment, median_ms
 from benchmarks.records import command_line, gpu_tag, write
 
-HBM_BYTES_PER_S = 4.3e12
+HBM_BYTES_PER_S = H200_ISSUE.copy_bytes_per_s
 L2_BYTES = 60 * 2**20
 
 
