@@ -14,8 +14,8 @@ device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MiB
 (benchmarks/kernels.py's limits and empty kernel). In the ring
 layout the batched torch core the kernel replaces in the static step is timed too.
 
-Candidates are the product of --block-h, --block-n, --warps, --stages, --splits, --merge-d
-and --value-d
+Candidates are the product of --block-h, --block-n, --warps, --stages, --splits, --merge-d,
+--value-d, --programs and --prefetch-ids
 (tilings that run the same program, e.g. a head cap above the head count, are timed
 once). The table printed last names, per T bucket, the candidate with the best
 geometric mean over mid/flash x engine/ring of (its time / the case's best time), in
@@ -202,9 +202,9 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
 
 
 def candidates_from(args) -> list[AttentionTile]:
-    return [AttentionTile(h, n, w, s, x, m, v, p) for h, n, w, s, x, m, v, p in
+    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f)) for h, n, w, s, x, m, v, p, f in
             itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d,
-                              args.value_d, args.programs)]
+                              args.value_d, args.programs, args.prefetch_ids)]
 
 
 def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, float]]:
@@ -231,8 +231,9 @@ def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, 
 def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
     parts = label.split()
     h, n, w, s, x = (int(part[1:]) for part in parts[:5])
-    extra = "".join(f", {name}={part[1:]}" for part in parts[5:]
+    extra = "".join(f", {name}={part[1:]}" for part in parts[5:] if part != "pf"
                     for prefix, name in (("m", "merge_d"), ("v", "value_d"), ("p", "programs")) if part[0] == prefix)
+    extra += ", prefetch_ids=True" if "pf" in parts[5:] else ""
     return (f"({bucket}, {head_dim_bucket}): AttentionTile({h}, {n}, num_warps={w}, num_stages={s}, "
             f"splits={x}{extra}),")
 
@@ -256,7 +257,7 @@ def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: d
         f">= 4 MiB: >= 60 % of the roofline. Empty Triton kernel (`empty_launch_ms`): **{empty_ms * 1e3:.2f} us**.",
         "- Tile label: h = heads per program (cap), n = keys per tile, w = warps, s = stages, x = splits asked, "
         "m = head-dim columns per merge program, v = value columns per partial program (absent: all), "
-        "p = programs to fill (x is then a cap).", "",
+        "p = programs to fill (x is then a cap), pf = top-k ids prefetched into L1 before the loop.", "",
         "- `core us`: the ring layout's batched torch core (runtime/static/attention.py, float32 gathers "
         "+ bmm), the static step's attention before the fused ring kernel.", "",
         "| case | bytes | core us | table tile | table us | best tile | best us | roofline (best) | goal (best) |",
@@ -307,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="value columns per partial program (0: the whole head dim)")
     parser.add_argument("--programs", nargs="+", type=int, default=[0],
                         help="programs to fill (0: splits as given; more: splits is a cap, the fewest that fill)")
+    parser.add_argument("--prefetch-ids", nargs="+", type=int, default=[0], choices=[0, 1],
+                        help="1: the candidates' twins with AttentionTile.prefetch_ids (top-k ids into L1 first)")
     args = parser.parse_args(argv)
     if args.quick:
         args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]

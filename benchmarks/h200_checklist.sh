@@ -35,6 +35,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 30  # flash attention with all 64 heads in one program (wgmma, untimed): sweeps at 512, 64 and 8 queries
 #   OUT=/path bash benchmarks/h200_checklist.sh 31  # session 26's flips (64-head attention rows, the row-bound top-k): GPU parity, attention and indexer + top-k in the kernel table
 #   OUT=/path bash benchmarks/h200_checklist.sh 32  # the row-bound select's smaller first candidate tile (untimed): GPU exactness, topk.py twice against one tile
+#   OUT=/path bash benchmarks/h200_checklist.sh 33  # attention's top-k ids prefetched into L1 (untimed): GPU bit identity, the table rows with / without, twice
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -439,6 +440,19 @@ grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/rb2_gpu.log" | tail -8
 for i in 1 2; do
   timeout 150 python benchmarks/topk.py --shapes split --dist randn --row-bound --chunks 4096 --out "$R/topk_tiles_$i" > "$OUT/topk_tiles_$i.log" 2>&1; el topk_tiles_$i $?
   grep -E "^\|" "$R"/topk_tiles_$i/*.md | grep -E "policy" | cut -d"|" -f2-8,13-16 | head -60
+done
+elif [ "$PART" = 33 ]; then
+# session 28: attention's top-k ids prefetched into L1 before the loop (AttentionTile.prefetch_ids,
+# untimed): the sm_90 code loads tile j + 1's ids synchronously at the end of iteration j and only
+# then issues its key copy. GPU parity (bits equal to the same tile without it), then each table
+# row with and without it, at its own stages and the other (2 / 3), twice
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -m gpu -k "prefetched_ids" > "$OUT/pf_gpu.log" 2>&1; el pf_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/pf_gpu.log" | tail -8
+for i in 1 2; do
+  timeout 70 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 64 512 --block-h 64 --block-n 32 --warps 8 --stages 2 3 --splits 1 16 --programs 128 --prefetch-ids 0 1 --out "$R/pf_flash_$i" > "$OUT/pf_flash_$i.log" 2>&1; el pf_flash_$i $?
+  timeout 70 python benchmarks/attention_tiles.py --scales mid --layouts engine --t 64 512 --block-h 32 --block-n 32 --warps 4 --stages 2 3 --splits 1 4 --programs 256 --prefetch-ids 0 1 --out "$R/pf_mid_$i" > "$OUT/pf_mid_$i.log" 2>&1; el pf_mid_$i $?
+  timeout 60 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring --t 8 --block-h 16 --block-n 32 --warps 8 --stages 3 --splits 16 --merge-d 256 --programs 256 --prefetch-ids 0 1 --out "$R/pf_t8_$i" > "$OUT/pf_t8_$i.log" 2>&1; el pf_t8_$i $?
+  grep -hE "^- (mid|flash) T=" "$R"/pf_*_$i/*.md | cut -c1-400
 done
 elif [ "$PART" = 4 ]; then
 # (session 28: the table also reads the GPU's own copy and matrix ceilings: "own roofline";

@@ -37,12 +37,16 @@ import torch
 import triton.language as tl
 
 from runtime.kernels.attention_tiles import AttentionTile, tile_for
-from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.backend import interpret_requested, jit, next_pow2
 from runtime.kernels.pdl import dependent_launch, gdc_enter
 from runtime.kv_packing import PackedKV
 from runtime.numerics import Numerics
 
 NEG_BIG = -1.0e30
+# PREFETCH_IDS: one L1 prefetch per 128-byte line of ids (16 int64); the result is a dummy
+# the kernel drops (inline asm needs one), is_pure=False keeps the prefetch
+_PREFETCH_L1: tl.constexpr = tl.constexpr("prefetch.global.L1 [$1]; mov.u32 $0, 0;")
+ID_LINES = tl.constexpr(32)  # lines prefetched per step: 512 ids
 
 
 def _attn_partial_kernel(
@@ -51,7 +55,7 @@ def _attn_partial_kernel(
     H, W, K, swa_rows, comp_rows, keys_per_split, n_split, scale,
     HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
     HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr, VD: tl.constexpr,
-    PDL: tl.constexpr = False, PDL_AT_EXIT: tl.constexpr = False,
+    PDL: tl.constexpr = False, PDL_AT_EXIT: tl.constexpr = False, PREFETCH_IDS: tl.constexpr = False,
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
     source shared by all queries, the engine's layout). PACKED: ``swa_ptr`` / ``comp_ptr``
@@ -63,7 +67,9 @@ def _attn_partial_kernel(
     column block, so the [BLOCK_H, VD] accumulator holds HD / VD times fewer registers;
     unpacked caches only). ``PDL``: the merge is launched dependent on this launch
     (runtime/kernels/pdl.py), and may be placed on the GPU from this program's start
-    (``PDL_AT_EXIT``: from its exit)."""
+    (``PDL_AT_EXIT``: from its exit). ``PREFETCH_IDS`` (CUDA only: inline PTX): before
+    the loop, every line of top-k ids this split will read is prefetched into L1
+    (``AttentionTile.prefetch_ids`` says why)."""
     if PDL:
         gdc_enter(False, PDL_AT_EXIT)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
@@ -93,6 +99,13 @@ def _attn_partial_kernel(
     n_keys = W + K
     start = split * keys_per_split
     end = tl.minimum(start + keys_per_split, n_keys)
+    if HAS_TOPK and PREFETCH_IDS:
+        first = tl.maximum(start - W, 0)  # this split's top-k slots [first, last]
+        last = tl.minimum(end - W, K) - 1
+        for s0 in range(first, last + 1, 16 * ID_LINES):
+            lines = tl.minimum(s0 + 16 * tl.arange(0, ID_LINES), last)  # past the end: the last line again
+            tl.inline_asm_elementwise(_PREFETCH_L1, "=r,l", [topk_ptr + t * K + lines], dtype=tl.int32,
+                                      is_pure=False, pack=1)
     if SPLIT:
         m_i = tl.full((BLOCK_H,), -1.0e30, dtype=tl.float32)
         l_i = tl.zeros((BLOCK_H,), dtype=tl.float32)
@@ -311,7 +324,8 @@ class FusedSparseAttention:
         vd = tile.value_columns(hd, packed)
         launch = dict(HD=hd, BLOCK_H=block_h, BLOCK_N=tile.block_n, SPLIT=n_split > 1, HAS_TOPK=has_topk,
                       RING=ring, IEEE=ieee, PACKED=packed, VD=vd, num_warps=tile.num_warps,
-                      num_stages=tile.num_stages)
+                      num_stages=tile.num_stages,
+                      PREFETCH_IDS=tile.prefetch_ids and has_topk and dev.type == "cuda" and not interpret_requested())
         scale_ptrs = (swa_scales, comp_scales)
         scalars = (n_heads, window, k_width, swa_rows, comp_rows, per_split, n_split, hd**-0.5)
         if n_split == 1:

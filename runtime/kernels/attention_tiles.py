@@ -47,6 +47,13 @@ Each row gives, for queries in the bucket:
   for wgmma), so the accumulator is only part of the pressure. Timed: slower at every
   decode case but one (benchmarks/results/attention_tiles_h200_merge_t1.md,
   attention_tiles_h200_merge_t8.md), so off.
+- ``prefetch_ids``: before its loop, each program prefetches into L1 every line of top-k
+  ids its split reads (CUDA only). Why: a tile's key rows are addressed by its ids, so the
+  software pipeline (compiled for sm_90 with Triton 3.6, flash prefill 64 heads, 2 stages)
+  loads tile j + 1's ids synchronously at the end of iteration j, and only then issues
+  that tile's key copy, which iteration j + 1 waits on at its start: two trips to memory
+  per tile on the loop's critical path. With the ids in L1 one of them is an L1 hit.
+  Untimed: off until benchmarks/attention_tiles.py (``--prefetch-ids``) times it.
 """
 
 from __future__ import annotations
@@ -70,6 +77,7 @@ class AttentionTile:
     merge_d: int = 0
     value_d: int = 0
     programs: int = 0
+    prefetch_ids: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_h", "block_n", "num_warps"):
@@ -120,8 +128,9 @@ class AttentionTile:
         merge = f" m{self.merge_d}" if self.merge_d else ""
         value = f" v{self.value_d}" if self.value_d else ""
         programs = f" p{self.programs}" if self.programs else ""
+        prefetch = " pf" if self.prefetch_ids else ""
         return (f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
-                f"{programs}")
+                f"{programs}{prefetch}")
 
 
 def t_bucket(t: int) -> int:

@@ -61,6 +61,10 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     filling = AttentionTile(16, 32, num_warps=8, splits=16, merge_d=256, programs=256)
     assert as_row(8, 512, filling.label()) == ("(8, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, "
                                                "splits=16, merge_d=256, programs=256),")
+    prefetching = AttentionTile(64, 32, num_warps=8, num_stages=2, splits=16, programs=128, prefetch_ids=True)
+    assert prefetching.label() == "h64 n32 w8 s2 x16 p128 pf"
+    assert as_row(64, 512, prefetching.label()) == ("(64, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, "
+                                                    "splits=16, programs=128, prefetch_ids=True),")
     env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
     note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
     assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note

@@ -243,7 +243,7 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     """Attention's partial kernel on packed ring caches (the 64-query tile), and the tile
     options no table row uses yet: the value split (split and not, the ring layout), the
     merge in column blocks, 64 heads per program on 8 warps (flash's heads) and the 32-head
-    prefill tile beside them.
+    prefill tile beside them, and flash prefill's row with its top-k ids prefetched.
     ``table``: first, the partial kernel as the tile table launches it at head dim 512 for
     ``mid`` and ``flash`` heads (bf16 engine caches at every query bucket, packed ring
     caches at every bucket by PACKED_TILES)."""
@@ -286,10 +286,14 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
          ATTENTION_SIGNATURE, dict(common, BLOCK_H=block_h, BLOCK_N=block_n, num_warps=warps, SPLIT=False, RING=False,
                                    PACKED=False, VD=512))
         for block_h, block_n, warps in ((64, 16, 8), (64, 32, 8), (32, 32, 4))
+    ] + [  # flash prefill's row with the top-k ids prefetched into L1 first (AttentionTile.prefetch_ids)
+        ("attention option flash h64 n32 w8 s2 prefetch ids", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
+         dict(common, BLOCK_H=64, BLOCK_N=32, num_warps=8, num_stages=2, SPLIT=False, RING=False, PACKED=False, VD=512,
+              PREFETCH_IDS=True)),
     ]
 
 
-OPCODES = ("HMMA", "HGMMA", "SHFL", "BAR", "LDG", "STG", "LDS", "STS", "LDL", "STL", "MUFU")
+OPCODES = ("HMMA", "HGMMA", "SHFL", "BAR", "LDG", "STG", "LDS", "STS", "LDL", "STL", "MUFU", "CCTL")  # CCTL: prefetches
 _INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(\S.*?)\s*;")
 
 

@@ -621,7 +621,10 @@ def test_indexer_parity_gpu(fused, gen, t, n, dtype):
 
 # ---------------------------------------------------------------------------- attention
 def check_attention(fused, gen, t, n_heads, hd, window, k, n_comp, dtype, with_topk=True, splits=None,
-                    merge_d=0, value_d=0):
+                    merge_d=0, value_d=0, tile=None):
+    """The fused attention against the reference on random caches; ``tile`` forces a
+    tiling (else ``splits`` / ``merge_d`` / ``value_d`` force one of 16-key tiles).
+    Returns the fused output."""
     p_max = 3 * window
     positions = torch.randint(0, p_max, (t,), generator=gen)
     positions[0] = 0  # window edge: only itself
@@ -641,12 +644,14 @@ def check_attention(fused, gen, t, n_heads, hd, window, k, n_comp, dtype, with_t
     sink = randn(gen, n_heads)
     pos, flo = positions.to(DEVICE), floor.to(DEVICE)
     # A forced split count in 16-key tiles, so that small key lists split too.
-    op = (fused.attention if splits is None
-          else type(fused.attention)(tile=AttentionTile(16, 16, splits=splits, merge_d=merge_d, value_d=value_d)))
+    if tile is None and splits is not None:
+        tile = AttentionTile(16, 16, splits=splits, merge_d=merge_d, value_d=value_d)
+    op = fused.attention if tile is None else type(fused.attention)(tile=tile)
     a = op(q, pos, flo, swa, window, comp, topk, sink, NUM)
     b = REFERENCE_OPS["attention"](q, pos, flo, swa, window, comp, topk, sink, NUM)
     tol = 2e-5 if dtype == torch.float32 else 2e-2
     close(a, b, tol, rel=True, what="attention", seed=gen.initial_seed())
+    return a
 
 
 @pytest.mark.parametrize("t,splits,with_topk,merge_d,value_d", [
@@ -675,6 +680,24 @@ def test_attention_parity_wide_heads(fused, gen, t):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_attention_parity_gpu(fused, gen, t, n_heads, dtype):
     check_attention(fused, gen, t, n_heads, 512, 128, 512, 3000, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("t,n_heads", [(8, 16), (64, 16), (200, 16), (8, 64), (64, 64), (200, 64)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_attention_prefetched_ids_parity_gpu(fused, t, n_heads, dtype):
+    """``AttentionTile.prefetch_ids`` (the top-k ids pulled into L1 before the loop) on the
+    table's own tile for the shape: within the reference's tolerance, and bit for bit the
+    output of the same tile without it (a prefetch moves no value)."""
+    from dataclasses import replace
+
+    from runtime.kernels.attention_tiles import tile_for
+
+    tile = tile_for(t, 512, heads=n_heads)
+    outs = [check_attention(fused, torch.Generator().manual_seed(7), t, n_heads, 512, 128, 512, 3000, dtype,
+                            tile=replace(tile, prefetch_ids=on)) for on in (False, True)]
+    assert torch.equal(outs[0], outs[1]), f"prefetch_ids moved the output: {tile.label()} T={t} H={n_heads}"
 
 
 @pytest.mark.gpu
