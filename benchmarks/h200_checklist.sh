@@ -36,6 +36,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 31  # session 26's flips (64-head attention rows, the row-bound top-k): GPU parity, attention and indexer + top-k in the kernel table
 #   OUT=/path bash benchmarks/h200_checklist.sh 32  # the row-bound select's smaller first candidate tile (untimed): GPU exactness, topk.py twice against one tile
 #   OUT=/path bash benchmarks/h200_checklist.sh 33  # attention's top-k ids prefetched into L1 (untimed): GPU bit identity, the table rows with / without, twice
+#   OUT=/path bash benchmarks/h200_checklist.sh 34  # the gate at flash with 64 rows: the whole sweep (never run at 64 rows), programs 1,024 / 2,048
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -454,6 +455,12 @@ for i in 1 2; do
   timeout 60 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring --t 8 --block-h 16 --block-n 32 --warps 8 --stages 3 --splits 16 --merge-d 256 --programs 256 --prefetch-ids 0 1 --out "$R/pf_t8_$i" > "$OUT/pf_t8_$i.log" 2>&1; el pf_t8_$i $?
   grep -hE "^- (mid|flash) T=" "$R"/pf_*_$i/*.md | cut -c1-400
 done
+elif [ "$PART" = 34 ]; then
+# session 28: the gate at flash with 64 rows (13.2 us, 8 % of the roofline; its partials' launch
+# 8.2 us: 288 programs of 7 dependent 256-column steps) was never swept (--sweep ran 1 and 8
+# rows): the sweep's tilings, the stage variants and programs 1,024 / 2,048 (shorter splits)
+timeout 250 python benchmarks/gate_tiles.py --sweep --stages --scales flash --rows 64 --out "$R/gate64" > "$OUT/gate64.log" 2>&1; el gate64 $?
+grep -hE "^\| flash \| 64 " "$R"/gate64/*.md | sort -t'|' -k8 -n | head -14 | cut -c1-200
 elif [ "$PART" = 4 ]; then
 # (session 28: the table also reads the GPU's own copy and matrix ceilings: "own roofline";
 # their timer checked against triton's do_bench first)
