@@ -37,6 +37,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 32  # the row-bound select's smaller first candidate tile (untimed): GPU exactness, topk.py twice against one tile
 #   OUT=/path bash benchmarks/h200_checklist.sh 33  # attention's top-k ids prefetched into L1 (untimed): GPU bit identity, the table rows with / without, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 34  # the gate at flash with 64 rows: the whole sweep (never run at 64 rows), programs 1,024 / 2,048
+#   OUT=/path bash benchmarks/h200_checklist.sh 35  # flash attention (64 heads) at 512 and 64 queries: ncu's stall samples per source line
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -461,6 +462,15 @@ elif [ "$PART" = 34 ]; then
 # rows): the sweep's tilings, the stage variants and programs 1,024 / 2,048 (shorter splits)
 timeout 250 python benchmarks/gate_tiles.py --sweep --stages --scales flash --rows 64 --out "$R/gate64" > "$OUT/gate64.log" 2>&1; el gate64 $?
 grep -hE "^\| flash \| 64 " "$R"/gate64/*.md | sort -t'|' -k8 -n | head -14 | cut -c1-200
+elif [ "$PART" = 35 ]; then
+# session 28: where flash attention's 64-head program spends its ~77 us at 512 queries (20 tiles of
+# 32 keys, ~3.8 us each: far above one memory trip and the tile's 4.2 MFLOP of wgmma) and at 64
+# queries: ncu's stall samples per source line (the table's tiles)
+timeout 300 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/att_src" python benchmarks/profile_ops.py attention:flash:512 attention:flash:64 > "$OUT/ncu.log" 2>&1; el ncu $?
+ncu -i "$R/att_src.ncu-rep" --page details 2>/dev/null > "$R/att_src_details.txt"; el details $?
+ncu -i "$R/att_src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/att_src_cuda_sass.csv" 2> "$R/att_src_cuda_sass.err"; el source $?
+grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|DRAM Throughput" "$R/att_src_details.txt" | head -40
+python benchmarks/ncu_source_lines.py "$R/att_src_cuda_sass.csv" --top 10 | tee "$OUT/source_lines.txt"
 elif [ "$PART" = 4 ]; then
 # (session 28: the table also reads the GPU's own copy and matrix ceilings: "own roofline";
 # their timer checked against triton's do_bench first)
