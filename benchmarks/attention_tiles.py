@@ -164,7 +164,7 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     merge = tile.merge_columns(shape.head_dim) if n_split > 1 else 0  # no merge without splits
     value = tile.value_columns(shape.head_dim, packed=shape.layout == "ring_packed")
     return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
-            value)
+            value, tile.prefetch_ids)
 
 
 def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,

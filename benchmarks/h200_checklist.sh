@@ -38,6 +38,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 33  # attention's top-k ids prefetched into L1 (untimed): GPU bit identity, the table rows with / without, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 34  # the gate at flash with 64 rows: the whole sweep (never run at 64 rows), programs 1,024 / 2,048
 #   OUT=/path bash benchmarks/h200_checklist.sh 35  # flash attention (64 heads) at 512 and 64 queries: ncu's stall samples per source line
+#   OUT=/path bash benchmarks/h200_checklist.sh 36  # session 28's flips in the kernel table; the gate's tilings at 16-64 rows (block_e)
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -471,6 +472,14 @@ ncu -i "$R/att_src.ncu-rep" --page details 2>/dev/null > "$R/att_src_details.txt
 ncu -i "$R/att_src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/att_src_cuda_sass.csv" 2> "$R/att_src_cuda_sass.err"; el source $?
 grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|DRAM Throughput" "$R/att_src_details.txt" | head -40
 python benchmarks/ncu_source_lines.py "$R/att_src_cuda_sass.csv" --top 10 | tee "$OUT/source_lines.txt"
+elif [ "$PART" = 36 ]; then
+# session 28's flips (RowBound: first tile, 4 maxima per k; attention's prefill rows prefetch their
+# ids; their exactness and bit identity ran in parts 32-33) in the whole kernel table; then the
+# gate's tilings at 16-64 rows at both scales (part 34: 64 experts per program won at flash, 64 rows)
+timeout 200 python benchmarks/kernels.py --out "$R/kern36" > "$OUT/kern36.log" 2>&1; el kern36 $?
+grep -E "^\| (attention|indexer\+topk)|met on|own measured|paired\)" "$R"/kern36/*.md | tail -20
+timeout 300 python benchmarks/gate_tiles.py --sweep --scales mid,flash --rows 16,32,64 --out "$R/gate_e" > "$OUT/gate_e.log" 2>&1; el gate_e $?
+for t in 16 32 64; do for sc in mid flash; do grep -hE "^\| $sc \| $t " "$R"/gate_e/*.md | sort -t'|' -k8 -n | head -4 | cut -c1-160; grep -hE "^\| $sc \| $t \| new " "$R"/gate_e/*.md | cut -c1-160; done; done
 elif [ "$PART" = 4 ]; then
 # (session 28: the table also reads the GPU's own copy and matrix ceilings: "own roofline";
 # their timer checked against triton's do_bench first)

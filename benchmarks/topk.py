@@ -32,9 +32,9 @@ is split over programs (runtime/kernels/topk_tiles.py). Triton rows per shape:
   later launches dependent (``dependent_select``), ``policy row bound two tiles`` (or
   ``one tile``), the policy's split with the other candidate tiling of its last launch
   (``RowBound.first_list_per_k`` 2 where the default is 0, else 0), ``policy row bound
-  four maxima``, that twin with 4 group maxima per k instead of 8 (``RowBound.maxima_per_k``:
-  launch B's three bound passes over half the tile; N(0, 1) rows then list about 580-600
-  keys at k = 512 instead of 536-577, still within the first tile), and
+  four maxima`` (or ``eight maxima``), the policy's split with the other count of group
+  maxima per k (``RowBound.maxima_per_k``, 4 where the default is 8, else 8: launch B's
+  three bound passes over half or twice the tile), and
   ``chunk <L> row bound``, the row-bound twin of every forced split whose chunk fits a
   program (unless it is the policy's own split).
 
@@ -169,10 +169,11 @@ def variants(kernels: dict, chunks: dict, n: int, t: int, k: int, split_shape: b
         if own.row_bound is not None:
             tiles = "two tiles" if own.row_bound.first_list_per_k else "one tile"
             rows.append((f"policy row bound {tiles}", describe(own), other))
-        fewer = kernels["row bound four maxima"]
-        own = fewer.policy.split(t, n, k)
+        maxima = kernels["row bound maxima"]
+        own = maxima.policy.split(t, n, k)
         if own.row_bound is not None:
-            rows.append(("policy row bound four maxima", describe(own), fewer))
+            count = "four" if own.row_bound.maxima_per_k == 4 else "eight"
+            rows.append((f"policy row bound {count} maxima", describe(own), maxima))
         bound = policy_kernel.policy.row_bound
         for label, split in forced.items() if bound is not None else ():
             twin = replace(split, row_bound=bound)
@@ -267,8 +268,8 @@ def build_kernels(tilings: dict[str, tuple[int, ...]], resident: bool = False, r
         default = TopkSplitPolicy().row_bound or RowBound()
         tiles = replace(default, first_list_per_k=0 if default.first_list_per_k else 2)
         kernels["row bound tiles"] = FusedTopk(policy=TopkSplitPolicy(row_bound=tiles))
-        fewer = replace(default, maxima_per_k=4, first_list_per_k=default.first_list_per_k or 2)
-        kernels["row bound four maxima"] = FusedTopk(policy=TopkSplitPolicy(row_bound=fewer))
+        maxima = replace(default, maxima_per_k=8 if default.maxima_per_k == 4 else 4)
+        kernels["row bound maxima"] = FusedTopk(policy=TopkSplitPolicy(row_bound=maxima))
     return kernels
 
 

@@ -98,28 +98,31 @@ def measure(n: int, k: int, rows: int, gen: torch.Generator, bound_gen: torch.Ge
     """Both tables' counts at (n, k): the resident bound's on rows from ``gen``, the row
     bound's on rows from ``bound_gen`` (its own stream: the first table's rows stay those of
     the seed alone)."""
-    split = TopkSplitPolicy(resident=True).split(1, n, k)
+    split = TopkSplitPolicy(resident=True, row_bound=None).split(1, n, k)
     per_chunk, per_row = [], []
     for _ in range(rows):
         row = torch.randn(n, generator=gen)
         chunks = list(row.split(split.chunk))
         per_chunk += [listed(c, min(split.groups, c.numel()), k) for c in chunks]
         per_row.append(listed(candidates(chunks, k), split.groups, k))
-    sizes = RowBound()
+    own = TopkSplitPolicy().split(1, n, k)  # the row-bound select's own split (the default policy)
+    sizes = own.row_bound or RowBound()
     bounded = {}
     for shift in (0.0, 1.0, 3.0):  # N(0, 1), then the recent window 1 and 3 sigma higher
         counts = []
         for _ in range(rows):
             row = torch.randn(n, generator=bound_gen)
             row[-RECENT:] += shift
-            counts.append(row_bound_path(row, k, split.chunk, sizes))
+            counts.append(row_bound_path(row, k, own.chunk, sizes))
         bounded[shift] = {"above_min": min(c for c, _ in counts), "above_max": max(c for c, _ in counts),
                           "paths": sorted({path for _, path in counts})}
     return {"n": n, "k": k, "split": f"{split.chunks} x {split.chunk} g{split.groups}",
             "list_slots": FusedTopk.resident_list(split.chunk, k),
             "chunk_listed_min": min(per_chunk), "chunk_listed_max": max(per_chunk),
             "candidates_listed_min": min(per_row), "candidates_listed_max": max(per_row),
-            "row_bound_groups": sizes.groups(split.chunks, split.chunk, k), "row_bound_list": sizes.list_keys(k),
+            "row_bound_split": f"{own.chunks} x {own.chunk}",
+            "row_bound_groups": sizes.groups(own.chunks, own.chunk, k), "row_bound_list": sizes.list_keys(k),
+            "row_bound_first_list": sizes.first_list_keys(k),
             "row_bound": {f"{shift:g}": v for shift, v in bounded.items()}}
 
 
@@ -133,14 +136,16 @@ def markdown(doc: dict) -> str:
         lines.append(f"| {r['n']} | {r['k']} | {r['split']} | {r['list_slots']} | "
                      f"{r['chunk_listed_min']}-{r['chunk_listed_max']} | "
                      f"{r['candidates_listed_min']}-{r['candidates_listed_max']} |")
-    lines += ["", "The row-bound select (RowBound(): one bound per row from the chunks' group maxima; "
-              "keys above it, and its last launch's paths), on rows of seed + 1. Recent window: the "
-              f"row's last {RECENT} keys shifted up by that many standard deviations.", "",
-              "| N | k | groups per chunk | list keys | recent window | keys above the bound | paths |",
-              "|---:|---:|---:|---:|---:|---|---|"]
+    lines += ["", "The row-bound select (the default policy's split and RowBound: one bound per row from "
+              "the chunks' group maxima; keys above it, and its last launch's paths), on rows of seed + 1. "
+              f"Recent window: the row's last {RECENT} keys shifted up by that many standard deviations.", "",
+              "| N | k | split | groups per chunk | first tile / list keys | recent window | keys above the bound "
+              "| paths |",
+              "|---:|---:|---|---:|---|---:|---|---|"]
     for r in doc["results"]:
         for shift, v in r["row_bound"].items():
-            lines.append(f"| {r['n']} | {r['k']} | {r['row_bound_groups']} | {r['row_bound_list']} | +{shift} | "
+            lines.append(f"| {r['n']} | {r['k']} | {r['row_bound_split']} | {r['row_bound_groups']} | "
+                         f"{r['row_bound_first_list']} / {r['row_bound_list']} | +{shift} | "
                          f"{v['above_min']}-{v['above_max']} | {', '.join(v['paths'])} |")
     return "\n".join(lines) + "\n"
 

@@ -53,7 +53,11 @@ Each row gives, for queries in the bucket:
   loads tile j + 1's ids synchronously at the end of iteration j, and only then issues
   that tile's key copy, which iteration j + 1 waits on at its start: two trips to memory
   per tile on the loop's critical path. With the ids in L1 one of them is an L1 hit.
-  Untimed: off until benchmarks/attention_tiles.py (``--prefetch-ids``) times it.
+  Measured on an H100 (session 28, benchmarks/results/attention_tiles_h100_prefetch_*.md, two
+  sweeps, engine layout): prefill (512 queries) ``flash`` 304.5 -> 296.0 and 305.0 -> 294.3
+  us, ``mid`` 128.5 -> 122.5 us in both, so the two prefill rows prefetch; 64 queries ``flash``
+  50.6 -> 50.9 and 50.7 -> 50.9, ``mid`` 22.2 -> 23.2 and 22.1 -> 23.4, 8 queries engine
+  ``mid`` 10.3 -> 10.8 and 10.5 -> 10.9 (ring equal): the decode rows do not.
 """
 
 from __future__ import annotations
@@ -171,7 +175,7 @@ TILES: dict[tuple[int, int], AttentionTile] = {
     (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=64),
     (8, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=256, programs=256),
     (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=4, programs=256),
-    (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=2, splits=1),
+    (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=2, splits=1, prefetch_ids=True),
     (1, 128): AttentionTile(32, 32, splits=16),
     (8, 128): AttentionTile(32, 32, splits=16),
     (64, 128): AttentionTile(32, 32, splits=4),
@@ -221,7 +225,7 @@ PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
 WIDE_HEADS = 64
 WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
     (64, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=16, programs=128),
-    (PREFILL, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=1),
+    (PREFILL, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=1, prefetch_ids=True),
 }
 
 

@@ -28,7 +28,7 @@ C. one program per row, after B, by the count of keys > L over the row (``gt``):
      and the ties taken, and the ids go out ascending (the resident select's ``_emit``).
      With ``RowBound.first_list_per_k`` on, a row listing at most ``FIRST`` keys runs the
      same steps in a tile of FIRST slots: a pass costs per slot, listed or not, and
-     N(0, 1) rows list 536-577 keys at k = 512 (benchmarks/results/topk_bound_cpu.md)
+     N(0, 1) rows list 595-640 keys at k = 512 (benchmarks/results/topk_bound_cpu.md)
      into a 4,096-slot tile (under ncu on an H100 this launch took 18.9 of the three
      launches' 33.8 us: benchmarks/results/topk_h100_ncu.md);
      More than ``LIST`` (a row whose best keys cluster in few groups): the passes and

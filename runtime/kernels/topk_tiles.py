@@ -89,30 +89,41 @@ class RowBound:
     ``maxima_per_k``: the row's group maxima (which bound its k-th key) per k, at most
     ``max_maxima`` (one register tile of a program); ``list_per_k``: the candidates the
     row's last program selects among in registers, per k, at most ``max_list`` (more
-    candidates: it passes over the row in memory, ``block`` keys a step). Why 8 and 8:
-    with G maxima of N / G keys each, the need-th largest maximum sits near the row's
-    need-th key once G is several times k. Recomputed on the CPU for N(0, 1) rows of
-    131,072 keys (benchmarks/results/topk_bound_cpu.md, 5 rows each): 536-577 keys above
-    the bound at k = 512 (4,096 maxima), 1,151-1,171 at k = 1,024 and 2,330-2,422 at
-    k = 2,048 (8,192 maxima). Where the best keys cluster the bound loosens: the row's last
-    4,096 keys 3 standard deviations higher (a recent window scoring high) leave
-    2,568-2,655 keys above it at k = 512, past a 4k tile, within the 8k one.
+    candidates: it passes over the row in memory, ``block`` keys a step). With G maxima of
+    N / G keys each, the need-th largest maximum sits near the row's need-th key once G is
+    several times k; fewer maxima loosen the bound a little and shorten launch B's three
+    passes over them. Recomputed on the CPU for N(0, 1) rows of 131,072 keys in the default
+    32 chunks of 4,096 (benchmarks/results/topk_bound_cpu.md, 5 rows each): with 4 maxima per
+    k 595-640 keys above the bound at k = 512, 1,161-1,290 at 1,024 and 2,365-2,515 at 2,048
+    (8 per k, session 24's run of that file: 536-577, 1,151-1,171 and 2,330-2,422). Where
+    the best keys cluster the bound loosens: the row's last 4,096 keys 3 standard deviations
+    higher (a recent window scoring high) leave 3,118-3,206 keys above it at k = 512 (8 per
+    k: 2,568-2,655), past the first tile, within the whole 4k one (``list_per_k`` 8).
 
-    ``first_list_per_k``: when on (> 0), rows listing at most that many keys per k (as a
-    power of two) run the last program's passes in that smaller tile, the others in the
-    ``list_per_k`` one: 2 gives 1,024 slots for the 536-577 keys of N(0, 1) rows at k =
-    512, where the whole tile has 4,096 (runtime/kernels/topk_rowbound.py). Off (0) until a
-    GPU times it (``benchmarks/topk.py --row-bound`` has both)."""
+    ``first_list_per_k``: rows listing at most that many keys per k (as a power of two) run
+    the last program's passes in that smaller tile, the others in the ``list_per_k`` one
+    (0: one tile for every row): 2 gives 1,024 slots for the keys of N(0, 1) rows at k =
+    512, where the whole tile has 4,096 (runtime/kernels/topk_rowbound.py says why a pass
+    costs per slot).
+
+    Measured on an H100 (session 28, benchmarks/results/topk_h100_first_tile_1.md and
+    topk_h100_first_tile_2.md: ``benchmarks/topk.py --row-bound``, 24 split shapes of 64k and
+    128k keys, 1-8 rows, k = 512-2,048, every row exact in both runs): the first tile took
+    0.51-0.77x one tile's time at every shape of both runs, and 4 maxima per k instead of 8
+    (with the first tile) 0.87-1.01x of that (k = 2,048: the same launch, 8,192 maxima
+    either way). One row of 128k keys, one tile -> first tile -> and 4 maxima: k = 512 22.1
+    -> 16.2 -> 14.1 us, k = 1,024 37.3 -> 20.9 -> 18.6, k = 2,048 47.2 -> 24.4 (run 1), so
+    both are the defaults."""
 
     chunk: int = 4096
     programs: int = 128
     longest: int = 8192
-    maxima_per_k: int = 8
+    maxima_per_k: int = 4
     list_per_k: int = 8
     max_maxima: int = 8192
     max_list: int = RESIDENT_MAX
     block: int = 1024
-    first_list_per_k: int = 0
+    first_list_per_k: int = 2
 
     def __post_init__(self) -> None:
         for name in ("programs", "maxima_per_k", "list_per_k"):

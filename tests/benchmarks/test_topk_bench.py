@@ -74,8 +74,8 @@ def test_resident_rows_are_the_fitting_twins():
 
 def test_row_bound_rows_are_the_policy_and_the_fitting_twins():
     """--row-bound adds the policy's row-bound split with dependent launches, with the
-    other candidate tiling of its last launch (one tile or two), with two tiles and 4 group
-    maxima per k instead of 8, and the row-bound twin of
+    other candidate tiling of its last launch (one tile or two), with the other count of
+    group maxima per k (4 or 8), and the row-bound twin of
     each forced split whose chunk fits a program (16,384 keys) and is not the policy's own
     split: at 128k keys, k = 512, one row, chunks of 16,384 (4,096 is the
     policy's, 32,768 does not fit); at 64 rows the policy does not split by rows bound."""
@@ -86,14 +86,17 @@ def test_row_bound_rows_are_the_policy_and_the_fitting_twins():
     rows = {label: split for label, split, _ in variants(kernels, chunks, 131072, 1, 512, True)
             if "row bound" in label}
     tiles = "two tiles" if kernels["row bound tiles"].policy.row_bound.first_list_per_k else "one tile"
+    count = "four" if kernels["row bound maxima"].policy.row_bound.maxima_per_k == 4 else "eight"
     assert rows == {"policy row bound pdl": "32 x 4096 w8 row bound", f"policy row bound {tiles}": "32 x 4096 w8 row bound",
-                    "policy row bound four maxima": "32 x 4096 w8 row bound", "chunk 16384 row bound": "8 x 16384 w8 row bound"}
+                    f"policy row bound {count} maxima": "32 x 4096 w8 row bound",
+                    "chunk 16384 row bound": "8 x 16384 w8 row bound"}
     assert kernels["row bound pdl"].policy.dependent_select and not kernels["policy"].policy.dependent_select
     default, other = kernels["policy"].policy.row_bound, kernels["row bound tiles"].policy.row_bound
     assert {default.first_list_per_k, other.first_list_per_k} == {0, 2} and replace(other, first_list_per_k=0) == \
         replace(default, first_list_per_k=0)
-    fewer = kernels["row bound four maxima"].policy.row_bound
-    assert fewer == replace(default, maxima_per_k=4, first_list_per_k=2)  # with the two tiles, half the maxima
+    other = kernels["row bound maxima"].policy.row_bound
+    assert {default.maxima_per_k, other.maxima_per_k} == {4, 8} and replace(other, maxima_per_k=4) == \
+        replace(default, maxima_per_k=4)
     assert not any("row bound" in label for label, _, _ in variants(kernels, {}, 131072, 64, 512, False))
     assert "row bound pdl" not in build_kernels({"4096:8": (4096, 8)})
 

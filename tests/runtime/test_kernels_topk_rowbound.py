@@ -109,12 +109,15 @@ def test_the_policy_runs_row_bound_splits_through_the_call(monkeypatch, gen):
 def test_row_bound_sizes_and_policy():
     from runtime.kernels.topk_tiles import CHAINED, RESIDENT_MAX, RowBound, TopkSplitPolicy
 
-    sizes = RowBound()
-    assert sizes.groups(16, 8192, 512) == 256  # 4,096 maxima per row over 16 chunks
-    assert sizes.groups(13, 8192, 512) == 256  # counted as 16 chunks: the kernel's padded tile
+    sizes = RowBound()  # 4 maxima per k, the first tile 2 x k
+    assert sizes.groups(16, 8192, 512) == 128  # 2,048 maxima per row over 16 chunks
+    assert sizes.groups(13, 8192, 512) == 128  # counted as 16 chunks: the kernel's padded tile
     assert sizes.groups(8, 16384, 2048) == 1024  # 8,192 maxima at most
     assert sizes.groups(4, 40, 512) == 64  # no more groups than the chunk's tile has keys
+    eight = RowBound(maxima_per_k=8)
+    assert eight.groups(16, 8192, 512) == 256 and eight.groups(8, 16384, 2048) == 1024  # 4,096; 8,192 at most
     assert sizes.list_keys(512) == 4096 and sizes.list_keys(4096) == RESIDENT_MAX
+    assert sizes.first_list_keys(512) == 1024 and RowBound(first_list_per_k=0).first_list_keys(512) == 4096
     two = RowBound(first_list_per_k=2)
     assert [two.first_list_keys(k) for k in (8, 300, 512, 2048, 4096)] == [32, 1024, 1024, 4096, 8192]
     assert RowBound(first_list_per_k=1).first_list_keys(300) == 512  # k's power of two at least
@@ -185,7 +188,7 @@ def test_compiles_for_sm90_without_a_gpu(run_sm90_script):
 def test_row_bound_policy_gpu(gen, t, n, k):
     """``TopkSplitPolicy()`` (the row-bound select) at the indexer's split shapes, with and
     without dependent launches, with one candidate tile and with the smaller first one, and
-    with 4 group maxima per k (the bound over half the tile) beside the default 8:
+    with 4 group maxima per k (the default since session 28) beside 8:
     random scores with causal tails (the passes in registers, in the first tile when on),
     the row's last 4,096 keys 3 standard deviations higher (past the first tile, within
     the whole one at k = 512), four values and ReLU zeros (ties at the bound), the row's
