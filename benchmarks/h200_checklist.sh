@@ -109,6 +109,15 @@
 # After 21:40 UTC no machine started (tries about 10 minutes apart, 90-180 s of budget each).
 # Next session: 32 (the first tile's GPU exactness and topk.py twice; flip first_list_per_k to 2 if
 # it wins), then 4 on the H200 (this session's table ran on an H100), then the open goals.
+# Session 28 (an H100 again) ran 32, 33, 34 + 35 and 4. The first tile and 4 group maxima per k
+# won at all 24 top-k split shapes twice (RowBound defaults now); the prefill attention rows
+# prefetch their top-k ids (3-5 %; decode rows lost or tied); at flash with 64 rows the gate's
+# 64 experts per program (d128 e64) took 8.75 us against the default's 11.81 (one sweep); ncu:
+# flash prefill attention moves 406 GB/s of DRAM (most gathered keys are L2 hits), a third of
+# its stall samples at the score product's barrier. The table (kernels_h100_session28.md) reads
+# each case against the card's own measured copy bandwidth too (2.99 TB/s on the H100).
+# Next session: 36 (the flips in the table; the gate's tilings at 16-64 rows: set a block_e
+# rule if 64 experts per program wins at both scales), then 4 on an H200, then the open goals.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
