@@ -487,6 +487,10 @@ elif [ "$PART" = 36 ]; then
 # gate's tilings at 16-64 rows at both scales (part 34: 64 experts per program won at flash, 64 rows)
 timeout 200 python benchmarks/kernels.py --out "$R/kern36" > "$OUT/kern36.log" 2>&1; el kern36 $?
 grep -E "^\| (attention|indexer\+topk)|met on|own measured|paired\)" "$R"/kern36/*.md | tail -20
+# flash's 64-head tile on 64-key tiles (half the loop's barriers and id loads; sm_90 static: 255
+# registers, 144 bytes of stack, 193 KB of shared memory) beside the 32-key rows
+timeout 80 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 64 512 --block-h 64 --block-n 32 64 --warps 8 --stages 2 --splits 16 --programs 128 --prefetch-ids 0 1 --out "$R/n64" > "$OUT/n64.log" 2>&1; el n64 $?
+grep -hE "^- flash T=" "$R"/n64/*.md | cut -c1-400
 timeout 300 python benchmarks/gate_tiles.py --sweep --scales mid,flash --rows 16,32,64 --out "$R/gate_e" > "$OUT/gate_e.log" 2>&1; el gate_e $?
 for t in 16 32 64; do for sc in mid flash; do grep -hE "^\| $sc \| $t " "$R"/gate_e/*.md | sort -t'|' -k8 -n | head -4 | cut -c1-160; grep -hE "^\| $sc \| $t \| new " "$R"/gate_e/*.md | cut -c1-160; done; done
 elif [ "$PART" = 4 ]; then
