@@ -15,7 +15,7 @@ device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MiB
 layout the batched torch core the kernel replaces in the static step is timed too.
 
 Candidates are the product of --block-h, --block-n, --warps, --stages, --splits, --merge-d,
---value-d, --programs and --prefetch-ids
+--value-d, --programs, --prefetch-ids and --ids-ahead
 (tilings that run the same program, e.g. a head cap above the head count, are timed
 once). The table printed last names, per T bucket, the candidate with the best
 geometric mean over mid/flash x engine/ring of (its time / the case's best time), in
@@ -164,7 +164,7 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     merge = tile.merge_columns(shape.head_dim) if n_split > 1 else 0  # no merge without splits
     value = tile.value_columns(shape.head_dim, packed=shape.layout == "ring_packed")
     return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
-            value, tile.prefetch_ids)
+            value, tile.prefetch_ids, tile.ids_ahead)
 
 
 def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
@@ -202,9 +202,9 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
 
 
 def candidates_from(args) -> list[AttentionTile]:
-    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f)) for h, n, w, s, x, m, v, p, f in
+    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a)) for h, n, w, s, x, m, v, p, f, a in
             itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d,
-                              args.value_d, args.programs, args.prefetch_ids)]
+                              args.value_d, args.programs, args.prefetch_ids, args.ids_ahead)]
 
 
 def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, float]]:
@@ -231,9 +231,10 @@ def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, 
 def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
     parts = label.split()
     h, n, w, s, x = (int(part[1:]) for part in parts[:5])
-    extra = "".join(f", {name}={part[1:]}" for part in parts[5:] if part != "pf"
+    flags = {"pf": "prefetch_ids", "ia": "ids_ahead"}
+    extra = "".join(f", {name}={part[1:]}" for part in parts[5:] if part not in flags
                     for prefix, name in (("m", "merge_d"), ("v", "value_d"), ("p", "programs")) if part[0] == prefix)
-    extra += ", prefetch_ids=True" if "pf" in parts[5:] else ""
+    extra += "".join(f", {name}=True" for flag, name in flags.items() if flag in parts[5:])
     return (f"({bucket}, {head_dim_bucket}): AttentionTile({h}, {n}, num_warps={w}, num_stages={s}, "
             f"splits={x}{extra}),")
 
@@ -257,7 +258,8 @@ def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: d
         f">= 4 MiB: >= 60 % of the roofline. Empty Triton kernel (`empty_launch_ms`): **{empty_ms * 1e3:.2f} us**.",
         "- Tile label: h = heads per program (cap), n = keys per tile, w = warps, s = stages, x = splits asked, "
         "m = head-dim columns per merge program, v = value columns per partial program (absent: all), "
-        "p = programs to fill (x is then a cap), pf = top-k ids prefetched into L1 before the loop.", "",
+        "p = programs to fill (x is then a cap), pf = top-k ids prefetched into L1 before the loop, ia = "
+        "each tile's ids loaded one iteration ahead.", "",
         "- `core us`: the ring layout's batched torch core (runtime/static/attention.py, float32 gathers "
         "+ bmm), the static step's attention before the fused ring kernel.", "",
         "| case | bytes | core us | table tile | table us | best tile | best us | roofline (best) | goal (best) |",
@@ -310,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="programs to fill (0: splits as given; more: splits is a cap, the fewest that fill)")
     parser.add_argument("--prefetch-ids", nargs="+", type=int, default=[0], choices=[0, 1],
                         help="1: the candidates' twins with AttentionTile.prefetch_ids (top-k ids into L1 first)")
+    parser.add_argument("--ids-ahead", nargs="+", type=int, default=[0], choices=[0, 1],
+                        help="1: the candidates' twins with AttentionTile.ids_ahead (each tile's ids one iteration ahead)")
     args = parser.parse_args(argv)
     if args.quick:
         args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]

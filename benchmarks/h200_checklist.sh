@@ -38,7 +38,8 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 33  # attention's top-k ids prefetched into L1 (untimed): GPU bit identity, the table rows with / without, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 34  # the gate at flash with 64 rows: the whole sweep (never run at 64 rows), programs 1,024 / 2,048
 #   OUT=/path bash benchmarks/h200_checklist.sh 35  # flash attention (64 heads) at 512 and 64 queries: ncu's stall samples per source line
-#   OUT=/path bash benchmarks/h200_checklist.sh 36  # session 28's flips in the kernel table; the gate's tilings at 16-64 rows (block_e)
+#   OUT=/path bash benchmarks/h200_checklist.sh 36  # session 28's flips in the kernel table; 64-key and ids-ahead attention tiles (untimed)
+#   OUT=/path bash benchmarks/h200_checklist.sh 37  # the gate's tilings at 16-64 rows at both scales (a block_e rule)
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -116,8 +117,9 @@
 # flash prefill attention moves 406 GB/s of DRAM (most gathered keys are L2 hits), a third of
 # its stall samples at the score product's barrier. The table (kernels_h100_session28.md) reads
 # each case against the card's own measured copy bandwidth too (2.99 TB/s on the H100).
-# Next session: 36 (the flips in the table; the gate's tilings at 16-64 rows: set a block_e
-# rule if 64 experts per program wins at both scales), then 4 on an H200, then the open goals.
+# Next session: 36 (the flips in the table; 64-key tiles and ids one tile ahead for attention),
+# 37 (the gate's tilings at 16-64 rows: a block_e rule if 64 experts per program wins at both
+# scales), then 4 on an H200, then the open goals.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -483,14 +485,25 @@ grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occup
 python benchmarks/ncu_source_lines.py "$R/att_src_cuda_sass.csv" --top 10 | tee "$OUT/source_lines.txt"
 elif [ "$PART" = 36 ]; then
 # session 28's flips (RowBound: first tile, 4 maxima per k; attention's prefill rows prefetch their
-# ids; their exactness and bit identity ran in parts 32-33) in the whole kernel table; then the
-# gate's tilings at 16-64 rows at both scales (part 34: 64 experts per program won at flash, 64 rows)
+# ids; their exactness and bit identity ran in parts 32-33) in the whole kernel table; then two
+# untimed attention forms: 64-key tiles, and each tile's ids loaded one iteration ahead
 timeout 200 python benchmarks/kernels.py --out "$R/kern36" > "$OUT/kern36.log" 2>&1; el kern36 $?
 grep -E "^\| (attention|indexer\+topk)|met on|own measured|paired\)" "$R"/kern36/*.md | tail -20
 # flash's 64-head tile on 64-key tiles (half the loop's barriers and id loads; sm_90 static: 255
 # registers, 144 bytes of stack, 193 KB of shared memory) beside the 32-key rows
 timeout 80 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 64 512 --block-h 64 --block-n 32 64 --warps 8 --stages 2 --splits 16 --programs 128 --prefetch-ids 0 1 --out "$R/n64" > "$OUT/n64.log" 2>&1; el n64 $?
 grep -hE "^- flash T=" "$R"/n64/*.md | cut -c1-400
+# each tile's ids loaded one iteration ahead (AttentionTile.ids_ahead, untimed; sm_90: the 3-stage
+# loop then waits for all but the newest key copy), GPU bit identity first, then 2 / 3 stages
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -m gpu -k "prefetched_ids" > "$OUT/ia_gpu.log" 2>&1; el ia_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/ia_gpu.log" | tail -6
+for sc in flash mid; do
+  case $sc in flash) hw="--block-h 64 --warps 8 --splits 16 --programs 128";; mid) hw="--block-h 32 --warps 4 --splits 4 --programs 256";; esac
+  timeout 80 python benchmarks/attention_tiles.py --scales $sc --layouts engine ring --t 64 512 $hw --block-n 32 --stages 2 3 --prefetch-ids 1 --ids-ahead 0 1 --out "$R/ia_$sc" > "$OUT/ia_$sc.log" 2>&1; el ia_$sc $?
+  grep -hE "^- $sc T=" "$R"/ia_$sc/*.md | cut -c1-400
+done
+elif [ "$PART" = 37 ]; then
+# the gate's tilings at 16-64 rows at both scales (part 34: 64 experts per program won at flash, 64 rows)
 timeout 300 python benchmarks/gate_tiles.py --sweep --scales mid,flash --rows 16,32,64 --out "$R/gate_e" > "$OUT/gate_e.log" 2>&1; el gate_e $?
 for t in 16 32 64; do for sc in mid flash; do grep -hE "^\| $sc \| $t " "$R"/gate_e/*.md | sort -t'|' -k8 -n | head -4 | cut -c1-160; grep -hE "^\| $sc \| $t \| new " "$R"/gate_e/*.md | cut -c1-160; done; done
 elif [ "$PART" = 4 ]; then

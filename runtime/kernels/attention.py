@@ -56,6 +56,7 @@ def _attn_partial_kernel(
     HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
     HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr, VD: tl.constexpr,
     PDL: tl.constexpr = False, PDL_AT_EXIT: tl.constexpr = False, PREFETCH_IDS: tl.constexpr = False,
+    IDS_AHEAD: tl.constexpr = False,
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
     source shared by all queries, the engine's layout). PACKED: ``swa_ptr`` / ``comp_ptr``
@@ -69,7 +70,9 @@ def _attn_partial_kernel(
     (runtime/kernels/pdl.py), and may be placed on the GPU from this program's start
     (``PDL_AT_EXIT``: from its exit). ``PREFETCH_IDS`` (CUDA only: inline PTX): before
     the loop, every line of top-k ids this split will read is prefetched into L1
-    (``AttentionTile.prefetch_ids`` says why)."""
+    (``AttentionTile.prefetch_ids`` says why). ``IDS_AHEAD``: each iteration loads the next
+    tile's ids and keys its own from the ids the previous one loaded (``AttentionTile.ids_ahead``
+    says why); the same ids, so the same output bit for bit."""
     if PDL:
         gdc_enter(False, PDL_AT_EXIT)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
@@ -113,6 +116,9 @@ def _attn_partial_kernel(
         m_i = tl.load(sink_ptr + heads, mask=h_ok, other=0.0).to(tl.float32)
         l_i = tl.full((BLOCK_H,), 1.0, dtype=tl.float32)
     acc = tl.zeros((BLOCK_H, VD), dtype=tl.float32)
+    if HAS_TOPK and IDS_AHEAD:  # the first tile's ids; each iteration then loads the next tile's
+        js0 = start + tl.arange(0, BLOCK_N)
+        ids_next = tl.load(topk_ptr + t * K + (js0 - W), mask=(js0 >= W) & (js0 < end), other=-1)
     for j0 in range(start, end, BLOCK_N):
         js = j0 + tl.arange(0, BLOCK_N)
         in_range = js < end
@@ -127,11 +133,16 @@ def _attn_partial_kernel(
         if HAS_TOPK:
             slot = js - W
             tk_ok = (~is_win) & in_range
-            ids = tl.load(topk_ptr + t * K + slot, mask=tk_ok, other=-1)
+            if IDS_AHEAD:
+                ids = ids_next
+                js_next = js + BLOCK_N
+                ids_next = tl.load(topk_ptr + t * K + (js_next - W), mask=(js_next >= W) & (js_next < end), other=-1)
+            else:
+                ids = tl.load(topk_ptr + t * K + slot, mask=tk_ok, other=-1)
             comp_ok = tk_ok & (ids >= 0)
             ok = win_ok | comp_ok
             if not PACKED:
-                kp = tl.where(is_win, rows_win, comp_base + ids.to(tl.int64) * HD)
+                kp = tl.where(is_win, rows_win, comp_base + ids.to(tl.int64) * HD)  # [BLOCK_N] row pointers
         else:
             ok = win_ok
             kp = rows_win
@@ -325,7 +336,8 @@ class FusedSparseAttention:
         launch = dict(HD=hd, BLOCK_H=block_h, BLOCK_N=tile.block_n, SPLIT=n_split > 1, HAS_TOPK=has_topk,
                       RING=ring, IEEE=ieee, PACKED=packed, VD=vd, num_warps=tile.num_warps,
                       num_stages=tile.num_stages,
-                      PREFETCH_IDS=tile.prefetch_ids and has_topk and dev.type == "cuda" and not interpret_requested())
+                      PREFETCH_IDS=tile.prefetch_ids and has_topk and dev.type == "cuda" and not interpret_requested(),
+                      IDS_AHEAD=tile.ids_ahead and has_topk)
         scale_ptrs = (swa_scales, comp_scales)
         scalars = (n_heads, window, k_width, swa_rows, comp_rows, per_split, n_split, hd**-0.5)
         if n_split == 1:

@@ -58,6 +58,15 @@ Each row gives, for queries in the bucket:
   us, ``mid`` 128.5 -> 122.5 us in both, so the two prefill rows prefetch; 64 queries ``flash``
   50.6 -> 50.9 and 50.7 -> 50.9, ``mid`` 22.2 -> 23.2 and 22.1 -> 23.4, 8 queries engine
   ``mid`` 10.3 -> 10.8 and 10.5 -> 10.9 (ring equal): the decode rows do not.
+- ``ids_ahead``: each iteration loads the next tile's ids, and its own keys are addressed by
+  the ids the iteration before loaded (a loop-carried value, not a load of the same
+  iteration). Why: with the ids loaded in the iteration that uses them, Triton 3.6 waits for
+  every outstanding copy at the top of the loop (``async_wait`` 0 at 2 and 3 stages, sm_90),
+  so the key copy never has more than the rest of one iteration to land; carried ahead, the
+  3-stage loop issues the key copies two tiles ahead and waits for all but the newest
+  (``async_wait`` 1). It costs registers: flash's 64-head prefill tile holds 255 and spills
+  536 bytes at 3 stages (288 at 2; none without it). Untimed: off until
+  benchmarks/attention_tiles.py (``--ids-ahead``) times it.
 """
 
 from __future__ import annotations
@@ -82,6 +91,7 @@ class AttentionTile:
     value_d: int = 0
     programs: int = 0
     prefetch_ids: bool = False
+    ids_ahead: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_h", "block_n", "num_warps"):
@@ -133,8 +143,9 @@ class AttentionTile:
         value = f" v{self.value_d}" if self.value_d else ""
         programs = f" p{self.programs}" if self.programs else ""
         prefetch = " pf" if self.prefetch_ids else ""
+        ahead = " ia" if self.ids_ahead else ""
         return (f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
-                f"{programs}{prefetch}")
+                f"{programs}{prefetch}{ahead}")
 
 
 def t_bucket(t: int) -> int:

@@ -65,6 +65,10 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     assert prefetching.label() == "h64 n32 w8 s2 x16 p128 pf"
     assert as_row(64, 512, prefetching.label()) == ("(64, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, "
                                                     "splits=16, programs=128, prefetch_ids=True),")
+    both = AttentionTile(64, 32, num_warps=8, num_stages=3, prefetch_ids=True, ids_ahead=True)
+    assert both.label() == "h64 n32 w8 s3 x1 pf ia"
+    assert as_row(0, 512, both.label()) == ("(0, 512): AttentionTile(64, 32, num_warps=8, num_stages=3, splits=1, "
+                                            "prefetch_ids=True, ids_ahead=True),")
     env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
     note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
     assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note

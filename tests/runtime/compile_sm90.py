@@ -243,7 +243,8 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     """Attention's partial kernel on packed ring caches (the 64-query tile), and the tile
     options no table row uses yet: the value split (split and not, the ring layout), the
     merge in column blocks, 64 heads per program on 8 warps (flash's heads) and the 32-head
-    prefill tile beside them, and flash prefill's row with its top-k ids prefetched.
+    prefill tile beside them, and flash prefill's row with its top-k ids prefetched (and
+    loaded a tile ahead).
     ``table``: first, the partial kernel as the tile table launches it at head dim 512 for
     ``mid`` and ``flash`` heads (bf16 engine caches at every query bucket, packed ring
     caches at every bucket by PACKED_TILES)."""
@@ -290,6 +291,10 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
         ("attention option flash h64 n32 w8 s2 prefetch ids", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
          dict(common, BLOCK_H=64, BLOCK_N=32, num_warps=8, num_stages=2, SPLIT=False, RING=False, PACKED=False, VD=512,
               PREFETCH_IDS=True)),
+        # and with each tile's ids loaded one iteration ahead, on 3 stages (AttentionTile.ids_ahead)
+        ("attention option flash h64 n32 w8 s3 prefetch ids, ids ahead", attention._attn_partial_kernel,
+         ATTENTION_SIGNATURE, dict(common, BLOCK_H=64, BLOCK_N=32, num_warps=8, num_stages=3, SPLIT=False, RING=False,
+                                   PACKED=False, VD=512, PREFETCH_IDS=True, IDS_AHEAD=True)),
     ]
 
 

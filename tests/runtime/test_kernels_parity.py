@@ -664,6 +664,20 @@ def test_attention_parity_small(fused, gen, t, splits, with_topk, merge_d, value
                     with_topk=with_topk, splits=splits, merge_d=merge_d, value_d=value_d)
 
 
+@pytest.mark.parametrize("t,splits,with_topk", [(1, None, True), (5, None, True), (4, 4, True), (2, 3, True),
+                                                (3, None, False)])
+def test_attention_ids_ahead_parity_small(fused, t, splits, with_topk):
+    """``AttentionTile.ids_ahead`` (each tile's ids loaded one iteration ahead): the
+    reference's values, and bit for bit the plain tile's (the same ids address the same
+    keys), with splits (a split's first tile starts past the window or inside it) and
+    without top-k."""
+    outs = [check_attention(fused, torch.Generator().manual_seed(11), t, TINY.num_attention_heads, TINY.head_dim,
+                            16, 8, 10, torch.float32, with_topk=with_topk,
+                            tile=AttentionTile(16, 16, splits=splits or 1, ids_ahead=ahead))
+            for ahead in (False, True)]
+    assert torch.equal(outs[0], outs[1])
+
+
 @pytest.mark.parametrize("t", [9, 66])
 def test_attention_parity_wide_heads(fused, gen, t):
     """64 heads at 9-64 queries and at prefill take the tile table's wide rows (all 64 heads
@@ -686,18 +700,21 @@ def test_attention_parity_gpu(fused, gen, t, n_heads, dtype):
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("t,n_heads", [(8, 16), (64, 16), (200, 16), (8, 64), (64, 64), (200, 64)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_attention_prefetched_ids_parity_gpu(fused, t, n_heads, dtype):
-    """``AttentionTile.prefetch_ids`` (the top-k ids pulled into L1 before the loop) on the
-    table's own tile for the shape: within the reference's tolerance, and bit for bit the
-    output of the same tile without it (a prefetch moves no value)."""
+@pytest.mark.parametrize("flag", ["prefetch_ids", "ids_ahead"])
+def test_attention_prefetched_ids_parity_gpu(fused, t, n_heads, dtype, flag):
+    """``AttentionTile.prefetch_ids`` (the top-k ids pulled into L1 before the loop) and
+    ``ids_ahead`` (each tile's ids loaded one iteration ahead) on the table's own tile for
+    the shape, each at 3 stages too: within the reference's tolerance, and bit for bit the
+    output of the same tile without it (neither moves a value)."""
     from dataclasses import replace
 
     from runtime.kernels.attention_tiles import tile_for
 
-    tile = tile_for(t, 512, heads=n_heads)
-    outs = [check_attention(fused, torch.Generator().manual_seed(7), t, n_heads, 512, 128, 512, 3000, dtype,
-                            tile=replace(tile, prefetch_ids=on)) for on in (False, True)]
-    assert torch.equal(outs[0], outs[1]), f"prefetch_ids moved the output: {tile.label()} T={t} H={n_heads}"
+    for stages in sorted({tile_for(t, 512, heads=n_heads).num_stages, 3}):
+        tile = replace(tile_for(t, 512, heads=n_heads), num_stages=stages, prefetch_ids=False, ids_ahead=False)
+        outs = [check_attention(fused, torch.Generator().manual_seed(7), t, n_heads, 512, 128, 512, 3000, dtype,
+                                tile=replace(tile, **{flag: on})) for on in (False, True)]
+        assert torch.equal(outs[0], outs[1]), f"{flag} moved the output: {tile.label()} T={t} H={n_heads}"
 
 
 @pytest.mark.gpu
