@@ -290,6 +290,12 @@ def indexer_topk_case(ops, c: V41Config, name: str, t: int, n: int, topk=None):
 
 
 def attention_case(ops, c: V41Config, name: str, t: int):
+    """T queries of one request (the engine's layout): every query reads the same window and
+    compressed caches. The bytes count each query's 640 keys as gathered, as T requests with
+    caches of their own would have to read them (the decode batches the query buckets
+    stand for); here the queries share the caches, so many gathered rows are L2 hits (under
+    ncu on an H100, flash with 512 queries moved 124 MB of DRAM where this counts 438 MB:
+    benchmarks/results/ncu_h100_attention_flash.md)."""
     h, hd, w, k = c.num_attention_heads, c.head_dim, c.sliding_window, c.index_topk
     ctx = 8192
     q = r(t, h, hd)
