@@ -476,10 +476,10 @@ def environment() -> dict:
             "triton": triton.__version__, "cuda": torch.version.cuda, "python": platform.python_version()}
 
 
-def own_roofline_lines(cases: list[Case], empty_ms: float, own: Ceilings) -> list[str]:
+def own_roofline_lines(cases: list[Case], own: Ceilings) -> list[str]:
     """The header line on this run's measured ceilings, and the summary line: the cases
     held to the roofline that reach the goal's fraction of this GPU's own."""
-    held = [c for c in cases if c.goal(empty_ms)[1] is not None and c.holds_to_roofline]
+    held = [c for c in cases if c.holds_to_roofline]
     reach = sum(c.fraction_of(own) >= ROOFLINE_GOAL for c in held)
     return [f"- This GPU's ceilings, measured at the start of the run (benchmarks/ceilings.py): a 1 GiB "
             f"device-to-device copy {own.copy_bytes_per_s / 1e12:.2f} TB/s (read + written), an 8192^3 bf16 "
@@ -495,7 +495,7 @@ def markdown(env: dict, cases: list[Case], command: str, empty_samples: list[flo
     """The table; ``own``: this run's measured ceilings (an "own roofline" column and a
     line each in the header and the summary), None where not measured."""
     empty_ms = min(empty_samples)
-    own_lines = own_roofline_lines(cases, empty_ms, own) if own is not None else []
+    own_lines = own_roofline_lines(cases, own) if own is not None else []
     own_head, own_rule = (" own roofline |", "---:|") if own is not None else ("", "")
     lines = [
         "# Kernel benchmark: reference vs fused (Triton)", "",

@@ -131,14 +131,13 @@ def _attn_partial_kernel(
             win_row = pos
         rows_win = swa_base + win_row.to(tl.int64) * HD
         if HAS_TOPK:
-            slot = js - W
             tk_ok = (~is_win) & in_range
             if IDS_AHEAD:
                 ids = ids_next
                 js_next = js + BLOCK_N
                 ids_next = tl.load(topk_ptr + t * K + (js_next - W), mask=(js_next >= W) & (js_next < end), other=-1)
             else:
-                ids = tl.load(topk_ptr + t * K + slot, mask=tk_ok, other=-1)
+                ids = tl.load(topk_ptr + t * K + (js - W), mask=tk_ok, other=-1)
             comp_ok = tk_ok & (ids >= 0)
             ok = win_ok | comp_ok
             if not PACKED:
