@@ -40,6 +40,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 35  # flash attention (64 heads) at 512 and 64 queries: ncu's stall samples per source line
 #   OUT=/path bash benchmarks/h200_checklist.sh 36  # session 28's flips in the kernel table; 64-key and ids-ahead attention tiles (untimed)
 #   OUT=/path bash benchmarks/h200_checklist.sh 37  # the gate's tilings at 16-64 rows at both scales (a block_e rule)
+#   OUT=/path bash benchmarks/h200_checklist.sh 38  # part 36's ids-ahead attention sweeps at 2 / 3 stages
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -485,9 +486,9 @@ grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occup
 python benchmarks/ncu_source_lines.py "$R/att_src_cuda_sass.csv" --top 10 | tee "$OUT/source_lines.txt"
 elif [ "$PART" = 36 ]; then
 # session 28's flips (RowBound: first tile, 4 maxima per k; attention's prefill rows prefetch their
-# ids; their exactness and bit identity ran in parts 32-33) in the whole kernel table; then two
+# ids; their exactness and bit identity ran in parts 32-33) in the kernel table's attention and indexer + top-k rows; then two
 # untimed attention forms: 64-key tiles, and each tile's ids loaded one iteration ahead
-timeout 200 python benchmarks/kernels.py --out "$R/kern36" > "$OUT/kern36.log" 2>&1; el kern36 $?
+timeout 230 python benchmarks/kernels.py --ops attention,indexer+topk --out "$R/kern36" > "$OUT/kern36.log" 2>&1; el kern36 $?
 grep -E "^\| (attention|indexer\+topk)|met on|own measured|paired\)" "$R"/kern36/*.md | tail -20
 # flash's 64-head tile on 64-key tiles (half the loop's barriers and id loads; sm_90 static: 255
 # registers, 144 bytes of stack, 193 KB of shared memory) beside the 32-key rows
@@ -497,6 +498,8 @@ grep -hE "^- flash T=" "$R"/n64/*.md | cut -c1-400
 # loop then waits for all but the newest key copy), GPU bit identity first, then 2 / 3 stages
 timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -m gpu -k "prefetched_ids" > "$OUT/ia_gpu.log" 2>&1; el ia_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/ia_gpu.log" | tail -6
+elif [ "$PART" = 38 ]; then
+# part 36's ids-ahead sweeps (split off so that each call stays under 10 minutes): 2 / 3 stages
 for sc in flash mid; do
   case $sc in flash) hw="--block-h 64 --warps 8 --splits 16 --programs 128";; mid) hw="--block-h 32 --warps 4 --splits 4 --programs 256";; esac
   timeout 80 python benchmarks/attention_tiles.py --scales $sc --layouts engine ring --t 64 512 $hw --block-n 32 --stages 2 3 --prefetch-ids 1 --ids-ahead 0 1 --out "$R/ia_$sc" > "$OUT/ia_$sc.log" 2>&1; el ia_$sc $?
