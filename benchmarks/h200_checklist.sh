@@ -41,6 +41,8 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 36  # session 28's flips in the kernel table; 64-key and ids-ahead attention tiles (untimed)
 #   OUT=/path bash benchmarks/h200_checklist.sh 37  # the gate's tilings at 16-64 rows at both scales (a block_e rule)
 #   OUT=/path bash benchmarks/h200_checklist.sh 38  # part 36's ids-ahead attention sweeps at 2 / 3 stages
+#   OUT=/path bash benchmarks/h200_checklist.sh 40  # flash's 64-head attention tile on 64-key tiles (part 36 runs it too)
+#   (36-38's deciding sweeps in one call, for a session with little device time: ... checklist.sh 40 38 37)
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -490,10 +492,7 @@ elif [ "$PART" = 36 ]; then
 # untimed attention forms: 64-key tiles, and each tile's ids loaded one iteration ahead
 timeout 230 python benchmarks/kernels.py --ops attention,indexer+topk --out "$R/kern36" > "$OUT/kern36.log" 2>&1; el kern36 $?
 grep -E "^\| (attention|indexer\+topk)|met on|own measured|paired\)" "$R"/kern36/*.md | tail -20
-# flash's 64-head tile on 64-key tiles (half the loop's barriers and id loads; sm_90 static: 255
-# registers, 144 bytes of stack, 193 KB of shared memory) beside the 32-key rows
-timeout 80 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 64 512 --block-h 64 --block-n 32 64 --warps 8 --stages 2 --splits 16 --programs 128 --prefetch-ids 0 1 --out "$R/n64" > "$OUT/n64.log" 2>&1; el n64 $?
-grep -hE "^- flash T=" "$R"/n64/*.md | cut -c1-400
+bash "$0" 40  # the 64-key tiles
 # each tile's ids loaded one iteration ahead (AttentionTile.ids_ahead, untimed; sm_90: the 3-stage
 # loop then waits for all but the newest key copy), GPU bit identity first, then 2 / 3 stages
 timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -m gpu -k "prefetched_ids" > "$OUT/ia_gpu.log" 2>&1; el ia_gpu $?
@@ -505,6 +504,11 @@ for sc in flash mid; do
   timeout 80 python benchmarks/attention_tiles.py --scales $sc --layouts engine ring --t 64 512 $hw --block-n 32 --stages 2 3 --prefetch-ids 1 --ids-ahead 0 1 --out "$R/ia_$sc" > "$OUT/ia_$sc.log" 2>&1; el ia_$sc $?
   grep -hE "^- $sc T=" "$R"/ia_$sc/*.md | cut -c1-400
 done
+elif [ "$PART" = 40 ]; then
+# flash's 64-head tile on 64-key tiles (half the loop's barriers and id loads; sm_90 static: 255
+# registers, 144 bytes of stack, 193 KB of shared memory) beside the 32-key rows
+timeout 80 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 64 512 --block-h 64 --block-n 32 64 --warps 8 --stages 2 --splits 16 --programs 128 --prefetch-ids 0 1 --out "$R/n64" > "$OUT/n64.log" 2>&1; el n64 $?
+grep -hE "^- flash T=" "$R"/n64/*.md | cut -c1-400
 elif [ "$PART" = 37 ]; then
 # the gate's tilings at 16-64 rows at both scales (part 34: 64 experts per program won at flash, 64 rows)
 timeout 300 python benchmarks/gate_tiles.py --sweep --scales mid,flash --rows 16,32,64 --out "$R/gate_e" > "$OUT/gate_e.log" 2>&1; el gate_e $?
