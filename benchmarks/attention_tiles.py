@@ -45,6 +45,7 @@ from benchmarks.kernels import (
     LARGE_OP_BYTES,
     LAUNCH_GOAL,
     ROOFLINE_GOAL,
+    attention_bytes,
     empty_launch_ms,
     environment,
     graph_ms,
@@ -69,15 +70,10 @@ class Shape:
 
     @property
     def bytes(self) -> float:
-        """Keys read once per query (bf16; ring_packed: e4m3 + a ue8m0 byte per 32 for the
-        window, two e2m1 a byte + an e4m3 byte per 16 for the entries), q read (bf16), the
-        output written (float32), the top-k ids (int64): benchmarks/kernels.py's attention count."""
-        hd, h = self.head_dim, self.heads
-        if self.layout == "ring_packed":
-            keys = self.window * (hd + hd // 32) + self.topk * (hd // 2 + hd // 16)
-        else:
-            keys = (self.window + self.topk) * hd * 2
-        return self.t * (keys + h * hd * 2 + h * hd * 4 + 8 * self.topk)
+        """benchmarks/kernels.py's attention count (``attention_bytes``: keys read once per
+        query, in the layout's storage)."""
+        return attention_bytes(self.t, self.heads, self.head_dim, self.window, self.topk,
+                               packed=self.layout == "ring_packed")
 
     @property
     def label(self) -> str:

@@ -39,14 +39,16 @@ def cold_copies(bytes_moved: float, l2: int) -> int:
 
 
 def clone_tensors(obj):
-    """``obj`` with every tensor in it cloned (through tuples, lists, dicts, namespaces and
-    dataclasses); everything with no tensor inside (configs, numerics, ints) is shared as
+    """``obj`` with every tensor in it cloned (through tuples, named tuples such as a packed
+    cache, lists, dicts, namespaces and dataclasses); everything with no tensor inside (configs, numerics, ints) is shared as
     it is, not rebuilt."""
     if isinstance(obj, torch.Tensor):
         return obj.clone()
     if isinstance(obj, (tuple, list)):
         items = [clone_tensors(v) for v in obj]
-        return obj if all(a is b for a, b in zip(items, obj, strict=True)) else type(obj)(items)
+        if all(a is b for a, b in zip(items, obj, strict=True)):
+            return obj
+        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)  # a NamedTuple takes its fields
     if isinstance(obj, dict):
         items = {k: clone_tensors(v) for k, v in obj.items()}
         return obj if all(items[k] is v for k, v in obj.items()) else items

@@ -488,10 +488,11 @@ grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occup
 python benchmarks/ncu_source_lines.py "$R/att_src_cuda_sass.csv" --top 10 | tee "$OUT/source_lines.txt"
 elif [ "$PART" = 36 ]; then
 # session 28's flips (RowBound: first tile, 4 maxima per k; attention's prefill rows prefetch their
-# ids; their exactness and bit identity ran in parts 32-33) in the kernel table's attention and indexer + top-k rows; then two
+# ids; their exactness and bit identity ran in parts 32-33) in the kernel table's attention and indexer + top-k rows
+# (with session 29's decode-batch rows: T requests with ring caches of their own, bf16 and packed); then two
 # untimed attention forms: 64-key tiles, and each tile's ids loaded one iteration ahead
-timeout 230 python benchmarks/kernels.py --ops attention,indexer+topk --out "$R/kern36" > "$OUT/kern36.log" 2>&1; el kern36 $?
-grep -E "^\| (attention|indexer\+topk)|met on|own measured|paired\)" "$R"/kern36/*.md | tail -20
+timeout 300 python benchmarks/kernels.py --ops attention,attention_ring,attention_packed,indexer+topk --out "$R/kern36" > "$OUT/kern36.log" 2>&1; el kern36 $?
+grep -E "^\| (attention|indexer\+topk)|met on|own measured|paired\)" "$R"/kern36/*.md | tail -32
 bash "$0" 40  # the 64-key tiles
 # each tile's ids loaded one iteration ahead (AttentionTile.ids_ahead, untimed; sm_90: the 3-stage
 # loop then waits for all but the newest key copy), GPU bit identity first, then 2 / 3 stages

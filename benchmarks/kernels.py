@@ -289,12 +289,24 @@ def indexer_topk_case(ops, c: V41Config, name: str, t: int, n: int, topk=None):
     return case, args
 
 
+def attention_bytes(t: int, heads: int, head_dim: int, window: int, topk: int, packed: bool = False) -> float:
+    """What T queries' sparse attention moves: each query's keys read once (bf16; packed: an
+    e4m3 byte + a ue8m0 byte per 32 for the window, two e2m1 a byte + an e4m3 byte per 16
+    for the entries), q read (bf16), the output written (float32), the top-k ids (int64).
+    The count for both this table and benchmarks/attention_tiles.py."""
+    if packed:
+        keys = window * (head_dim + head_dim // 32) + topk * (head_dim // 2 + head_dim // 16)
+    else:
+        keys = (window + topk) * head_dim * 2
+    return t * (keys + heads * head_dim * 2 + heads * head_dim * 4 + 8 * topk)
+
+
 def attention_case(ops, c: V41Config, name: str, t: int):
     """T queries of one request (the engine's layout): every query reads the same window and
     compressed caches. The bytes count each query's 640 keys as gathered, as T requests with
-    caches of their own would have to read them (the decode batches the query buckets
-    stand for); here the queries share the caches, so many gathered rows are L2 hits (under
-    ncu on an H100, flash with 512 queries moved 124 MB of DRAM where this counts 438 MB:
+    caches of their own would have to read them (the ring rows below: a decode batch); here
+    the queries share the caches, so many gathered rows are L2 hits (under ncu on an H100,
+    flash with 512 queries moved 124 MB of DRAM where this counts 438 MB:
     benchmarks/results/ncu_h100_attention_flash.md)."""
     h, hd, w, k = c.num_attention_heads, c.head_dim, c.sliding_window, c.index_topk
     ctx = 8192
@@ -305,9 +317,57 @@ def attention_case(ops, c: V41Config, name: str, t: int):
     topk = torch.randint(0, ctx // 2, (t, k), device="cuda").sort(1).values
     sink = r(h, dtype=torch.float32)
     args = (q, positions, floor, swa, w, comp, topk, sink, NUM)
-    bytes_ = t * ((w + k) * hd * 2 + h * hd * 2 + h * hd * 4 + 8 * k)
     flops = 4 * t * h * (w + k) * hd
-    return Case("attention", name, f"T={t} H={h} hd={hd} W={w} topk={k}", bytes_, flops), args
+    return Case("attention", name, f"T={t} H={h} hd={hd} W={w} topk={k}", attention_bytes(t, h, hd, w, k), flops), args
+
+
+TABLE_OPS = ("gate", "mhc", "inv_rope", "attention", "attention_ring", "attention_packed", "indexer", "compress",
+             "rope_quant", "engram", "indexer+topk")  # what --ops may name, in the table's order
+RING_OPS = ("attention_ring", "attention_packed")  # the static decode step's attention (ring caches)
+RING_CONTEXT = 8192  # the ring rows' slots: positions just below it, RING_CONTEXT / 2 global entries each
+
+
+def attention_ring_case(ops, c: V41Config, name: str, t: int, packed: bool = False, device: str = "cuda",
+                        dtype: torch.dtype = torch.bfloat16):
+    """A decode batch: T requests, each with its own window ring and global KV (the static
+    decode step's slab, read by ``FusedSparseAttention.ring``), so no key row is shared
+    between queries and each gathered row is a read from HBM, as the bytes count it (the
+    engine rows above share one request's caches). ``packed``: the ring in fp8 and the
+    entries in NVFP4 (``runtime.kv_packing``), decoded in the kernel; the reference unpacks
+    them, then runs the batched torch core (``decode_attention``). ``device`` / ``dtype``:
+    the GPU's bf16 here; the CPU test builds float32 rows for the interpreter."""
+    from runtime.kv_packing import pack
+    from runtime.static.attention import KeyLayout
+
+    def rand(*shape, dtype=dtype):
+        return torch.randn(*shape, device=device).to(dtype)
+
+    h, hd, w, k = c.num_attention_heads, c.head_dim, c.sliding_window, c.index_topk
+    n = RING_CONTEXT // 2
+    q = rand(t, h, hd)
+    positions = torch.randint(RING_CONTEXT - 64, RING_CONTEXT, (t,), device=device)
+    floor = torch.zeros(t, dtype=torch.int64, device=device)
+    ring, entries = rand(t, w, hd), rand(t, n, hd)
+    keys = (pack(ring, "fp8"), pack(entries, "nvfp4")) if packed else (ring, entries)
+    topk = torch.randint(0, n, (t, k), device=device).sort(1).values
+    layout = KeyLayout.for_window(positions, floor, w, hd).with_topk(topk)  # the reference's, built once per step
+    args = (q, positions, floor, *keys, topk, rand(h, dtype=torch.float32), layout)
+    op = "attention_packed" if packed else "attention_ring"
+    storage = "fp8 ring nvfp4 entries" if packed else "bf16"
+    flops = 4 * t * h * (w + k) * hd
+    return Case(op, name, f"B={t} H={h} hd={hd} W={w} topk={k} {storage}", attention_bytes(t, h, hd, w, k, packed),
+                flops), args
+
+
+def ring_reference(q, positions, floor, ring, entries, topk, sink, layout):
+    """The ring cases' reference: the static step's batched torch core on the values (packed
+    caches unpacked first, as a torch step reading packed storage must)."""
+    from runtime.kv_packing import PackedKV
+    from runtime.static.attention import decode_attention
+
+    if isinstance(ring, PackedKV):
+        ring, entries = ring.unpack(q.dtype), entries.unpack(q.dtype)
+    return decode_attention(q, ring, entries, layout, sink, NUM)
 
 
 def inv_rope_case(ops, c: V41Config, name: str, t: int):
@@ -374,6 +434,8 @@ def fused_call(ops, op: str, topk=None, k: int = 0):
     ``topk`` keeping ``k``."""
     if op == "indexer+topk":
         return lambda args: topk(ops.indexer(*args), k)
+    if op in RING_OPS:  # (q, positions, floor, ring, entries, topk, sink); the layout is the reference's
+        return lambda args: ops.attention.ring(*args[:7])
     return lambda args: getattr(ops, op)(*args)
 
 
@@ -393,6 +455,10 @@ def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False, topk_chain
             cases.append(("inv_rope", *inv_rope_case(ops, c, name, t)))
         for t in (1, 8, 64, 512):
             cases.append(("attention", *attention_case(ops, c, name, t)))
+        for packed in (False, True):  # decode batches of T requests, the static step's layout
+            for t in (1, 8, 64):
+                case, args = attention_ring_case(ops, c, name, t, packed)
+                cases.append((case.op, case, args))
         for t, n in ((1, 8192), (8, 8192), (1, 65536), (1, 131072), (8, 131072)):
             cases.append(("indexer", *indexer_case(ops, c, name, t, n)))
         for rows in (2, 64, 4096):
@@ -432,7 +498,8 @@ def run(ops, only: tuple[str, ...] = (), topk_resident: bool = False, topk_chain
             ref = REFERENCE_OPS["indexer"], REFERENCE_OPS["topk"]
             case.ref_ms = median_ms(lambda ref=ref, a=args, k=k: ref[1](ref[0](*a), k), iters=10)
         else:
-            case.ref_ms = median_ms(lambda op=op, a=args: REFERENCE_OPS[op](*a), iters=15)
+            reference = ring_reference if op in RING_OPS else REFERENCE_OPS[op]
+            case.ref_ms = median_ms(lambda reference=reference, a=args: reference(*a), iters=15)
         fused = fused_call(ops, op, topks.get(case.scale), flash.index_topk)
         case.fused_ms = median_ms(lambda fused=fused, a=args: fused(a))
         case.fused_graph_ms = graph_ms(lambda fused=fused, a=args: fused(a))
@@ -511,7 +578,11 @@ def markdown(env: dict, cases: list[Case], command: str, empty_samples: list[flo
         floor_line(empty_samples), *own_lines[:1], "",
         "- \"x empty, paired\" (memory-bound ops under 4 MiB): the op's graph time in empty launches, the two "
         "graphs replayed alternately in the same rounds (medians of 9): the ratio the clock does not move. The "
-        "verdict stays against the run's smallest reading (the strictest).", "",
+        "verdict stays against the run's smallest reading (the strictest).",
+        "- attention: T queries of one request, sharing its caches (many gathered rows are L2 hits); "
+        "attention_ring / attention_packed: a decode batch, B requests with a window ring and 4,096 global "
+        "entries each (bf16, or an fp8 ring and NVFP4 entries decoded in the kernel; the reference unpacks, "
+        "then runs the static step's batched torch core). The bytes count each query's keys in both.", "",
         "| op | scale | shape | MB moved | reference ms | fused ms | fused graph ms | cold graph ms | copies "
         f"| x empty, paired | speed-up | roofline |{own_head} bound | goal | met |",
         f"|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|{own_rule}---|---|---|",
@@ -548,6 +619,11 @@ def main(argv: list[str] | None = None) -> int:
                              "(scale 'flash 128k chained')")
     args = parser.parse_args(argv)
     only = tuple(op.strip() for op in args.ops.split(",") if op.strip())
+    unknown = [op for op in only if op not in TABLE_OPS]
+    if unknown:
+        print(f"benchmarks/kernels.py: --ops: unknown {', '.join(unknown)}; expected some of {', '.join(TABLE_OPS)}",
+              file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("benchmarks/kernels.py: needs a CUDA GPU", file=sys.stderr)
         return 2

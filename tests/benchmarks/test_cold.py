@@ -13,8 +13,10 @@ import torch
 from benchmarks.cold import L2_FOOTPRINTS, clone_tensors, cold_copies, cycled_calls
 from benchmarks.kernels import Case, markdown
 from runtime.config import V41Config
+from runtime.kv_packing import PackedKV, pack
 from runtime.mhc import HcMix
 from runtime.numerics import Numerics
+from runtime.static.attention import KeyLayout
 
 L2 = 50 * 2**20
 ENV = {"gpu": "NVIDIA H200", "nvidia_smi": "x", "torch": "t", "triton": "t", "cuda": "c"}
@@ -49,6 +51,20 @@ def test_every_tensor_is_cloned_and_everything_else_shared():
         assert torch.equal(a, b) and a.data_ptr() != b.data_ptr()
     assert copy[1] == 5 and copy[3].name == "w"
     assert copy[6] is config and copy[7] is num  # no tensors inside: shared, not rebuilt
+
+
+def test_a_packed_cache_and_a_key_layout_are_cloned_field_by_field():
+    """The kernel table's ring rows: a PackedKV (a NamedTuple) and a KeyLayout (a frozen
+    dataclass) come back as the same types, every tensor a copy, the format shared."""
+    ring = pack(torch.randn(2, 8, 64), "fp8")
+    pos, floor = torch.tensor([9, 12]), torch.zeros(2, dtype=torch.int64)
+    layout = KeyLayout.for_window(pos, floor, 8, 64).with_topk(torch.tensor([[0, 3], [1, -1]]))
+    copy_ring, copy_layout = clone_tensors((ring, layout))
+    assert type(copy_ring) is PackedKV and copy_ring.fmt == "fp8"
+    assert type(copy_layout) is KeyLayout
+    for a, b in ((ring.codes, copy_ring.codes), (ring.scales, copy_ring.scales), (layout.window, copy_layout.window),
+                 (layout.entries, copy_layout.entries), (layout.bias, copy_layout.bias)):
+        assert torch.equal(a, b) and a.data_ptr() != b.data_ptr()
 
 
 @pytest.mark.parametrize("sets,reps,calls", [(1, 20, 20), (3, 20, 21), (37, 20, 37), (4, 20, 20)])
