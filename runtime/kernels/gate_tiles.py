@@ -103,6 +103,17 @@ class GatePolicy:
     the widest D chunk that still gives ``programs / 2``, so each program reads a small
     share of the weight in few loads and the weight is read from HBM once; more rows:
     64 x 64 tiles x 64, so x and the weight are re-read from L2 fewer times);
+    ``wide_experts_from``: from this many padded experts, decode calls of more than 16 rows
+    take 32 experts per program up to 32 rows and 64 above (``decode_block_e``): each expert
+    block re-reads the rows' x, which at ``flash`` (384 experts, 24 blocks of 16) and 64
+    rows is 24 x 64 x 5,120 x 2 bytes, as much as the weight itself. Measured (H200,
+    gate_tiles_h200_sweep_rows_16_64_1.md and gate_tiles_h200_sweep_rows_16_64_flash_2.md, two
+    runs, default -> rule):
+    ``flash`` 32 rows 9.92 -> 9.35 and 9.04 -> 8.47 us (d256 e32), 64 rows 13.16 -> 9.25
+    and 12.58 -> 9.89 (d256 e64; H100, gate_tiles_h100_sweep_flash_64.md: 11.81 -> 9.15);
+    at 16 rows 32 experts won one run and lost the other (9.15 -> 8.29, 7.57 -> 7.64), so
+    16 rows keep 16. ``mid`` (32 experts) stays at 16 per program: it is launch-bound
+    (0.2-0.4 MB), and one run had 16 experts fastest at 16 rows (4.74 us against 5.05);
     ``one_program``: the first kernel's tiling (one program per 16 rows, all experts,
     all of D), kept to measure against (benchmarks/gate_tiles.py);
     ``select_from`` / ``select_rows``: a second launch selects, ``select_rows`` rows per
@@ -147,6 +158,7 @@ class GatePolicy:
     select_warps: int = 0
     pair_from: int = 256
     dependent_select: bool = True
+    wide_experts_from: int = 256
 
     def __post_init__(self) -> None:
         if self.block_m < 0 or self.block_m & (self.block_m - 1) or 0 < self.block_m < 16:
@@ -170,7 +182,7 @@ class GatePolicy:
                               num_stages=self.num_stages)
         decode = t <= 64
         block_m = self.block_m or (16 if decode else 64)
-        block_e = min(e_pad, self.block_e or (16 if decode else 64))
+        block_e = min(e_pad, self.block_e or (self.decode_block_e(t, e_pad) if decode else 64))
         row_blocks, e_blocks = cdiv(t, block_m), cdiv(e, block_e)
         block_d = self.block_d or (self.decode_block_d(row_blocks * e_blocks, d) if decode else 64)
         chunks = cdiv(d, block_d)
@@ -198,6 +210,14 @@ class GatePolicy:
         ``select_rows`` x ``e_pad`` pairs a program selects over (at least one, at most
         ``num_warps``)."""
         return self.select_warps or max(1, min(self.num_warps, self.select_rows * e_pad // 256))
+
+    def decode_block_e(self, t: int, e_pad: int) -> int:
+        """Experts per program of a decode call (T <= 64): 16, or with at least
+        ``wide_experts_from`` padded experts and more than 16 rows, 32 up to 32 rows and 64
+        above (the class docstring has the timings)."""
+        if e_pad < self.wide_experts_from or t <= 16:
+            return 16
+        return 32 if t <= 32 else 64
 
     def decode_block_d(self, tiles: int, d: int) -> int:
         """The widest D chunk (256 .. 32) at which ``tiles`` (row x expert blocks) times

@@ -151,3 +151,16 @@ def test_rounds_pair_from_256_padded_experts_and_the_flag_reaches_every_selectin
                 launches = [kw for _, kw in gate_launches(form, t, d, e, c, False)]
                 assert {kw["PAIRED"] for kw in launches if kw["PHASE"] != 1} == {form.pair_reduce}
                 assert all(not kw["PAIRED"] for kw in launches if kw["PHASE"] == 1)  # partials: nothing selects
+
+
+@pytest.mark.parametrize("rows,flash_experts", [(1, 16), (8, 16), (16, 16), (17, 32), (32, 32), (33, 64), (64, 64)])
+def test_decode_calls_widen_the_expert_block_with_the_rows_where_experts_are_many(rows, flash_experts):
+    """``wide_experts_from``: flash's 384 experts (512 padded) take 32 per program above 16
+    rows and 64 above 32, so each block's re-read of the rows' x covers more experts; mid's
+    32 stay at 16 per program; an explicit block_e, or a threshold above the experts,
+    turns it off."""
+    (mid_d, mid_e), (flash_d, flash_e) = SHAPES[1], SHAPES[2]
+    assert GatePolicy().tiling(rows, flash_d, flash_e).block_e == flash_experts
+    assert GatePolicy().tiling(rows, mid_d, mid_e).block_e == 16
+    assert GatePolicy(block_e=16).tiling(rows, flash_d, flash_e).block_e == 16
+    assert GatePolicy(wide_experts_from=1024).tiling(rows, flash_d, flash_e).block_e == 16
