@@ -65,8 +65,16 @@ Each row gives, for queries in the bucket:
   so the key copy never has more than the rest of one iteration to land; carried ahead, the
   3-stage loop issues the key copies two tiles ahead and waits for all but the newest
   (``async_wait`` 1). It costs registers: flash's 64-head prefill tile holds 255 and spills
-  536 bytes at 3 stages (288 at 2; none without it). Untimed: off until
-  benchmarks/attention_tiles.py (``--ids-ahead``) times it.
+  536 bytes at 3 stages (288 at 2; none without it). Measured on the H200 (session 29,
+  benchmarks/results/attention_tiles_h200_ids_ahead_mid_1.md and
+  attention_tiles_h200_ids_ahead_mid_2.md, two sweeps, with
+  the ids prefetched; engine / ring, us): ``mid`` 512 queries, the prefill row (2 stages)
+  123.4 / 218.5 and 123.6 / 217.4 -> 97.5 / 200.6 and 98.0 / 200.4 with ids ahead on 3
+  stages (105.8 / 210.5 on 2); 64 queries, the row (3 stages, no prefetch) 23.8 / 39.6 in
+  both -> 20.5 / 35.6 and 20.1 / 35.6 with ids ahead on 2 stages. So the 32-head rows carry
+  the ids ahead (bit for bit the same output: the GPU test ran at the mid shapes). At
+  ``flash``'s 64 heads it lost everywhere (attention_tiles_h200_ids_ahead_flash.md: 64
+  queries 47.8 -> 76.3, 512 queries 295.7 -> 304.9 us), so WIDE_TILES do not.
 """
 
 from __future__ import annotations
@@ -181,12 +189,15 @@ def hd_bucket(head_dim: int) -> int:
 # The prefill row (mid's since flash has WIDE_TILES) runs 2 stages, not 3: at mid, 512 queries,
 # engine / ring 134.1 / 232.5 -> 130.0 / 217.9 us and 134.1 / 231.5 -> 129.6 / 215.1 in two runs on
 # an H100 (benchmarks/results/attention_tiles_h100_mid_t512_1.md, attention_tiles_h100_mid_t512_2.md),
-# 133.2 -> 128.8 us (engine) in one run on the H200 (session 26, console only).
+# 133.2 -> 128.8 us (engine) in one run on the H200 (session 26, console only). Since session 29
+# the 64-query and prefill rows load each tile's ids a tile ahead, on 2 and 3 stages (the module
+# docstring, ``ids_ahead``, has the timings).
 TILES: dict[tuple[int, int], AttentionTile] = {
     (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=64),
     (8, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=256, programs=256),
-    (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=4, programs=256),
-    (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=2, splits=1, prefetch_ids=True),
+    (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=2, splits=4, programs=256, prefetch_ids=True,
+                             ids_ahead=True),
+    (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=1, prefetch_ids=True, ids_ahead=True),
     (1, 128): AttentionTile(32, 32, splits=16),
     (8, 128): AttentionTile(32, 32, splits=16),
     (64, 128): AttentionTile(32, 32, splits=4),

@@ -264,7 +264,7 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
                 kwargs = dict(HD=512, BLOCK_H=tile.heads_per_program(heads), BLOCK_N=tile.block_n,
                               SPLIT=tile.splits > 1, HAS_TOPK=True, RING=layout != "engine", IEEE=False,
                               PACKED=layout != "engine", VD=512, num_warps=tile.num_warps,
-                              num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids)
+                              num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead)
                 key = tuple(sorted(kwargs.items()))
                 if key not in seen:
                     seen.add(key)

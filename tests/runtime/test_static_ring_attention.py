@@ -103,6 +103,23 @@ def test_ring_attention_matches_the_batched_core(kernel_cls, gen, b, splits, wit
     assert err <= 2e-5, f"max error {err:.3g} (seed {gen.initial_seed()})"
 
 
+@pytest.mark.parametrize("splits", [1, 3])
+def test_ring_attention_with_ids_ahead_is_bitwise_the_plain_tile(kernel_cls, gen, splits):
+    """``AttentionTile.ids_ahead`` (the 32-head rows' default since session 29) on the ring
+    layout the static step reads: each tile's top-k ids loaded one iteration ahead move no
+    value (wrapped rings, a replay floor, empty slots and a slot with nothing selected), and
+    the output is still the batched core's."""
+    from runtime.kernels.attention_tiles import AttentionTile
+
+    window, hd = 32, 32
+    case = slab_case(gen, 5, 4, hd, window, 40, 50, torch.float32, SMALL)
+    plain, _ = both(kernel_cls(tile=AttentionTile(16, 16, splits=splits)), case, window, hd)
+    ahead, want = both(kernel_cls(tile=AttentionTile(16, 16, splits=splits, ids_ahead=True)), case, window, hd)
+    assert torch.equal(plain, ahead), f"ids_ahead moved the output (seed {gen.initial_seed()})"
+    err = rel_err(ahead, want)
+    assert err <= 2e-5, f"max error {err:.3g} (seed {gen.initial_seed()})"
+
+
 def test_split_path_writes_every_scratch_slot(kernel_cls, gen, monkeypatch):
     """No fill kernels: the partial programs write every (query, head, split) slot, so
     scratch that starts as NaN gives the same output as the unsplit kernel."""
