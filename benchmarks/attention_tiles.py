@@ -15,7 +15,7 @@ device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MiB
 layout the batched torch core the kernel replaces in the static step is timed too.
 
 Candidates are the product of --block-h, --block-n, --warps, --stages, --splits, --merge-d,
---value-d, --programs, --prefetch-ids and --ids-ahead
+--value-d, --programs, --prefetch-ids, --ids-ahead and --group-decode
 (tilings that run the same program, e.g. a head cap above the head count, are timed
 once). The table printed last names, per T bucket, the candidate with the best
 geometric mean over mid/flash x engine/ring of (its time / the case's best time), in
@@ -160,7 +160,7 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     merge = tile.merge_columns(shape.head_dim) if n_split > 1 else 0  # no merge without splits
     value = tile.value_columns(shape.head_dim, packed=shape.layout == "ring_packed")
     return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
-            value, tile.prefetch_ids, tile.ids_ahead)
+            value, tile.prefetch_ids, tile.ids_ahead, tile.group_decode and shape.layout == "ring_packed")
 
 
 def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
@@ -198,9 +198,9 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
 
 
 def candidates_from(args) -> list[AttentionTile]:
-    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a)) for h, n, w, s, x, m, v, p, f, a in
+    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a), bool(g)) for h, n, w, s, x, m, v, p, f, a, g in
             itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d,
-                              args.value_d, args.programs, args.prefetch_ids, args.ids_ahead)]
+                              args.value_d, args.programs, args.prefetch_ids, args.ids_ahead, args.group_decode)]
 
 
 def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, float]]:
@@ -227,7 +227,7 @@ def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, 
 def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
     parts = label.split()
     h, n, w, s, x = (int(part[1:]) for part in parts[:5])
-    flags = {"pf": "prefetch_ids", "ia": "ids_ahead"}
+    flags = {"pf": "prefetch_ids", "ia": "ids_ahead", "gd": "group_decode"}
     extra = "".join(f", {name}={part[1:]}" for part in parts[5:] if part not in flags
                     for prefix, name in (("m", "merge_d"), ("v", "value_d"), ("p", "programs")) if part[0] == prefix)
     extra += "".join(f", {name}=True" for flag, name in flags.items() if flag in parts[5:])
@@ -310,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="1: the candidates' twins with AttentionTile.prefetch_ids (top-k ids into L1 first)")
     parser.add_argument("--ids-ahead", nargs="+", type=int, default=[0], choices=[0, 1],
                         help="1: the candidates' twins with AttentionTile.ids_ahead (each tile's ids one iteration ahead)")
+    parser.add_argument("--group-decode", nargs="+", type=int, default=[0], choices=[0, 1],
+                        help="1: the candidates' twins with AttentionTile.group_decode (packed caches: scales per group)")
     args = parser.parse_args(argv)
     if args.quick:
         args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]

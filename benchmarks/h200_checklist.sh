@@ -43,6 +43,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 38  # part 36's ids-ahead attention sweeps at 2 / 3 stages
 #   OUT=/path bash benchmarks/h200_checklist.sh 40  # flash's 64-head attention tile on 64-key tiles (part 36 runs it too)
 #   (36-38's deciding sweeps in one call, for a session with little device time: ... checklist.sh 40 38 37)
+#   OUT=/path bash benchmarks/h200_checklist.sh 41  # packed ring attention decoded per scale group (untimed): GPU identity, sweep at 1-64 queries
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -123,6 +124,13 @@
 # Next session: 36 (the flips in the table; 64-key tiles and ids one tile ahead for attention),
 # 37 (the gate's tilings at 16-64 rows: a block_e rule if 64 experts per program wins at both
 # scales), then 4 on an H200, then the open goals.
+# Session 29 (an H200, 10 minutes of calls after four failed starts) ran 40, 38, 37, the decode-
+# batch rows of the table (kernels_h200_session29_attention.md) and a quick packed sweep: mid's
+# 32-head rows now carry the ids a tile ahead (prefill 123.5 -> 98 us, 64 queries 23.8 -> 20.3),
+# flash's gate takes 32 / 64 experts per program above 16 / 32 rows (64 rows 12.6-13.2 -> 9.3-9.9
+# us); packed ring attention is 4-6x the bf16 ring (152 vs 35 us at mid, 64 queries).
+# Next session: 41 (the grouped decode of packed caches; flip PACKED_TILES to its sweep's rows),
+# then 36 (the table's attention rows with every flip, bf16 and packed rings), then 4.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -510,6 +518,17 @@ elif [ "$PART" = 40 ]; then
 # registers, 144 bytes of stack, 193 KB of shared memory) beside the 32-key rows
 timeout 80 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 64 512 --block-h 64 --block-n 32 64 --warps 8 --stages 2 --splits 16 --programs 128 --prefetch-ids 0 1 --out "$R/n64" > "$OUT/n64.log" 2>&1; el n64 $?
 grep -hE "^- flash T=" "$R"/n64/*.md | cut -c1-400
+elif [ "$PART" = 41 ]; then
+# session 29: packed caches decoded per scale group (AttentionTile.group_decode, untimed): the
+# packed ring took 4-6x the bf16 ring at every tiling (attention_tiles_h200_packed_t64.md); its
+# bit decoding loads each scale byte once per channel. GPU identity first (float32 bit for bit),
+# then the packed ring at 1 / 8 / 64 queries with and without it (sm_90 static, Triton 3.6:
+# 28-38 % fewer instructions, no spills on 8 warps at 16 heads x 32 keys and 64 heads x 16 keys)
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_static_ring_attention.py -m gpu -k "group_decode" > "$OUT/gd_gpu.log" 2>&1; el gd_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gd_gpu.log" | tail -6
+timeout 300 python benchmarks/attention_tiles.py --scales mid flash --layouts ring_packed --t 1 8 64 --block-h 16 32 64 --block-n 16 32 --warps 4 8 --stages 3 --splits 4 16 --group-decode 0 1 --out "$R/gd" > "$OUT/gd.log" 2>&1; el gd $?
+grep -hE "^- (mid|flash) T=" "$R"/gd/*.md | cut -c1-400
+grep -E "table .* best|PACKED_TILES" -A6 "$OUT/gd.log" | tail -12
 elif [ "$PART" = 37 ]; then
 # the gate's tilings at 16-64 rows at both scales (part 34: 64 experts per program won at flash, 64 rows)
 timeout 300 python benchmarks/gate_tiles.py --sweep --scales mid,flash --rows 16,32,64 --out "$R/gate_e" > "$OUT/gate_e.log" 2>&1; el gate_e $?

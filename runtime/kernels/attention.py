@@ -56,7 +56,7 @@ def _attn_partial_kernel(
     HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
     HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr, VD: tl.constexpr,
     PDL: tl.constexpr = False, PDL_AT_EXIT: tl.constexpr = False, PREFETCH_IDS: tl.constexpr = False,
-    IDS_AHEAD: tl.constexpr = False,
+    IDS_AHEAD: tl.constexpr = False, GROUP_DECODE: tl.constexpr = False,
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
     source shared by all queries, the engine's layout). PACKED: ``swa_ptr`` / ``comp_ptr``
@@ -72,7 +72,10 @@ def _attn_partial_kernel(
     the loop, every line of top-k ids this split will read is prefetched into L1
     (``AttentionTile.prefetch_ids`` says why). ``IDS_AHEAD``: each iteration loads the next
     tile's ids and keys its own from the ids the previous one loaded (``AttentionTile.ids_ahead``
-    says why); the same ids, so the same output bit for bit."""
+    says why); the same ids, so the same output bit for bit. ``GROUP_DECODE`` (PACKED): each
+    scale loaded and decoded once per group of channels and broadcast over it, e4m3 bytes
+    converted by the hardware, each NVFP4 byte loaded once for its two channels
+    (``AttentionTile.group_decode`` says why); the same values bit for bit."""
     if PDL:
         gdc_enter(False, PDL_AT_EXIT)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
@@ -145,7 +148,34 @@ def _attn_partial_kernel(
         else:
             ok = win_ok
             kp = rows_win
-        if PACKED:
+        if PACKED and GROUP_DECODE:
+            # window: the e4m3 byte converted by the hardware (the same value as the bit
+            # decoding below for every byte but NaN's, which no cache holds), times the
+            # group's 2^(ue8m0 byte - 127), loaded once per 32 channels, broadcast over them
+            c8 = tl.load(rows_win[:, None] + dim[None, :], mask=win_ok[:, None], other=0)  # [BLOCK_N, HD] u8
+            g32 = tl.arange(0, HD // 32)
+            e8 = tl.load(swa_scale_base + win_row.to(tl.int64)[:, None] * (HD // 32) + g32[None, :],
+                         mask=win_ok[:, None], other=0).to(tl.int32)  # [BLOCK_N, HD / 32]
+            s8 = tl.reshape(tl.broadcast_to(((e8 << 23).to(tl.float32, bitcast=True))[:, :, None],
+                                            (BLOCK_N, HD // 32, 32)), (BLOCK_N, HD))
+            k = c8.to(tl.float8e4nv, bitcast=True).to(tl.float32) * s8
+            if HAS_TOPK:
+                # global: each byte's two nibbles (even channel: low) side by side, and the
+                # group's e4m3 scale, converted once per 16 channels, broadcast over them
+                crow = ids.to(tl.int64)[:, None]
+                byte = tl.load(comp_base + crow * (HD // 2) + tl.arange(0, HD // 2)[None, :], mask=comp_ok[:, None],
+                               other=0).to(tl.int32)  # [BLOCK_N, HD / 2]
+                c4 = tl.reshape(tl.join(byte & 15, byte >> 4), (BLOCK_N, HD))
+                i4 = (c4 & 7).to(tl.float32)
+                mag4 = tl.where(i4 < 4.0, i4 * 0.5, tl.where(i4 < 6.0, i4 - 2.0, (i4 - 4.0) * 2.0))
+                cs = tl.load(comp_scale_base + crow * (HD // 16) + tl.arange(0, HD // 16)[None, :],
+                             mask=comp_ok[:, None], other=0)  # [BLOCK_N, HD / 16] u8
+                sc = tl.reshape(tl.broadcast_to(cs.to(tl.float8e4nv, bitcast=True).to(tl.float32)[:, :, None],
+                                                (BLOCK_N, HD // 16, 16)), (BLOCK_N, HD))
+                k = tl.where(is_win[:, None], k, tl.where((c4 & 8) != 0, -mag4, mag4) * sc)
+            if not IEEE:
+                k = k.to(q.dtype)  # exact: every packed value is a bf16 value
+        elif PACKED:
             # window: e4m3 byte (sign, exponent bias 7, 3 mantissa bits; exponent 0 is
             # m * 2^-9) times 2^(ue8m0 byte - 127); every product is exact in float32.
             c8 = tl.load(rows_win[:, None] + dim[None, :], mask=win_ok[:, None], other=0).to(tl.int32)
@@ -336,7 +366,7 @@ class FusedSparseAttention:
                       RING=ring, IEEE=ieee, PACKED=packed, VD=vd, num_warps=tile.num_warps,
                       num_stages=tile.num_stages,
                       PREFETCH_IDS=tile.prefetch_ids and has_topk and dev.type == "cuda" and not interpret_requested(),
-                      IDS_AHEAD=tile.ids_ahead and has_topk)
+                      IDS_AHEAD=tile.ids_ahead and has_topk, GROUP_DECODE=tile.group_decode and packed)
         scale_ptrs = (swa_scales, comp_scales)
         scalars = (n_heads, window, k_width, swa_rows, comp_rows, per_split, n_split, hd**-0.5)
         if n_split == 1:

@@ -75,6 +75,18 @@ Each row gives, for queries in the bucket:
   the ids ahead (bit for bit the same output: the GPU test ran at the mid shapes). At
   ``flash``'s 64 heads it lost everywhere (attention_tiles_h200_ids_ahead_flash.md: 64
   queries 47.8 -> 76.3, 512 queries 295.7 -> 304.9 us), so WIDE_TILES do not.
+- ``group_decode`` (packed caches): the scales are loaded and decoded once per group (32
+  channels of the FP8 ring, 16 of the NVFP4 entries) and broadcast over its channels, e4m3
+  bytes (the ring's codes, the entries' scales) go through the hardware's conversion, and
+  each NVFP4 byte is loaded once and split into its two channels. Why: the bit decoding
+  loads every scale byte once per channel (32 / 16 times the same byte), decodes each e4m3
+  scale again per channel and each NVFP4 byte twice, for the ring and the entries over
+  every key of a tile; on the H200 packed ring attention took 4-6x the bf16 ring's time at
+  every tiling of a sweep (benchmarks/results/attention_tiles_h200_packed_t64.md, 64
+  queries: ``mid`` 152.3 us best against 34.9, ``flash`` 399.7 against 66.3), and its table
+  rows spill (328-784 bytes, sass_static_sm90_triton36_attention.md). The same values bit
+  for bit (the interpreter test); untimed: off until benchmarks/attention_tiles.py
+  (``--group-decode``) times it.
 """
 
 from __future__ import annotations
@@ -100,6 +112,7 @@ class AttentionTile:
     programs: int = 0
     prefetch_ids: bool = False
     ids_ahead: bool = False
+    group_decode: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_h", "block_n", "num_warps"):
@@ -152,8 +165,9 @@ class AttentionTile:
         programs = f" p{self.programs}" if self.programs else ""
         prefetch = " pf" if self.prefetch_ids else ""
         ahead = " ia" if self.ids_ahead else ""
+        group = " gd" if self.group_decode else ""
         return (f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
-                f"{programs}{prefetch}{ahead}")
+                f"{programs}{prefetch}{ahead}{group}")
 
 
 def t_bucket(t: int) -> int:

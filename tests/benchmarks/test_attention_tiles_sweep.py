@@ -69,6 +69,10 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     assert both.label() == "h64 n32 w8 s3 x1 pf ia"
     assert as_row(0, 512, both.label()) == ("(0, 512): AttentionTile(64, 32, num_warps=8, num_stages=3, splits=1, "
                                             "prefetch_ids=True, ids_ahead=True),")
+    grouped = AttentionTile(32, 16, splits=4, group_decode=True)
+    assert grouped.label() == "h32 n16 w4 s3 x4 gd"
+    assert as_row(64, 512, grouped.label()) == ("(64, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, "
+                                                "splits=4, group_decode=True),")
     env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
     note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
     assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note
@@ -116,16 +120,18 @@ def test_sweep_case_runs_every_candidate_once_and_checks_it(monkeypatch, layout)
 
     shape = Shape("tiny", 2, layout, 4, 32, 8, 40)
     # 48 keys: h16 and h32 run the same program for 4 heads; in 16-key tiles x2 is 2
-    # splits of 32 keys, x8 and x16 both 3 splits of 16
+    # splits of 32 keys, x8 and x16 both 3
+    # splits; the grouped decode is its own program on packed caches only
     tiles = [AttentionTile(16, 16, splits=2), AttentionTile(32, 16, splits=2),
-             AttentionTile(16, 16, splits=8), AttentionTile(16, 16, splits=16)]
+             AttentionTile(16, 16, splits=8), AttentionTile(16, 16, splits=16),
+             AttentionTile(16, 16, splits=2, group_decode=True)]
     result = sweep_case(shape, tiles, torch.Generator().manual_seed(0), FusedSparseAttention(), timer=timer,
                         device="cpu",
                         dtype=torch.float32)
     labels = [x.tile for x in result.timings]
     assert set(labels) == {result.table_tile, *(t.label() for t in tiles)} and len(labels) == len(set(labels))
     # the ring's batched core (ring only), the table row (h32 n32 x16: 2 splits of 32 keys), x2, x8 (= x16)
-    assert len(calls) == 3 + (layout != "engine")
+    assert len(calls) == 3 + (layout != "engine") + (layout == "ring_packed")
     assert (result.core_ms is not None) == (layout != "engine")
     assert all(x.error == "" and x.max_rel_err <= 2e-5 for x in result.timings)
     assert result.ms_of(tiles[0].label()) == result.ms_of(tiles[1].label())

@@ -250,7 +250,7 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     caches at every bucket by PACKED_TILES)."""
     from runtime.config import V41Config
     from runtime.kernels import attention
-    from runtime.kernels.attention_tiles import PREFILL, T_BUCKETS, tile_for
+    from runtime.kernels.attention_tiles import PACKED_TILES, PREFILL, T_BUCKETS, tile_for
 
     packed = {**ATTENTION_SIGNATURE, "swa_ptr": "*u8", "comp_ptr": "*u8", "swa_scale_ptr": "*u8",
               "comp_scale_ptr": "*u8"}
@@ -264,7 +264,8 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
                 kwargs = dict(HD=512, BLOCK_H=tile.heads_per_program(heads), BLOCK_N=tile.block_n,
                               SPLIT=tile.splits > 1, HAS_TOPK=True, RING=layout != "engine", IEEE=False,
                               PACKED=layout != "engine", VD=512, num_warps=tile.num_warps,
-                              num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead)
+                              num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
+                              GROUP_DECODE=tile.group_decode and layout != "engine")
                 key = tuple(sorted(kwargs.items()))
                 if key not in seen:
                     seen.add(key)
@@ -295,6 +296,11 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
         ("attention option flash h64 n32 w8 s3 prefetch ids, ids ahead", attention._attn_partial_kernel,
          ATTENTION_SIGNATURE, dict(common, BLOCK_H=64, BLOCK_N=32, num_warps=8, num_stages=3, SPLIT=False, RING=False,
                                    PACKED=False, VD=512, PREFETCH_IDS=True, IDS_AHEAD=True)),
+    ] + [  # packed caches decoded per scale group (AttentionTile.group_decode), on the packed tiles' rows
+        (f"attention option packed ring {tile.label()} group decode", attention._attn_partial_kernel, packed,
+         dict(HD=512, BLOCK_H=tile.block_h, BLOCK_N=tile.block_n, SPLIT=True, HAS_TOPK=True, RING=True, IEEE=False,
+              PACKED=True, VD=512, num_warps=tile.num_warps, num_stages=tile.num_stages, GROUP_DECODE=True))
+        for tile in dict.fromkeys(PACKED_TILES[(bucket, 512)] for bucket in (1, 8))
     ]
 
 

@@ -40,16 +40,16 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # launches again with the rounds' other form (pairs at mid, max and sum at flash), so 8
     # paired ones (flash's default 4, mid's other 4); indexer: mid / flash at 3 shapes each;
     # attention's untimed tile options: 3 partial, 1 merge, 2 with 64 heads per program and the
-    # 32-head prefill tile beside them, and the 64-head prefill tile prefetching its ids (and
-    # loading them a tile ahead)
-    assert run.stdout.count("ok ") == 21 + 20 + 6 + 9, run.stdout
+    # 32-head prefill tile beside them, the 64-head prefill tile prefetching its ids (and
+    # loading them a tile ahead), and the packed tiles of 1 and 8 queries decoding per scale group
+    assert run.stdout.count("ok ") == 21 + 20 + 6 + 11, run.stdout
     assert run.stdout.count(" paired |") == 8, run.stdout
     assert run.stdout.count("ok indexer ") == 6, run.stdout
     assert run.stdout.count(" register-finish") == 12 and run.stdout.count(" fma-mix") == 7, run.stdout
     assert run.stdout.count(" 1-row-finish") == 4 and run.stdout.count(" 8-row-finish") == 1, run.stdout
     # --sass: every launch's resources were read back from its cubin
     found = re.findall(r"^ok .* \| registers (\d+) stack \d+ shared \d+ \| instructions (\d+) ", run.stdout, re.M)
-    assert len(found) == 56 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
+    assert len(found) == 58 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
     # the prefetch is in the prefetching launches' code (CCTL), and in no other attention launch
     cctl = dict(re.findall(r"^ok (attention .*?) \|.* CCTL (\d+)$", run.stdout, re.M))
     assert int(cctl.pop("attention option flash h64 n32 w8 s2 prefetch ids")) > 0, run.stdout

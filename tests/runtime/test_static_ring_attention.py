@@ -243,18 +243,26 @@ def random_packed(gen, lead: tuple[int, ...], hd: int, fmt: str, device) -> Pack
     return PackedKV(codes.to(device), scales.to(device), fmt)
 
 
+@pytest.mark.parametrize("group", [False, True])
 @pytest.mark.parametrize("b,splits,with_topk", [(5, None, True), (4, 3, True), (3, 2, False)])
-def test_packed_ring_attention_is_bitwise_the_unpacked(kernel_cls, gen, b, splits, with_topk):
+def test_packed_ring_attention_is_bitwise_the_unpacked(kernel_cls, gen, b, splits, with_topk, group):
     """In-kernel dequant vs the same kernel over the unpacked float32 caches: wrapped
-    rings, rings not yet full, a floor inside the window, -1 ids, split or not."""
-    from runtime.kernels.attention_tiles import AttentionTile
+    rings, rings not yet full, a floor inside the window, -1 ids, split or not; ``group``:
+    the decode per scale group (``AttentionTile.group_decode``: scales broadcast, e4m3 by
+    conversion, nibbles split from one byte load)."""
+    from dataclasses import replace
+
+    from runtime.kernels.attention_tiles import AttentionTile, tile_for
 
     window, hd = 32, 64
     q, _, _, pos, floor, topk, sink = slab_case(gen, b, 4, hd, window, 20, 30, torch.float32, SMALL,
                                                 with_topk=with_topk)
     ring = random_packed(gen, (b, window), hd, "fp8", SMALL)
     entries = random_packed(gen, (b, 30), hd, "nvfp4", SMALL) if with_topk else None
-    kernel = kernel_cls() if splits is None else kernel_cls(tile=AttentionTile(16, 16, splits=splits))
+    tile = AttentionTile(16, 16, splits=splits) if splits is not None else None
+    if group:
+        tile = replace(tile or tile_for(b, hd, packed=True), group_decode=True)
+    kernel = kernel_cls(tile=tile) if tile is not None else kernel_cls()
     got = kernel.ring(q, pos, floor, ring, entries, topk, sink)
     want = kernel.ring(q, pos, floor, ring.unpack(), None if entries is None else entries.unpack(), topk, sink)
     assert torch.isfinite(want).all()
@@ -329,3 +337,35 @@ def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
     else:
         err = rel_err(got, want)
         assert err <= 2e-2, f"relative error {err:.3g} > 2e-2 (seed {gen.initial_seed()})"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("scale", ["mid", "flash"])
+@pytest.mark.parametrize("b", [1, 8, 64])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_packed_ring_group_decode_gpu(kernel_cls, gen, scale, b, dtype):
+    """``AttentionTile.group_decode`` compiled, on the packed tiles' own rows: float32 (IEEE
+    dots) bit for bit the bit decoding's output; bf16 within the attention parity tolerance
+    of it (the two decodes reach the tensor cores through other code, as in
+    test_packed_ring_attention_gpu), and the unpacked caches' output within it too."""
+    from dataclasses import replace
+
+    from runtime.kernels.attention_tiles import tile_for
+
+    cfg = V41Config.preset(scale)
+    window, hd, k, n = cfg.sliding_window, cfg.head_dim, cfg.index_topk, 512
+    q, _, _, pos, floor, topk, sink = slab_case(gen, b, cfg.num_attention_heads, hd, window, k, n, dtype, "cuda")
+    ring = random_packed(gen, (b, window), hd, "fp8", "cuda")
+    entries = random_packed(gen, (b, n), hd, "nvfp4", "cuda")
+    tile = tile_for(b, hd, packed=True, heads=cfg.num_attention_heads)
+    plain = kernel_cls(tile=tile).ring(q, pos, floor, ring, entries, topk, sink)
+    grouped = kernel_cls(tile=replace(tile, group_decode=True)).ring(q, pos, floor, ring, entries, topk, sink)
+    unpacked = kernel_cls(tile=tile).ring(q, pos, floor, ring.unpack(dtype), entries.unpack(dtype), topk, sink)
+    assert bool(torch.isfinite(grouped).all()), f"not finite (seed {gen.initial_seed()})"
+    if dtype == torch.float32:
+        assert torch.equal(grouped, plain), f"max |diff| {(grouped - plain).abs().max():.3g} (seed {gen.initial_seed()})"
+    for other in (plain, unpacked):
+        err = rel_err(grouped, other)
+        assert err <= (0.0 if dtype == torch.float32 and other is plain else 2e-2), \
+            f"relative error {err:.3g} (seed {gen.initial_seed()})"
