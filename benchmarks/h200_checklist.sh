@@ -44,6 +44,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 40  # flash's 64-head attention tile on 64-key tiles (part 36 runs it too)
 #   (36-38's deciding sweeps in one call, for a session with little device time: ... checklist.sh 40 38 37)
 #   OUT=/path bash benchmarks/h200_checklist.sh 41  # packed ring attention decoded per scale group (untimed): GPU identity, sweep at 1-64 queries
+#   OUT=/path bash benchmarks/h200_checklist.sh 42  # decode attention under ncu per source line: flash 8 queries, mid 64 requests on bf16 / packed rings
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -130,7 +131,8 @@
 # flash's gate takes 32 / 64 experts per program above 16 / 32 rows (64 rows 12.6-13.2 -> 9.3-9.9
 # us); packed ring attention is 4-6x the bf16 ring (152 vs 35 us at mid, 64 queries).
 # Next session: 41 (the grouped decode of packed caches; flip PACKED_TILES to its sweep's rows),
-# then 36 (the table's attention rows with every flip, bf16 and packed rings), then 4.
+# then 36 (the table's attention rows with every flip, bf16 and packed rings), 42 (decode attention
+# under ncu), 40 again (flash prefill on 64-key tiles: 296.6 -> 281.1 us in its one run), then 4.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -529,6 +531,15 @@ grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gd_gpu.log" | tail -6
 timeout 300 python benchmarks/attention_tiles.py --scales mid flash --layouts ring_packed --t 1 8 64 --block-h 16 32 64 --block-n 16 32 --warps 4 8 --stages 3 --splits 4 16 --group-decode 0 1 --out "$R/gd" > "$OUT/gd.log" 2>&1; el gd $?
 grep -hE "^- (mid|flash) T=" "$R"/gd/*.md | cut -c1-400
 grep -E "table .* best|PACKED_TILES" -A6 "$OUT/gd.log" | tail -12
+elif [ "$PART" = 42 ]; then
+# session 29: where decode attention's time goes (flash 8 queries: 19 us for 6.9 MB and 0.7
+# GFLOP; a decode batch of 64 requests on bf16 and on packed ring caches at mid): ncu's stall
+# samples per source line, as part 35 did for prefill (run after 41's flip, if any)
+timeout 300 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/dec_src" python benchmarks/profile_ops.py attention:flash:8 attention_ring:mid:64 attention_packed:mid:64 > "$OUT/ncu42.log" 2>&1; el ncu42 $?
+ncu -i "$R/dec_src.ncu-rep" --page details 2>/dev/null > "$R/dec_src_details.txt"; el details42 $?
+ncu -i "$R/dec_src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/dec_src_cuda_sass.csv" 2> "$R/dec_src_cuda_sass.err"; el source42 $?
+grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|DRAM Throughput" "$R/dec_src_details.txt" | head -60
+python benchmarks/ncu_source_lines.py "$R/dec_src_cuda_sass.csv" --top 8 | tee "$OUT/source_lines42.txt"
 elif [ "$PART" = 37 ]; then
 # the gate's tilings at 16-64 rows at both scales (part 34: 64 experts per program won at flash, 64 rows)
 timeout 300 python benchmarks/gate_tiles.py --sweep --scales mid,flash --rows 16,32,64 --out "$R/gate_e" > "$OUT/gate_e.log" 2>&1; el gate_e $?

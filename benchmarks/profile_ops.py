@@ -7,7 +7,8 @@ reasons), not only how long it takes.
         --section Occupancy --section WarpStateStats --csv --page details \\
         python benchmarks/profile_ops.py mhc:flash:4096 attention:mid:64 > ncu.csv
 
-A case is op:scale:rows (the benchmark's own case builders; rope_quant takes
+A case is op:scale:rows (the benchmark's own case builders; ``attention_ring`` /
+``attention_packed``: rows requests with ring caches of their own; rope_quant takes
 op:scale:rows:fmt, the indexer op:scale:rows:keys; ``topk:scale:rows:keys[:form]`` is the
 top-k alone on the indexer's scores of that case, computed once before profiling, with the
 registry's top-k or the form named: ``chained`` (``topk_tiles.CHAINED``), ``resident``
@@ -67,11 +68,15 @@ def build(ops, spec: str):
         _, args = bench.indexer_case(ops, c, scale, rows, int(parts[3]))
         scores, topk = ops.indexer(*args), FusedTopk(policy=TOPK_FORMS[parts[4]]) if len(parts) == 5 else ops.topk
         return spec, lambda: topk(scores, c.index_topk)
+    elif op in bench.RING_OPS:  # a decode batch of ``rows`` requests, bf16 or packed ring caches
+        _, args = bench.attention_ring_case(ops, c, scale, rows, packed=op == "attention_packed")
+        call = bench.fused_call(ops, op)
+        return spec, lambda: call(args)
     elif op in BUILDERS:
         _, args = BUILDERS[op](ops, c, scale, rows)
     else:
         raise SystemExit(f"profile_ops: case {spec!r}: unknown op {op!r}, expected one of "
-                         f"{sorted([*BUILDERS, 'indexer', 'rope_quant', 'topk'])}")
+                         f"{sorted([*BUILDERS, *bench.RING_OPS, 'indexer', 'rope_quant', 'topk'])}")
     fn = getattr(ops, op)
     return spec, lambda: fn(*args)
 

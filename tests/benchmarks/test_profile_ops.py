@@ -13,8 +13,8 @@ from benchmarks.profile_ops import build
                                   "'row_bound']"),
     ("topk:flash:1", "expected topk:scale:rows:keys[:form]"),
     ("gate:mid", "expected op:scale:rows[:use or :N]"),
-    ("nope:mid:1", "unknown op 'nope', expected one of ['attention', 'compress', 'engram', 'gate', 'indexer', "
-                   "'inv_rope', 'mhc', 'rope_quant', 'topk']"),
+    ("nope:mid:1", "unknown op 'nope', expected one of ['attention', 'attention_packed', 'attention_ring', "
+                   "'compress', 'engram', 'gate', 'indexer', 'inv_rope', 'mhc', 'rope_quant', 'topk']"),
     ("gate:huge:1", "preset: expected one of ['flash', 'mid', 'testbed', 'tiny'], got 'huge'"),
     ("gate:mid:x", "expected whole numbers of rows (and keys), got ['x']"),
     ("indexer:mid:1:many", "expected whole numbers of rows (and keys), got ['1', 'many']"),
