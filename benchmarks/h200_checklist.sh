@@ -130,6 +130,8 @@
 # 32-head rows now carry the ids a tile ahead (prefill 123.5 -> 98 us, 64 queries 23.8 -> 20.3),
 # flash's gate takes 32 / 64 experts per program above 16 / 32 rows (64 rows 12.6-13.2 -> 9.3-9.9
 # us); packed ring attention is 4-6x the bf16 ring (152 vs 35 us at mid, 64 queries).
+# Untimed since: the ring layout's window rows without an int64 modulo per key (part 36's ring rows
+# against kernels_h200_session29_attention.md: 13.0 / 14.2 / 41.0 us at mid, 13.6 / 23.7 / 67.9 at flash).
 # Next session: 41 (the grouped decode of packed caches; flip PACKED_TILES to its sweep's rows),
 # then 36 (the table's attention rows with every flip, bf16 and packed rings), 42 (decode attention
 # under ncu), 40 again (flash prefill on 64-key tiles: 296.6 -> 281.1 us in its one run), then 4.
