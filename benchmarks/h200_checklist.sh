@@ -525,7 +525,7 @@ elif [ "$PART" = 41 ]; then
 # packed ring took 4-6x the bf16 ring at every tiling (attention_tiles_h200_packed_t64.md); its
 # bit decoding loads each scale byte once per channel. GPU identity first (float32 bit for bit),
 # then the packed ring at 1 / 8 / 64 queries with and without it (sm_90 static, Triton 3.6:
-# 28-38 % fewer instructions, no spills on 8 warps at 16 heads x 32 keys and 64 heads x 16 keys)
+# 36-40 % fewer instructions in the packed rows, no spills on 8 warps at 16 heads x 32 keys and 64 heads x 16 keys)
 timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_static_ring_attention.py -m gpu -k "group_decode" > "$OUT/gd_gpu.log" 2>&1; el gd_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gd_gpu.log" | tail -6
 timeout 300 python benchmarks/attention_tiles.py --scales mid flash --layouts ring_packed --t 1 8 64 --block-h 16 32 64 --block-n 16 32 --warps 4 8 --stages 3 --splits 4 16 --group-decode 0 1 --out "$R/gd" > "$OUT/gd.log" 2>&1; el gd $?
