@@ -154,56 +154,51 @@ def _attn_partial_kernel(
         else:
             ok = win_ok
             kp = rows_win
-        if PACKED and GROUP_DECODE:
-            # window: the e4m3 byte converted by the hardware (the same value as the bit
-            # decoding below for every byte but NaN's, which no cache holds), times the
-            # group's 2^(ue8m0 byte - 127), loaded once per 32 channels, broadcast over them
-            c8 = tl.load(rows_win[:, None] + dim[None, :], mask=win_ok[:, None], other=0)  # [BLOCK_N, HD] u8
-            g32 = tl.arange(0, HD // 32)
-            e8 = tl.load(swa_scale_base + win_row.to(tl.int64)[:, None] * (HD // 32) + g32[None, :],
-                         mask=win_ok[:, None], other=0).to(tl.int32)  # [BLOCK_N, HD / 32]
-            s8 = tl.reshape(tl.broadcast_to(((e8 << 23).to(tl.float32, bitcast=True))[:, :, None],
-                                            (BLOCK_N, HD // 32, 32)), (BLOCK_N, HD))
-            k = c8.to(tl.float8e4nv, bitcast=True).to(tl.float32) * s8
-            if HAS_TOPK:
-                # global: each byte's two nibbles (even channel: low) side by side, and the
-                # group's e4m3 scale, converted once per 16 channels, broadcast over them
-                crow = ids.to(tl.int64)[:, None]
-                byte = tl.load(comp_base + crow * (HD // 2) + tl.arange(0, HD // 2)[None, :], mask=comp_ok[:, None],
-                               other=0).to(tl.int32)  # [BLOCK_N, HD / 2]
-                c4 = tl.reshape(tl.join(byte & 15, byte >> 4), (BLOCK_N, HD))
-                i4 = (c4 & 7).to(tl.float32)
-                mag4 = tl.where(i4 < 4.0, i4 * 0.5, tl.where(i4 < 6.0, i4 - 2.0, (i4 - 4.0) * 2.0))
-                cs = tl.load(comp_scale_base + crow * (HD // 16) + tl.arange(0, HD // 16)[None, :],
-                             mask=comp_ok[:, None], other=0)  # [BLOCK_N, HD / 16] u8
-                sc = tl.reshape(tl.broadcast_to(cs.to(tl.float8e4nv, bitcast=True).to(tl.float32)[:, :, None],
-                                                (BLOCK_N, HD // 16, 16)), (BLOCK_N, HD))
-                k = tl.where(is_win[:, None], k, tl.where((c4 & 8) != 0, -mag4, mag4) * sc)
-            if not IEEE:
-                k = k.to(q.dtype)  # exact: every packed value is a bf16 value
-        elif PACKED:
-            # window: e4m3 byte (sign, exponent bias 7, 3 mantissa bits; exponent 0 is
-            # m * 2^-9) times 2^(ue8m0 byte - 127); every product is exact in float32.
-            c8 = tl.load(rows_win[:, None] + dim[None, :], mask=win_ok[:, None], other=0).to(tl.int32)
-            e8 = tl.load(swa_scale_base + win_row.to(tl.int64)[:, None] * (HD // 32) + (dim // 32)[None, :],
-                         mask=win_ok[:, None], other=0).to(tl.int32)
-            ex = (c8 >> 3) & 15
-            mag = tl.where(ex == 0, (c8 & 7).to(tl.float32) * 0.001953125,
-                           (((ex + 120) << 23) | ((c8 & 7) << 20)).to(tl.float32, bitcast=True))
-            k = tl.where((c8 & 128) != 0, -mag, mag) * (e8 << 23).to(tl.float32, bitcast=True)
+        if PACKED:
+            if GROUP_DECODE:
+                # window: the e4m3 byte converted by the hardware (the same value as the bit
+                # decoding below for every byte but NaN's, which no cache holds), times the
+                # group's 2^(ue8m0 byte - 127), loaded once per 32 channels, broadcast over them
+                c8 = tl.load(rows_win[:, None] + dim[None, :], mask=win_ok[:, None], other=0)  # [BLOCK_N, HD] u8
+                e8 = tl.load(swa_scale_base + win_row.to(tl.int64)[:, None] * (HD // 32)
+                             + tl.arange(0, HD // 32)[None, :], mask=win_ok[:, None], other=0).to(tl.int32)
+                s8 = tl.reshape(tl.broadcast_to(((e8 << 23).to(tl.float32, bitcast=True))[:, :, None],
+                                                (BLOCK_N, HD // 32, 32)), (BLOCK_N, HD))
+                k = c8.to(tl.float8e4nv, bitcast=True).to(tl.float32) * s8
+            else:
+                # window: e4m3 byte (sign, exponent bias 7, 3 mantissa bits; exponent 0 is
+                # m * 2^-9) times 2^(ue8m0 byte - 127); every product is exact in float32.
+                c8 = tl.load(rows_win[:, None] + dim[None, :], mask=win_ok[:, None], other=0).to(tl.int32)
+                e8 = tl.load(swa_scale_base + win_row.to(tl.int64)[:, None] * (HD // 32) + (dim // 32)[None, :],
+                             mask=win_ok[:, None], other=0).to(tl.int32)
+                ex = (c8 >> 3) & 15
+                mag = tl.where(ex == 0, (c8 & 7).to(tl.float32) * 0.001953125,
+                               (((ex + 120) << 23) | ((c8 & 7) << 20)).to(tl.float32, bitcast=True))
+                k = tl.where((c8 & 128) != 0, -mag, mag) * (e8 << 23).to(tl.float32, bitcast=True)
             if HAS_TOPK:
                 # global: the e2m1 nibble of the channel (even: low) times its e4m3 scale.
                 crow = ids.to(tl.int64)[:, None]
-                byte = tl.load(comp_base + crow * (HD // 2) + (dim // 2)[None, :], mask=comp_ok[:, None],
-                               other=0).to(tl.int32)
-                c4 = (byte >> ((dim % 2) * 4)[None, :]) & 15
+                if GROUP_DECODE:  # each byte loaded once, its two nibbles side by side
+                    byte = tl.load(comp_base + crow * (HD // 2) + tl.arange(0, HD // 2)[None, :],
+                                   mask=comp_ok[:, None], other=0).to(tl.int32)  # [BLOCK_N, HD / 2]
+                    c4 = tl.reshape(tl.join(byte & 15, byte >> 4), (BLOCK_N, HD))
+                else:
+                    byte = tl.load(comp_base + crow * (HD // 2) + (dim // 2)[None, :], mask=comp_ok[:, None],
+                                   other=0).to(tl.int32)
+                    c4 = (byte >> ((dim % 2) * 4)[None, :]) & 15
                 i4 = (c4 & 7).to(tl.float32)
                 mag4 = tl.where(i4 < 4.0, i4 * 0.5, tl.where(i4 < 6.0, i4 - 2.0, (i4 - 4.0) * 2.0))
-                cs = tl.load(comp_scale_base + crow * (HD // 16) + (dim // 16)[None, :], mask=comp_ok[:, None],
-                             other=0).to(tl.int32)
-                exs = (cs >> 3) & 15
-                sc = tl.where(exs == 0, (cs & 7).to(tl.float32) * 0.001953125,
-                              (((exs + 120) << 23) | ((cs & 7) << 20)).to(tl.float32, bitcast=True))
+                if GROUP_DECODE:  # the scale converted by the hardware once per 16 channels, broadcast
+                    cs = tl.load(comp_scale_base + crow * (HD // 16) + tl.arange(0, HD // 16)[None, :],
+                                 mask=comp_ok[:, None], other=0)  # [BLOCK_N, HD / 16] u8
+                    sc = tl.reshape(tl.broadcast_to(cs.to(tl.float8e4nv, bitcast=True).to(tl.float32)[:, :, None],
+                                                    (BLOCK_N, HD // 16, 16)), (BLOCK_N, HD))
+                else:
+                    cs = tl.load(comp_scale_base + crow * (HD // 16) + (dim // 16)[None, :], mask=comp_ok[:, None],
+                                 other=0).to(tl.int32)
+                    exs = (cs >> 3) & 15
+                    sc = tl.where(exs == 0, (cs & 7).to(tl.float32) * 0.001953125,
+                                  (((exs + 120) << 23) | ((cs & 7) << 20)).to(tl.float32, bitcast=True))
                 k = tl.where(is_win[:, None], k, tl.where((c4 & 8) != 0, -mag4, mag4) * sc)
             if not IEEE:
                 k = k.to(q.dtype)  # exact: every packed value is a bf16 value
