@@ -49,6 +49,175 @@ _PREFETCH_L1: tl.constexpr = tl.constexpr("prefetch.global.L1 [$1]; mov.u32 $0, 
 ID_LINES = tl.constexpr(32)  # lines prefetched per step: 512 ids
 
 
+def _tile_ids(topk_row, js, W, hi):
+    """Top-k ids of key slots ``js`` (slot W + i is id i of the row); -1 for a slot inside the
+    window or at or past ``hi``."""
+    return tl.load(topk_row + (js - W), mask=(~(js < W)) & (js < hi), other=-1)
+
+
+def _fp8_window_keys(rows, scale_rows, ok, dim, HD: tl.constexpr, BLOCK_N: tl.constexpr,
+                     GROUP_DECODE: tl.constexpr):
+    """Window keys [BLOCK_N, HD] float32 from e4m3 codes at ``rows`` (pointers to the rows'
+    first byte) times 2^(ue8m0 byte - 127) per 32 channels at ``scale_rows``."""
+    if GROUP_DECODE:
+        # the e4m3 byte converted by the hardware (the same value as the bit decoding below
+        # for every byte but NaN's, which no cache holds), times the group's scale, loaded
+        # once per 32 channels and broadcast over them
+        c8 = tl.load(rows[:, None] + dim[None, :], mask=ok[:, None], other=0)  # [BLOCK_N, HD] u8
+        e8 = tl.load(scale_rows[:, None] + tl.arange(0, HD // 32)[None, :], mask=ok[:, None],
+                     other=0).to(tl.int32)  # [BLOCK_N, HD / 32]
+        s8 = tl.reshape(tl.broadcast_to(((e8 << 23).to(tl.float32, bitcast=True))[:, :, None],
+                                        (BLOCK_N, HD // 32, 32)), (BLOCK_N, HD))
+        return c8.to(tl.float8e4nv, bitcast=True).to(tl.float32) * s8
+    # e4m3 byte (sign, exponent bias 7, 3 mantissa bits; exponent 0 is m * 2^-9) times
+    # 2^(ue8m0 byte - 127); every product is exact in float32
+    c8 = tl.load(rows[:, None] + dim[None, :], mask=ok[:, None], other=0).to(tl.int32)
+    e8 = tl.load(scale_rows[:, None] + (dim // 32)[None, :], mask=ok[:, None], other=0).to(tl.int32)
+    ex = (c8 >> 3) & 15
+    mag = tl.where(ex == 0, (c8 & 7).to(tl.float32) * 0.001953125,
+                   (((ex + 120) << 23) | ((c8 & 7) << 20)).to(tl.float32, bitcast=True))
+    return tl.where((c8 & 128) != 0, -mag, mag) * (e8 << 23).to(tl.float32, bitcast=True)
+
+
+def _nvfp4_global_keys(rows, scale_rows, ok, dim, HD: tl.constexpr, BLOCK_N: tl.constexpr,
+                       GROUP_DECODE: tl.constexpr, JOIN: tl.constexpr):
+    """Global keys [BLOCK_N, HD] float32 from e2m1 nibble pairs at ``rows`` (channel 2i in the
+    low nibble of byte i) times an e4m3 scale per 16 channels at ``scale_rows``. ``JOIN``
+    (GROUP_DECODE): each byte loaded once and its two decoded nibbles joined, else each
+    channel loads its byte (``AttentionTile.split_sources`` says which the kernel takes)."""
+    if GROUP_DECODE:
+        if JOIN:
+            byte = tl.load(rows[:, None] + tl.arange(0, HD // 2)[None, :], mask=ok[:, None],
+                           other=0).to(tl.int32)  # [BLOCK_N, HD / 2]
+            e2m1 = tl.reshape(tl.join(_e2m1_bits_value(byte), _e2m1_bits_value(byte >> 4)), (BLOCK_N, HD))
+        else:
+            byte = tl.load(rows[:, None] + (dim // 2)[None, :], mask=ok[:, None], other=0).to(tl.int32)
+            e2m1 = _e2m1_bits_value(byte >> ((dim % 2) * 4)[None, :])
+        # the scale converted by the hardware once per 16 channels, broadcast
+        cs = tl.load(scale_rows[:, None] + tl.arange(0, HD // 16)[None, :], mask=ok[:, None],
+                     other=0)  # [BLOCK_N, HD / 16] u8
+        sc = tl.reshape(tl.broadcast_to(cs.to(tl.float8e4nv, bitcast=True).to(tl.float32)[:, :, None],
+                                        (BLOCK_N, HD // 16, 16)), (BLOCK_N, HD))
+        return e2m1 * sc
+    byte = tl.load(rows[:, None] + (dim // 2)[None, :], mask=ok[:, None], other=0).to(tl.int32)
+    c4 = (byte >> ((dim % 2) * 4)[None, :]) & 15
+    i4 = (c4 & 7).to(tl.float32)
+    mag4 = tl.where(i4 < 4.0, i4 * 0.5, tl.where(i4 < 6.0, i4 - 2.0, (i4 - 4.0) * 2.0))
+    cs = tl.load(scale_rows[:, None] + (dim // 16)[None, :], mask=ok[:, None], other=0).to(tl.int32)
+    exs = (cs >> 3) & 15
+    sc = tl.where(exs == 0, (cs & 7).to(tl.float32) * 0.001953125,
+                  (((exs + 120) << 23) | ((cs & 7) << 20)).to(tl.float32, bitcast=True))
+    return tl.where((c4 & 8) != 0, -mag4, mag4) * sc
+
+
+def _e2m1_bits_value(code):
+    """The e2m1 value of the low 4 bits of ``code`` (sign, exponent e, mantissa m) without a
+    comparison: e and m placed as float32's lowest exponent bit pair and first mantissa bit
+    make the float 2^(e - 127) (1 + m / 2), or m 2^-127 for e = 0 (a denormal, which
+    float32 arithmetic keeps: Triton emits no flush-to-zero), so 2^126 times it is the value,
+    exactly: 0, 0.5, 1, 1.5, 2, 3, 4, 6."""
+    return (((code & 7) << 22) | ((code & 8) << 28)).to(tl.float32, bitcast=True) * 8.507059173023462e37
+
+
+def _tile_keys(js, hi, ids, p_t, floor_t, ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
+               HD: tl.constexpr, BLOCK_N: tl.constexpr, RING: tl.constexpr, PACKED: tl.constexpr,
+               GROUP_DECODE: tl.constexpr, WINDOW: tl.constexpr, GLOBAL: tl.constexpr):
+    """The key tile of slots ``js`` (those below ``hi``) from the sources the loop reads
+    (``WINDOW``, ``GLOBAL``; a slot below W is a window key, W + i top-k id ``ids[i]``):
+    (keys [BLOCK_N, HD], their row pointers [BLOCK_N] (unpacked caches; packed: ``js``,
+    unused), valid [BLOCK_N])."""
+    is_win = js < W
+    in_range = js < hi
+    if WINDOW:
+        pos = p_t - (W - 1) + js
+        win_ok = is_win & in_range & (pos >= floor_t) & (pos >= 0)
+        if RING:
+            win_row = ring_base + js  # < 2W for a window key; other keys' rows are masked off
+            win_row = tl.where(win_row >= W, win_row - W, win_row)
+        else:
+            win_row = pos
+        rows_win = swa_base + win_row.to(tl.int64) * HD
+        ok = win_ok
+    if GLOBAL:
+        comp_ok = (~is_win) & in_range & (ids >= 0)
+        if WINDOW:
+            ok = win_ok | comp_ok
+        else:
+            ok = comp_ok
+    if PACKED:
+        if WINDOW:
+            k = _fp8_window_keys(rows_win, swa_scale_base + win_row.to(tl.int64) * (HD // 32), win_ok, dim,
+                                 HD, BLOCK_N, GROUP_DECODE)
+        if GLOBAL:
+            crow = ids.to(tl.int64)
+            k_glob = _nvfp4_global_keys(comp_base + crow * (HD // 2), comp_scale_base + crow * (HD // 16), comp_ok,
+                                        dim, HD, BLOCK_N, GROUP_DECODE, WINDOW)
+            if WINDOW:
+                k = tl.where(is_win[:, None], k, k_glob)
+            else:
+                k = k_glob
+        kp = js
+    else:
+        if WINDOW:
+            kp = rows_win
+            if GLOBAL:
+                kp = tl.where(is_win, rows_win, comp_base + ids.to(tl.int64) * HD)  # [BLOCK_N] row pointers
+        else:
+            kp = comp_base + ids.to(tl.int64) * HD
+        k = tl.load(kp[:, None] + dim[None, :], mask=ok[:, None], other=0.0)  # [BLOCK_N, HD]
+    return k, kp, ok
+
+
+def _online_softmax_step(q, k, v, ok, m_i, l_i, acc, scale, IEEE: tl.constexpr):
+    """One key tile into the running (max [BLOCK_H], sum [BLOCK_H], acc [BLOCK_H, VD])."""
+    if IEEE:
+        s = tl.dot(q, tl.trans(k.to(tl.float32)), input_precision="ieee")
+    else:
+        s = tl.dot(q, tl.trans(k))
+    s = tl.where(ok[None, :], s * scale, float("-inf"))  # [BLOCK_H, BLOCK_N]
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    alpha = tl.exp(m_i - m_new)
+    p = tl.exp(s - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    if IEEE:
+        acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32), input_precision="ieee")
+    else:
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+    return m_new, l_i, acc
+
+
+def _attend_keys(lo, hi, q, m_i, l_i, acc, topk_row, p_t, floor_t, ring_base, W, swa_base, comp_base,
+                 swa_scale_base, comp_scale_base, dim, vdim, scale,
+                 HD: tl.constexpr, VD: tl.constexpr, BLOCK_N: tl.constexpr, RING: tl.constexpr,
+                 PACKED: tl.constexpr, GROUP_DECODE: tl.constexpr, IEEE: tl.constexpr, IDS_AHEAD: tl.constexpr,
+                 WINDOW: tl.constexpr, GLOBAL: tl.constexpr):
+    """Key slots [lo, hi), BLOCK_N per iteration, from the sources the loop reads
+    (``WINDOW``: positions by slot; ``GLOBAL``: entries by top-k id), into the running
+    softmax state, which it returns."""
+    if GLOBAL and IDS_AHEAD:  # the first tile's ids; each iteration then loads the next tile's
+        ids_next = _tile_ids(topk_row, lo + tl.arange(0, BLOCK_N), W, hi)
+    for j0 in range(lo, hi, BLOCK_N):
+        js = j0 + tl.arange(0, BLOCK_N)
+        if GLOBAL:
+            if IDS_AHEAD:
+                ids = ids_next
+                ids_next = _tile_ids(topk_row, js + BLOCK_N, W, hi)
+            else:
+                ids = _tile_ids(topk_row, js, W, hi)
+        else:
+            ids = js  # unused
+        k, kp, ok = _tile_keys(js, hi, ids, p_t, floor_t, ring_base, W, swa_base, comp_base, swa_scale_base,
+                               comp_scale_base, dim, HD, BLOCK_N, RING, PACKED, GROUP_DECODE, WINDOW, GLOBAL)
+        if PACKED and not IEEE:
+            k = k.to(q.dtype)  # exact: every packed value is a bf16 value
+        if VD == HD:
+            v = k  # MQA: the values are the keys
+        else:  # this program's value columns, read again (L1 / L2: the same rows)
+            v = tl.load(kp[:, None] + vdim[None, :], mask=ok[:, None], other=0.0)  # [BLOCK_N, VD]
+        m_i, l_i, acc = _online_softmax_step(q, k, v, ok, m_i, l_i, acc, scale, IEEE)
+    return m_i, l_i, acc
+
+
 def _attn_partial_kernel(
     q_ptr, pos_ptr, floor_ptr, swa_ptr, comp_ptr, topk_ptr, sink_ptr,
     out_ptr, m_ptr, l_ptr, swa_scale_ptr, comp_scale_ptr,
@@ -56,7 +225,7 @@ def _attn_partial_kernel(
     HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
     HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr, VD: tl.constexpr,
     PDL: tl.constexpr = False, PDL_AT_EXIT: tl.constexpr = False, PREFETCH_IDS: tl.constexpr = False,
-    IDS_AHEAD: tl.constexpr = False, GROUP_DECODE: tl.constexpr = False,
+    IDS_AHEAD: tl.constexpr = False, GROUP_DECODE: tl.constexpr = False, SPLIT_SOURCES: tl.constexpr = False,
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
     source shared by all queries, the engine's layout). PACKED: ``swa_ptr`` / ``comp_ptr``
@@ -75,7 +244,11 @@ def _attn_partial_kernel(
     says why); the same ids, so the same output bit for bit. ``GROUP_DECODE`` (PACKED): each
     scale loaded and decoded once per group of channels and broadcast over it, e4m3 bytes
     converted by the hardware, each NVFP4 byte loaded once for its two channels
-    (``AttentionTile.group_decode`` says why); the same values bit for bit."""
+    (``AttentionTile.group_decode`` says why); the same values bit for bit.
+    ``SPLIT_SOURCES``: the split's window slots in one loop and its top-k slots in a second,
+    each tile reading (and, packed, decoding) one source (``AttentionTile.split_sources``
+    says why); where W is a multiple of BLOCK_N the tiles are the same, so the output is the
+    same bit for bit."""
     if PDL:
         gdc_enter(False, PDL_AT_EXIT)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
@@ -95,18 +268,22 @@ def _attn_partial_kernel(
         q = q.to(tl.float32)
     p_t = tl.load(pos_ptr + t)
     floor_t = tl.load(floor_ptr + t)
+    ring_base = 0
     if RING:
         # window key j (position p_t - (W - 1) + j) sits in ring row (p_t + 1 + j) mod W: one
         # modulo per program here, then an add and a wrap per key (an int64 modulo per key
         # took 867 more instructions of the 1-query tile on sm_90, Triton 3.6)
         ring_base = ((p_t + 1) % W).to(tl.int32)
     swa_base = swa_ptr + t * swa_rows * HD
+    topk_row = topk_ptr + t * K
     if PACKED:
         comp_base = comp_ptr + t * comp_rows * (HD // 2)
         swa_scale_base = swa_scale_ptr + t * swa_rows * (HD // 32)
         comp_scale_base = comp_scale_ptr + t * comp_rows * (HD // 16)
     else:
         comp_base = comp_ptr + t * comp_rows * HD
+        swa_scale_base = swa_scale_ptr
+        comp_scale_base = comp_scale_ptr
     n_keys = W + K
     start = split * keys_per_split
     end = tl.minimum(start + keys_per_split, n_keys)
@@ -115,7 +292,7 @@ def _attn_partial_kernel(
         last = tl.minimum(end - W, K) - 1
         for s0 in range(first, last + 1, 16 * ID_LINES):
             lines = tl.minimum(s0 + 16 * tl.arange(0, ID_LINES), last)  # past the end: the last line again
-            tl.inline_asm_elementwise(_PREFETCH_L1, "=r,l", [topk_ptr + t * K + lines], dtype=tl.int32,
+            tl.inline_asm_elementwise(_PREFETCH_L1, "=r,l", [topk_row + lines], dtype=tl.int32,
                                       is_pure=False, pack=1)
     if SPLIT:
         m_i = tl.full((BLOCK_H,), -1.0e30, dtype=tl.float32)
@@ -124,105 +301,20 @@ def _attn_partial_kernel(
         m_i = tl.load(sink_ptr + heads, mask=h_ok, other=0.0).to(tl.float32)
         l_i = tl.full((BLOCK_H,), 1.0, dtype=tl.float32)
     acc = tl.zeros((BLOCK_H, VD), dtype=tl.float32)
-    if HAS_TOPK and IDS_AHEAD:  # the first tile's ids; each iteration then loads the next tile's
-        js0 = start + tl.arange(0, BLOCK_N)
-        ids_next = tl.load(topk_ptr + t * K + (js0 - W), mask=(js0 >= W) & (js0 < end), other=-1)
-    for j0 in range(start, end, BLOCK_N):
-        js = j0 + tl.arange(0, BLOCK_N)
-        in_range = js < end
-        is_win = js < W
-        pos = p_t - (W - 1) + js
-        win_ok = is_win & in_range & (pos >= floor_t) & (pos >= 0)
-        if RING:
-            win_row = ring_base + js  # < 2W for a window key; other keys' rows are masked off
-            win_row = tl.where(win_row >= W, win_row - W, win_row)
-        else:
-            win_row = pos
-        rows_win = swa_base + win_row.to(tl.int64) * HD
-        if HAS_TOPK:
-            tk_ok = (~is_win) & in_range
-            if IDS_AHEAD:
-                ids = ids_next
-                js_next = js + BLOCK_N
-                ids_next = tl.load(topk_ptr + t * K + (js_next - W), mask=(js_next >= W) & (js_next < end), other=-1)
-            else:
-                ids = tl.load(topk_ptr + t * K + (js - W), mask=tk_ok, other=-1)
-            comp_ok = tk_ok & (ids >= 0)
-            ok = win_ok | comp_ok
-            if not PACKED:
-                kp = tl.where(is_win, rows_win, comp_base + ids.to(tl.int64) * HD)  # [BLOCK_N] row pointers
-        else:
-            ok = win_ok
-            kp = rows_win
-        if PACKED:
-            if GROUP_DECODE:
-                # window: the e4m3 byte converted by the hardware (the same value as the bit
-                # decoding below for every byte but NaN's, which no cache holds), times the
-                # group's 2^(ue8m0 byte - 127), loaded once per 32 channels, broadcast over them
-                c8 = tl.load(rows_win[:, None] + dim[None, :], mask=win_ok[:, None], other=0)  # [BLOCK_N, HD] u8
-                e8 = tl.load(swa_scale_base + win_row.to(tl.int64)[:, None] * (HD // 32)
-                             + tl.arange(0, HD // 32)[None, :], mask=win_ok[:, None], other=0).to(tl.int32)
-                s8 = tl.reshape(tl.broadcast_to(((e8 << 23).to(tl.float32, bitcast=True))[:, :, None],
-                                                (BLOCK_N, HD // 32, 32)), (BLOCK_N, HD))
-                k = c8.to(tl.float8e4nv, bitcast=True).to(tl.float32) * s8
-            else:
-                # window: e4m3 byte (sign, exponent bias 7, 3 mantissa bits; exponent 0 is
-                # m * 2^-9) times 2^(ue8m0 byte - 127); every product is exact in float32.
-                c8 = tl.load(rows_win[:, None] + dim[None, :], mask=win_ok[:, None], other=0).to(tl.int32)
-                e8 = tl.load(swa_scale_base + win_row.to(tl.int64)[:, None] * (HD // 32) + (dim // 32)[None, :],
-                             mask=win_ok[:, None], other=0).to(tl.int32)
-                ex = (c8 >> 3) & 15
-                mag = tl.where(ex == 0, (c8 & 7).to(tl.float32) * 0.001953125,
-                               (((ex + 120) << 23) | ((c8 & 7) << 20)).to(tl.float32, bitcast=True))
-                k = tl.where((c8 & 128) != 0, -mag, mag) * (e8 << 23).to(tl.float32, bitcast=True)
-            if HAS_TOPK:
-                # global: the e2m1 nibble of the channel (even: low) times its e4m3 scale.
-                crow = ids.to(tl.int64)[:, None]
-                if GROUP_DECODE:  # each byte loaded once, its two nibbles side by side
-                    byte = tl.load(comp_base + crow * (HD // 2) + tl.arange(0, HD // 2)[None, :],
-                                   mask=comp_ok[:, None], other=0).to(tl.int32)  # [BLOCK_N, HD / 2]
-                    c4 = tl.reshape(tl.join(byte & 15, byte >> 4), (BLOCK_N, HD))
-                else:
-                    byte = tl.load(comp_base + crow * (HD // 2) + (dim // 2)[None, :], mask=comp_ok[:, None],
-                                   other=0).to(tl.int32)
-                    c4 = (byte >> ((dim % 2) * 4)[None, :]) & 15
-                i4 = (c4 & 7).to(tl.float32)
-                mag4 = tl.where(i4 < 4.0, i4 * 0.5, tl.where(i4 < 6.0, i4 - 2.0, (i4 - 4.0) * 2.0))
-                if GROUP_DECODE:  # the scale converted by the hardware once per 16 channels, broadcast
-                    cs = tl.load(comp_scale_base + crow * (HD // 16) + tl.arange(0, HD // 16)[None, :],
-                                 mask=comp_ok[:, None], other=0)  # [BLOCK_N, HD / 16] u8
-                    sc = tl.reshape(tl.broadcast_to(cs.to(tl.float8e4nv, bitcast=True).to(tl.float32)[:, :, None],
-                                                    (BLOCK_N, HD // 16, 16)), (BLOCK_N, HD))
-                else:
-                    cs = tl.load(comp_scale_base + crow * (HD // 16) + (dim // 16)[None, :], mask=comp_ok[:, None],
-                                 other=0).to(tl.int32)
-                    exs = (cs >> 3) & 15
-                    sc = tl.where(exs == 0, (cs & 7).to(tl.float32) * 0.001953125,
-                                  (((exs + 120) << 23) | ((cs & 7) << 20)).to(tl.float32, bitcast=True))
-                k = tl.where(is_win[:, None], k, tl.where((c4 & 8) != 0, -mag4, mag4) * sc)
-            if not IEEE:
-                k = k.to(q.dtype)  # exact: every packed value is a bf16 value
-        else:
-            k = tl.load(kp[:, None] + dim[None, :], mask=ok[:, None], other=0.0)  # [BLOCK_N, HD]
-        if VD == HD:
-            v = k  # MQA: the values are the keys
-        else:  # this program's value columns, read again (L1 / L2: the same rows)
-            v = tl.load(kp[:, None] + vdim[None, :], mask=ok[:, None], other=0.0)  # [BLOCK_N, VD]
-        if IEEE:
-            k = k.to(tl.float32)
-            s = tl.dot(q, tl.trans(k), input_precision="ieee")
-        else:
-            s = tl.dot(q, tl.trans(k))
-        s = tl.where(ok[None, :], s * scale, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        alpha = tl.exp(m_i - m_new)
-        p = tl.exp(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        if IEEE:
-            acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32), input_precision="ieee")
-        else:
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
+    if SPLIT_SOURCES and HAS_TOPK:  # the window's slots, then the top-k's: one source per tile
+        m_i, l_i, acc = _attend_keys(start, tl.minimum(end, W), q, m_i, l_i, acc, topk_row, p_t, floor_t,
+                                     ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
+                                     vdim, scale, HD, VD, BLOCK_N, RING, PACKED, GROUP_DECODE, IEEE, IDS_AHEAD,
+                                     True, False)
+        m_i, l_i, acc = _attend_keys(tl.maximum(start, W), end, q, m_i, l_i, acc, topk_row, p_t, floor_t,
+                                     ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
+                                     vdim, scale, HD, VD, BLOCK_N, RING, PACKED, GROUP_DECODE, IEEE, IDS_AHEAD,
+                                     False, True)
+    else:
+        m_i, l_i, acc = _attend_keys(start, end, q, m_i, l_i, acc, topk_row, p_t, floor_t,
+                                     ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
+                                     vdim, scale, HD, VD, BLOCK_N, RING, PACKED, GROUP_DECODE, IEEE, IDS_AHEAD,
+                                     True, HAS_TOPK)
     if SPLIT:
         part = (t * H + heads) * n_split + split
         tl.store(out_ptr + part[:, None] * HD + vdim[None, :], acc, mask=h_ok[:, None])
@@ -232,6 +324,10 @@ def _attn_partial_kernel(
     else:
         o = acc / l_i[:, None]
         tl.store(out_ptr + (t * H + heads[:, None]) * HD + vdim[None, :], o, mask=h_ok[:, None])
+
+
+# the partial kernel's helpers, jitted with it (runtime/kernels/backend.py's ``jit``)
+PARTIAL_HELPERS = (_tile_ids, _fp8_window_keys, _e2m1_bits_value, _nvfp4_global_keys, _tile_keys, _online_softmax_step, _attend_keys)
 
 
 def _attn_merge_kernel(
@@ -285,7 +381,7 @@ class FusedSparseAttention:
         self.table = table
         self.dependent_merge = dependent_merge
         self.merge_at_exit = merge_at_exit
-        self.partial = jit(_attn_partial_kernel)
+        self.partial = jit(_attn_partial_kernel, helpers=PARTIAL_HELPERS)
         self.merge = jit(_attn_merge_kernel)
 
     def with_tile(self, tile: AttentionTile) -> FusedSparseAttention:
@@ -367,7 +463,8 @@ class FusedSparseAttention:
                       RING=ring, IEEE=ieee, PACKED=packed, VD=vd, num_warps=tile.num_warps,
                       num_stages=tile.num_stages,
                       PREFETCH_IDS=tile.prefetch_ids and has_topk and dev.type == "cuda" and not interpret_requested(),
-                      IDS_AHEAD=tile.ids_ahead and has_topk, GROUP_DECODE=tile.group_decode and packed)
+                      IDS_AHEAD=tile.ids_ahead and has_topk, GROUP_DECODE=tile.group_decode and packed,
+                      SPLIT_SOURCES=tile.split_sources and has_topk)
         scale_ptrs = (swa_scales, comp_scales)
         scalars = (n_heads, window, k_width, swa_rows, comp_rows, per_split, n_split, hd**-0.5)
         if n_split == 1:

@@ -84,9 +84,35 @@ Each row gives, for queries in the bucket:
   every key of a tile; on the H200 packed ring attention took 4-6x the bf16 ring's time at
   every tiling of a sweep (benchmarks/results/attention_tiles_h200_packed_t64.md, 64
   queries: ``mid`` 152.3 us best against 34.9, ``flash`` 399.7 against 66.3), and its table
-  rows spill (328-784 bytes, sass_static_sm90_triton36_attention.md). The same values bit
-  for bit (the interpreter test); untimed: off until benchmarks/attention_tiles.py
-  (``--group-decode``) times it.
+  rows spill (328-784 bytes, sass_static_sm90_triton36_attention.md). Since session 30 the
+  NVFP4 value is built from its bits (exponent and mantissa placed as a float32 denormal or
+  normal, times 2^126) instead of a chain of compares and selects. The same values bit for
+  bit (the interpreter test); untimed: off until benchmarks/attention_tiles.py
+  (``--group-decode``, ``--twins group_decode``) times it. Static sm_90 code (Triton 3.6,
+  sass_static_sm90_triton36_attention.md, "loop bodies": one key-loop iteration) of the
+  packed rows for 1 and 8 queries: 4,131 -> 1,438 and 4,820 -> 2,435 instructions per
+  16-key tile.
+- ``split_sources``: each program walks its split's window slots in one loop and its top-k
+  slots in a second, so a tile reads one source. Why: a tile of the single loop may hold
+  both kinds of key, so every iteration addresses both sources, and on packed caches
+  decodes every key both ways (the FP8 window and the NVFP4 entries, one of them masked
+  off) and selects per key: twice the decoding the tile needs. The key list is W window
+  slots then K top-k slots, and per-split lengths are whole tiles, so where W is a multiple
+  of ``block_n`` (128 at ``mid`` and ``flash``) no tile is mixed and the output is the
+  same bit for bit (the interpreter test). Cost: a second software-pipelined loop, whose
+  prologue and epilogue a split with both kinds of slot runs twice. Static sm_90 code (Triton
+  3.6, sass_static_sm90_triton36_attention.md; instructions of one loop iteration, and per
+  key over mid's 128 window + 512 top-k slots): mid's 1-query row (16 heads, 32 keys) 715 ->
+  416 (window) / 508 (top-k), 22.3 -> 15.3 per key; its 64-query row 1,045 -> 629 / 745,
+  32.7 -> 22.6 per key (engine layout, the table's launches). On packed caches the bit-decoded rows' top-k loop
+  (2,671 and 3,602 per 16 keys) is shorter than the single loop (4,131 and 4,820), the window
+  loop longer (5,316 and 5,214, spilling), so per key 258 -> 200 and 301 -> 245; with the
+  grouped decode 90 -> 91 and 152 -> 146 per key, the 1-query row without its 16 bytes of
+  stack. Where a tile reads only the entries, the grouped decode loads each NVFP4 byte per
+  channel rather than joining a byte's two nibbles (``_nvfp4_global_keys``' ``JOIN``): joined,
+  that loop took 1.0-1.6x the instructions at four tilings (the layout Triton 3.6 gives the
+  joined tile when no window tile shares it; scratch compiles, not in the table). Untimed: off until
+  benchmarks/attention_tiles.py (``--split-sources``, ``--twins split_sources``) times it.
 """
 
 from __future__ import annotations
@@ -113,6 +139,7 @@ class AttentionTile:
     prefetch_ids: bool = False
     ids_ahead: bool = False
     group_decode: bool = False
+    split_sources: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_h", "block_n", "num_warps"):
@@ -166,8 +193,9 @@ class AttentionTile:
         prefetch = " pf" if self.prefetch_ids else ""
         ahead = " ia" if self.ids_ahead else ""
         group = " gd" if self.group_decode else ""
+        sources = " ss" if self.split_sources else ""
         return (f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
-                f"{programs}{prefetch}{ahead}{group}")
+                f"{programs}{prefetch}{ahead}{group}{sources}")
 
 
 def t_bucket(t: int) -> int:

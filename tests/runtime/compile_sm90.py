@@ -243,14 +243,18 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     """Attention's partial kernel on packed ring caches (the 64-query tile), and the tile
     options no table row uses yet: the value split (split and not, the ring layout), the
     merge in column blocks, 64 heads per program on 8 warps (flash's heads) and the 32-head
-    prefill tile beside them, and flash prefill's row with its top-k ids prefetched (and
-    loaded a tile ahead).
+    prefill tile beside them, flash prefill's row with its top-k ids prefetched (and
+    loaded a tile ahead), the packed rows decoding per scale group, and the window and
+    top-k slots in two loops.
     ``table``: first, the partial kernel as the tile table launches it at head dim 512 for
     ``mid`` and ``flash`` heads (bf16 engine caches at every query bucket, packed ring
     caches at every bucket by PACKED_TILES)."""
     from runtime.config import V41Config
     from runtime.kernels import attention
     from runtime.kernels.attention_tiles import PACKED_TILES, PREFILL, T_BUCKETS, tile_for
+    from runtime.kernels.backend import jit
+
+    partial = jit(attention._attn_partial_kernel, helpers=attention.PARTIAL_HELPERS)
 
     packed = {**ATTENTION_SIGNATURE, "swa_ptr": "*u8", "comp_ptr": "*u8", "swa_scale_ptr": "*u8",
               "comp_scale_ptr": "*u8"}
@@ -265,47 +269,63 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
                               SPLIT=tile.splits > 1, HAS_TOPK=True, RING=layout != "engine", IEEE=False,
                               PACKED=layout != "engine", VD=512, num_warps=tile.num_warps,
                               num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
-                              GROUP_DECODE=tile.group_decode and layout != "engine")
+                              GROUP_DECODE=tile.group_decode and layout != "engine",
+                              SPLIT_SOURCES=tile.split_sources)
                 key = tuple(sorted(kwargs.items()))
                 if key not in seen:
                     seen.add(key)
-                    out.append((f"attention {name} {queries} {layout} {tile.label()}", attention._attn_partial_kernel,
+                    out.append((f"attention {name} {queries} {layout} {tile.label()}", partial,
                                 packed if kwargs["PACKED"] else ATTENTION_SIGNATURE, kwargs))
     common = dict(HD=512, BLOCK_H=32, BLOCK_N=32, HAS_TOPK=True, IEEE=False, num_warps=4, num_stages=3)
     if not table:
-        out.append(("attention packed ring h32 n32 w4 s3 x4", attention._attn_partial_kernel, packed,
+        out.append(("attention packed ring h32 n32 w4 s3 x4", partial, packed,
                     dict(SPLIT=True, RING=True, PACKED=True, VD=512, **common)))
     return out + [
-        ("attention option split value_d 128", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
+        ("attention option split value_d 128", partial, ATTENTION_SIGNATURE,
          dict(SPLIT=True, RING=False, PACKED=False, VD=128, **common)),
-        ("attention option ring value_d 256", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
+        ("attention option ring value_d 256", partial, ATTENTION_SIGNATURE,
          dict(SPLIT=False, RING=True, PACKED=False, VD=256, **common)),
         ("attention option merge merge_d 128", attention._attn_merge_kernel, MERGE_SIGNATURE,
          dict(HD=512, SPLITS_P2=16, MERGE_D=128)),
     ] + [  # all 64 of flash's heads in one program: wgmma's 64 rows (mma.sync below them), and the
         # 32-head prefill tile that flash used before its wide rows (runtime/kernels/attention_tiles.py)
-        (f"attention option flash h{block_h} n{block_n} w{warps} s3", attention._attn_partial_kernel,
+        (f"attention option flash h{block_h} n{block_n} w{warps} s3", partial,
          ATTENTION_SIGNATURE, dict(common, BLOCK_H=block_h, BLOCK_N=block_n, num_warps=warps, SPLIT=False, RING=False,
                                    PACKED=False, VD=512))
         for block_h, block_n, warps in ((64, 16, 8), (64, 32, 8), (32, 32, 4))
     ] + [  # flash prefill's row with the top-k ids prefetched into L1 first (AttentionTile.prefetch_ids)
-        ("attention option flash h64 n32 w8 s2 prefetch ids", attention._attn_partial_kernel, ATTENTION_SIGNATURE,
+        ("attention option flash h64 n32 w8 s2 prefetch ids", partial, ATTENTION_SIGNATURE,
          dict(common, BLOCK_H=64, BLOCK_N=32, num_warps=8, num_stages=2, SPLIT=False, RING=False, PACKED=False, VD=512,
               PREFETCH_IDS=True)),
         # and with each tile's ids loaded one iteration ahead, on 3 stages (AttentionTile.ids_ahead)
-        ("attention option flash h64 n32 w8 s3 prefetch ids, ids ahead", attention._attn_partial_kernel,
+        ("attention option flash h64 n32 w8 s3 prefetch ids, ids ahead", partial,
          ATTENTION_SIGNATURE, dict(common, BLOCK_H=64, BLOCK_N=32, num_warps=8, num_stages=3, SPLIT=False, RING=False,
                                    PACKED=False, VD=512, PREFETCH_IDS=True, IDS_AHEAD=True)),
     ] + [  # packed caches decoded per scale group (AttentionTile.group_decode), on the packed tiles' rows
-        (f"attention option packed ring {tile.label()} group decode", attention._attn_partial_kernel, packed,
+        (f"attention option packed ring {tile.label()} group decode", partial, packed,
          dict(HD=512, BLOCK_H=tile.block_h, BLOCK_N=tile.block_n, SPLIT=True, HAS_TOPK=True, RING=True, IEEE=False,
               PACKED=True, VD=512, num_warps=tile.num_warps, num_stages=tile.num_stages, GROUP_DECODE=True))
         for tile in dict.fromkeys(PACKED_TILES[(bucket, 512)] for bucket in (1, 8))
+    ] + [  # a split's window slots and top-k slots in two loops (AttentionTile.split_sources): the
+        # packed tiles of 1 and 8 queries, bit-decoded and decoded per scale group, and mid's
+        # engine rows of 1 and 64 queries (the table's own launches beside them)
+        (f"attention option packed ring {tile.label()}{' group decode,' if group else ''} split sources", partial,
+         packed, dict(HD=512, BLOCK_H=tile.block_h, BLOCK_N=tile.block_n, SPLIT=True, HAS_TOPK=True, RING=True,
+                      IEEE=False, PACKED=True, VD=512, num_warps=tile.num_warps, num_stages=tile.num_stages,
+                      GROUP_DECODE=group, SPLIT_SOURCES=True))
+        for tile in dict.fromkeys(PACKED_TILES[(bucket, 512)] for bucket in (1, 8)) for group in (False, True)
+    ] + [
+        (f"attention option mid T<={bucket} {layout} {tile.label()} split sources", partial, ATTENTION_SIGNATURE,
+         dict(HD=512, BLOCK_H=tile.heads_per_program(16), BLOCK_N=tile.block_n, SPLIT=tile.splits > 1,
+              HAS_TOPK=True, RING=layout == "ring", IEEE=False, PACKED=False, VD=512, num_warps=tile.num_warps,
+              num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
+              SPLIT_SOURCES=True))
+        for bucket, layout in ((1, "engine"), (64, "engine")) for tile in (tile_for(bucket, 512, heads=16),)
     ]
 
 
 OPCODES = ("HMMA", "HGMMA", "SHFL", "BAR", "LDG", "STG", "LDS", "STS", "LDL", "STL", "MUFU", "CCTL")  # CCTL: prefetches
-_INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(\S.*?)\s*;")
+_INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(\S.*?)\s*;")
 
 
 def parse_resources(text: str) -> dict:
@@ -319,23 +339,33 @@ def parse_resources(text: str) -> dict:
 
 
 def parse_sass(text: str) -> dict:
-    """SASS instructions (NOP padding left out) and counts of ``OPCODES`` from
-    ``cuobjdump -sass``; an opcode counts by its base name (``SHFL.BFLY`` is SHFL), after
-    any predicate (``@!P0``)."""
+    """SASS instructions (NOP padding left out), counts of ``OPCODES`` and the loop bodies'
+    sizes from ``cuobjdump -sass``; an opcode counts by its base name (``SHFL.BFLY`` is
+    SHFL), after any predicate (``@!P0``). ``loops``: per innermost loop, in address
+    order, the instructions from a backward branch's target to the branch (a loop body as
+    one iteration runs it, less what its predicates skip): the static cost of one tile of
+    a tile loop, which the whole kernel's count hides when a variant has two loops."""
     counts = dict.fromkeys(OPCODES, 0)
-    total = 0
+    kept: list[tuple[int, str, str]] = []  # (address, opcode, operands) of every instruction but NOPs
     for line in text.splitlines():
         match = _INSTRUCTION.match(line)
         if not match:
             continue
-        words = match.group(1).split()
+        words = match.group(2).split()
         opcode = (words[1] if words[0].startswith("@") and len(words) > 1 else words[0]).split(".")[0]
         if opcode == "NOP":
             continue
-        total += 1
+        kept.append((int(match.group(1), 16), opcode, match.group(2)))
         if opcode in counts:
             counts[opcode] += 1
-    return {"instructions": total, **counts}
+    spans = []
+    for address, opcode, text_ in kept:
+        target = re.search(r"\bBRA\s+(?:`\()?0x([0-9a-f]+)", text_) if opcode == "BRA" else None
+        if target and int(target.group(1), 16) < address:
+            spans.append((int(target.group(1), 16), address))
+    innermost = [(lo, hi) for lo, hi in spans if not any(lo <= a < b <= hi and (a, b) != (lo, hi) for a, b in spans)]
+    loops = [sum(1 for address, _, _ in kept if lo <= address <= hi) for lo, hi in sorted(innermost)]
+    return {"instructions": len(kept), **counts, "loops": loops}
 
 
 def sass_resources(compiled) -> dict:
@@ -377,12 +407,14 @@ def sass_markdown(rows: list[dict], command: str) -> str:
              f"- Triton {triton.__version__}; ptxas and cuobjdump from its wheel; no GPU involved.",
              f"- Command: `{command}`",
              "- Registers per thread, stack bytes (spills), static shared bytes, SASS instructions (no NOPs) and "
-             "opcode counts of the whole kernel (static: a loop body counts once).", "",
-             "| launch | registers | stack B | shared B | instructions | " + " | ".join(OPCODES) + " |",
-             "|---|" + "---:|" * (4 + len(OPCODES))]
+             "opcode counts of the whole kernel (static: a loop body counts once); loop bodies: the instructions "
+             "of each innermost loop, in address order (one iteration's static cost).", "",
+             "| launch | registers | stack B | shared B | instructions | loop bodies | " + " | ".join(OPCODES) + " |",
+             "|---|" + "---:|" * (5 + len(OPCODES))]
     for row in rows:
         lines.append(f"| {row['launch']} | {row['registers']} | {row['stack_bytes']} | {row['shared_bytes']} | "
-                     f"{row['instructions']} | " + " | ".join(str(row[op]) for op in OPCODES) + " |")
+                     f"{row['instructions']} | {' / '.join(map(str, row['loops'])) or '-'} | "
+                     + " | ".join(str(row[op]) for op in OPCODES) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -431,7 +463,8 @@ def main(argv: list[str]) -> int:
         rows.append({"launch": name, **sass_resources(compiled)})
         r = rows[-1]
         print(f"ok {name} | registers {r['registers']} stack {r['stack_bytes']} shared {r['shared_bytes']} "
-              f"| instructions {r['instructions']} | " + " ".join(f"{op} {r[op]}" for op in OPCODES), flush=True)
+              f"| instructions {r['instructions']} | loops {'/'.join(map(str, r['loops'])) or '-'} | "
+              + " ".join(f"{op} {r[op]}" for op in OPCODES), flush=True)
     if sass and out_dir is not None:
         command = "python tests/runtime/compile_sm90.py " + " ".join(argv)
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -41,19 +41,29 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # paired ones (flash's default 4, mid's other 4); indexer: mid / flash at 3 shapes each;
     # attention's untimed tile options: 3 partial, 1 merge, 2 with 64 heads per program and the
     # 32-head prefill tile beside them, the 64-head prefill tile prefetching its ids (and
-    # loading them a tile ahead), and the packed tiles of 1 and 8 queries decoding per scale group
-    assert run.stdout.count("ok ") == 21 + 20 + 6 + 11, run.stdout
+    # loading them a tile ahead), the packed tiles of 1 and 8 queries decoding per scale group,
+    # and 6 with the window and top-k slots in two loops (the packed tiles of 1 and 8 queries
+    # bit-decoded and decoded per group, mid's engine rows of 1 and 64 queries)
+    assert run.stdout.count("ok ") == 21 + 20 + 6 + 17, run.stdout
     assert run.stdout.count(" paired |") == 8, run.stdout
     assert run.stdout.count("ok indexer ") == 6, run.stdout
     assert run.stdout.count(" register-finish") == 12 and run.stdout.count(" fma-mix") == 7, run.stdout
     assert run.stdout.count(" 1-row-finish") == 4 and run.stdout.count(" 8-row-finish") == 1, run.stdout
     # --sass: every launch's resources were read back from its cubin
     found = re.findall(r"^ok .* \| registers (\d+) stack \d+ shared \d+ \| instructions (\d+) ", run.stdout, re.M)
-    assert len(found) == 58 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
+    assert len(found) == 64 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
     # the prefetch is in the prefetching launches' code (CCTL), and in no other attention launch
     cctl = dict(re.findall(r"^ok (attention .*?) \|.* CCTL (\d+)$", run.stdout, re.M))
     assert int(cctl.pop("attention option flash h64 n32 w8 s2 prefetch ids")) > 0, run.stdout
     assert int(cctl.pop("attention option flash h64 n32 w8 s3 prefetch ids, ids ahead")) > 0, run.stdout
+    assert int(cctl.pop("attention option mid T<=64 engine h32 n32 w4 s2 x4 p256 pf ia split sources")) > 0, run.stdout
+    # two loops where the option splits the window's slots from the top-k's: one loop body more
+    # than the same launch without it (mid's 64-query row also has its id-prefetch loop)
+    loops = dict(re.findall(r"^ok (attention .*?) \|.*\| loops ([\d/]+) \|", run.stdout, re.M))
+    assert sum(name.endswith(" split sources") for name in loops) == 6, loops
+    for name, body in loops.items():
+        if name.endswith(" split sources"):
+            assert len(body.split("/")) == 2 + name.endswith(" pf ia split sources"), (name, body)
     assert cctl and all(n == "0" for n in cctl.values()), cctl
 
 
@@ -81,10 +91,35 @@ def test_sass_parsing_counts_instructions_and_opcodes_by_base_name():
     got = script.parse_sass(SASS)
     assert got["instructions"] == 5  # MOV, SHFL, HMMA, BRA, EXIT; the NOP is padding
     assert (got["SHFL"], got["HMMA"], got["BAR"], got["LDG"]) == (1, 1, 0, 0)
+    assert got["loops"] == [3]  # 0x10-0x40: SHFL, HMMA, BRA (the NOP left out)
     usage = "Resource usage:\n Function _kernel:REG:64 STACK:16 SHARED:1024 LOCAL:0 CONSTANT[0]:556 TEXTURE:0"
     assert script.parse_resources(usage) == {"registers": 64, "stack_bytes": 16, "shared_bytes": 1024}
     with pytest.raises(ValueError, match="no STACK"):
         script.parse_resources("Function _kernel:REG:64 SHARED:0")
+
+
+NESTED = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   IADD3 R2, R2, 0x1, RZ ;
+        /*0020*/                   FADD R3, R3, R4 ;
+        /*0030*/               @P0 BRA 0x20 ;
+        /*0040*/                   LDG.E R5, [R6.64] ;
+        /*0050*/               @P1 BRA 0x10 ;
+        /*0060*/                   FMUL R3, R3, R5 ;
+        /*0070*/               @P2 BRA 0x60 ;
+        /*0080*/                   BRA 0x90 ;
+        /*0090*/                   EXIT ;
+        /*00a0*/                   BRA 0xa0;
+"""
+
+
+def test_loop_bodies_are_the_innermost_backward_branches():
+    """Two innermost loops (0x20-0x30 inside 0x10-0x50, and 0x60-0x70); neither the outer
+    loop, a forward branch nor the branch to itself after EXIT is one."""
+    pytest.importorskip("triton")
+    got = load_script().parse_sass(NESTED)
+    assert got["instructions"] == 11
+    assert got["loops"] == [2, 2]
 
 
 def test_a_bad_table_name_is_refused_before_compiling(capsys, tmp_path):

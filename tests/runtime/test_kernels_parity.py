@@ -678,6 +678,25 @@ def test_attention_ids_ahead_parity_small(fused, t, splits, with_topk):
     assert torch.equal(outs[0], outs[1])
 
 
+@pytest.mark.parametrize("window", [16, 24])
+@pytest.mark.parametrize("t,splits,with_topk,ahead,value_d", [
+    (1, None, True, False, 0), (5, None, True, True, 0), (4, 4, True, False, 0), (4, 4, True, True, 0),
+    (2, 3, True, False, 32), (3, None, False, False, 0)])
+def test_attention_split_sources_parity_small(fused, t, splits, with_topk, ahead, value_d, window):
+    """``AttentionTile.split_sources`` (a split's window slots in one loop, its top-k slots in
+    a second): the reference's values at a window that is a whole number of 16-key tiles and
+    at one that is not (the single loop's tile there holds keys of both sources), splits
+    starting inside the window or past it, ids ahead, a value split and no top-k; where the
+    window is whole tiles, bit for bit the single loop's output (the same tiles)."""
+    outs = [check_attention(fused, torch.Generator().manual_seed(13), t, TINY.num_attention_heads, TINY.head_dim,
+                            window, 8, 10, torch.float32, with_topk=with_topk,
+                            tile=AttentionTile(16, 16, splits=splits or 1, ids_ahead=ahead, value_d=value_d,
+                                               split_sources=on))
+            for on in (False, True)]
+    if window % 16 == 0:
+        assert torch.equal(outs[0], outs[1])
+
+
 @pytest.mark.parametrize("t", [9, 66])
 def test_attention_parity_wide_heads(fused, gen, t):
     """64 heads at 9-64 queries and at prefill take the tile table's wide rows (all 64 heads
@@ -715,6 +734,24 @@ def test_attention_prefetched_ids_parity_gpu(fused, t, n_heads, dtype, flag):
         outs = [check_attention(fused, torch.Generator().manual_seed(7), t, n_heads, 512, 128, 512, 3000, dtype,
                                 tile=replace(tile, **{flag: on})) for on in (False, True)]
         assert torch.equal(outs[0], outs[1]), f"{flag} moved the output: {tile.label()} T={t} H={n_heads}"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("t,n_heads", [(1, 16), (8, 16), (64, 16), (200, 16), (8, 64), (64, 64), (200, 64)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_attention_split_sources_parity_gpu(fused, t, n_heads, dtype):
+    """``AttentionTile.split_sources`` compiled on the table's own tile for the shape (window
+    128: whole tiles): within the reference's tolerance, and bit for bit the single loop's
+    output."""
+    from dataclasses import replace
+
+    from runtime.kernels.attention_tiles import tile_for
+
+    tile = tile_for(t, 512, heads=n_heads)
+    outs = [check_attention(fused, torch.Generator().manual_seed(7), t, n_heads, 512, 128, 512, 3000, dtype,
+                            tile=replace(tile, split_sources=on)) for on in (False, True)]
+    assert torch.equal(outs[0], outs[1]), f"split_sources moved the output: {tile.label()} T={t} H={n_heads}"
 
 
 @pytest.mark.gpu

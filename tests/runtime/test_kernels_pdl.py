@@ -185,7 +185,8 @@ PDL_PTX = textwrap.dedent("""
         dep = {"launch_pdl": True} if pdl else {}
         common = dict(HD=512, BLOCK_H=16, BLOCK_N=16, HAS_TOPK=True, IEEE=False, RING=False, PACKED=False,
                       VD=512, num_warps=4, num_stages=3)
-        yield ("attention", (attention._attn_partial_kernel, ATTENTION_SIGNATURE,
+        partial = jit(attention._attn_partial_kernel, helpers=attention.PARTIAL_HELPERS)
+        yield ("attention", (partial, ATTENTION_SIGNATURE,
                              dict(SPLIT=True, PDL=pdl, PDL_AT_EXIT=at_exit, **common)),
                (attention._attn_merge_kernel, MERGE_SIGNATURE, dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=pdl,
                                                                     **dep)))

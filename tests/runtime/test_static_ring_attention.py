@@ -274,6 +274,30 @@ def test_packed_ring_attention_is_bitwise_the_unpacked(kernel_cls, gen, b, split
     assert rel_err(got, core) <= 2e-5
 
 
+@pytest.mark.parametrize("window", [32, 24])
+@pytest.mark.parametrize("group", [False, True])
+@pytest.mark.parametrize("b,splits", [(5, 1), (4, 3)])
+def test_packed_ring_split_sources(kernel_cls, gen, b, splits, group, window):
+    """``AttentionTile.split_sources`` on packed caches (each tile decodes one format): at a
+    window of whole 16-key tiles bit for bit the single loop's output (which decodes both
+    formats per tile and selects), at one that is not within float32 rounding of the
+    batched torch core over the unpacked caches."""
+    from runtime.kernels.attention_tiles import AttentionTile
+
+    hd = 64
+    q, _, _, pos, floor, topk, sink = slab_case(gen, b, 4, hd, window, 20, 30, torch.float32, SMALL)
+    ring = random_packed(gen, (b, window), hd, "fp8", SMALL)
+    entries = random_packed(gen, (b, 30), hd, "nvfp4", SMALL)
+    single, split = (kernel_cls(tile=AttentionTile(16, 16, splits=splits, group_decode=group, split_sources=on))
+                     .ring(q, pos, floor, ring, entries, topk, sink) for on in (False, True))
+    if window % 16 == 0:
+        assert torch.equal(split.view(torch.int32), single.view(torch.int32)), \
+            f"max |diff| {(split - single).abs().max():.3g} (seed {gen.initial_seed()})"
+    cached = (q, ring.unpack(), entries.unpack(), pos, floor, topk, sink)
+    _, core = both(kernel_cls(), cached, window, hd)
+    assert rel_err(split, core) <= 2e-5
+
+
 def test_packed_ring_attention_ignores_the_value_split(kernel_cls, gen):
     """Packed caches decode every column once: a tile's value split does not apply to them
     (the same program as without it, bit for bit), while the unpacked caches under that tile
@@ -341,13 +365,16 @@ def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("flag", ["group_decode", "split_sources"])
 @pytest.mark.parametrize("scale", ["mid", "flash"])
 @pytest.mark.parametrize("b", [1, 8, 64])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_packed_ring_group_decode_gpu(kernel_cls, gen, scale, b, dtype):
-    """``AttentionTile.group_decode`` compiled, on the packed tiles' own rows: float32 (IEEE
-    dots) bit for bit the bit decoding's output; bf16 within the attention parity tolerance
-    of it (the two decodes reach the tensor cores through other code, as in
+def test_packed_ring_switch_gpu(kernel_cls, gen, scale, b, dtype, flag):
+    """``AttentionTile.group_decode`` (the decode per scale group) and ``split_sources`` (the
+    window's and the top-k's slots in two loops, each tile decoding one format) compiled, on
+    the packed tiles' own rows (window 128: whole tiles): float32 (IEEE dots) bit for bit
+    the row's own output without the switch; bf16 within the attention parity tolerance of
+    it (the decoded tiles reach the tensor cores through other code, as in
     test_packed_ring_attention_gpu), and the unpacked caches' output within it too."""
     from dataclasses import replace
 
@@ -360,12 +387,13 @@ def test_packed_ring_group_decode_gpu(kernel_cls, gen, scale, b, dtype):
     entries = random_packed(gen, (b, n), hd, "nvfp4", "cuda")
     tile = tile_for(b, hd, packed=True, heads=cfg.num_attention_heads)
     plain = kernel_cls(tile=tile).ring(q, pos, floor, ring, entries, topk, sink)
-    grouped = kernel_cls(tile=replace(tile, group_decode=True)).ring(q, pos, floor, ring, entries, topk, sink)
+    switched = kernel_cls(tile=replace(tile, **{flag: True})).ring(q, pos, floor, ring, entries, topk, sink)
     unpacked = kernel_cls(tile=tile).ring(q, pos, floor, ring.unpack(dtype), entries.unpack(dtype), topk, sink)
-    assert bool(torch.isfinite(grouped).all()), f"not finite (seed {gen.initial_seed()})"
+    assert bool(torch.isfinite(switched).all()), f"not finite (seed {gen.initial_seed()})"
     if dtype == torch.float32:
-        assert torch.equal(grouped, plain), f"max |diff| {(grouped - plain).abs().max():.3g} (seed {gen.initial_seed()})"
+        assert torch.equal(switched, plain), \
+            f"max |diff| {(switched - plain).abs().max():.3g} (seed {gen.initial_seed()})"
     for other in (plain, unpacked):
-        err = rel_err(grouped, other)
+        err = rel_err(switched, other)
         assert err <= (0.0 if dtype == torch.float32 and other is plain else 2e-2), \
             f"relative error {err:.3g} (seed {gen.initial_seed()})"
