@@ -15,9 +15,10 @@ device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MiB
 layout the batched torch core the kernel replaces in the static step is timed too.
 
 Candidates are the product of --block-h, --block-n, --warps, --stages, --splits, --merge-d,
---value-d, --programs, --prefetch-ids, --ids-ahead and --group-decode
+--value-d, --programs, --prefetch-ids, --ids-ahead, --group-decode and --split-sources
 (tilings that run the same program, e.g. a head cap above the head count, are timed
-once). The table printed last names, per T bucket, the candidate with the best
+once). ``--twins FLAG...`` times instead each case's table row beside its twin with each
+switch on (the deciding run of a flip). The table printed last names, per T bucket, the candidate with the best
 geometric mean over mid/flash x engine/ring of (its time / the case's best time), in
 the form of a TILES row to paste into runtime/kernels/attention_tiles.py.
 
@@ -35,7 +36,7 @@ import itertools
 import json
 import math
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -160,15 +161,17 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     merge = tile.merge_columns(shape.head_dim) if n_split > 1 else 0  # no merge without splits
     value = tile.value_columns(shape.head_dim, packed=shape.layout == "ring_packed")
     return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
-            value, tile.prefetch_ids, tile.ids_ahead, tile.group_decode and shape.layout == "ring_packed")
+            value, tile.prefetch_ids, tile.ids_ahead, tile.group_decode and shape.layout == "ring_packed",
+            tile.split_sources)
 
 
 def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
-               **where) -> CaseResult:
+               twins: tuple[str, ...] = (), **where) -> CaseResult:
     """``base``: a FusedSparseAttention whose kernels every candidate shares
     (``with_tile``); ``timer``: fn -> ms per call (benchmarks/kernels.py's graph replay; the
-    CPU smoke test passes a stand-in); ``where``: ``inputs``' device and dtype (default:
-    bf16 on the GPU)."""
+    CPU smoke test passes a stand-in); ``twins``: AttentionTile switches, each timed as the
+    case's table row with it on, after the candidates; ``where``: ``inputs``' device and
+    dtype (default: bf16 on the GPU)."""
     fused, reference = inputs(shape, gen, **where)
     want = reference().float()
     scale = max(1.0, float(want.abs().max()))
@@ -177,7 +180,7 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     if shape.layout != "engine":  # the engine's reference reads positions on the host: no graph
         result.core_ms = timer(reference)
     seen: dict[tuple, Timing] = {}
-    for tile in [table, *candidates]:
+    for tile in [table, *candidates, *(replace(table, **{flag: True}) for flag in twins)]:
         key = effective(tile, shape)
         if key in seen:
             if tile.label() not in {x.tile for x in result.timings}:
@@ -197,10 +200,15 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     return result
 
 
+TWIN_FLAGS = ("prefetch_ids", "ids_ahead", "group_decode", "split_sources")  # AttentionTile's on / off switches
+
+
 def candidates_from(args) -> list[AttentionTile]:
-    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a), bool(g)) for h, n, w, s, x, m, v, p, f, a, g in
+    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a), bool(g), bool(ss))
+            for h, n, w, s, x, m, v, p, f, a, g, ss in
             itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d,
-                              args.value_d, args.programs, args.prefetch_ids, args.ids_ahead, args.group_decode)]
+                              args.value_d, args.programs, args.prefetch_ids, args.ids_ahead, args.group_decode,
+                              args.split_sources)]
 
 
 def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, float]]:
@@ -227,7 +235,7 @@ def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, 
 def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
     parts = label.split()
     h, n, w, s, x = (int(part[1:]) for part in parts[:5])
-    flags = {"pf": "prefetch_ids", "ia": "ids_ahead", "gd": "group_decode"}
+    flags = {"pf": "prefetch_ids", "ia": "ids_ahead", "gd": "group_decode", "ss": "split_sources"}
     extra = "".join(f", {name}={part[1:]}" for part in parts[5:] if part not in flags
                     for prefix, name in (("m", "merge_d"), ("v", "value_d"), ("p", "programs")) if part[0] == prefix)
     extra += "".join(f", {name}=True" for flag, name in flags.items() if flag in parts[5:])
@@ -312,6 +320,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="1: the candidates' twins with AttentionTile.ids_ahead (each tile's ids one iteration ahead)")
     parser.add_argument("--group-decode", nargs="+", type=int, default=[0], choices=[0, 1],
                         help="1: the candidates' twins with AttentionTile.group_decode (packed caches: scales per group)")
+    parser.add_argument("--twins", nargs="+", default=[], choices=TWIN_FLAGS,
+                        help="time each case's table row and its twin with each of these switches on, and no "
+                             "other candidate (a flip's deciding run)")
+    parser.add_argument("--split-sources", nargs="+", type=int, default=[0], choices=[0, 1],
+                        help="1: the candidates' twins with AttentionTile.split_sources (window and top-k slots in "
+                             "two loops)")
     args = parser.parse_args(argv)
     if args.quick:
         args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]
@@ -319,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks/attention_tiles.py: --t expects positive query counts, got {args.t}", file=sys.stderr)
         return 2
     try:
-        candidates = candidates_from(args)
+        candidates = [] if args.twins else candidates_from(args)
     except ValueError as exc:
         print(f"benchmarks/attention_tiles.py: {exc} (from --block-h/--block-n/--warps/--stages/--splits/--merge-d/"
               "--value-d)",
@@ -339,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         for t in args.t:
             for layout in args.layouts:
                 shape = Shape(scale, t, layout, c.num_attention_heads, c.head_dim, c.sliding_window, c.index_topk)
-                result = sweep_case(shape, candidates, gen, base)
+                result = sweep_case(shape, candidates, gen, base, twins=tuple(args.twins))
                 best = result.best()
                 print(f"{shape.label:24s} {shape.bytes / 1e6:6.2f} MB  table {result.table_tile} "
                       f"{(result.ms_of(result.table_tile) or float('nan')) * 1e3:7.1f} us  best "

@@ -135,3 +135,26 @@ def test_sweep_case_runs_every_candidate_once_and_checks_it(monkeypatch, layout)
     assert (result.core_ms is not None) == (layout != "engine")
     assert all(x.error == "" and x.max_rel_err <= 2e-5 for x in result.timings)
     assert result.ms_of(tiles[0].label()) == result.ms_of(tiles[1].label())
+
+
+def test_twins_time_the_table_row_with_each_switch_on(monkeypatch):
+    """``twins``: the case's own table row, then that row with each switch on (here the
+    tiny case's row split into window and top-k loops, and loading its ids a tile ahead),
+    every one checked against the reference; the switches are AttentionTile's."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import dataclasses
+
+    import torch
+
+    from benchmarks.attention_tiles import TWIN_FLAGS, sweep_case
+    from runtime.kernels.attention import FusedSparseAttention
+
+    fields = {f.name: f for f in dataclasses.fields(AttentionTile)}
+    assert all(fields[flag].default is False for flag in TWIN_FLAGS)
+    shape = Shape("tiny", 2, "ring", 4, 32, 8, 40)
+    result = sweep_case(shape, [], torch.Generator().manual_seed(0), FusedSparseAttention(),
+                        timer=lambda fn: (fn(), 0.01)[1], twins=("split_sources", "ids_ahead"), device="cpu",
+                        dtype=torch.float32)
+    assert [x.tile for x in result.timings] == [result.table_tile, result.table_tile + " ss",
+                                                 result.table_tile + " ia"]
+    assert all(x.error == "" and x.max_rel_err <= 2e-5 for x in result.timings)
