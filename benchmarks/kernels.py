@@ -301,6 +301,12 @@ def attention_bytes(t: int, heads: int, head_dim: int, window: int, topk: int, p
     return t * (keys + heads * head_dim * 2 + heads * head_dim * 4 + 8 * topk)
 
 
+def attention_flops(t: int, heads: int, head_dim: int, window: int, topk: int) -> float:
+    """The two products of T queries over their window + top-k keys (scores and the
+    value sum, 2 FLOPs per multiply-add each), for both attention case builders."""
+    return 4 * t * heads * (window + topk) * head_dim
+
+
 def attention_case(ops, c: V41Config, name: str, t: int):
     """T queries of one request (the engine's layout): every query reads the same window and
     compressed caches. The bytes count each query's 640 keys as gathered, as T requests with
@@ -317,8 +323,8 @@ def attention_case(ops, c: V41Config, name: str, t: int):
     topk = torch.randint(0, ctx // 2, (t, k), device="cuda").sort(1).values
     sink = r(h, dtype=torch.float32)
     args = (q, positions, floor, swa, w, comp, topk, sink, NUM)
-    flops = 4 * t * h * (w + k) * hd
-    return Case("attention", name, f"T={t} H={h} hd={hd} W={w} topk={k}", attention_bytes(t, h, hd, w, k), flops), args
+    return Case("attention", name, f"T={t} H={h} hd={hd} W={w} topk={k}", attention_bytes(t, h, hd, w, k),
+                attention_flops(t, h, hd, w, k)), args
 
 
 TABLE_OPS = ("gate", "mhc", "inv_rope", "attention", "attention_ring", "attention_packed", "indexer", "compress",
@@ -354,9 +360,8 @@ def attention_ring_case(ops, c: V41Config, name: str, t: int, packed: bool = Fal
     args = (q, positions, floor, *keys, topk, rand(h, dtype=torch.float32), layout)
     op = "attention_packed" if packed else "attention_ring"
     storage = "fp8 ring nvfp4 entries" if packed else "bf16"
-    flops = 4 * t * h * (w + k) * hd
     return Case(op, name, f"B={t} H={h} hd={hd} W={w} topk={k} {storage}", attention_bytes(t, h, hd, w, k, packed),
-                flops), args
+                attention_flops(t, h, hd, w, k)), args
 
 
 def ring_reference(q, positions, floor, ring, entries, topk, sink, layout):
