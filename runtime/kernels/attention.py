@@ -80,19 +80,13 @@ def _fp8_window_keys(rows, scale_rows, ok, dim, HD: tl.constexpr, BLOCK_N: tl.co
 
 
 def _nvfp4_global_keys(rows, scale_rows, ok, dim, HD: tl.constexpr, BLOCK_N: tl.constexpr,
-                       GROUP_DECODE: tl.constexpr, JOIN: tl.constexpr):
+                       GROUP_DECODE: tl.constexpr):
     """Global keys [BLOCK_N, HD] float32 from e2m1 nibble pairs at ``rows`` (channel 2i in the
-    low nibble of byte i) times an e4m3 scale per 16 channels at ``scale_rows``. ``JOIN``
-    (GROUP_DECODE): each byte loaded once and its two decoded nibbles joined, else each
-    channel loads its byte (``AttentionTile.split_sources`` says which the kernel takes)."""
-    if GROUP_DECODE:
-        if JOIN:
-            byte = tl.load(rows[:, None] + tl.arange(0, HD // 2)[None, :], mask=ok[:, None],
-                           other=0).to(tl.int32)  # [BLOCK_N, HD / 2]
-            e2m1 = tl.reshape(tl.join(_e2m1_bits_value(byte), _e2m1_bits_value(byte >> 4)), (BLOCK_N, HD))
-        else:
-            byte = tl.load(rows[:, None] + (dim // 2)[None, :], mask=ok[:, None], other=0).to(tl.int32)
-            e2m1 = _e2m1_bits_value(byte >> ((dim % 2) * 4)[None, :])
+    low nibble of byte i) times an e4m3 scale per 16 channels at ``scale_rows``."""
+    if GROUP_DECODE:  # each byte loaded once, its two nibbles decoded and joined side by side
+        byte = tl.load(rows[:, None] + tl.arange(0, HD // 2)[None, :], mask=ok[:, None],
+                       other=0).to(tl.int32)  # [BLOCK_N, HD / 2]
+        e2m1 = tl.reshape(tl.join(_e2m1_bits_value(byte), _e2m1_bits_value(byte >> 4)), (BLOCK_N, HD))
         # the scale converted by the hardware once per 16 channels, broadcast
         cs = tl.load(scale_rows[:, None] + tl.arange(0, HD // 16)[None, :], mask=ok[:, None],
                      other=0)  # [BLOCK_N, HD / 16] u8
@@ -117,6 +111,21 @@ def _e2m1_bits_value(code):
     float32 arithmetic keeps: Triton emits no flush-to-zero), so 2^126 times it is the value,
     exactly: 0, 0.5, 1, 1.5, 2, 3, 4, 6."""
     return (((code & 7) << 22) | ((code & 8) << 28)).to(tl.float32, bitcast=True) * 8.507059173023462e37
+
+
+def _decoded_once(k, IEEE: tl.constexpr):
+    """``k`` through an identity the compiler cannot copy (inline PTX with a side effect), so
+    the decoded tile is computed once, in one layout, and converted for each product. Why:
+    the key tile is an operand of both products (scores: transposed; values: as is), and
+    Triton's layout pass copies a cheap-looking elementwise chain, the whole decode from the
+    loaded bytes, into each product's operand layout rather than convert its result; the
+    copy for the value product's layout is replicated across warps (sm_90, Triton 3.6: two
+    fp8 conversions per loaded tile in the kernel's TTGIR; the window loop of the 1-query
+    packed row with ``split_sources`` 1,470 instructions against 628;
+    ``AttentionTile.decode_once``)."""
+    if IEEE:
+        return tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [k], dtype=tl.float32, is_pure=False, pack=1)
+    return tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [k], dtype=k.dtype, is_pure=False, pack=2)
 
 
 def _tile_keys(js, hi, ids, p_t, floor_t, ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
@@ -151,7 +160,7 @@ def _tile_keys(js, hi, ids, p_t, floor_t, ring_base, W, swa_base, comp_base, swa
         if GLOBAL:
             crow = ids.to(tl.int64)
             k_glob = _nvfp4_global_keys(comp_base + crow * (HD // 2), comp_scale_base + crow * (HD // 16), comp_ok,
-                                        dim, HD, BLOCK_N, GROUP_DECODE, WINDOW)
+                                        dim, HD, BLOCK_N, GROUP_DECODE)
             if WINDOW:
                 k = tl.where(is_win[:, None], k, k_glob)
             else:
@@ -190,7 +199,7 @@ def _attend_keys(lo, hi, q, m_i, l_i, acc, topk_row, p_t, floor_t, ring_base, W,
                  swa_scale_base, comp_scale_base, dim, vdim, scale,
                  HD: tl.constexpr, VD: tl.constexpr, BLOCK_N: tl.constexpr, RING: tl.constexpr,
                  PACKED: tl.constexpr, GROUP_DECODE: tl.constexpr, IEEE: tl.constexpr, IDS_AHEAD: tl.constexpr,
-                 WINDOW: tl.constexpr, GLOBAL: tl.constexpr):
+                 DECODE_ONCE: tl.constexpr, WINDOW: tl.constexpr, GLOBAL: tl.constexpr):
     """Key slots [lo, hi), BLOCK_N per iteration, from the sources the loop reads
     (``WINDOW``: positions by slot; ``GLOBAL``: entries by top-k id), into the running
     softmax state, which it returns."""
@@ -210,6 +219,8 @@ def _attend_keys(lo, hi, q, m_i, l_i, acc, topk_row, p_t, floor_t, ring_base, W,
                                comp_scale_base, dim, HD, BLOCK_N, RING, PACKED, GROUP_DECODE, WINDOW, GLOBAL)
         if PACKED and not IEEE:
             k = k.to(q.dtype)  # exact: every packed value is a bf16 value
+        if DECODE_ONCE:
+            k = _decoded_once(k, IEEE)
         if VD == HD:
             v = k  # MQA: the values are the keys
         else:  # this program's value columns, read again (L1 / L2: the same rows)
@@ -226,6 +237,7 @@ def _attn_partial_kernel(
     HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr, VD: tl.constexpr,
     PDL: tl.constexpr = False, PDL_AT_EXIT: tl.constexpr = False, PREFETCH_IDS: tl.constexpr = False,
     IDS_AHEAD: tl.constexpr = False, GROUP_DECODE: tl.constexpr = False, SPLIT_SOURCES: tl.constexpr = False,
+    DECODE_ONCE: tl.constexpr = False,
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
     source shared by all queries, the engine's layout). PACKED: ``swa_ptr`` / ``comp_ptr``
@@ -248,7 +260,9 @@ def _attn_partial_kernel(
     ``SPLIT_SOURCES``: the split's window slots in one loop and its top-k slots in a second,
     each tile reading (and, packed, decoding) one source (``AttentionTile.split_sources``
     says why); where W is a multiple of BLOCK_N the tiles are the same, so the output is the
-    same bit for bit."""
+    same bit for bit. ``DECODE_ONCE`` (PACKED; CUDA only: inline PTX): the decoded key tile
+    passes an identity the compiler cannot copy, so it is decoded once for both products
+    (``_decoded_once`` says why); the same values."""
     if PDL:
         gdc_enter(False, PDL_AT_EXIT)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
@@ -256,6 +270,7 @@ def _attn_partial_kernel(
     t = tl.program_id(0).to(tl.int64)
     hb = tl.program_id(1)
     tl.static_assert(VD == HD or not PACKED, "packed caches decode every column once: no value split")
+    tl.static_assert(PACKED or not DECODE_ONCE, "decode once: packed caches only (loaded keys are not decoded)")
     V_BLOCKS: tl.constexpr = HD // VD
     split = tl.program_id(2) // V_BLOCKS
     vb = tl.program_id(2) % V_BLOCKS
@@ -305,16 +320,16 @@ def _attn_partial_kernel(
         m_i, l_i, acc = _attend_keys(start, tl.minimum(end, W), q, m_i, l_i, acc, topk_row, p_t, floor_t,
                                      ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
                                      vdim, scale, HD, VD, BLOCK_N, RING, PACKED, GROUP_DECODE, IEEE, IDS_AHEAD,
-                                     True, False)
+                                     DECODE_ONCE, True, False)
         m_i, l_i, acc = _attend_keys(tl.maximum(start, W), end, q, m_i, l_i, acc, topk_row, p_t, floor_t,
                                      ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
                                      vdim, scale, HD, VD, BLOCK_N, RING, PACKED, GROUP_DECODE, IEEE, IDS_AHEAD,
-                                     False, True)
+                                     DECODE_ONCE, False, True)
     else:
         m_i, l_i, acc = _attend_keys(start, end, q, m_i, l_i, acc, topk_row, p_t, floor_t,
                                      ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
                                      vdim, scale, HD, VD, BLOCK_N, RING, PACKED, GROUP_DECODE, IEEE, IDS_AHEAD,
-                                     True, HAS_TOPK)
+                                     DECODE_ONCE, True, HAS_TOPK)
     if SPLIT:
         part = (t * H + heads) * n_split + split
         tl.store(out_ptr + part[:, None] * HD + vdim[None, :], acc, mask=h_ok[:, None])
@@ -327,7 +342,8 @@ def _attn_partial_kernel(
 
 
 # the partial kernel's helpers, jitted with it (runtime/kernels/backend.py's ``jit``)
-PARTIAL_HELPERS = (_tile_ids, _fp8_window_keys, _e2m1_bits_value, _nvfp4_global_keys, _tile_keys, _online_softmax_step, _attend_keys)
+PARTIAL_HELPERS = (_tile_ids, _fp8_window_keys, _e2m1_bits_value, _nvfp4_global_keys, _decoded_once, _tile_keys,
+                   _online_softmax_step, _attend_keys)
 
 
 def _attn_merge_kernel(
@@ -464,7 +480,8 @@ class FusedSparseAttention:
                       num_stages=tile.num_stages,
                       PREFETCH_IDS=tile.prefetch_ids and has_topk and dev.type == "cuda" and not interpret_requested(),
                       IDS_AHEAD=tile.ids_ahead and has_topk, GROUP_DECODE=tile.group_decode and packed,
-                      SPLIT_SOURCES=tile.split_sources and has_topk)
+                      SPLIT_SOURCES=tile.split_sources and has_topk,
+                      DECODE_ONCE=tile.decode_once and packed and dev.type == "cuda" and not interpret_requested())
         scale_ptrs = (swa_scales, comp_scales)
         scalars = (n_heads, window, k_width, swa_rows, comp_rows, per_split, n_split, hd**-0.5)
         if n_split == 1:

@@ -104,15 +104,25 @@ Each row gives, for queries in the bucket:
   3.6, sass_static_sm90_triton36_attention.md; instructions of one loop iteration, and per
   key over mid's 128 window + 512 top-k slots): mid's 1-query row (16 heads, 32 keys) 715 ->
   416 (window) / 508 (top-k), 22.3 -> 15.3 per key; its 64-query row 1,045 -> 629 / 745,
-  32.7 -> 22.6 per key (engine layout, the table's launches). On packed caches the bit-decoded rows' top-k loop
-  (2,671 and 3,602 per 16 keys) is shorter than the single loop (4,131 and 4,820), the window
-  loop longer (5,316 and 5,214, spilling), so per key 258 -> 200 and 301 -> 245; with the
-  grouped decode 90 -> 91 and 152 -> 146 per key, the 1-query row without its 16 bytes of
-  stack. Where a tile reads only the entries, the grouped decode loads each NVFP4 byte per
-  channel rather than joining a byte's two nibbles (``_nvfp4_global_keys``' ``JOIN``): joined,
-  that loop took 1.0-1.6x the instructions at four tilings (the layout Triton 3.6 gives the
-  joined tile when no window tile shares it; scratch compiles, not in the table). Untimed: off until
-  benchmarks/attention_tiles.py (``--split-sources``, ``--twins split_sources``) times it.
+  32.7 -> 22.6 per key (engine layout, the table's launches). On the packed 1-query row (16
+  heads, 16 keys, 4 warps): bit-decoded 258 -> 200 per key, but with the grouped decode 90 ->
+  120 (each loop's decode copied into both products' layouts, below), and with the grouped
+  decode and ``decode_once`` 77 -> 53. Untimed: off until benchmarks/attention_tiles.py
+  (``--split-sources``, ``--twins split_sources``) times it.
+- ``decode_once`` (packed caches, CUDA only): the decoded key tile passes an identity the
+  compiler cannot copy (inline PTX), so it is decoded once and then converted for the two
+  products. Why: the tile is an operand of both (scores: transposed; values: as is), and
+  Triton 3.6's layout pass copies the cheap-looking decode chain, from the loaded bytes on,
+  into each product's operand layout instead of converting its result once: the kernel's
+  TTGIR held two fp8 conversions per loaded window tile, one of them in a layout replicated
+  across warps. The same values (an identity); the interpreter runs without it (it cannot
+  run PTX). Static sm_90 code (sass_static_sm90_triton36_attention.md), instructions per
+  key over mid's 640 slots: the packed 1-query row (16 heads, 16 keys, 4 warps) 258 -> 241
+  bit-decoded, with the grouped decode 90 -> 77 (stack 16 -> 0 bytes), and with split sources
+  too 53 (window loop 628 and top-k loop 903 per 16 keys); the 8-query row (32 heads) 301
+  bit-decoded, 152 grouped, 102 with all three; 16 heads x 32 keys on 8 warps with all three
+  25.7, against 15.3 for mid's bf16 1-query row split. Untimed: off until
+  benchmarks/attention_tiles.py (``--decode-once``, ``--twins decode_once``) times it.
 """
 
 from __future__ import annotations
@@ -140,6 +150,7 @@ class AttentionTile:
     ids_ahead: bool = False
     group_decode: bool = False
     split_sources: bool = False
+    decode_once: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_h", "block_n", "num_warps"):
@@ -194,8 +205,9 @@ class AttentionTile:
         ahead = " ia" if self.ids_ahead else ""
         group = " gd" if self.group_decode else ""
         sources = " ss" if self.split_sources else ""
+        once = " do" if self.decode_once else ""
         return (f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
-                f"{programs}{prefetch}{ahead}{group}{sources}")
+                f"{programs}{prefetch}{ahead}{group}{sources}{once}")
 
 
 def t_bucket(t: int) -> int:

@@ -251,7 +251,13 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     caches at every bucket by PACKED_TILES)."""
     from runtime.config import V41Config
     from runtime.kernels import attention
-    from runtime.kernels.attention_tiles import PACKED_TILES, PREFILL, T_BUCKETS, tile_for
+    from runtime.kernels.attention_tiles import (
+        PACKED_TILES,
+        PREFILL,
+        T_BUCKETS,
+        AttentionTile,
+        tile_for,
+    )
     from runtime.kernels.backend import jit
 
     partial = jit(attention._attn_partial_kernel, helpers=attention.PARTIAL_HELPERS)
@@ -270,7 +276,7 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
                               PACKED=layout != "engine", VD=512, num_warps=tile.num_warps,
                               num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
                               GROUP_DECODE=tile.group_decode and layout != "engine",
-                              SPLIT_SOURCES=tile.split_sources)
+                              SPLIT_SOURCES=tile.split_sources, DECODE_ONCE=tile.decode_once)
                 key = tuple(sorted(kwargs.items()))
                 if key not in seen:
                     seen.add(key)
@@ -306,14 +312,20 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
          dict(HD=512, BLOCK_H=tile.block_h, BLOCK_N=tile.block_n, SPLIT=True, HAS_TOPK=True, RING=True, IEEE=False,
               PACKED=True, VD=512, num_warps=tile.num_warps, num_stages=tile.num_stages, GROUP_DECODE=True))
         for tile in dict.fromkeys(PACKED_TILES[(bucket, 512)] for bucket in (1, 8))
-    ] + [  # a split's window slots and top-k slots in two loops (AttentionTile.split_sources): the
-        # packed tiles of 1 and 8 queries, bit-decoded and decoded per scale group, and mid's
-        # engine rows of 1 and 64 queries (the table's own launches beside them)
-        (f"attention option packed ring {tile.label()}{' group decode,' if group else ''} split sources", partial,
-         packed, dict(HD=512, BLOCK_H=tile.block_h, BLOCK_N=tile.block_n, SPLIT=True, HAS_TOPK=True, RING=True,
-                      IEEE=False, PACKED=True, VD=512, num_warps=tile.num_warps, num_stages=tile.num_stages,
-                      GROUP_DECODE=group, SPLIT_SOURCES=True))
-        for tile in dict.fromkeys(PACKED_TILES[(bucket, 512)] for bucket in (1, 8)) for group in (False, True)
+    ] + [  # the packed decode's switches (AttentionTile.group_decode, split_sources: the window's and
+        # the top-k's slots in two loops, decode_once): each on the 1-query packed row, alone and
+        # combined, all three on the 8-query row and on 16 heads x 32 keys, 8 warps
+        (f"attention option packed ring {tile.label()} " + ", ".join(name for name, on in (
+            ("group decode", group), ("split sources", split), ("decode once", once)) if on), partial, packed,
+         dict(HD=512, BLOCK_H=tile.block_h, BLOCK_N=tile.block_n, SPLIT=True, HAS_TOPK=True, RING=True, IEEE=False,
+              PACKED=True, VD=512, num_warps=tile.num_warps, num_stages=tile.num_stages, GROUP_DECODE=group,
+              SPLIT_SOURCES=split, DECODE_ONCE=once))
+        for tile, group, split, once in (
+            *((PACKED_TILES[(1, 512)], *switches) for switches in ((False, True, False), (True, True, False),
+                                                                   (False, False, True), (True, False, True),
+                                                                   (True, True, True))),
+            (PACKED_TILES[(8, 512)], True, True, True),
+            (AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16), True, True, True))
     ] + [
         (f"attention option mid T<={bucket} {layout} {tile.label()} split sources", partial, ATTENTION_SIGNATURE,
          dict(HD=512, BLOCK_H=tile.heads_per_program(16), BLOCK_N=tile.block_n, SPLIT=tile.splits > 1,

@@ -298,6 +298,19 @@ def test_packed_ring_split_sources(kernel_cls, gen, b, splits, group, window):
     assert rel_err(split, core) <= 2e-5
 
 
+def test_decode_once_is_off_in_the_interpreter(kernel_cls, gen):
+    """``AttentionTile.decode_once`` is inline PTX, which the interpreter cannot run: there the
+    launch leaves it out, and the output is the same bit for bit."""
+    from runtime.kernels.attention_tiles import AttentionTile
+
+    q, _, _, pos, floor, topk, sink = slab_case(gen, 3, 4, 64, 32, 20, 30, torch.float32, SMALL)
+    ring, entries = random_packed(gen, (3, 32), 64, "fp8", SMALL), random_packed(gen, (3, 30), 64, "nvfp4", SMALL)
+    plain, once = (kernel_cls(tile=AttentionTile(16, 16, splits=2, decode_once=on)).ring(q, pos, floor, ring, entries,
+                                                                                         topk, sink)
+                   for on in (False, True))
+    assert torch.equal(once.view(torch.int32), plain.view(torch.int32))
+
+
 def test_packed_ring_attention_ignores_the_value_split(kernel_cls, gen):
     """Packed caches decode every column once: a tile's value split does not apply to them
     (the same program as without it, bit for bit), while the unpacked caches under that tile
@@ -365,16 +378,18 @@ def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("flag", ["group_decode", "split_sources"])
+@pytest.mark.parametrize("flags", ["group_decode", "split_sources", "decode_once",
+                                   "group_decode,split_sources,decode_once"])
 @pytest.mark.parametrize("scale", ["mid", "flash"])
 @pytest.mark.parametrize("b", [1, 8, 64])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_packed_ring_switch_gpu(kernel_cls, gen, scale, b, dtype, flag):
-    """``AttentionTile.group_decode`` (the decode per scale group) and ``split_sources`` (the
-    window's and the top-k's slots in two loops, each tile decoding one format) compiled, on
-    the packed tiles' own rows (window 128: whole tiles): float32 (IEEE dots) bit for bit
-    the row's own output without the switch; bf16 within the attention parity tolerance of
-    it (the decoded tiles reach the tensor cores through other code, as in
+def test_packed_ring_switch_gpu(kernel_cls, gen, scale, b, dtype, flags):
+    """``AttentionTile.group_decode`` (the decode per scale group), ``split_sources`` (the
+    window's and the top-k's slots in two loops, each tile decoding one format) and
+    ``decode_once`` (the decoded tile computed once for both products), alone and together,
+    compiled on the packed tiles' own rows (window 128: whole tiles): float32 (IEEE dots)
+    bit for bit the row's own output without them; bf16 within the attention parity
+    tolerance of it (the decoded tiles reach the tensor cores through other code, as in
     test_packed_ring_attention_gpu), and the unpacked caches' output within it too."""
     from dataclasses import replace
 
@@ -387,7 +402,8 @@ def test_packed_ring_switch_gpu(kernel_cls, gen, scale, b, dtype, flag):
     entries = random_packed(gen, (b, n), hd, "nvfp4", "cuda")
     tile = tile_for(b, hd, packed=True, heads=cfg.num_attention_heads)
     plain = kernel_cls(tile=tile).ring(q, pos, floor, ring, entries, topk, sink)
-    switched = kernel_cls(tile=replace(tile, **{flag: True})).ring(q, pos, floor, ring, entries, topk, sink)
+    switched = kernel_cls(tile=replace(tile, **dict.fromkeys(flags.split(","), True))).ring(q, pos, floor, ring,
+                                                                                         entries, topk, sink)
     unpacked = kernel_cls(tile=tile).ring(q, pos, floor, ring.unpack(dtype), entries.unpack(dtype), topk, sink)
     assert bool(torch.isfinite(switched).all()), f"not finite (seed {gen.initial_seed()})"
     if dtype == torch.float32:
