@@ -15,12 +15,13 @@ device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MiB
 layout the batched torch core the kernel replaces in the static step is timed too.
 
 Candidates are the product of --block-h, --block-n, --warps, --stages, --splits, --merge-d,
---value-d, --programs, --prefetch-ids, --ids-ahead, --group-decode and --split-sources
-(tilings that run the same program, e.g. a head cap above the head count, are timed
-once). ``--twins FLAG...`` times instead each case's table row beside its twin with each
-switch on (the deciding run of a flip). The table printed last names, per T bucket, the candidate with the best
-geometric mean over mid/flash x engine/ring of (its time / the case's best time), in
-the form of a TILES row to paste into runtime/kernels/attention_tiles.py.
+--value-d, --programs, --prefetch-ids, --ids-ahead, --group-decode, --split-sources and
+--decode-once (tilings that run the same program, e.g. a head cap above the head count,
+are timed once). ``--twins FLAG...`` times instead each case's table row beside its twin
+with each switch on (the deciding run of a flip). The table printed last names, per T
+bucket, the candidate with the best geometric mean over mid/flash x engine/ring of (its
+time / the case's best time), in the form of a TILES row to paste into
+runtime/kernels/attention_tiles.py.
 
     PYTHONPATH=. python benchmarks/attention_tiles.py --out benchmarks/results
     PYTHONPATH=. python benchmarks/attention_tiles.py --quick --out "$OUT"
@@ -162,7 +163,7 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     value = tile.value_columns(shape.head_dim, packed=shape.layout == "ring_packed")
     return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
             value, tile.prefetch_ids, tile.ids_ahead, tile.group_decode and shape.layout == "ring_packed",
-            tile.split_sources)
+            tile.split_sources, tile.decode_once and shape.layout == "ring_packed")
 
 
 def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
@@ -200,15 +201,15 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     return result
 
 
-TWIN_FLAGS = ("prefetch_ids", "ids_ahead", "group_decode", "split_sources")  # AttentionTile's on / off switches
+TWIN_FLAGS = ("prefetch_ids", "ids_ahead", "group_decode", "split_sources", "decode_once")  # AttentionTile's on / off switches
 
 
 def candidates_from(args) -> list[AttentionTile]:
-    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a), bool(g), bool(ss))
-            for h, n, w, s, x, m, v, p, f, a, g, ss in
+    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a), bool(g), bool(ss), bool(do))
+            for h, n, w, s, x, m, v, p, f, a, g, ss, do in
             itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d,
                               args.value_d, args.programs, args.prefetch_ids, args.ids_ahead, args.group_decode,
-                              args.split_sources)]
+                              args.split_sources, args.decode_once)]
 
 
 def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, float]]:
@@ -235,7 +236,7 @@ def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, 
 def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
     parts = label.split()
     h, n, w, s, x = (int(part[1:]) for part in parts[:5])
-    flags = {"pf": "prefetch_ids", "ia": "ids_ahead", "gd": "group_decode", "ss": "split_sources"}
+    flags = {"pf": "prefetch_ids", "ia": "ids_ahead", "gd": "group_decode", "ss": "split_sources", "do": "decode_once"}
     extra = "".join(f", {name}={part[1:]}" for part in parts[5:] if part not in flags
                     for prefix, name in (("m", "merge_d"), ("v", "value_d"), ("p", "programs")) if part[0] == prefix)
     extra += "".join(f", {name}=True" for flag, name in flags.items() if flag in parts[5:])
@@ -326,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split-sources", nargs="+", type=int, default=[0], choices=[0, 1],
                         help="1: the candidates' twins with AttentionTile.split_sources (window and top-k slots in "
                              "two loops)")
+    parser.add_argument("--decode-once", nargs="+", type=int, default=[0], choices=[0, 1],
+                        help="1: the candidates' twins with AttentionTile.decode_once (packed caches: the decoded tile "
+                             "computed once for both products)")
     args = parser.parse_args(argv)
     if args.quick:
         args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]
