@@ -380,15 +380,73 @@ def parse_sass(text: str) -> dict:
     return {"instructions": len(kept), **counts, "loops": loops}
 
 
+_LOC_DEF = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$")
+_OP_AT = re.compile(r'^\s*(?:%[^=]*= )?"?([a-z_]+\.[a-z_.]+)\b.*\sloc\((#loc\d+)\)\s*$')
+_RESULT_TENSOR = re.compile(r"tensor<([^,>]*), (#[\w.]+(?:<\{[^}]*\}>)?)>")
+_LAYOUT_OPS = ("ttg.convert_layout", "ttg.local_", "ttg.async_", "ttg.memdesc", "scf.", "arith.constant", "tt.return",
+               "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.make_range")  # not computations on data
+
+
+def layout_copies(ttgir: str, min_elements: int = 2048) -> list[str]:
+    """Where Triton computes one source operation in more than one register layout: each
+    op (not a layout conversion, a shared-memory step or a shape op: splat, broadcast,
+    expand_dims, make_range, which index and mask tensors shared by two uses repeat) on a
+    tensor (not of predicates) of at least
+    ``min_elements`` whose source location (the same call path) and shape appear with two
+    or more result layouts, as "file:line xN" of its innermost location, sorted. Why: the layout
+    pass copies a cheap-looking chain into each consumer's layout rather than convert its
+    result once (attention's packed decode was computed once per product, one copy
+    replicated across warps: ``AttentionTile.decode_once``); a copy costs its whole
+    chain again per tile, and nothing else in the static counts points at it."""
+    places = {}
+    for line in ttgir.splitlines():
+        match = _LOC_DEF.match(line)
+        if match:
+            places[match.group(1)] = match.group(2)
+
+    def innermost(name: str) -> str:
+        body = places.get(name, "")
+        inner = re.match(r'(?:callsite\(|"[^"]*"\()(#loc\d*)', body)
+        if inner:
+            return innermost(inner.group(1))
+        found = re.match(r'"([^"]+)":(\d+)', body)
+        return f"{found.group(1).rsplit('/', 1)[-1]}:{found.group(2)}" if found else "unknown"
+
+    layouts: dict[tuple[str, str], set[str]] = {}
+    for line in ttgir.splitlines():
+        match = _OP_AT.match(line)
+        if not match or match.group(1).startswith(_LAYOUT_OPS) or " : " not in line:
+            continue
+        tensors = _RESULT_TENSOR.findall(line.rsplit(" : ", 1)[1])
+        if not tensors:
+            continue
+        shape, layout = tensors[-1]
+        if shape.endswith("xi1"):  # predicates (a pipelined loop's per-operand masks): no data work
+            continue
+        elements = 1
+        for size in re.findall(r"(\d+)x", shape):
+            elements *= int(size)
+        if elements >= min_elements:
+            layouts.setdefault((match.group(1), match.group(2), shape), set()).add(layout)
+    counts: dict[str, int] = {}
+    for (_, loc, _), seen in layouts.items():
+        if len(seen) > 1:
+            place = innermost(loc)
+            counts[place] = max(counts.get(place, 0), len(seen))
+    return sorted(f"{place} x{n}" for place, n in counts.items())
+
+
 def sass_resources(compiled) -> dict:
-    """A compiled kernel's static resources (``parse_resources`` and ``parse_sass``)."""
+    """A compiled kernel's static resources (``parse_resources`` and ``parse_sass``) and its
+    ``layout_copies``."""
     tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "kernel.cubin"
         cubin.write_bytes(compiled.asm["cubin"])
         usage = subprocess.run([str(tool), "-res-usage", str(cubin)], capture_output=True, text=True, check=True)
         sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True, check=True)
-    return {**parse_resources(usage.stdout), **parse_sass(sass.stdout)}
+    return {**parse_resources(usage.stdout), **parse_sass(sass.stdout),
+            "layout_copies": layout_copies(compiled.asm["ttgir"])}
 
 
 def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
@@ -420,13 +478,16 @@ def sass_markdown(rows: list[dict], command: str) -> str:
              f"- Command: `{command}`",
              "- Registers per thread, stack bytes (spills), static shared bytes, SASS instructions (no NOPs) and "
              "opcode counts of the whole kernel (static: a loop body counts once); loop bodies: the instructions "
-             "of each innermost loop, in address order (one iteration's static cost).", "",
-             "| launch | registers | stack B | shared B | instructions | loop bodies | " + " | ".join(OPCODES) + " |",
-             "|---|" + "---:|" * (5 + len(OPCODES))]
+             "of each innermost loop, in address order (one iteration's static cost); layout copies: source "
+             "lines whose operations (on tensors of >= 2,048 elements) Triton computes in more than one register "
+             "layout, with how many (compile_sm90.layout_copies).", "",
+             "| launch | registers | stack B | shared B | instructions | loop bodies | layout copies | "
+             + " | ".join(OPCODES) + " |",
+             "|---|" + "---:|" * 5 + "---|" + "---:|" * len(OPCODES)]
     for row in rows:
         lines.append(f"| {row['launch']} | {row['registers']} | {row['stack_bytes']} | {row['shared_bytes']} | "
                      f"{row['instructions']} | {' / '.join(map(str, row['loops'])) or '-'} | "
-                     + " | ".join(str(row[op]) for op in OPCODES) + " |")
+                     f"{', '.join(row['layout_copies']) or '-'} | " + " | ".join(str(row[op]) for op in OPCODES) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -476,6 +537,7 @@ def main(argv: list[str]) -> int:
         r = rows[-1]
         print(f"ok {name} | registers {r['registers']} stack {r['stack_bytes']} shared {r['shared_bytes']} "
               f"| instructions {r['instructions']} | loops {'/'.join(map(str, r['loops'])) or '-'} | "
+              f"copies {','.join(r['layout_copies']).replace(' ', '') or '-'} | "
               + " ".join(f"{op} {r[op]}" for op in OPCODES), flush=True)
     if sass and out_dir is not None:
         command = "python tests/runtime/compile_sm90.py " + " ".join(argv)

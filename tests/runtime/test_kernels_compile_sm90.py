@@ -123,6 +123,46 @@ def test_loop_bodies_are_the_innermost_backward_branches():
     assert got["loops"] == [2, 2]
 
 
+TTGIR = """
+#blocked = #ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+#mma = #ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [1, 4], instrShape = [16, 8]}>
+module {
+  tt.func public @k() {
+    %a = tt.fp_to_fp %x : tensor<16x512xf8E4M3FN, #blocked> -> tensor<16x512xf32, #blocked> loc(#loc7)
+    %b = tt.fp_to_fp %y : tensor<16x512xf8E4M3FN, #ttg.dot_op<{opIdx = 1, parent = #mma, kWidth = 4}>> -> tensor<16x512xf32, #ttg.dot_op<{opIdx = 1, parent = #mma, kWidth = 4}>> loc(#loc7)
+    %c = arith.mulf %a, %a : tensor<16x512xf32, #blocked> loc(#loc8)
+    %d = arith.mulf %p, %p : tensor<512x16xf32, #mma> loc(#loc8)
+    %e = arith.addi %i, %i : tensor<16xi32, #blocked> loc(#loc9)
+    %f = arith.addi %j, %j : tensor<16xi32, #mma> loc(#loc9)
+    %g = ttg.convert_layout %a : tensor<16x512xf32, #blocked> -> tensor<16x512xf32, #mma> loc(#loc10)
+    %h = ttg.convert_layout %g : tensor<16x512xf32, #mma> -> tensor<16x512xf32, #blocked> loc(#loc10)
+    tt.return loc(#loc1)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc("/x/attention.py":50:0)
+#loc1 = loc(unknown)
+#loc2 = loc("/x/attention.py":74:12)
+#loc3 = loc("/x/attention.py":210:20)
+#loc4 = loc("/x/attention.py":90:8)
+#loc5 = loc("/x/gate.py":12:3)
+#loc6 = loc("/x/gate.py":30:3)
+#loc7 = loc(callsite(#loc2 at #loc3))
+#loc8 = loc("c"(#loc4))
+#loc9 = loc(callsite(#loc5 at #loc6))
+#loc10 = loc(#loc4)
+"""
+
+
+def test_layout_copies_are_one_op_of_one_shape_in_two_layouts():
+    """The fp8 conversion at one call path in a blocked and a dot-operand layout is a copy,
+    named by its innermost line; one multiply of two shapes is two values, a 16-element
+    add is below the size that counts, and layout conversions are not computations."""
+    pytest.importorskip("triton")
+    script = load_script()
+    assert script.layout_copies(TTGIR) == ["attention.py:74 x2"]
+    assert script.layout_copies(TTGIR, min_elements=16) == ["attention.py:74 x2", "gate.py:12 x2"]
+
+
 def test_a_bad_table_name_is_refused_before_compiling(capsys, tmp_path):
     """``--name`` takes a file stem; a path or an empty value is a one-line error (exit 1)."""
     pytest.importorskip("triton")
