@@ -43,8 +43,9 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 38  # part 36's ids-ahead attention sweeps at 2 / 3 stages
 #   OUT=/path bash benchmarks/h200_checklist.sh 40  # flash's 64-head attention tile on 64-key tiles (part 36 runs it too)
 #   (36-38's deciding sweeps in one call, for a session with little device time: ... checklist.sh 40 38 37)
-#   OUT=/path bash benchmarks/h200_checklist.sh 41  # attention's group decode, split sources, decode once (untimed): GPU identity, table rows vs twins (run 1)
-#   OUT=/path bash benchmarks/h200_checklist.sh 43  # the twins again (run 2); packed ring tilings with the switches on
+#   OUT=/path bash benchmarks/h200_checklist.sh 41  # attention's group decode, split sources, decode once (untimed): GPU identity
+#   OUT=/path bash benchmarks/h200_checklist.sh 43  # the three switches timed: table rows vs their twins, twice
+#   OUT=/path bash benchmarks/h200_checklist.sh 44  # packed ring tilings with the group decode and decode once on, split sources 0 / 1
 #   OUT=/path bash benchmarks/h200_checklist.sh 42  # decode attention under ncu per source line: flash 8 queries, mid 64 requests on bf16 / packed rings
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
@@ -528,22 +529,24 @@ elif [ "$PART" = 41 ]; then
 # decoded tile computed once for both products (AttentionTile.decode_once, packed, CUDA only: Triton
 # copies the decode into each product's operand layout). sm_90 static, Triton 3.6, instructions per
 # key (sass_static_sm90_triton36_attention.md, "loop bodies"): mid's packed 1-query row 258, all
-# three switches 53; mid's bf16 1-query row 22.3, split 15.3. GPU identity first (float32 bit for
-# bit; bf16 within the parity tolerance where the decoded tile reaches the tensor cores through
-# other code), then every table row against its twin with each switch on (run 1 of 2; part 43
-# has run 2 and the packed tilings with the switches on)
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_static_ring_attention.py -m gpu -k "switch_gpu" > "$OUT/sw_gpu.log" 2>&1; el sw_gpu $?
+# three switches 53; mid's bf16 1-query row 22.3, split 15.3. This part: GPU identity (float32 bit
+# for bit; bf16 within the parity tolerance where the decoded tile reaches the tensor cores through
+# other code); part 43 times the switches, part 44 the packed tilings with them on. (The packed
+# test: 4 switch sets x 2 scales x 3 batches x 2 dtypes, about 60 compiles.)
+timeout 300 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_static_ring_attention.py -m gpu -k "switch_gpu" > "$OUT/sw_gpu.log" 2>&1; el sw_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/sw_gpu.log" | tail -6
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -m gpu -k "split_sources" > "$OUT/ss_gpu.log" 2>&1; el ss_gpu $?
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -m gpu -k "split_sources" > "$OUT/ss_gpu.log" 2>&1; el ss_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/ss_gpu.log" | tail -6
-timeout 150 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 64 --twins split_sources group_decode decode_once --out "$R/twins1" > "$OUT/twins1.log" 2>&1; el twins1 $?
-grep -hE "^- (mid|flash) T=" "$R"/twins1/*.md | cut -c1-400
 elif [ "$PART" = 43 ]; then
-# part 41's twins again (run 2), then packed ring attention over tilings with the group decode and
-# decode once on, split sources 0 / 1 (static: 16 heads x 32 keys on 8 warps, all three on, 25.7
-# instructions per key against the table row's 258)
-timeout 150 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 64 --twins split_sources group_decode decode_once --out "$R/twins2" > "$OUT/twins2.log" 2>&1; el twins2 $?
-grep -hE "^- (mid|flash) T=" "$R"/twins2/*.md | cut -c1-400
+# part 41's switches timed: every table row against its twin with each switch on, twice
+for run in 1 2; do
+  timeout 150 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 64 --twins split_sources group_decode decode_once --out "$R/twins$run" > "$OUT/twins$run.log" 2>&1; el twins$run $?
+  grep -hE "^- (mid|flash) T=" "$R"/twins$run/*.md | cut -c1-400
+done
+elif [ "$PART" = 44 ]; then
+# packed ring attention over tilings with the group decode and decode once on, split sources 0 / 1
+# (static: 16 heads x 32 keys on 8 warps, all three on, 25.7 instructions per key against the
+# table row's 258); its suggestion gives PACKED_TILES' next rows if part 43 keeps the switches
 timeout 300 python benchmarks/attention_tiles.py --scales mid flash --layouts ring_packed --t 1 8 64 --block-h 16 32 --block-n 16 32 --warps 4 8 --stages 3 --splits 16 --programs 256 --group-decode 1 --decode-once 1 --split-sources 0 1 --out "$R/gdss" > "$OUT/gdss.log" 2>&1; el gdss $?
 grep -hE "^- (mid|flash) T=" "$R"/gdss/*.md | cut -c1-400
 grep -E "table .* best|PACKED_TILES" -A6 "$OUT/gdss.log" | tail -12
