@@ -316,15 +316,20 @@ def _attn_partial_kernel(
         m_i = tl.load(sink_ptr + heads, mask=h_ok, other=0.0).to(tl.float32)
         l_i = tl.full((BLOCK_H,), 1.0, dtype=tl.float32)
     acc = tl.zeros((BLOCK_H, VD), dtype=tl.float32)
-    # one loop over the split's slots, or (SPLIT_SOURCES) its window slots, then its top-k slots
-    LOOPS: tl.constexpr = 2 if SPLIT_SOURCES and HAS_TOPK else 1
-    for loop in tl.static_range(LOOPS):
-        lo = start if loop == 0 else tl.maximum(start, W)
-        hi = tl.minimum(end, W) if LOOPS == 2 and loop == 0 else end
-        m_i, l_i, acc = _attend_keys(lo, hi, q, m_i, l_i, acc, topk_row, p_t, floor_t, ring_base, W, swa_base,
-                                     comp_base, swa_scale_base, comp_scale_base, dim, vdim, scale, HD, VD, BLOCK_N,
-                                     RING, PACKED, GROUP_DECODE, IEEE, IDS_AHEAD, DECODE_ONCE,
-                                     loop == 0, HAS_TOPK and (LOOPS == 1 or loop == 1))
+    if SPLIT_SOURCES and HAS_TOPK:  # the window's slots, then the top-k's: one source per tile
+        m_i, l_i, acc = _attend_keys(start, tl.minimum(end, W), q, m_i, l_i, acc, topk_row, p_t, floor_t,
+                                     ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
+                                     vdim, scale, HD, VD, BLOCK_N, RING, PACKED, GROUP_DECODE, IEEE, IDS_AHEAD,
+                                     DECODE_ONCE, True, False)
+        m_i, l_i, acc = _attend_keys(tl.maximum(start, W), end, q, m_i, l_i, acc, topk_row, p_t, floor_t,
+                                     ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
+                                     vdim, scale, HD, VD, BLOCK_N, RING, PACKED, GROUP_DECODE, IEEE, IDS_AHEAD,
+                                     DECODE_ONCE, False, True)
+    else:
+        m_i, l_i, acc = _attend_keys(start, end, q, m_i, l_i, acc, topk_row, p_t, floor_t,
+                                     ring_base, W, swa_base, comp_base, swa_scale_base, comp_scale_base, dim,
+                                     vdim, scale, HD, VD, BLOCK_N, RING, PACKED, GROUP_DECODE, IEEE, IDS_AHEAD,
+                                     DECODE_ONCE, True, HAS_TOPK)
     if SPLIT:
         part = (t * H + heads) * n_split + split
         tl.store(out_ptr + part[:, None] * HD + vdim[None, :], acc, mask=h_ok[:, None])
