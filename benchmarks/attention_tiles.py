@@ -201,7 +201,9 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     return result
 
 
-TWIN_FLAGS = ("prefetch_ids", "ids_ahead", "group_decode", "split_sources", "decode_once")  # AttentionTile's on / off switches
+SWITCH_LABELS = {"pf": "prefetch_ids", "ia": "ids_ahead", "gd": "group_decode", "ss": "split_sources",
+                 "do": "decode_once"}  # AttentionTile's on / off switches, by their label in AttentionTile.label()
+TWIN_FLAGS = tuple(SWITCH_LABELS.values())
 
 
 def candidates_from(args) -> list[AttentionTile]:
@@ -236,10 +238,9 @@ def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, 
 def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
     parts = label.split()
     h, n, w, s, x = (int(part[1:]) for part in parts[:5])
-    flags = {"pf": "prefetch_ids", "ia": "ids_ahead", "gd": "group_decode", "ss": "split_sources", "do": "decode_once"}
-    extra = "".join(f", {name}={part[1:]}" for part in parts[5:] if part not in flags
+    extra = "".join(f", {name}={part[1:]}" for part in parts[5:] if part not in SWITCH_LABELS
                     for prefix, name in (("m", "merge_d"), ("v", "value_d"), ("p", "programs")) if part[0] == prefix)
-    extra += "".join(f", {name}=True" for flag, name in flags.items() if flag in parts[5:])
+    extra += "".join(f", {name}=True" for flag, name in SWITCH_LABELS.items() if flag in parts[5:])
     return (f"({bucket}, {head_dim_bucket}): AttentionTile({h}, {n}, num_warps={w}, num_stages={s}, "
             f"splits={x}{extra}),")
 

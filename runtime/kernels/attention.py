@@ -69,13 +69,10 @@ def _fp8_window_keys(rows, scale_rows, ok, dim, HD: tl.constexpr, BLOCK_N: tl.co
         s8 = tl.reshape(tl.broadcast_to(((e8 << 23).to(tl.float32, bitcast=True))[:, :, None],
                                         (BLOCK_N, HD // 32, 32)), (BLOCK_N, HD))
         return c8.to(tl.float8e4nv, bitcast=True).to(tl.float32) * s8
-    # e4m3 byte (sign, exponent bias 7, 3 mantissa bits; exponent 0 is m * 2^-9) times
-    # 2^(ue8m0 byte - 127); every product is exact in float32
+    # the signed e4m3 byte times 2^(ue8m0 byte - 127); every product is exact in float32
     c8 = tl.load(rows[:, None] + dim[None, :], mask=ok[:, None], other=0).to(tl.int32)
     e8 = tl.load(scale_rows[:, None] + (dim // 32)[None, :], mask=ok[:, None], other=0).to(tl.int32)
-    ex = (c8 >> 3) & 15
-    mag = tl.where(ex == 0, (c8 & 7).to(tl.float32) * 0.001953125,
-                   (((ex + 120) << 23) | ((c8 & 7) << 20)).to(tl.float32, bitcast=True))
+    mag = _e4m3_bits_magnitude(c8)
     return tl.where((c8 & 128) != 0, -mag, mag) * (e8 << 23).to(tl.float32, bitcast=True)
 
 
@@ -98,10 +95,17 @@ def _nvfp4_global_keys(rows, scale_rows, ok, dim, HD: tl.constexpr, BLOCK_N: tl.
     i4 = (c4 & 7).to(tl.float32)
     mag4 = tl.where(i4 < 4.0, i4 * 0.5, tl.where(i4 < 6.0, i4 - 2.0, (i4 - 4.0) * 2.0))
     cs = tl.load(scale_rows[:, None] + (dim // 16)[None, :], mask=ok[:, None], other=0).to(tl.int32)
-    exs = (cs >> 3) & 15
-    sc = tl.where(exs == 0, (cs & 7).to(tl.float32) * 0.001953125,
-                  (((exs + 120) << 23) | ((cs & 7) << 20)).to(tl.float32, bitcast=True))
+    sc = _e4m3_bits_magnitude(cs)
     return tl.where((c4 & 8) != 0, -mag4, mag4) * sc
+
+
+def _e4m3_bits_magnitude(code):
+    """|value| of e4m3 codes (int32; exponent bias 7, 3 mantissa bits, exponent 0 is
+    m * 2^-9) by integer bit operations, exact in float32; the sign bit is the caller's
+    (the NVFP4 scales have none)."""
+    ex = (code >> 3) & 15
+    return tl.where(ex == 0, (code & 7).to(tl.float32) * 0.001953125,
+                    (((ex + 120) << 23) | ((code & 7) << 20)).to(tl.float32, bitcast=True))
 
 
 def _e2m1_bits_value(code):
@@ -342,8 +346,8 @@ def _attn_partial_kernel(
 
 
 # the partial kernel's helpers, jitted with it (runtime/kernels/backend.py's ``jit``)
-PARTIAL_HELPERS = (_tile_ids, _fp8_window_keys, _e2m1_bits_value, _nvfp4_global_keys, _decoded_once, _tile_keys,
-                   _online_softmax_step, _attend_keys)
+PARTIAL_HELPERS = (_tile_ids, _fp8_window_keys, _e4m3_bits_magnitude, _e2m1_bits_value, _nvfp4_global_keys,
+                   _decoded_once, _tile_keys, _online_softmax_step, _attend_keys)
 
 
 def _attn_merge_kernel(

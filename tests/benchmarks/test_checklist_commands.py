@@ -1,8 +1,7 @@
 """The H200 checklist's sweep commands parse: every ``benchmarks/attention_tiles.py`` line
 of benchmarks/h200_checklist.sh (loop variables set to one value; lines with other shell
-variables left out) is accepted by the
-script's own argument parser, so a device session does not lose a call to a misspelled
-flag. Off the GPU the script stops right after parsing, with its one-line "needs a CUDA
+variables left out) is accepted by the script's own argument parser, so a device session
+does not lose a call to a misspelled flag. Off the GPU the script stops right after parsing, with its one-line "needs a CUDA
 GPU" (a flag it refuses is another message, exit 2 too)."""
 
 from __future__ import annotations

@@ -307,32 +307,30 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
         ("attention option flash h64 n32 w8 s3 prefetch ids, ids ahead", partial,
          ATTENTION_SIGNATURE, dict(common, BLOCK_H=64, BLOCK_N=32, num_warps=8, num_stages=3, SPLIT=False, RING=False,
                                    PACKED=False, VD=512, PREFETCH_IDS=True, IDS_AHEAD=True)),
-    ] + [  # packed caches decoded per scale group (AttentionTile.group_decode), on the packed tiles' rows
-        (f"attention option packed ring {tile.label()} group decode", partial, packed,
-         dict(HD=512, BLOCK_H=tile.block_h, BLOCK_N=tile.block_n, SPLIT=True, HAS_TOPK=True, RING=True, IEEE=False,
-              PACKED=True, VD=512, num_warps=tile.num_warps, num_stages=tile.num_stages, GROUP_DECODE=True))
-        for tile in dict.fromkeys(PACKED_TILES[(bucket, 512)] for bucket in (1, 8))
     ] + [  # the packed decode's switches (AttentionTile.group_decode, split_sources: the window's and
-        # the top-k's slots in two loops, decode_once): each on the 1-query packed row, alone and
-        # combined, all three on the 8-query row and on 16 heads x 32 keys, 8 warps
+        # the top-k's slots in two loops, decode_once): the group decode on the packed rows of 1 and
+        # 8 queries, each switch on the 1-query row alone and combined, all three on the 8-query row
+        # and on 16 heads x 32 keys, 8 warps
         (f"attention option packed ring {tile.label()} " + ", ".join(name for name, on in (
             ("group decode", group), ("split sources", split), ("decode once", once)) if on), partial, packed,
          dict(HD=512, BLOCK_H=tile.block_h, BLOCK_N=tile.block_n, SPLIT=True, HAS_TOPK=True, RING=True, IEEE=False,
               PACKED=True, VD=512, num_warps=tile.num_warps, num_stages=tile.num_stages, GROUP_DECODE=group,
               SPLIT_SOURCES=split, DECODE_ONCE=once))
         for tile, group, split, once in (
+            (PACKED_TILES[(1, 512)], True, False, False),
+            (PACKED_TILES[(8, 512)], True, False, False),
             *((PACKED_TILES[(1, 512)], *switches) for switches in ((False, True, False), (True, True, False),
                                                                    (False, False, True), (True, False, True),
                                                                    (True, True, True))),
             (PACKED_TILES[(8, 512)], True, True, True),
             (AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16), True, True, True))
     ] + [
-        (f"attention option mid T<={bucket} {layout} {tile.label()} split sources", partial, ATTENTION_SIGNATURE,
+        (f"attention option mid T<={bucket} engine {tile.label()} split sources", partial, ATTENTION_SIGNATURE,
          dict(HD=512, BLOCK_H=tile.heads_per_program(16), BLOCK_N=tile.block_n, SPLIT=tile.splits > 1,
-              HAS_TOPK=True, RING=layout == "ring", IEEE=False, PACKED=False, VD=512, num_warps=tile.num_warps,
+              HAS_TOPK=True, RING=False, IEEE=False, PACKED=False, VD=512, num_warps=tile.num_warps,
               num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
               SPLIT_SOURCES=True))
-        for bucket, layout in ((1, "engine"), (64, "engine")) for tile in (tile_for(bucket, 512, heads=16),)
+        for bucket in (1, 64) for tile in (tile_for(bucket, 512, heads=16),)
     ]
 
 
@@ -391,9 +389,9 @@ def layout_copies(ttgir: str, min_elements: int = 2048) -> list[str]:
     """Where Triton computes one source operation in more than one register layout: each
     op (not a layout conversion, a shared-memory step or a shape op: splat, broadcast,
     expand_dims, make_range, which index and mask tensors shared by two uses repeat) on a
-    tensor (not of predicates) of at least
-    ``min_elements`` whose source location (the same call path) and shape appear with two
-    or more result layouts, as "file:line xN" of its innermost location, sorted. Why: the layout
+    tensor (not of predicates) of at least ``min_elements`` whose source location (the same
+    call path) and shape appear with two or more result layouts, as "file:line xN" of its
+    innermost location, sorted. Why: the layout
     pass copies a cheap-looking chain into each consumer's layout rather than convert its
     result once (attention's packed decode was computed once per product, one copy
     replicated across warps: ``AttentionTile.decode_once``); a copy costs its whole
@@ -412,7 +410,7 @@ def layout_copies(ttgir: str, min_elements: int = 2048) -> list[str]:
         found = re.match(r'"([^"]+)":(\d+)', body)
         return f"{found.group(1).rsplit('/', 1)[-1]}:{found.group(2)}" if found else "unknown"
 
-    layouts: dict[tuple[str, str], set[str]] = {}
+    layouts: dict[tuple[str, str, str], set[str]] = {}  # (op, location, shape) -> result layouts
     for line in ttgir.splitlines():
         match = _OP_AT.match(line)
         if not match or match.group(1).startswith(_LAYOUT_OPS) or " : " not in line:
