@@ -46,6 +46,7 @@ class SourceLine:
 class Launch:
     kernel: str
     lines: list[SourceLine] = field(default_factory=list)
+    unread: int = 0  # data rows without a line number (a malformed row), counted in the note
 
     @property
     def samples(self) -> int:
@@ -54,6 +55,21 @@ class Launch:
 
 def _count(value: str) -> int:
     return int(value) if value not in ("", "-") else 0
+
+
+def read_rows(text: str) -> list[list[str]]:
+    """The CSV's rows. ncu quotes every field but does not escape a quote inside one (a
+    kernel line such as ``tl.inline_asm_elementwise(asm, "=r,l", ...)``), which a CSV
+    reader splits at the inner quotes; each field is quoted, so a row is its line
+    without the outer quotes split at ``","``. A line not written that way goes to the
+    CSV reader."""
+    rows = []
+    for line in text.splitlines():
+        if len(line) >= 2 and line[0] == line[-1] == '"':
+            rows.append(line[1:-1].split('","'))
+        else:
+            rows.extend(csv.reader([line]))
+    return rows
 
 
 def parse(rows: list[list[str]], where: str = "csv") -> list[Launch]:
@@ -84,6 +100,9 @@ def parse(rows: list[list[str]], where: str = "csv") -> list[Launch]:
             raise ValueError(f"{where}: row {number}: a data row before its section's header")
         if not row[0]:
             continue  # a SASS row: its samples are already in its source line's row
+        if not row[0].isdigit():  # no line number: a row read_rows could not split
+            launches[-1].unread += 1
+            continue
         stalls = Counter({name[len("stall_"):]: _count(row[i]) for i, name in enumerate(header)
                           if name.startswith("stall_") and "Not Issued" not in name and i < len(row)})
         launches[-1].lines.append(SourceLine(file, int(row[0]), row[1].strip(), _count(row[header.index(SAMPLES)]),
@@ -95,7 +114,8 @@ def markdown(launches: list[Launch], top: int) -> str:
     out = []
     for n, launch in enumerate(launches):
         total = launch.samples
-        out += [f"### launch {n}: {launch.kernel}, {total} samples", "",
+        unread = f" ({launch.unread} CSV rows unread: no line number)" if launch.unread else ""
+        out += [f"### launch {n}: {launch.kernel}, {total} samples{unread}", "",
                 "| samples | share | line | source | top stall reasons |", "|---:|---:|---|---|---|"]
         for s in sorted(launch.lines, key=lambda s: -s.samples)[:top]:
             if not s.samples:
@@ -113,8 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=12, help="source lines per launch (default: 12)")
     args = parser.parse_args(argv)
     try:
-        with args.csv.open(newline="") as f:
-            launches = parse(list(csv.reader(f)), str(args.csv))
+        launches = parse(read_rows(args.csv.read_text()), str(args.csv))
     except (OSError, ValueError, UnicodeDecodeError) as e:
         print(f"benchmarks/ncu_source_lines.py: {e}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ import io
 
 import pytest
 
-from benchmarks.ncu_source_lines import main, markdown, parse
+from benchmarks.ncu_source_lines import main, markdown, parse, read_rows
 
 HEADER = ["Line No", "Source", "Address", "Source", "Warp Stall Sampling (All Samples)", "# Samples",
           "stall_barrier", "stall_long_sb", "stall_barrier (Not Issued)", "stall_long_sb (Not Issued)"]
@@ -49,6 +49,34 @@ def test_launches_are_split_at_their_sections_and_summed_per_source_line():
     assert f"| 30 | {30 / 46:.0%} | gate.py:92 |" in note and "| 10 | 22% | gate.py:73 |" in note
     assert "standard.py:191" not in note  # third of launch 0 by samples: beyond top=2
     assert "| 20 | 100% | gate.py:73 | `for d0 in range(...)` | long_sb 19 |" in note
+
+
+def test_a_quote_inside_a_source_line_stays_in_its_field():
+    """ncu does not escape a quote inside a field (seen in session 31: attention's
+    ``tl.inline_asm_elementwise(_PREFETCH_L1, "=r,l", ..., dtype=tl.int32,`` line, which a
+    CSV reader split into a row starting ``' dtype=tl.int32'``): read_rows keeps the line
+    whole and its samples in their columns."""
+    text = "\n".join(['"File Path","/repo/runtime/kernels/attention.py"', '"Function Name","_attn_partial_kernel"',
+                      ",".join(f'"{h}"' for h in HEADER),
+                      '"314","x = tl.inline_asm_elementwise(A, "=r,l", [p], dtype=tl.int32,","-","-","7","7","4","3",'
+                      '"0","0"',
+                      '"","","0x7f00","  LOP3.LUT R6, R0, 0x1f, RZ, 0xc0, !PT","7","7","4","3","0","0"'])
+    assert list(csv.reader(io.StringIO(text)))[3][4] != "7"  # a CSV reader's split: the samples' column shifted
+    (launch,) = parse(read_rows(text))
+    (line,) = launch.lines
+    assert (line.line, line.text, line.samples, line.stalls) == (
+        314, 'x = tl.inline_asm_elementwise(A, "=r,l", [p], dtype=tl.int32,', 7, {"barrier": 4, "long_sb": 3})
+
+
+def test_rows_without_a_line_number_are_counted_not_read():
+    """A data row that still has no line number is counted and named in the note, and the
+    lines around it are read."""
+    rows = section("/repo/runtime/kernels/attention.py", "_attn_partial_kernel",
+                   [(10, "x = 1", 5, 5, 0), (12, "y = 2", 7, 0, 7)])
+    rows.insert(5, [" dtype=tl.int32)", "-", "-", "3", "3", "0", "0", "0", "0"])
+    (launch,) = parse(rows)
+    assert [(s.line, s.samples) for s in launch.lines] == [(10, 5), (12, 7)] and launch.unread == 1
+    assert "### launch 0: _attn_partial_kernel, 12 samples (1 CSV rows unread: no line number)" in markdown([launch], 2)
 
 
 def write(path, rows):
