@@ -181,7 +181,7 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     if shape.layout != "engine":  # the engine's reference reads positions on the host: no graph
         result.core_ms = timer(reference)
     seen: dict[tuple, Timing] = {}
-    for tile in [table, *candidates, *(replace(table, **{flag: True}) for flag in twins)]:
+    for tile in [table, *candidates, *(replace(table, **{flag: True}, **TWIN_NEEDS.get(flag, {})) for flag in twins)]:
         key = effective(tile, shape)
         if key in seen:
             if tile.label() not in {x.tile for x in result.timings}:
@@ -204,14 +204,19 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
 SWITCH_LABELS = {"pf": "prefetch_ids", "ia": "ids_ahead", "gd": "group_decode", "ss": "split_sources",
                  "do": "decode_once"}  # AttentionTile's on / off switches, by their label in AttentionTile.label()
 TWIN_FLAGS = tuple(SWITCH_LABELS.values())
+TWIN_NEEDS = {"group_decode": {"decode_once": True}}  # a switch's twin with the switches it needs (AttentionTile)
 
 
 def candidates_from(args) -> list[AttentionTile]:
+    """The product of the tiling and switch options, less the group decode without decode
+    once where decode once is in the product too (AttentionTile refuses that pair; asked
+    for alone, its error names it)."""
     return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a), bool(g), bool(ss), bool(do))
             for h, n, w, s, x, m, v, p, f, a, g, ss, do in
             itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d,
                               args.value_d, args.programs, args.prefetch_ids, args.ids_ahead, args.group_decode,
-                              args.split_sources, args.decode_once)]
+                              args.split_sources, args.decode_once)
+            if not (g and not do and 1 in args.decode_once)]
 
 
 def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, float]]:
@@ -297,7 +302,7 @@ def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: d
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--quick", action="store_true", help="a small candidate set (block-n 16 32, warps 4 8, "
@@ -321,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ids-ahead", nargs="+", type=int, default=[0], choices=[0, 1],
                         help="1: the candidates' twins with AttentionTile.ids_ahead (each tile's ids one iteration ahead)")
     parser.add_argument("--group-decode", nargs="+", type=int, default=[0], choices=[0, 1],
-                        help="1: the candidates' twins with AttentionTile.group_decode (packed caches: scales per group)")
+                        help="1: the candidates' twins with AttentionTile.group_decode (packed caches: scales per "
+                             "group; needs --decode-once 1)")
     parser.add_argument("--twins", nargs="+", default=[], choices=TWIN_FLAGS,
                         help="time each case's table row and its twin with each of these switches on, and no "
                              "other candidate (a flip's deciding run)")
@@ -331,7 +337,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decode-once", nargs="+", type=int, default=[0], choices=[0, 1],
                         help="1: the candidates' twins with AttentionTile.decode_once (packed caches: the decoded tile "
                              "computed once for both products)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.quick:
         args.block_h, args.block_n, args.warps, args.stages, args.splits = [16, 32], [16, 32], [4, 8], [3], [4, 16]
     if any(t < 1 for t in args.t):
@@ -340,9 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         candidates = [] if args.twins else candidates_from(args)
     except ValueError as exc:
-        print(f"benchmarks/attention_tiles.py: {exc} (from --block-h/--block-n/--warps/--stages/--splits/--merge-d/"
-              "--value-d)",
-              file=sys.stderr)
+        print(f"benchmarks/attention_tiles.py: {exc} (from the tiling and switch options)", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
         print("benchmarks/attention_tiles.py: needs a CUDA GPU", file=sys.stderr)

@@ -87,11 +87,18 @@ Each row gives, for queries in the bucket:
   rows spill (328-784 bytes, sass_static_sm90_triton36_attention.md). Since session 30 the
   NVFP4 value is built from its bits (exponent and mantissa placed as a float32 denormal or
   normal, times 2^126) instead of a chain of compares and selects. The same values bit for
-  bit (the interpreter test); untimed: off until benchmarks/attention_tiles.py
-  (``--group-decode``, ``--twins group_decode``) times it. Static sm_90 code (Triton 3.6,
+  bit (the interpreter test). Static sm_90 code (Triton 3.6,
   sass_static_sm90_triton36_attention.md, "loop bodies": one key-loop iteration) of the
-  packed rows for 1 and 8 queries: 4,131 -> 1,438 and 4,820 -> 2,435 instructions per
-  16-key tile.
+  packed rows for 1 and 8 queries before session 31: 4,131 -> 1,438 and 4,820 -> 2,435
+  instructions per 16-key tile. It needs ``decode_once`` (AttentionTile refuses it alone):
+  on its own its bf16 output on the GPU was wrong (session 31, H100, Triton 3.6: in all 6
+  bf16 cases of the GPU test, relative error 1.0-3.5 against the same row without it, and
+  in all 6 sweep cases of both runs, 0.66-1.95 of the reference's largest value; float32, whose
+  products are not on the tensor cores, bit for bit).
+  What differs in the compiled kernel: alone, its TTGIR stores the decoded tile to shared
+  memory twice and gives both products' operands ``kWidth = 8`` (the width Triton picks
+  for a tile converted from 8-bit floats); through ``decode_once``'s identity, one store and
+  ``kWidth = 2``. Which Triton step goes wrong was not isolated.
 - ``split_sources``: each program walks its split's window slots in one loop and its top-k
   slots in a second, so a tile reads one source. Why: a tile of the single loop may hold
   both kinds of key, so every iteration addresses both sources, and on packed caches
@@ -107,8 +114,20 @@ Each row gives, for queries in the bucket:
   32.7 -> 22.6 per key (engine layout, the table's launches). On the packed 1-query row (16
   heads, 16 keys, 4 warps): bit-decoded 258 -> 200 per key, but with the grouped decode 90 ->
   120 (each loop's decode copied into both products' layouts, below), and with the grouped
-  decode and ``decode_once`` 77 -> 53. Untimed: off until benchmarks/attention_tiles.py
-  (``--split-sources``, ``--twins split_sources``) times it.
+  decode and ``decode_once`` 77 -> 53. Timed in session 31 on an H100 (each table row
+  against its twin with split sources, twice: attention_tiles_h100_twins_1.md,
+  attention_tiles_h100_twins_2.md, attention_tiles_h100_prefill_twins_1.md,
+  attention_tiles_h100_prefill_twins_2.md; engine / ring, us): 64 queries ``mid`` 21.5 /
+  26.8 -> 19.4 / 22.8 and 21.5 / 26.9 -> 19.3 / 23.1, ``flash`` 51.6 / 56.8 -> 48.6 /
+  53.6 and 51.6 / 56.9 -> 48.6 / 53.8; 8 queries ``mid`` 11.0 / 11.5 -> 10.8 / 11.1 and
+  10.8 / 11.4 -> 10.7 / 11.0, ``flash`` 19.1 / 19.2 -> 18.7 / 19.2 and 19.1 / 19.3 ->
+  18.9 / 19.3; 512 queries ``mid`` 116.8 / 123.3 -> 100.6 / 112.6 and 115.1 / 121.8 ->
+  99.1 / 110.7, ``flash`` 299.7 / 336.5 -> 271.5 / 307.2 and 300.1 / 332.9 -> 272.9 /
+  303.6. At 1 query on the old 32-key row ``mid``'s engine layout lost (9.5 -> 9.8, 9.7),
+  but the retiled row below won with it. So every hd-512 row splits its sources. It costs
+  shared memory (two pipelined loops): flash's 64-head rows spill 48-64 bytes, and 64
+  float32 heads at 3 stages would need 270,592 bytes (compiled metadata), more than sm_90
+  has; the rows run 2 stages there.
 - ``decode_once`` (packed caches, CUDA only): the decoded key tile passes an identity the
   compiler cannot copy (inline PTX), so it is decoded once and then converted for the two
   products. Why: the tile is an operand of both (scores: transposed; values: as is), and
@@ -121,8 +140,11 @@ Each row gives, for queries in the bucket:
   bit-decoded, with the grouped decode 90 -> 77 (stack 16 -> 0 bytes), and with split sources
   too 53 (window loop 628 and top-k loop 903 per 16 keys); the 8-query row (32 heads) 301
   bit-decoded, 152 grouped, 102 with all three; 16 heads x 32 keys on 8 warps with all three
-  25.7, against 15.3 for mid's bf16 1-query row split. Untimed: off until
-  benchmarks/attention_tiles.py (``--decode-once``, ``--twins decode_once``) times it.
+  25.7, against 15.3 for mid's bf16 1-query row split. Timed in session 31 (H100, the
+  twins above; packed ring, us, two runs): on the old packed rows alone 33.4 / 33.0 ->
+  31.5 / 31.9 (``mid`` 1 query), 148.9 / 147.9 -> 136.9 / 133.4 (``mid`` 64), 414.4 /
+  415.5 -> 364.2 / 364.1 (``flash`` 64); with the group decode and split sources on 16
+  heads x 32 keys, PACKED_TILES below.
 """
 
 from __future__ import annotations
@@ -171,6 +193,9 @@ class AttentionTile:
         if self.num_stages < 1 or self.splits < 1:
             raise ValueError(f"AttentionTile: num_stages and splits must be >= 1, got "
                              f"{self.num_stages}, {self.splits}")
+        if self.group_decode and not self.decode_once:
+            raise ValueError("AttentionTile.group_decode needs decode_once=True: without it the bf16 "
+                             "output on the GPU is wrong (Triton 3.6; the module docstring says why)")
 
     def heads_per_program(self, n_heads: int) -> int:
         wanted = max(16, next_pow2(n_heads))
@@ -245,13 +270,24 @@ def hd_bucket(head_dim: int) -> int:
 # an H100 (benchmarks/results/attention_tiles_h100_mid_t512_1.md, attention_tiles_h100_mid_t512_2.md),
 # 133.2 -> 128.8 us (engine) in one run on the H200 (session 26, console only). Since session 29
 # the 64-query and prefill rows load each tile's ids a tile ahead, on 2 and 3 stages (the module
-# docstring, ``ids_ahead``, has the timings).
+# docstring, ``ids_ahead``, has the timings). Since session 31 every hd-512 row splits its
+# sources (the module docstring, ``split_sources``), and the 1- and 8-query rows are a sweep's
+# suggestion with it (attention_tiles_h100_split_sources_sweep.md), each then run twice against
+# the row before (H100; attention_tiles_h100_t1_1.md, attention_tiles_h100_t1_2.md,
+# attention_tiles_h100_t8_1.md, attention_tiles_h100_t8_2.md; engine / ring, us): 1 query, 64
+# keys per tile on 2 stages, ``mid`` 9.6 / 10.5 -> 8.2 / 9.1 and 9.5 / 10.2 -> 8.1 / 9.0,
+# ``flash`` 10.6 / 10.8 -> 8.8 / 9.6 and 10.4 / 10.9 -> 8.7 / 9.6; 8 queries, 4 warps on 2
+# stages, ``mid`` 10.5 / 11.1 -> 10.2 / 10.2 and 10.5 / 11.1 -> 10.2 / 10.0, ``flash`` 19.2 /
+# 19.3 -> 15.9 / 15.9 and 19.3 / 19.5 -> 16.0 / 15.9 (without the merge's column blocks
+# ``flash`` took 14.8-15.1 but ``mid`` 11.1-11.6).
 TILES: dict[tuple[int, int], AttentionTile] = {
-    (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=64),
-    (8, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=256, programs=256),
+    (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, merge_d=64, split_sources=True),
+    (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, merge_d=256, programs=256,
+                            split_sources=True),
     (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=2, splits=4, programs=256, prefetch_ids=True,
-                             ids_ahead=True),
-    (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=1, prefetch_ids=True, ids_ahead=True),
+                             ids_ahead=True, split_sources=True),
+    (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=1, prefetch_ids=True, ids_ahead=True,
+                                  split_sources=True),
     (1, 128): AttentionTile(32, 32, splits=16),
     (8, 128): AttentionTile(32, 32, splits=16),
     (64, 128): AttentionTile(32, 32, splits=4),
@@ -273,12 +309,25 @@ TILES: dict[tuple[int, int], AttentionTile] = {
 # 2 splits, mid 128 slots 384.5 -> 289.8 us, 1-3 % slower in the other three cases; filling 256
 # programs instead (attention_tiles_h200_packed_programs.md) gives each case its best: 128 slots
 # mid 292.1 us (2 splits), flash 757.0 (1); 512 slots 1,119.7 / 3,008.2 (1); 64 slots flash
-# 394.5 (2; 4 splits 407.8).
+# 394.5 (2; 4 splits 407.8). Since session 31 every packed row decodes per scale group, splits
+# its sources and decodes once, on 16 heads x 32 keys filling 256 programs: the suggestion of a
+# sweep with the three switches on (H100, twice: attention_tiles_h100_packed_switches_1.md,
+# attention_tiles_h100_packed_switches_2.md; us, the row before -> the new row): ``mid`` 1 query
+# 32.2 -> 13.5 / 13.8, 8 queries 33.8 -> 14.3 / 14.8, 64 queries 148.4 -> 30.2 / 30.8; ``flash``
+# 32.9 -> 13.4 / 13.5, 77.0 -> 22.2 / 22.6, 404.7 -> 86.5 / 85.9 (the second run's table
+# column is already the new row). At 128 and 512 slots (attention_tiles_h100_packed_prefill.md,
+# one run): ``mid`` 281.2 -> 54.5 and 1,052.3 -> 171.6, ``flash`` 802.4 -> 169.2 and 3,122.5 ->
+# 663.9. Packed ring attention was 4-6x the bf16 ring's time; it is now within 1.1-1.6x of it
+# at 1-64 queries (kernels_h100_session31_attention.md).
 PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
-    (1, 512): AttentionTile(16, 16, num_warps=4, num_stages=3, splits=16, merge_d=64),
-    (8, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16, merge_d=256),
-    (64, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=4, programs=256),
-    (PREFILL, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, splits=2, programs=256),
+    (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, programs=256, group_decode=True,
+                            split_sources=True, decode_once=True),
+    (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, group_decode=True,
+                            split_sources=True, decode_once=True),
+    (64, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, group_decode=True,
+                             split_sources=True, decode_once=True),
+    (PREFILL, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, group_decode=True,
+                                  split_sources=True, decode_once=True),
 }
 
 
@@ -300,8 +349,8 @@ PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
 # so that bucket keeps the shared row; 16 heads (``mid``) cannot fill wgmma's 64 rows.
 WIDE_HEADS = 64
 WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
-    (64, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=16, programs=128),
-    (PREFILL, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=1, prefetch_ids=True),
+    (64, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=16, programs=128, split_sources=True),
+    (PREFILL, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=1, prefetch_ids=True, split_sources=True),
 }
 
 

@@ -23,12 +23,26 @@ from runtime.kernels.attention_tiles import AttentionTile
     (["--block-n", "24"], "AttentionTile.block_n: expected a power of two, got 24"),
     (["--splits", "0"], "AttentionTile: num_stages and splits must be >= 1"),
     (["--t", "0", "8"], "--t expects positive query counts, got [0, 8]"),
+    (["--group-decode", "1"], "AttentionTile.group_decode needs decode_once=True"),
 ])
 def test_bad_flags_are_one_line_and_exit_2(argv, message, capsys, tmp_path):
     assert main([*argv, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"benchmarks/attention_tiles.py: {message}") and err.count("\n") == 1
     assert not list(tmp_path.iterdir())
+
+
+def test_candidates_leave_out_the_group_decode_without_decode_once():
+    """AttentionTile refuses the group decode without decode once (wrong bf16 output on the
+    GPU): where the product holds both decode once values, the pair is left out, and the
+    group decode's twin turns decode once on with it."""
+    from benchmarks.attention_tiles import TWIN_NEEDS, build_parser, candidates_from
+
+    args = build_parser().parse_args(["--block-h", "16", "--block-n", "16", "--warps", "4", "--stages", "3", "--splits", "1",
+                        "--group-decode", "0", "1", "--decode-once", "0", "1"])
+    switches = [(t.group_decode, t.decode_once) for t in candidates_from(args)]
+    assert switches == [(False, False), (False, True), (True, True)]
+    AttentionTile(16, 16, group_decode=True, **TWIN_NEEDS["group_decode"])  # a valid twin
 
 
 def case(t, scale, times, layout="ring"):
@@ -69,10 +83,10 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     assert both.label() == "h64 n32 w8 s3 x1 pf ia"
     assert as_row(0, 512, both.label()) == ("(0, 512): AttentionTile(64, 32, num_warps=8, num_stages=3, splits=1, "
                                             "prefetch_ids=True, ids_ahead=True),")
-    grouped = AttentionTile(32, 16, splits=4, group_decode=True)
-    assert grouped.label() == "h32 n16 w4 s3 x4 gd"
+    grouped = AttentionTile(32, 16, splits=4, group_decode=True, decode_once=True)
+    assert grouped.label() == "h32 n16 w4 s3 x4 gd do"
     assert as_row(64, 512, grouped.label()) == ("(64, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, "
-                                                "splits=4, group_decode=True),")
+                                                "splits=4, group_decode=True, decode_once=True),")
     env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
     note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
     assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note
@@ -124,7 +138,7 @@ def test_sweep_case_runs_every_candidate_once_and_checks_it(monkeypatch, layout)
     # splits; the grouped decode is its own program on packed caches only
     tiles = [AttentionTile(16, 16, splits=2), AttentionTile(32, 16, splits=2),
              AttentionTile(16, 16, splits=8), AttentionTile(16, 16, splits=16),
-             AttentionTile(16, 16, splits=2, group_decode=True)]
+             AttentionTile(16, 16, splits=2, group_decode=True, decode_once=True)]
     result = sweep_case(shape, tiles, torch.Generator().manual_seed(0), FusedSparseAttention(), timer=timer,
                         device="cpu",
                         dtype=torch.float32)

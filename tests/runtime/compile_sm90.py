@@ -37,6 +37,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -252,7 +253,6 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     from runtime.config import V41Config
     from runtime.kernels import attention
     from runtime.kernels.attention_tiles import (
-        PACKED_TILES,
         PREFILL,
         T_BUCKETS,
         AttentionTile,
@@ -261,6 +261,12 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     from runtime.kernels.backend import jit
 
     partial = jit(attention._attn_partial_kernel, helpers=attention.PARTIAL_HELPERS)
+    # the packed rows of 1 and 8 queries before session 31 (PACKED_TILES now has all three
+    # switches on other tilings) and TILES' 1-query row before it (now 64-key tiles, split
+    # sources), on which the switches' options were first compiled
+    packed_1 = AttentionTile(16, 16, num_warps=4, num_stages=3, splits=16, merge_d=64)
+    packed_8 = AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16, merge_d=256)
+    mid_1 = AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=64)  # TILES' 1-query row before it
 
     packed = {**ATTENTION_SIGNATURE, "swa_ptr": "*u8", "comp_ptr": "*u8", "swa_scale_ptr": "*u8",
               "comp_scale_ptr": "*u8"}
@@ -317,12 +323,12 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
               PACKED=True, VD=512, num_warps=tile.num_warps, num_stages=tile.num_stages, GROUP_DECODE=group,
               SPLIT_SOURCES=split, DECODE_ONCE=once))
         for tile, group, split, once in (
-            (PACKED_TILES[(1, 512)], True, False, False),
-            (PACKED_TILES[(8, 512)], True, False, False),
-            *((PACKED_TILES[(1, 512)], *switches) for switches in ((False, True, False), (True, True, False),
-                                                                   (False, False, True), (True, False, True),
-                                                                   (True, True, True))),
-            (PACKED_TILES[(8, 512)], True, True, True),
+            (packed_1, True, False, False),
+            (packed_8, True, False, False),
+            *((packed_1, *switches) for switches in ((False, True, False), (True, True, False),
+                                                     (False, False, True), (True, False, True),
+                                                     (True, True, True))),
+            (packed_8, True, True, True),
             (AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16), True, True, True))
     ] + [
         (f"attention option mid T<={bucket} engine {tile.label()} split sources", partial, ATTENTION_SIGNATURE,
@@ -330,7 +336,7 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
               HAS_TOPK=True, RING=False, IEEE=False, PACKED=False, VD=512, num_warps=tile.num_warps,
               num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
               SPLIT_SOURCES=True))
-        for bucket in (1, 64) for tile in (tile_for(bucket, 512, heads=16),)
+        for bucket, tile in ((1, mid_1), (64, replace(tile_for(64, 512, heads=16), split_sources=False)))
     ]
 
 

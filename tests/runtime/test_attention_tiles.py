@@ -62,6 +62,14 @@ def test_invalid_tiles_are_refused_in_one_line(field, value):
         AttentionTile(**fields)
 
 
+def test_the_group_decode_needs_decode_once():
+    """Without decode once the group decode's bf16 output on the GPU is wrong (session 31,
+    H100, Triton 3.6: relative errors 0.66-3.5), so the pair is refused in one line."""
+    with pytest.raises(ValueError, match="^AttentionTile.group_decode needs decode_once=True"):
+        AttentionTile(16, 16, group_decode=True)
+    assert AttentionTile(16, 16, group_decode=True, decode_once=True).label() == "h16 n16 w4 s3 x1 gd do"
+
+
 def test_merge_and_value_columns_are_the_head_dim_unless_narrower():
     assert [AttentionTile(16, 16, merge_d=m).merge_columns(512) for m in (0, 128, 512, 1024)] == [512, 128, 512, 512]
     assert AttentionTile(16, 16).label() == "h16 n16 w4 s3 x1"

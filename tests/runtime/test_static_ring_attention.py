@@ -261,7 +261,7 @@ def test_packed_ring_attention_is_bitwise_the_unpacked(kernel_cls, gen, b, split
     entries = random_packed(gen, (b, 30), hd, "nvfp4", SMALL) if with_topk else None
     tile = AttentionTile(16, 16, splits=splits) if splits is not None else None
     if group:
-        tile = replace(tile or tile_for(b, hd, packed=True), group_decode=True)
+        tile = replace(tile or tile_for(b, hd, packed=True), group_decode=True, decode_once=True)
     kernel = kernel_cls(tile=tile) if tile is not None else kernel_cls()
     got = kernel.ring(q, pos, floor, ring, entries, topk, sink)
     want = kernel.ring(q, pos, floor, ring.unpack(), None if entries is None else entries.unpack(), topk, sink)
@@ -288,7 +288,8 @@ def test_packed_ring_split_sources(kernel_cls, gen, b, splits, group, window):
     q, _, _, pos, floor, topk, sink = slab_case(gen, b, 4, hd, window, 20, 30, torch.float32, SMALL)
     ring = random_packed(gen, (b, window), hd, "fp8", SMALL)
     entries = random_packed(gen, (b, 30), hd, "nvfp4", SMALL)
-    single, split = (kernel_cls(tile=AttentionTile(16, 16, splits=splits, group_decode=group, split_sources=on))
+    single, split = (kernel_cls(tile=AttentionTile(16, 16, splits=splits, group_decode=group, split_sources=on,
+                                                   decode_once=group))
                      .ring(q, pos, floor, ring, entries, topk, sink) for on in (False, True))
     if window % 16 == 0:
         assert torch.equal(split.view(torch.int32), single.view(torch.int32)), \
@@ -343,7 +344,7 @@ def test_packed_ring_attention_refuses_mixed_layouts(kernel_cls, gen):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("b", [1, 64])
+@pytest.mark.parametrize("b", [1, 64, 200])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
     """``mid`` shapes compiled: packed vs the unpacked caches in the query dtype (every
@@ -378,10 +379,10 @@ def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("flags", ["group_decode", "split_sources", "decode_once",
+@pytest.mark.parametrize("flags", ["group_decode,decode_once", "split_sources", "decode_once",
                                    "group_decode,split_sources,decode_once"])
 @pytest.mark.parametrize("scale", ["mid", "flash"])
-@pytest.mark.parametrize("b", [1, 8, 64])
+@pytest.mark.parametrize("b", [1, 8, 64, 200])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_packed_ring_switch_gpu(kernel_cls, gen, scale, b, dtype, flags):
     """``AttentionTile.group_decode`` (the decode per scale group), ``split_sources`` (the
@@ -400,7 +401,8 @@ def test_packed_ring_switch_gpu(kernel_cls, gen, scale, b, dtype, flags):
     q, _, _, pos, floor, topk, sink = slab_case(gen, b, cfg.num_attention_heads, hd, window, k, n, dtype, "cuda")
     ring = random_packed(gen, (b, window), hd, "fp8", "cuda")
     entries = random_packed(gen, (b, n), hd, "nvfp4", "cuda")
-    tile = tile_for(b, hd, packed=True, heads=cfg.num_attention_heads)
+    tile = replace(tile_for(b, hd, packed=True, heads=cfg.num_attention_heads), group_decode=False,
+                   split_sources=False, decode_once=False)  # the row's tiling, every switch off
     plain = kernel_cls(tile=tile).ring(q, pos, floor, ring, entries, topk, sink)
     switched = kernel_cls(tile=replace(tile, **dict.fromkeys(flags.split(","), True))).ring(q, pos, floor, ring,
                                                                                          entries, topk, sink)
