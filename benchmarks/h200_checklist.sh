@@ -47,6 +47,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 43  # the three switches timed: table rows vs their twins, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 44  # packed ring tilings with the group decode and decode once on, split sources 0 / 1
 #   OUT=/path bash benchmarks/h200_checklist.sh 42  # decode attention under ncu per source line: flash 8 queries, mid 64 requests on bf16 / packed rings
+#   OUT=/path bash benchmarks/h200_checklist.sh 45  # session 31's flips: GPU identity / parity at the new rows, 44 again, 42
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -137,10 +138,19 @@
 # Next session: 41 (the grouped decode of packed caches; flip PACKED_TILES to its sweep's rows),
 # then 36 (the table's attention rows with every flip, bf16 and packed rings), 42 (decode attention
 # under ncu), 40 again (flash prefill on 64-key tiles: 296.6 -> 281.1 us in its one run), then 4.
+# Session 31 (an H100, all 30 minutes) ran 41, 43, 44, 45, 36, 4 and sweeps by hand: the grouped
+# decode alone is wrong in bf16 on the GPU (now refused without decode_once); with all three
+# switches packed ring attention is 2.4-4.9x faster (mid 64 requests 148.4 -> 30.2 us); split
+# sources is on in every hd-512 row, and the 1- / 8-query rows are retiled (kernels_h100_session31*,
+# attention_tiles_h100_*). ncu (ncu_h100_session31.md): the top-k id load leads decode's stalls,
+# and the 64-request merge takes ~6 us beside 24-30 us of partial.
+# Next session: 4 on an H200 (the whole table after session 31's flips), 40 with split sources
+# (flash prefill on 64-key tiles), then decode attention's id-load latency (ids a tile ahead at
+# 1-8 queries; the merge at 64 requests).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
-el() { echo "[$1 rc=$2 at $(( $(date +%s) - T0 )) s]"; tar -cf "$OUT/res.tar" -C /tmp res; }
+el() { echo "[$1 rc=$2 at $(( $(date +%s) - T0 )) s]"; tar -cf "$OUT/res.tar" --exclude='*.ncu-rep' -C /tmp res; }  # reports: too large to come back
 for PART in "${@:-1}"; do  # several parts in one call run in turn
 if [ "$PART" = 1 ]; then
 timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py -k "packed_ring_attention_gpu or mhc_finish_forms_parity_gpu or column_blocks_parity_gpu or attention_parity_gpu or mhc_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
@@ -533,9 +543,10 @@ elif [ "$PART" = 41 ]; then
 # for bit; bf16 within the parity tolerance where the decoded tile reaches the tensor cores through
 # other code); part 43 times the switches, part 44 the packed tilings with them on. (The packed
 # test: 4 switch sets x 2 scales x 3 batches x 2 dtypes, about 60 compiles.)
-timeout 300 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_static_ring_attention.py -m gpu -k "switch_gpu" > "$OUT/sw_gpu.log" 2>&1; el sw_gpu $?
+XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"  # the compiles on 8 cores where pytest-xdist is there
+timeout 300 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_static_ring_attention.py -m gpu -k "switch_gpu" > "$OUT/sw_gpu.log" 2>&1; el sw_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/sw_gpu.log" | tail -6
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -m gpu -k "split_sources" > "$OUT/ss_gpu.log" 2>&1; el ss_gpu $?
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py -m gpu -k "split_sources" > "$OUT/ss_gpu.log" 2>&1; el ss_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/ss_gpu.log" | tail -6
 elif [ "$PART" = 43 ]; then
 # part 41's switches timed: every table row against its twin with each switch on, twice
@@ -550,6 +561,14 @@ elif [ "$PART" = 44 ]; then
 timeout 300 python benchmarks/attention_tiles.py --scales mid flash --layouts ring_packed --t 1 8 64 --block-h 16 32 --block-n 16 32 --warps 4 8 --stages 3 --splits 16 --programs 256 --group-decode 1 --decode-once 1 --split-sources 0 1 --out "$R/gdss" > "$OUT/gdss.log" 2>&1; el gdss $?
 grep -hE "^- (mid|flash) T=" "$R"/gdss/*.md | cut -c1-400
 grep -E "table .* best|PACKED_TILES" -A6 "$OUT/gdss.log" | tail -12
+elif [ "$PART" = 45 ]; then
+# session 31's flips (packed rows: 16 heads x 32 keys with group decode, split sources and decode
+# once; split sources on the bf16 8- and 64-query rows): the GPU identity and parity tests at the new
+# rows, part 44's packed sweep a second time, then part 42's ncu per source line
+XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_static_ring_attention.py tests/runtime/test_kernels_parity.py -m gpu -k "switch_gpu or packed_ring_attention_gpu or split_sources or attention_parity_gpu" > "$OUT/flip31_gpu.log" 2>&1; el flip31_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/flip31_gpu.log" | tail -8
+bash "$0" 44 42
 elif [ "$PART" = 42 ]; then
 # session 29: where decode attention's time goes (flash 8 queries: 19 us for 6.9 MB and 0.7
 # GFLOP; a decode batch of 64 requests on bf16 and on packed ring caches at mid): ncu's stall
