@@ -48,6 +48,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 44  # packed ring tilings with the group decode and decode once on, split sources 0 / 1
 #   OUT=/path bash benchmarks/h200_checklist.sh 42  # decode attention under ncu per source line: flash 8 queries, mid 64 requests on bf16 / packed rings
 #   OUT=/path bash benchmarks/h200_checklist.sh 45  # session 31's flips: GPU identity / parity at the new rows, 44 again, 42
+#   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -144,9 +145,9 @@
 # sources is on in every hd-512 row, and the 1- / 8-query rows are retiled (kernels_h100_session31*,
 # attention_tiles_h100_*). ncu (ncu_h100_session31.md): the top-k id load leads decode's stalls,
 # and the 64-request merge takes ~6 us beside 24-30 us of partial.
-# Next session: 4 on an H200 (the whole table after session 31's flips), 40 with split sources
-# (flash prefill on 64-key tiles), then decode attention's id-load latency (ids a tile ahead at
-# 1-8 queries; the merge at 64 requests).
+# Next session: 4 on an H200 (the whole table after session 31's flips), then 46 (decode
+# attention's id-load latency: ids a tile ahead / prefetched at 1-8 queries; flash prefill on
+# 64-key tiles with split sources), then the merge at 64 requests (~6 us per launch).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -569,6 +570,17 @@ XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
 timeout 240 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_static_ring_attention.py tests/runtime/test_kernels_parity.py -m gpu -k "switch_gpu or packed_ring_attention_gpu or split_sources or attention_parity_gpu" > "$OUT/flip31_gpu.log" 2>&1; el flip31_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/flip31_gpu.log" | tail -8
 bash "$0" 44 42
+elif [ "$PART" = 46 ]; then
+# after session 31: ncu put the top-k id load first in decode attention's stalls
+# (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins
+# with the ids a tile ahead and with the ids prefetched, twice; then flash's 64-head rows on
+# 64-key tiles with split sources (part 40 ran them without)
+for run in 1 2; do
+  timeout 120 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 --twins ids_ahead prefetch_ids --out "$R/ia_dec$run" > "$OUT/ia_dec$run.log" 2>&1; el ia_dec$run $?
+  grep -hE "^- (mid|flash) T=" "$R"/ia_dec$run/*.md | cut -c1-400
+done
+timeout 100 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 64 512 --block-h 64 --block-n 32 64 --warps 8 --stages 2 --splits 16 --programs 128 --prefetch-ids 0 1 --split-sources 1 --out "$R/n64ss" > "$OUT/n64ss.log" 2>&1; el n64ss $?
+grep -hE "^- flash T=" "$R"/n64ss/*.md | cut -c1-400
 elif [ "$PART" = 42 ]; then
 # session 29: where decode attention's time goes (flash 8 queries: 19 us for 6.9 MB and 0.7
 # GFLOP; a decode batch of 64 requests on bf16 and on packed ring caches at mid): ncu's stall
