@@ -266,7 +266,7 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     # sources), on which the switches' options were first compiled
     packed_1 = AttentionTile(16, 16, num_warps=4, num_stages=3, splits=16, merge_d=64)
     packed_8 = AttentionTile(32, 16, num_warps=4, num_stages=3, splits=16, merge_d=256)
-    mid_1 = AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=64)  # TILES' 1-query row before it
+    mid_1 = AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, merge_d=64)
 
     packed = {**ATTENTION_SIGNATURE, "swa_ptr": "*u8", "comp_ptr": "*u8", "swa_scale_ptr": "*u8",
               "comp_scale_ptr": "*u8"}
