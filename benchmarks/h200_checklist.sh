@@ -574,7 +574,9 @@ elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins
 # with the ids a tile ahead and with the ids prefetched, twice; then flash's 64-head rows on
-# 64-key tiles with split sources (part 40 ran them without)
+# 64-key tiles with split sources (part 40 ran them without). Static sm_90 (Triton 3.6, mid's 16
+# heads, bf16): the 1- / 8-query rows 214 / 250 registers, with ids ahead 250 / 254, prefetched
+# 174 / 214, no stack in any
 for run in 1 2; do
   timeout 120 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 --twins ids_ahead prefetch_ids --out "$R/ia_dec$run" > "$OUT/ia_dec$run.log" 2>&1; el ia_dec$run $?
   grep -hE "^- (mid|flash) T=" "$R"/ia_dec$run/*.md | cut -c1-400
