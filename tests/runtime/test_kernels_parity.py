@@ -725,16 +725,16 @@ def test_attention_prefetched_ids_parity_gpu(fused, t, n_heads, dtype, flag):
     ``ids_ahead`` (each tile's ids loaded one iteration ahead) on the table's own tile for
     the shape, each at 3 stages too: within the reference's tolerance, and bit for bit the
     output of the same tile without it (neither moves a value). The 3-stage twin of a
-    2-stage row runs one key loop (no ``split_sources``), and 64 float32 heads stay at the
-    row's own stages: there the 3-stage tile with the ids ahead or split sources needs
-    270,592 bytes of shared memory, more than sm_90's 232,448 (Triton 3.6, compiled
-    metadata; 205,056 at 2 stages)."""
+    2-stage row runs one key loop (no ``split_sources``), and float32 programs of 64 heads
+    (the wide rows) stay at the row's own stages: there the 3-stage tile with the ids ahead
+    or split sources needs 270,592 bytes of shared memory, more than sm_90's 232,448
+    (Triton 3.6, compiled metadata; 205,056 at 2 stages)."""
     from dataclasses import replace
 
     from runtime.kernels.attention_tiles import tile_for
 
     row = tile_for(t, 512, heads=n_heads)
-    wide_float32 = dtype == torch.float32 and n_heads >= 64
+    wide_float32 = dtype == torch.float32 and row.heads_per_program(n_heads) >= 64
     for stages in sorted({row.num_stages} if wide_float32 else {row.num_stages, 3}):
         tile = replace(row, num_stages=stages, prefetch_ids=False, ids_ahead=False,
                        split_sources=row.split_sources and stages == row.num_stages)
