@@ -163,7 +163,7 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     value = tile.value_columns(shape.head_dim, packed=shape.layout == "ring_packed")
     return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
             value, tile.prefetch_ids, tile.ids_ahead, tile.group_decode and shape.layout == "ring_packed",
-            tile.split_sources, tile.decode_once and shape.layout == "ring_packed")
+            tile.split_sources, tile.decode_once and shape.layout == "ring_packed", tile.float32_block_n)
 
 
 def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
@@ -246,6 +246,7 @@ def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
     extra = "".join(f", {name}={part[1:]}" for part in parts[5:] if part not in SWITCH_LABELS
                     for prefix, name in (("m", "merge_d"), ("v", "value_d"), ("p", "programs")) if part[0] == prefix)
     extra += "".join(f", {name}=True" for flag, name in SWITCH_LABELS.items() if flag in parts[5:])
+    extra += "".join(f", float32_block_n={part[4:]}" for part in parts[5:] if part.startswith("f32n"))
     return (f"({bucket}, {head_dim_bucket}): AttentionTile({h}, {n}, num_warps={w}, num_stages={s}, "
             f"splits={x}{extra}),")
 

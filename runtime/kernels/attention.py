@@ -472,14 +472,15 @@ class FusedSparseAttention:
             splits = self.forced_splits
         block_h = tile.heads_per_program(n_heads)
         h_blocks = -(-n_heads // block_h)
-        per_split, n_split = split_plan(window + k_width, splits, tile.block_n)
+        block_n = tile.keys_per_tile(ieee)
+        per_split, n_split = split_plan(window + k_width, splits, block_n)
         sink_f = sink.float().contiguous()
         pos = positions.long().contiguous()
         flo = floor.long().contiguous()
         swa_rows = window if ring else 0
         comp_rows = comp.shape[1] if ring and has_topk else 0
         vd = tile.value_columns(hd, packed)
-        launch = dict(HD=hd, BLOCK_H=block_h, BLOCK_N=tile.block_n, SPLIT=n_split > 1, HAS_TOPK=has_topk,
+        launch = dict(HD=hd, BLOCK_H=block_h, BLOCK_N=block_n, SPLIT=n_split > 1, HAS_TOPK=has_topk,
                       RING=ring, IEEE=ieee, PACKED=packed, VD=vd, num_warps=tile.num_warps,
                       num_stages=tile.num_stages,
                       PREFETCH_IDS=tile.prefetch_ids and has_topk and dev.type == "cuda" and not interpret_requested(),

@@ -5,9 +5,8 @@ how many programs fill the GPU, how many registers a [heads x head_dim] accumula
 and how deep the load pipeline can be, and the only reliable way to know is to time the
 candidates on the GPU. ``benchmarks/attention_tiles.py`` sweeps candidates at the ``mid``
 and ``flash`` decode shapes and prints the winners in this table's form; a row edited
-here is the whole change. The rows below are the tiling the kernel used before the
-table existed at ``mid`` (its H200 numbers are in benchmarks/results/kernels_h200.md;
-``flash`` at 64 queries used 2 splits), until a sweep replaces them.
+here is the whole change. Each row below is a sweep's winner, timed again against the row
+before it; the comments above the tables name the result files.
 
 Each row gives, for queries in the bucket:
 - ``block_h``: at most this many heads per program (MQA: a key tile is read once for all
@@ -145,6 +144,12 @@ Each row gives, for queries in the bucket:
   31.5 / 31.9 (``mid`` 1 query), 148.9 / 147.9 -> 136.9 / 133.4 (``mid`` 64), 414.4 /
   415.5 -> 364.2 / 364.1 (``flash`` 64); with the group decode and split sources on 16
   heads x 32 keys, PACKED_TILES below.
+- ``float32_block_n``: keys per tile for float32 operands (0: ``block_n``). Why: a float32
+  key tile takes twice a bf16 one's shared memory, and a tile that compiles but asks for
+  more than sm_90's 232,448 bytes cannot launch. flash's 64-head rows on 64 keys take
+  197,120 bytes in bf16 and would take 279,296 in float32 (Triton 3.6, compiled metadata),
+  so they run float32 (the GPU tests' exact path) on 32 keys: 205,312.
+  ``tests/runtime/compile_sm90.py --table-shared`` checks every row in both.
 """
 
 from __future__ import annotations
@@ -173,6 +178,7 @@ class AttentionTile:
     group_decode: bool = False
     split_sources: bool = False
     decode_once: bool = False
+    float32_block_n: int = 0
 
     def __post_init__(self) -> None:
         for name in ("block_h", "block_n", "num_warps"):
@@ -182,6 +188,9 @@ class AttentionTile:
         if self.block_h < 16 or self.block_n < 16:
             raise ValueError(f"AttentionTile: block_h and block_n must be >= 16 (tl.dot), got "
                              f"{self.block_h}, {self.block_n}")
+        if self.float32_block_n and (self.float32_block_n < 16 or self.float32_block_n & (self.float32_block_n - 1)):
+            raise ValueError(f"AttentionTile.float32_block_n: expected 0 (block_n) or a power of two >= 16, "
+                             f"got {self.float32_block_n}")
         for name in ("merge_d", "value_d"):
             value = getattr(self, name)
             if value < 0 or value & (value - 1):
@@ -213,6 +222,11 @@ class AttentionTile:
             splits *= 2
         return min(splits, self.splits)
 
+    def keys_per_tile(self, float32: bool) -> int:
+        """Keys per loop iteration: ``float32_block_n`` for float32 operands where the row
+        sets it (their key tiles take twice the shared memory of bf16's), else ``block_n``."""
+        return self.float32_block_n if float32 and self.float32_block_n else self.block_n
+
     def merge_columns(self, head_dim: int) -> int:
         """Head-dim columns per merge program."""
         return head_dim if self.merge_d == 0 else min(self.merge_d, head_dim)
@@ -231,8 +245,9 @@ class AttentionTile:
         group = " gd" if self.group_decode else ""
         sources = " ss" if self.split_sources else ""
         once = " do" if self.decode_once else ""
+        narrow = f" f32n{self.float32_block_n}" if self.float32_block_n else ""
         return (f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
-                f"{programs}{prefetch}{ahead}{group}{sources}{once}")
+                f"{programs}{prefetch}{ahead}{group}{sources}{once}{narrow}")
 
 
 def t_bucket(t: int) -> int:
@@ -279,11 +294,22 @@ def hd_bucket(head_dim: int) -> int:
 # ``flash`` 10.6 / 10.8 -> 8.8 / 9.6 and 10.4 / 10.9 -> 8.7 / 9.6; 8 queries, 4 warps on 2
 # stages, ``mid`` 10.5 / 11.1 -> 10.2 / 10.2 and 10.5 / 11.1 -> 10.2 / 10.0, ``flash`` 19.2 /
 # 19.3 -> 15.9 / 15.9 and 19.3 / 19.5 -> 16.0 / 15.9 (without the merge's column blocks
-# ``flash`` took 14.8-15.1 but ``mid`` 11.1-11.6).
+# ``flash`` took 14.8-15.1 but ``mid`` 11.1-11.6). Since session 32 the 8-query row loads its ids a
+# tile ahead: each decode row against its twin with it, twice (H100;
+# attention_tiles_h100_ids_ahead_decode_1.md, attention_tiles_h100_ids_ahead_decode_2.md; engine /
+# ring, us): 8 queries ``mid`` 10.1 / 10.0 -> 9.2 / 9.7 and 10.1 / 9.9 -> 9.3 / 9.6, ``flash`` 15.8 /
+# 15.8 -> 15.2 / 15.5 and 15.9 / 15.9 -> 15.2 / 15.6. So does the 1-query row, on the sweep's own
+# measure (the geometric mean over both scales and layouts): its engine layout loses a little or
+# ties, its ring layout gains more. Engine / ring, us, four runs (the two files above,
+# attention_tiles_h100_session32_confirm_t1_1.md, _t1_2.md): ``mid`` 7.6 / 8.9 -> 8.0 / 8.3, 7.6 /
+# 8.9 -> 8.0 / 8.2, 8.0 / 9.0 -> 8.1 / 8.4, 8.1 / 9.1 -> 7.8 / 8.5; ``flash`` 8.6 / 9.6 -> 8.7 /
+# 9.0, 8.6 / 9.6 -> 8.7 / 8.9, 8.7 / 9.7 -> 8.8 / 9.1, 8.7 / 9.6 -> 8.8 / 9.1 (a sweep around the
+# row, attention_tiles_h100_session32_sweep_s1.md, found no tiling better in both layouts).
 TILES: dict[tuple[int, int], AttentionTile] = {
-    (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, merge_d=64, split_sources=True),
-    (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, merge_d=256, programs=256,
+    (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, merge_d=64, ids_ahead=True,
                             split_sources=True),
+    (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, merge_d=256, programs=256,
+                            ids_ahead=True, split_sources=True),
     (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=2, splits=4, programs=256, prefetch_ids=True,
                              ids_ahead=True, split_sources=True),
     (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=1, prefetch_ids=True, ids_ahead=True,
@@ -318,20 +344,39 @@ TILES: dict[tuple[int, int], AttentionTile] = {
 # column is already the new row). At 128 and 512 slots (attention_tiles_h100_packed_prefill.md,
 # one run): ``mid`` 281.2 -> 54.5 and 1,052.3 -> 171.6, ``flash`` 802.4 -> 169.2 and 3,122.5 ->
 # 663.9. Packed ring attention was 4-6x the bf16 ring's time; it is now within 1.1-1.6x of it
-# at 1-64 queries (kernels_h100_session31_attention.md).
+# at 1-64 queries (kernels_h100_session31_attention.md). Since session 32 every packed row loads
+# its ids a tile ahead (H100, each row against its twin with it; us): 1 query ``mid`` 13.7 -> 13.5
+# and 13.6 -> 13.4, ``flash`` 13.5 -> 13.1 and 13.6 -> 13.3; 8 queries ``mid`` 14.6 -> 13.8 and 14.5
+# -> 13.8, ``flash`` 21.7 -> 20.7 in both (attention_tiles_h100_ids_ahead_decode_1.md, _2.md); 64
+# queries ``mid`` 30.4 -> 29.2, ``flash`` 84.5 -> 80.2 (attention_tiles_h100_ids_ahead_t64_t512.md,
+# one run); 128 slots ``mid`` 54.1 -> 50.8, ``flash`` 174.2 -> 169.4 (one run), 512 slots ``mid``
+# 177.0 -> 166.2 and 176.3 -> 166.2, ``flash`` 678.6 -> 637.5 and 674.0 -> 637.6 (the same file and
+# attention_tiles_h100_ids_ahead_packed_prefill.md). With the ids ahead a sweep (attention_tiles_h100_
+# session32_sweep_s3.md) retiled the 1- and 8-query rows, each then run twice more against the row
+# before (attention_tiles_h100_session32_confirm_pk_1.md, _pk_2.md; us, three runs): 1 query on 64
+# keys per tile, 2 stages, ``mid`` 13.3 -> 12.0, 13.4 -> 11.9, 13.8 -> 12.0, ``flash`` 13.4 -> 11.9,
+# 13.2 -> 11.9, 13.9 -> 12.3; 8 queries on 2 stages, ``mid`` 14.2 -> 14.1, 14.0 -> 13.5, 14.1 -> 13.6,
+# ``flash`` 20.9 -> 19.9, 20.9 -> 19.9, 21.2 -> 20.2 (``mid``'s best, 64 keys on 8 warps at 12.1-12.3,
+# took 25.0-25.3 at ``flash``). The 64-query row stays on 3 stages (``mid`` 29.3 -> 28.9 on 2,
+# ``flash`` 80.7 -> 84.7).
 PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
-    (1, 512): AttentionTile(16, 32, num_warps=8, num_stages=3, splits=16, programs=256, group_decode=True,
-                            split_sources=True, decode_once=True),
-    (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, group_decode=True,
-                            split_sources=True, decode_once=True),
-    (64, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, group_decode=True,
-                             split_sources=True, decode_once=True),
-    (PREFILL, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, group_decode=True,
-                                  split_sources=True, decode_once=True),
+    (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, programs=256, ids_ahead=True,
+                            group_decode=True, split_sources=True, decode_once=True),
+    (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, programs=256, ids_ahead=True,
+                            group_decode=True, split_sources=True, decode_once=True),
+    (64, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, ids_ahead=True,
+                             group_decode=True, split_sources=True, decode_once=True),
+    (PREFILL, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, ids_ahead=True,
+                                  group_decode=True, split_sources=True, decode_once=True),
 }
 
 
-# Calls of at least WIDE_HEADS heads (``flash``: 64) on unpacked caches have rows of their own:
+# Calls of at least WIDE_HEADS heads (``flash``: 64) on unpacked caches have rows of their own.
+# The 8-query row (since session 32) is the shared row without the merge's column blocks: at
+# ``flash`` it took 14.4 / 15.1 and 14.4 / 14.8 us against 15.5 / 15.9 and 15.6 / 15.9 with them
+# (engine / ring, H100: attention_tiles_h100_session32_confirm_t8_1.md, _t8_2.md; 14.5 / 14.6
+# against 15.4 / 15.5 in attention_tiles_h100_session32_sweep_s2.md), while ``mid`` keeps them (9.0 /
+# 9.8 against 10.5 / 11.1 in that sweep). The 64-query and prefill rows hold
 # all 64 heads in one program on 8 warps, so each key tile is read once for all of them (32-head
 # programs read it twice) and both products run on wgmma, whose smallest M is 64 (mma.sync below
 # that). Compiled for sm_90 with the H200's Triton 3.6 (benchmarks/results/
@@ -346,11 +391,21 @@ PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
 # stages), with 2 splits: 128 programs, one wave of one per SM (4 splits: 60.6-63.7 / 77.6-79.9).
 # ``programs=128`` keeps that wave below 64 queries (untimed there). At 8 queries neither form
 # won both layouts (engine 19.0 vs 19.4 us, ring 23.8 vs 22.4: attention_tiles_h200_h64_t8.md),
-# so that bucket keeps the shared row; 16 heads (``mid``) cannot fill wgmma's 64 rows.
+# so that bucket keeps the shared row; 16 heads (``mid``) cannot fill wgmma's 64 rows. Since
+# session 32 both rows take 64 keys per tile and prefetch their ids, with split sources (H100, two
+# runs: attention_tiles_h100_wide_n64_1.md, attention_tiles_h100_wide_n64_2.md; us, the row
+# before -> the new row): 64 queries engine 47.7 -> 44.4 (46.4 without the prefetch) and 47.9 ->
+# 44.7 (46.6), ring 53.6 -> 49.2 (one run); 512 queries engine 275.0 -> 238.5 (252.9) and 274.4 ->
+# 236.1 (250.3), ring 302.8 -> 273.0 (one run). In float32 they run on 32 keys
+# (``float32_block_n``: 64 would not fit shared memory).
 WIDE_HEADS = 64
 WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
-    (64, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=16, programs=128, split_sources=True),
-    (PREFILL, 512): AttentionTile(64, 32, num_warps=8, num_stages=2, splits=1, prefetch_ids=True, split_sources=True),
+    (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, programs=256, ids_ahead=True,
+                            split_sources=True),
+    (64, 512): AttentionTile(64, 64, num_warps=8, num_stages=2, splits=16, programs=128, prefetch_ids=True,
+                             split_sources=True, float32_block_n=32),
+    (PREFILL, 512): AttentionTile(64, 64, num_warps=8, num_stages=2, splits=1, prefetch_ids=True, split_sources=True,
+                                  float32_block_n=32),
 }
 
 

@@ -87,6 +87,10 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     assert grouped.label() == "h32 n16 w4 s3 x4 gd do"
     assert as_row(64, 512, grouped.label()) == ("(64, 512): AttentionTile(32, 16, num_warps=4, num_stages=3, "
                                                 "splits=4, group_decode=True, decode_once=True),")
+    wide = AttentionTile(64, 64, num_warps=8, num_stages=2, prefetch_ids=True, float32_block_n=32)
+    assert wide.label() == "h64 n64 w8 s2 x1 pf f32n32"
+    assert as_row(0, 512, wide.label()) == ("(0, 512): AttentionTile(64, 64, num_warps=8, num_stages=2, splits=1, "
+                                            "prefetch_ids=True, float32_block_n=32),")
     env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
     note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
     assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note

@@ -14,6 +14,11 @@ options (``--attention-table``: and the tile table's rows at head dim 512), and 
 one line per launch: "ok <name>" or "error <name>: <message>". Exit status 2: Triton
 cannot compile for CUDA here at all; 1: some launch failed; 0: all compiled.
 
+``--table-shared`` (alone): instead, attention's tile-table launches in bf16 and float32
+with the shared memory each asks for, and an error for any over sm_90's 232,448 bytes:
+such a launch compiles but cannot run (the H100 refused float32 64-head tiles of 3 stages
+in session 31).
+
 ``--sass``: each "ok" line also gives the compiled kernel's static resources, read with
 the cuobjdump Triton's wheel ships: registers per thread, stack bytes (spills), static
 shared bytes, SASS instructions and counts of a few opcodes (tensor-core MMAs, shuffles,
@@ -240,6 +245,64 @@ MERGE_SIGNATURE = {"part_ptr": "*fp32", "m_ptr": "*fp32", "l_ptr": "*fp32", "sin
                    "out_ptr": "*fp32", "H": "i32", "n_split": "i32"}
 
 
+def table_launches(float32: bool) -> list[tuple[str, object, dict, dict]]:
+    """Attention's partial kernel as the tile table launches it at head dim 512 for ``mid``
+    and ``flash`` heads: bf16 engine caches (or float32 ones, IEEE dots, with the row's
+    float32 keys per tile) at every query bucket, and packed ring caches with bf16 (float32)
+    queries at every bucket by PACKED_TILES; each distinct launch once."""
+    from runtime.config import V41Config
+    from runtime.kernels import attention
+    from runtime.kernels.attention_tiles import PREFILL, T_BUCKETS, tile_for
+    from runtime.kernels.backend import jit
+
+    partial = jit(attention._attn_partial_kernel, helpers=attention.PARTIAL_HELPERS)
+    loaded = {k: ("*fp32" if float32 and v == "*bf16" else v) for k, v in ATTENTION_SIGNATURE.items()}
+    packed = {**loaded, "swa_ptr": "*u8", "comp_ptr": "*u8", "swa_scale_ptr": "*u8", "comp_scale_ptr": "*u8"}
+    out, seen = [], set()
+    for name in ("mid", "flash"):
+        heads = V41Config.preset(name).num_attention_heads
+        for bucket in (*T_BUCKETS, PREFILL):
+            queries = f"T<={bucket}" if bucket else "prefill"
+            for layout in ("engine", "packed ring"):
+                tile = tile_for(bucket or 4096, 512, packed=layout != "engine", heads=heads)
+                kwargs = dict(HD=512, BLOCK_H=tile.heads_per_program(heads), BLOCK_N=tile.keys_per_tile(float32),
+                              SPLIT=tile.splits > 1, HAS_TOPK=True, RING=layout != "engine", IEEE=float32,
+                              PACKED=layout != "engine", VD=512, num_warps=tile.num_warps,
+                              num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
+                              GROUP_DECODE=tile.group_decode and layout != "engine",
+                              SPLIT_SOURCES=tile.split_sources, DECODE_ONCE=tile.decode_once)
+                key = tuple(sorted(kwargs.items()))
+                if key not in seen:
+                    seen.add(key)
+                    dtype = " float32" if float32 else ""
+                    out.append((f"attention {name} {queries} {layout}{dtype} {tile.label()}", partial,
+                                packed if kwargs["PACKED"] else loaded, kwargs))
+    return out
+
+
+SM90_SHARED_BYTES = 232_448  # the most shared memory one program may take on an H100 / H200 (227 KiB)
+
+
+def table_shared_memory() -> int:
+    """Compile every table launch in bf16 and float32 and print each one's shared memory
+    (compiled metadata: what the launch asks for); a launch over sm_90's limit is an
+    error, since it compiles but cannot launch. Returns the number of errors."""
+    failed = 0
+    for name, kernel, signature, kwargs in table_launches(False) + table_launches(True):
+        try:
+            shared = compile_sm90(kernel, signature, kwargs, ("H", "W", "K")).metadata.shared
+        except Exception as e:  # noqa: BLE001 - reported per launch
+            failed += 1
+            print(f"error {name}: {type(e).__name__}: {str(e)[:500]}")
+            continue
+        if shared > SM90_SHARED_BYTES:
+            failed += 1
+            print(f"error {name}: needs {shared} bytes of shared memory, sm_90 allows {SM90_SHARED_BYTES}")
+        else:
+            print(f"ok {name} | shared {shared}", flush=True)
+    return failed
+
+
 def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     """Attention's partial kernel on packed ring caches (the 64-query tile), and the tile
     options no table row uses yet: the value split (split and not, the ring layout), the
@@ -250,11 +313,8 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
     ``table``: first, the partial kernel as the tile table launches it at head dim 512 for
     ``mid`` and ``flash`` heads (bf16 engine caches at every query bucket, packed ring
     caches at every bucket by PACKED_TILES)."""
-    from runtime.config import V41Config
     from runtime.kernels import attention
     from runtime.kernels.attention_tiles import (
-        PREFILL,
-        T_BUCKETS,
         AttentionTile,
         tile_for,
     )
@@ -270,24 +330,7 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
 
     packed = {**ATTENTION_SIGNATURE, "swa_ptr": "*u8", "comp_ptr": "*u8", "swa_scale_ptr": "*u8",
               "comp_scale_ptr": "*u8"}
-    out, seen = [], set()
-    for name in ("mid", "flash") if table else ():
-        heads = V41Config.preset(name).num_attention_heads
-        for bucket in (*T_BUCKETS, PREFILL):
-            queries = f"T<={bucket}" if bucket else "prefill"
-            for layout in ("engine", "packed ring"):
-                tile = tile_for(bucket or 4096, 512, packed=layout != "engine", heads=heads)
-                kwargs = dict(HD=512, BLOCK_H=tile.heads_per_program(heads), BLOCK_N=tile.block_n,
-                              SPLIT=tile.splits > 1, HAS_TOPK=True, RING=layout != "engine", IEEE=False,
-                              PACKED=layout != "engine", VD=512, num_warps=tile.num_warps,
-                              num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
-                              GROUP_DECODE=tile.group_decode and layout != "engine",
-                              SPLIT_SOURCES=tile.split_sources, DECODE_ONCE=tile.decode_once)
-                key = tuple(sorted(kwargs.items()))
-                if key not in seen:
-                    seen.add(key)
-                    out.append((f"attention {name} {queries} {layout} {tile.label()}", partial,
-                                packed if kwargs["PACKED"] else ATTENTION_SIGNATURE, kwargs))
+    out = table_launches(float32=False) if table else []
     common = dict(HD=512, BLOCK_H=32, BLOCK_N=32, HAS_TOPK=True, IEEE=False, num_warps=4, num_stages=3)
     if not table:
         out.append(("attention packed ring h32 n32 w4 s3 x4", partial, packed,
@@ -526,6 +569,8 @@ def main(argv: list[str]) -> int:
     except Exception as e:  # noqa: BLE001 - any failure here means no compiler, not a kernel bug
         print(f"cannot compile for sm_90 here: {type(e).__name__}: {str(e)[:300]}")
         return 2
+    if "--table-shared" in args:
+        return 1 if table_shared_memory() else 0
     failed, rows = 0, []
     for name, kernel, signature, kwargs, multiples in all_launches([tuple(int(v) for v in a.split(":")) for a in args], table):
         try:

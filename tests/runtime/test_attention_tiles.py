@@ -4,6 +4,8 @@ and a split plan covers the key list with whole tiles and launches no empty spli
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from runtime.kernels.attention_tiles import (
@@ -37,14 +39,18 @@ def test_packed_caches_take_their_own_rows_where_there_are_some():
 
 def test_calls_of_64_heads_take_the_wide_rows_where_there_are_some():
     """At least WIDE_HEADS heads on unpacked caches: the wide row of the bucket where there is
-    one (64 queries, prefill), the shared row elsewhere; fewer heads, packed caches and a
-    given table never take it. Every wide row holds all 64 heads in one program on 8 warps
-    (wgmma's 64 rows)."""
-    assert WIDE_HEADS == 64 and set(WIDE_TILES) == {(64, 512), (PREFILL, 512)}
-    assert all(tile.heads_per_program(64) == 64 and tile.num_warps == 8 for tile in WIDE_TILES.values())
+    one (2-8 queries, 64 queries, prefill), the shared row elsewhere; fewer heads, packed
+    caches and a given table never take it. The 64-query and prefill rows hold all 64 heads
+    in one program on 8 warps (wgmma's 64 rows); the 8-query row is the shared row without
+    the merge's column blocks."""
+    assert WIDE_HEADS == 64 and set(WIDE_TILES) == {(8, 512), (64, 512), (PREFILL, 512)}
+    assert all(WIDE_TILES[key].heads_per_program(64) == 64 and WIDE_TILES[key].num_warps == 8
+               for key in ((64, 512), (PREFILL, 512)))
+    assert WIDE_TILES[(8, 512)] == replace(TILES[(8, 512)], merge_d=0)
     assert tile_for(64, 512, heads=64) is WIDE_TILES[(64, 512)] and tile_for(9, 512, heads=128) is WIDE_TILES[(64, 512)]
-    assert tile_for(512, 512, heads=64) is WIDE_TILES[(PREFILL, 512)]
-    assert tile_for(8, 512, heads=64) is TILES[(8, 512)] and tile_for(300, 128, heads=64) is TILES[(PREFILL, 128)]
+    assert tile_for(512, 512, heads=64) is WIDE_TILES[(PREFILL, 512)] and tile_for(2, 512, heads=64) is WIDE_TILES[(8, 512)]
+    assert tile_for(1, 512, heads=64) is TILES[(1, 512)] and tile_for(8, 512, heads=16) is TILES[(8, 512)]
+    assert tile_for(300, 128, heads=64) is TILES[(PREFILL, 128)]
     assert tile_for(512, 512, heads=16) is TILES[(PREFILL, 512)] and tile_for(512, 512, heads=63) is TILES[(PREFILL, 512)]
     assert tile_for(512, 512, packed=True, heads=64) is PACKED_TILES[(PREFILL, 512)]
     custom = {key: AttentionTile(16, 16) for key in TILES}
@@ -54,7 +60,8 @@ def test_calls_of_64_heads_take_the_wide_rows_where_there_are_some():
 
 
 @pytest.mark.parametrize("field,value", [("block_n", 24), ("block_h", 8), ("num_warps", 3), ("splits", 0),
-                                         ("merge_d", 24), ("merge_d", -16), ("value_d", 48), ("programs", -1)])
+                                         ("merge_d", 24), ("merge_d", -16), ("value_d", 48), ("programs", -1),
+                                         ("float32_block_n", 8), ("float32_block_n", 24)])
 def test_invalid_tiles_are_refused_in_one_line(field, value):
     fields = dict(block_h=16, block_n=16, num_warps=4, num_stages=2, splits=1)
     fields[field] = value
@@ -109,3 +116,14 @@ def test_split_plan_covers_the_keys_with_whole_tiles_and_no_empty_split():
                 per_split, n_split = split_plan(n_keys, splits, block_n)
                 assert per_split % block_n == 0 and 1 <= n_split <= splits
                 assert (n_split - 1) * per_split < n_keys <= n_split * per_split
+
+
+def test_float32_operands_take_the_rows_float32_keys_per_tile():
+    """A float32 key tile takes twice a bf16 one's shared memory: flash's 64-head rows on 64
+    keys would ask for 279,296 bytes in float32, more than sm_90's 232,448, so those rows
+    name 32 keys for float32 (bf16 and the other rows: ``block_n``)."""
+    wide = AttentionTile(64, 64, num_warps=8, num_stages=2, float32_block_n=32)
+    assert (wide.keys_per_tile(False), wide.keys_per_tile(True)) == (64, 32)
+    assert AttentionTile(16, 64).keys_per_tile(True) == 64
+    assert all(WIDE_TILES[key].keys_per_tile(True) == 32 and WIDE_TILES[key].keys_per_tile(False) == 64
+               for key in ((64, 512), (PREFILL, 512)))

@@ -171,3 +171,29 @@ def test_a_bad_table_name_is_refused_before_compiling(capsys, tmp_path):
         assert script.main(argv) == 1
         assert capsys.readouterr().out.strip() == "compile_sm90: --name needs a file stem (letters, digits, '_', '.', '-')"
     assert not any(tmp_path.iterdir())
+
+
+def test_every_attention_table_row_fits_sm90_shared_memory_in_bf16_and_float32():
+    """A tile that compiles may still not launch: float32 64-head tiles of 3 stages asked for
+    270,592 bytes of shared memory and the H100 refused them (session 31); sm_90 allows
+    232,448. Every launch the tile table makes at head dim 512 (mid and flash heads, every
+    query bucket, engine and packed ring caches) fits, in bf16 and in float32, where the
+    wide rows take fewer keys per tile (AttentionTile.float32_block_n)."""
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, str(SCRIPT), "--table-shared"], capture_output=True, text=True, env=env,
+                         timeout=600)
+    if run.returncode == 2:
+        pytest.skip(run.stdout.strip())
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    shared = {name: int(n) for name, n in re.findall(r"^ok (attention .*) \| shared (\d+)$", run.stdout, re.M)}
+    script = load_script()
+    launches = [name for name, *_ in script.table_launches(False) + script.table_launches(True)]
+    assert sorted(shared) == sorted(launches) and len(launches) >= 16, run.stdout
+    assert script.SM90_SHARED_BYTES == 232_448 and all(0 < n <= 232_448 for n in shared.values()), run.stdout
+    # the 64-head rows' bf16 launches run on 64 keys, their float32 ones on 32 (named by the row, n64)
+    wide = {name: n for name, n in shared.items() if " h64 " in name}
+    assert len(wide) == 4 and all(" n64 " in name for name in wide), wide
+    from runtime.kernels.attention_tiles import WIDE_TILES
+
+    assert {tile.keys_per_tile(True) for tile in WIDE_TILES.values() if tile.block_h == 64} == {32}

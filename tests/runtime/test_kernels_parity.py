@@ -697,6 +697,20 @@ def test_attention_split_sources_parity_small(fused, t, splits, with_topk, ahead
         assert torch.equal(outs[0], outs[1])
 
 
+def test_attention_float32_runs_the_rows_float32_keys_per_tile(fused):
+    """float32 operands run ``AttentionTile.float32_block_n`` keys per tile (the wide rows:
+    their 64-key float32 tiles do not fit sm_90's shared memory): bit for bit the output of
+    the same tiling on that many keys, and not the output on ``block_n`` keys (another
+    online-softmax order, so other rounding)."""
+    def run(tile):
+        return check_attention(fused, torch.Generator().manual_seed(5), 9, TINY.num_attention_heads, TINY.head_dim,
+                               32, 64, 80, torch.float32, tile=tile)
+
+    narrowed = run(AttentionTile(16, 32, splits=2, float32_block_n=16))
+    assert torch.equal(narrowed, run(AttentionTile(16, 16, splits=2)))
+    assert not torch.equal(narrowed, run(AttentionTile(16, 32, splits=2)))
+
+
 @pytest.mark.parametrize("t", [9, 66])
 def test_attention_parity_wide_heads(fused, gen, t):
     """64 heads at 9-64 queries and at prefill take the tile table's wide rows (all 64 heads
@@ -725,17 +739,19 @@ def test_attention_prefetched_ids_parity_gpu(fused, t, n_heads, dtype, flag):
     ``ids_ahead`` (each tile's ids loaded one iteration ahead) on the table's own tile for
     the shape, each at 3 stages too: within the reference's tolerance, and bit for bit the
     output of the same tile without it (neither moves a value). The 3-stage twin of a
-    2-stage row runs one key loop (no ``split_sources``), and float32 programs of 64 heads
-    (the wide rows) stay at the row's own stages: there the 3-stage tile with the ids ahead
-    or split sources needs 270,592 bytes of shared memory, more than sm_90's 232,448
-    (Triton 3.6, compiled metadata; 205,056 at 2 stages)."""
+    2-stage row runs one key loop (no ``split_sources``), and programs of 64 heads (the wide
+    rows) whose key tile takes 64 KB (float32 on 32 keys, bf16 on 64) stay at the row's own
+    stages: there the 3-stage tile with the ids ahead needs more shared memory than sm_90's
+    232,448 bytes (Triton 3.6, compiled metadata: float32 on 32 keys 270,592, bf16 on 64
+    keys 262,144)."""
     from dataclasses import replace
 
     from runtime.kernels.attention_tiles import tile_for
 
     row = tile_for(t, 512, heads=n_heads)
-    wide_float32 = dtype == torch.float32 and row.heads_per_program(n_heads) >= 64
-    for stages in sorted({row.num_stages} if wide_float32 else {row.num_stages, 3}):
+    key_tile_bytes = row.keys_per_tile(dtype == torch.float32) * 512 * torch.finfo(dtype).bits // 8
+    wide_and_large = row.heads_per_program(n_heads) >= 64 and key_tile_bytes >= 64 * 1024
+    for stages in sorted({row.num_stages} if wide_and_large else {row.num_stages, 3}):
         tile = replace(row, num_stages=stages, prefetch_ids=False, ids_ahead=False,
                        split_sources=row.split_sources and stages == row.num_stages)
         outs = [check_attention(fused, torch.Generator().manual_seed(7), t, n_heads, 512, 128, 512, 3000, dtype,

@@ -379,16 +379,17 @@ def test_packed_ring_attention_gpu(kernel_cls, gen, b, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("flags", ["group_decode,decode_once", "split_sources", "decode_once",
-                                   "group_decode,split_sources,decode_once"])
+@pytest.mark.parametrize("flags", ["group_decode,decode_once", "split_sources", "decode_once", "ids_ahead",
+                                   "ids_ahead,group_decode,split_sources,decode_once"])
 @pytest.mark.parametrize("scale", ["mid", "flash"])
 @pytest.mark.parametrize("b", [1, 8, 64, 200])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_packed_ring_switch_gpu(kernel_cls, gen, scale, b, dtype, flags):
     """``AttentionTile.group_decode`` (the decode per scale group), ``split_sources`` (the
     window's and the top-k's slots in two loops, each tile decoding one format) and
-    ``decode_once`` (the decoded tile computed once for both products), alone and together,
-    compiled on the packed tiles' own rows (window 128: whole tiles): float32 (IEEE dots)
+    ``decode_once`` (the decoded tile computed once for both products), and ``ids_ahead`` (each
+    tile's ids loaded an iteration ahead), alone and together (all four: the rows since
+    session 32), compiled on the packed tiles' own rows (window 128: whole tiles): float32 (IEEE dots)
     bit for bit the row's own output without them; bf16 within the attention parity
     tolerance of it (the decoded tiles reach the tensor cores through other code, as in
     test_packed_ring_attention_gpu), and the unpacked caches' output within it too."""
@@ -401,8 +402,8 @@ def test_packed_ring_switch_gpu(kernel_cls, gen, scale, b, dtype, flags):
     q, _, _, pos, floor, topk, sink = slab_case(gen, b, cfg.num_attention_heads, hd, window, k, n, dtype, "cuda")
     ring = random_packed(gen, (b, window), hd, "fp8", "cuda")
     entries = random_packed(gen, (b, n), hd, "nvfp4", "cuda")
-    tile = replace(tile_for(b, hd, packed=True, heads=cfg.num_attention_heads), group_decode=False,
-                   split_sources=False, decode_once=False)  # the row's tiling, every switch off
+    tile = replace(tile_for(b, hd, packed=True, heads=cfg.num_attention_heads), ids_ahead=False,
+                   group_decode=False, split_sources=False, decode_once=False)  # the row's tiling, every switch off
     plain = kernel_cls(tile=tile).ring(q, pos, floor, ring, entries, topk, sink)
     switched = kernel_cls(tile=replace(tile, **dict.fromkeys(flags.split(","), True))).ring(q, pos, floor, ring,
                                                                                          entries, topk, sink)
