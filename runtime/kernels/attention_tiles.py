@@ -297,14 +297,15 @@ def hd_bucket(head_dim: int) -> int:
 # ``flash`` took 14.8-15.1 but ``mid`` 11.1-11.6). Since session 32 the 8-query row loads its ids a
 # tile ahead: each decode row against its twin with it, twice (H100;
 # attention_tiles_h100_ids_ahead_decode_1.md, attention_tiles_h100_ids_ahead_decode_2.md; engine /
-# ring, us): 8 queries ``mid`` 10.1 / 10.0 -> 9.2 / 9.7 and 10.1 / 9.9 -> 9.3 / 9.6, ``flash`` 15.8 /
-# 15.8 -> 15.2 / 15.5 and 15.9 / 15.9 -> 15.2 / 15.6. So does the 1-query row, on the sweep's own
+# ring, us): 8 queries ``mid`` 10.1 / 10.0 -> 9.2 / 9.7 and 10.1 / 9.9 -> 9.3 / 9.6, ``flash`` 15.8
+# / 15.8 -> 15.2 / 15.5 and 15.9 / 15.9 -> 15.2 / 15.6. So does the 1-query row, on the sweep's own
 # measure (the geometric mean over both scales and layouts): its engine layout loses a little or
 # ties, its ring layout gains more. Engine / ring, us, four runs (the two files above,
-# attention_tiles_h100_session32_confirm_t1_1.md, _t1_2.md): ``mid`` 7.6 / 8.9 -> 8.0 / 8.3, 7.6 /
-# 8.9 -> 8.0 / 8.2, 8.0 / 9.0 -> 8.1 / 8.4, 8.1 / 9.1 -> 7.8 / 8.5; ``flash`` 8.6 / 9.6 -> 8.7 /
-# 9.0, 8.6 / 9.6 -> 8.7 / 8.9, 8.7 / 9.7 -> 8.8 / 9.1, 8.7 / 9.6 -> 8.8 / 9.1 (a sweep around the
-# row, attention_tiles_h100_session32_sweep_s1.md, found no tiling better in both layouts).
+# attention_tiles_h100_session32_confirm_t1_1.md, attention_tiles_h100_session32_confirm_t1_2.md):
+# ``mid`` 7.6 / 8.9 -> 8.0 / 8.3, 7.6 / 8.9 -> 8.0 / 8.2, 8.0 / 9.0 -> 8.1 / 8.4, 8.1 / 9.1 -> 7.8 /
+# 8.5; ``flash`` 8.6 / 9.6 -> 8.7 / 9.0, 8.6 / 9.6 -> 8.7 / 8.9, 8.7 / 9.7 -> 8.8 / 9.1, 8.7 / 9.6
+# -> 8.8 / 9.1 (a sweep around the row, attention_tiles_h100_session32_sweep_s1.md, found no tiling
+# better in both layouts).
 TILES: dict[tuple[int, int], AttentionTile] = {
     (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, merge_d=64, ids_ahead=True,
                             split_sources=True),
@@ -344,21 +345,23 @@ TILES: dict[tuple[int, int], AttentionTile] = {
 # column is already the new row). At 128 and 512 slots (attention_tiles_h100_packed_prefill.md,
 # one run): ``mid`` 281.2 -> 54.5 and 1,052.3 -> 171.6, ``flash`` 802.4 -> 169.2 and 3,122.5 ->
 # 663.9. Packed ring attention was 4-6x the bf16 ring's time; it is now within 1.1-1.6x of it
-# at 1-64 queries (kernels_h100_session31_attention.md). Since session 32 every packed row loads
-# its ids a tile ahead (H100, each row against its twin with it; us): 1 query ``mid`` 13.7 -> 13.5
-# and 13.6 -> 13.4, ``flash`` 13.5 -> 13.1 and 13.6 -> 13.3; 8 queries ``mid`` 14.6 -> 13.8 and 14.5
-# -> 13.8, ``flash`` 21.7 -> 20.7 in both (attention_tiles_h100_ids_ahead_decode_1.md, _2.md); 64
-# queries ``mid`` 30.4 -> 29.2, ``flash`` 84.5 -> 80.2 (attention_tiles_h100_ids_ahead_t64_t512.md,
-# one run); 128 slots ``mid`` 54.1 -> 50.8, ``flash`` 174.2 -> 169.4 (one run), 512 slots ``mid``
-# 177.0 -> 166.2 and 176.3 -> 166.2, ``flash`` 678.6 -> 637.5 and 674.0 -> 637.6 (the same file and
-# attention_tiles_h100_ids_ahead_packed_prefill.md). With the ids ahead a sweep (attention_tiles_h100_
-# session32_sweep_s3.md) retiled the 1- and 8-query rows, each then run twice more against the row
-# before (attention_tiles_h100_session32_confirm_pk_1.md, _pk_2.md; us, three runs): 1 query on 64
-# keys per tile, 2 stages, ``mid`` 13.3 -> 12.0, 13.4 -> 11.9, 13.8 -> 12.0, ``flash`` 13.4 -> 11.9,
-# 13.2 -> 11.9, 13.9 -> 12.3; 8 queries on 2 stages, ``mid`` 14.2 -> 14.1, 14.0 -> 13.5, 14.1 -> 13.6,
-# ``flash`` 20.9 -> 19.9, 20.9 -> 19.9, 21.2 -> 20.2 (``mid``'s best, 64 keys on 8 warps at 12.1-12.3,
-# took 25.0-25.3 at ``flash``). The 64-query row stays on 3 stages (``mid`` 29.3 -> 28.9 on 2,
-# ``flash`` 80.7 -> 84.7).
+# at 1-64 queries (kernels_h100_session31_attention.md). Since session 32 every packed row loads its
+# ids a tile ahead (H100, each row against its twin with it; us): 1 query ``mid`` 13.7 -> 13.5 and
+# 13.6 -> 13.4, ``flash`` 13.5 -> 13.1 and 13.6 -> 13.3; 8 queries ``mid`` 14.6 -> 13.8 and 14.5 ->
+# 13.8, ``flash`` 21.7 -> 20.7 in both (attention_tiles_h100_ids_ahead_decode_1.md,
+# attention_tiles_h100_ids_ahead_decode_2.md); 64 queries ``mid`` 30.4 -> 29.2, ``flash`` 84.5 ->
+# 80.2 (attention_tiles_h100_ids_ahead_t64_t512.md, one run); 128 slots ``mid`` 54.1 -> 50.8,
+# ``flash`` 174.2 -> 169.4 (one run), 512 slots ``mid`` 177.0 -> 166.2 and 176.3 -> 166.2, ``flash``
+# 678.6 -> 637.5 and 674.0 -> 637.6 (the same file and
+# attention_tiles_h100_ids_ahead_packed_prefill.md). With the ids ahead a sweep
+# (attention_tiles_h100_session32_sweep_s3.md) retiled the 1- and 8-query rows, each then run twice
+# more against the row before (attention_tiles_h100_session32_confirm_pk_1.md,
+# attention_tiles_h100_session32_confirm_pk_2.md; us, three runs): 1 query on 64 keys per tile, 2
+# stages, ``mid`` 13.3 -> 12.0, 13.4 -> 11.9, 13.8 -> 12.0, ``flash`` 13.4 -> 11.9, 13.2 -> 11.9,
+# 13.9 -> 12.3; 8 queries on 2 stages, ``mid`` 14.2 -> 14.1, 14.0 -> 13.5, 14.1 -> 13.6, ``flash``
+# 20.9 -> 19.9, 20.9 -> 19.9, 21.2 -> 20.2 (``mid``'s best, 64 keys on 8 warps at 12.1-12.3, took
+# 25.0-25.3 at ``flash``). The 64-query row stays on 3 stages (``mid`` 29.3 -> 28.9 on 2, ``flash``
+# 80.7 -> 84.7).
 PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
     (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, programs=256, ids_ahead=True,
                             group_decode=True, split_sources=True, decode_once=True),
@@ -371,33 +374,34 @@ PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
 }
 
 
-# Calls of at least WIDE_HEADS heads (``flash``: 64) on unpacked caches have rows of their own.
-# The 8-query row (since session 32) is the shared row without the merge's column blocks: at
-# ``flash`` it took 14.4 / 15.1 and 14.4 / 14.8 us against 15.5 / 15.9 and 15.6 / 15.9 with them
-# (engine / ring, H100: attention_tiles_h100_session32_confirm_t8_1.md, _t8_2.md; 14.5 / 14.6
-# against 15.4 / 15.5 in attention_tiles_h100_session32_sweep_s2.md), while ``mid`` keeps them (9.0 /
-# 9.8 against 10.5 / 11.1 in that sweep). The 64-query and prefill rows hold
-# all 64 heads in one program on 8 warps, so each key tile is read once for all of them (32-head
-# programs read it twice) and both products run on wgmma, whose smallest M is 64 (mma.sync below
-# that). Compiled for sm_90 with the H200's Triton 3.6 (benchmarks/results/
-# sass_static_sm90_triton36_attention.md, the "option flash" rows) the 32-key tile holds 246
-# registers and no stack where the 32-head prefill tile spills 136 bytes; it takes 131 KB of
-# shared memory (compiled metadata), so one program per SM. On the H200, two sweeps each at
-# ``flash`` (attention_tiles_h200_h64_t512.md,
-# attention_tiles_h200_h64_t512_2.md, attention_tiles_h200_h64_t64.md,
-# attention_tiles_h200_h64_t64_2.md; every tiling checked against the reference): 512 queries
-# 370.7 / 369.7 -> 297.7 / 298.8 us (2 stages; 3 stages 322.8 / 323.9); 64 queries, engine /
-# ring layout, 58.7 / 79.6 and 58.8 / 80.0 -> 50.9 / 67.9 (3 stages) and 48.5 / 66.0 us (2
-# stages), with 2 splits: 128 programs, one wave of one per SM (4 splits: 60.6-63.7 / 77.6-79.9).
-# ``programs=128`` keeps that wave below 64 queries (untimed there). At 8 queries neither form
-# won both layouts (engine 19.0 vs 19.4 us, ring 23.8 vs 22.4: attention_tiles_h200_h64_t8.md),
-# so that bucket keeps the shared row; 16 heads (``mid``) cannot fill wgmma's 64 rows. Since
-# session 32 both rows take 64 keys per tile and prefetch their ids, with split sources (H100, two
-# runs: attention_tiles_h100_wide_n64_1.md, attention_tiles_h100_wide_n64_2.md; us, the row
-# before -> the new row): 64 queries engine 47.7 -> 44.4 (46.4 without the prefetch) and 47.9 ->
-# 44.7 (46.6), ring 53.6 -> 49.2 (one run); 512 queries engine 275.0 -> 238.5 (252.9) and 274.4 ->
-# 236.1 (250.3), ring 302.8 -> 273.0 (one run). In float32 they run on 32 keys
-# (``float32_block_n``: 64 would not fit shared memory).
+# Calls of at least WIDE_HEADS heads (``flash``: 64) on unpacked caches have rows of their own. The
+# 8-query row (since session 32) is the shared row without the merge's column blocks: at ``flash``
+# it took 14.4 / 15.1 and 14.4 / 14.8 us against 15.5 / 15.9 and 15.6 / 15.9 with them (engine /
+# ring, H100: attention_tiles_h100_session32_confirm_t8_1.md,
+# attention_tiles_h100_session32_confirm_t8_2.md; 14.5 / 14.6 against 15.4 / 15.5 in
+# attention_tiles_h100_session32_sweep_s2.md), while ``mid`` keeps them (9.0 / 9.8 against 10.5 /
+# 11.1 in that sweep). The 64-query and prefill rows hold all 64 heads in one program on 8 warps, so
+# each key tile is read once for all of them (32-head programs read it twice) and both products run
+# on wgmma, whose smallest M is 64 (mma.sync below that). Compiled for sm_90 with the H200's Triton
+# 3.6 (benchmarks/results/sass_static_sm90_triton36_attention.md, the "option flash" rows) the
+# 32-key tile holds 246 registers and no stack where the 32-head prefill tile spills 136 bytes; it
+# takes 131 KB of shared memory (compiled metadata), so one program per SM. On the H200, two sweeps
+# each at ``flash`` (attention_tiles_h200_h64_t512.md, attention_tiles_h200_h64_t512_2.md,
+# attention_tiles_h200_h64_t64.md, attention_tiles_h200_h64_t64_2.md; every tiling checked against
+# the reference): 512 queries 370.7 / 369.7 -> 297.7 / 298.8 us (2 stages; 3 stages 322.8 / 323.9);
+# 64 queries, engine / ring layout, 58.7 / 79.6 and 58.8 / 80.0 -> 50.9 / 67.9 (3 stages) and 48.5 /
+# 66.0 us (2 stages), with 2 splits: 128 programs, one wave of one per SM (4 splits: 60.6-63.7 /
+# 77.6-79.9). ``programs=128`` keeps that wave below 64 queries (untimed there). At 8 queries
+# neither form won both layouts (engine 19.0 vs 19.4 us, ring 23.8 vs 22.4:
+# attention_tiles_h200_h64_t8.md), so that bucket kept the shared row (the 64-head form lost again
+# in session 32: 17.9 / 18.0 against 15.3 / 15.7 us, attention_tiles_h100_session32_sweep_s4.md); 16
+# heads (``mid``) cannot fill wgmma's 64 rows. Since session 32 the 64-query and prefill rows take
+# 64 keys per tile and prefetch their ids, with split sources (H100, two runs:
+# attention_tiles_h100_wide_n64_1.md, attention_tiles_h100_wide_n64_2.md; us, the row before -> the
+# new row): 64 queries engine 47.7 -> 44.4 (46.4 without the prefetch) and 47.9 -> 44.7 (46.6), ring
+# 53.6 -> 49.2 (one run); 512 queries engine 275.0 -> 238.5 (252.9) and 274.4 -> 236.1 (250.3), ring
+# 302.8 -> 273.0 (one run). In float32 they run on 32 keys (``float32_block_n``: 64 would not fit
+# shared memory).
 WIDE_HEADS = 64
 WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
     (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, programs=256, ids_ahead=True,
