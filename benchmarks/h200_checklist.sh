@@ -49,6 +49,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 42  # decode attention under ncu per source line: flash 8 queries, mid 64 requests on bf16 / packed rings
 #   OUT=/path bash benchmarks/h200_checklist.sh 45  # session 31's flips: GPU identity / parity at the new rows, 44 again, 42
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
+#   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -148,6 +149,16 @@
 # Next session: 4 on an H200 (the whole table after session 31's flips), then 46 (decode
 # attention's id-load latency: ids a tile ahead / prefetched at 1-8 queries; flash prefill on
 # 64-key tiles with split sources), then the merge at 64 requests (~6 us per launch).
+# Session 32 (an H100, all 30 minutes) ran 4 and 46, sweeps around every decode row and the
+# deciding runs: ids a tile ahead in every packed row and the 1- / 8-query bf16 rows; packed 1- and
+# 8-query rows retiled (64 keys on 2 stages; 2 stages); flash's 8-query calls without the merge's
+# column blocks (WIDE_TILES[(8, 512)]); flash's 64-head rows on 64 keys with the ids prefetched (32
+# keys in float32: AttentionTile.float32_block_n). Flash prefill 275.2 -> 241.8 us
+# (kernels_h100_session32_attention_final.md). Next session: 47 on an H200 (the flips' GPU tests
+# and table rows there; none of the last seven sessions' tables ran on one), then 4, then the
+# merge at 64 requests (untouched: ~6 us per launch under ncu) and packed attention at mid's 8
+# requests (64 keys on 8 warps took 12.1-12.3 us against the row's 13.5-13.6, but 25 at flash:
+# a packed row by heads, as WIDE_TILES are for loaded caches).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -570,6 +581,21 @@ XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
 timeout 240 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_static_ring_attention.py tests/runtime/test_kernels_parity.py -m gpu -k "switch_gpu or packed_ring_attention_gpu or split_sources or attention_parity_gpu" > "$OUT/flip31_gpu.log" 2>&1; el flip31_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/flip31_gpu.log" | tail -8
 bash "$0" 44 42
+elif [ "$PART" = 47 ]; then
+# session 32's flips (ids ahead in the decode rows, packed 1- / 8-query rows retiled, flash's
+# 8-query row without merge blocks, flash's 64-head rows on 64 keys with the ids prefetched): the
+# attention GPU tests (166 passed on the H100 in 173 s), the kernel table's attention rows, and the
+# sweeps around the rows (kernels_h100_session32_attention_final.md, attention_tiles_h100_session32_*)
+XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
+timeout 280 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py -m gpu -k "attention or ring" > "$OUT/flip32_gpu.log" 2>&1; el flip32_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/flip32_gpu.log" | tail -8
+timeout 120 python benchmarks/kernels.py --ops attention,attention_ring,attention_packed --out "$R/kern47" > "$OUT/kern47.log" 2>&1; el kern47 $?
+grep -E "^\| attention" "$R"/kern47/*.md | cut -d'|' -f2-4,8-9,13-14,17
+timeout 100 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring --t 1 --block-h 16 --block-n 64 --warps 8 --stages 2 --splits 16 --merge-d 64 --ids-ahead 0 1 --split-sources 1 --out "$R/t1" > "$OUT/t1.log" 2>&1; el t1 $?
+timeout 100 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring --t 8 --block-h 16 --block-n 32 --warps 4 --stages 2 --splits 16 --programs 256 --merge-d 0 256 --ids-ahead 1 --split-sources 1 --out "$R/t8" > "$OUT/t8.log" 2>&1; el t8 $?
+timeout 100 python benchmarks/attention_tiles.py --scales mid flash --layouts ring_packed --t 1 8 64 --block-h 16 --block-n 32 64 --warps 4 8 --stages 2 3 --splits 16 --programs 256 --ids-ahead 1 --group-decode 1 --decode-once 1 --split-sources 1 --out "$R/pk" > "$OUT/pk.log" 2>&1; el pk $?
+timeout 100 python benchmarks/attention_tiles.py --scales flash --layouts engine ring --t 64 512 --block-h 64 --block-n 32 64 --warps 8 --stages 2 --splits 16 --programs 128 --prefetch-ids 0 1 --split-sources 1 --out "$R/n64" > "$OUT/n64.log" 2>&1; el n64 $?
+grep -hE "^- (mid|flash) T=" "$R"/t1/*.md "$R"/t8/*.md "$R"/pk/*.md "$R"/n64/*.md | cut -c1-300
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins
