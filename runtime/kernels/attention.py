@@ -383,6 +383,24 @@ def split_plan(n_keys: int, splits: int, block_n: int) -> tuple[int, int]:
     return per_split, -(-n_keys // per_split)
 
 
+def partial_launch(tile: AttentionTile, *, heads: int, hd: int, ring: bool, packed: bool, ieee: bool,
+                   has_topk: bool, split: bool, on_cuda: bool) -> dict:
+    """The partial kernel's launch keywords (constexprs and compile options) for ``tile`` at
+    ``heads`` heads of head dim ``hd``: one place, so that the runtime's launch
+    (``FusedSparseAttention._run``) and the sm_90 compile checks of the tile table
+    (tests/runtime/compile_sm90.py) build the same keywords by construction. ``split``:
+    more than one split launched (``split_plan``); ``on_cuda``: a CUDA device and not the
+    interpreter (the ids' L1 prefetch and the decode-once path are GPU-only); each switch
+    only where it applies (the ids' with top-k, the packed decode's with packed caches)."""
+    return dict(HD=hd, BLOCK_H=tile.heads_per_program(heads), BLOCK_N=tile.keys_per_tile(ieee), SPLIT=split,
+                HAS_TOPK=has_topk, RING=ring, IEEE=ieee, PACKED=packed, VD=tile.value_columns(hd, packed),
+                num_warps=tile.num_warps, num_stages=tile.num_stages,
+                PREFETCH_IDS=tile.prefetch_ids and has_topk and on_cuda,
+                IDS_AHEAD=tile.ids_ahead and has_topk, GROUP_DECODE=tile.group_decode and packed,
+                SPLIT_SOURCES=tile.split_sources and has_topk,
+                DECODE_ONCE=tile.decode_once and packed and on_cuda)
+
+
 class FusedSparseAttention:
     """Callable with :func:`runtime.attention.sparse_attention`'s signature; ``ring`` is the
     static decode slab's twin."""
@@ -470,23 +488,16 @@ class FusedSparseAttention:
         splits = tile.splits_for(t, n_heads) if self.forced_tile is not None or dev.type == "cuda" else 1
         if self.forced_splits is not None:
             splits = self.forced_splits
-        block_h = tile.heads_per_program(n_heads)
-        h_blocks = -(-n_heads // block_h)
-        block_n = tile.keys_per_tile(ieee)
-        per_split, n_split = split_plan(window + k_width, splits, block_n)
+        per_split, n_split = split_plan(window + k_width, splits, tile.keys_per_tile(ieee))
+        launch = partial_launch(tile, heads=n_heads, hd=hd, ring=ring, packed=packed, ieee=ieee, has_topk=has_topk,
+                                split=n_split > 1, on_cuda=dev.type == "cuda" and not interpret_requested())
+        h_blocks = -(-n_heads // launch["BLOCK_H"])
+        vd = launch["VD"]
         sink_f = sink.float().contiguous()
         pos = positions.long().contiguous()
         flo = floor.long().contiguous()
         swa_rows = window if ring else 0
         comp_rows = comp.shape[1] if ring and has_topk else 0
-        vd = tile.value_columns(hd, packed)
-        launch = dict(HD=hd, BLOCK_H=block_h, BLOCK_N=block_n, SPLIT=n_split > 1, HAS_TOPK=has_topk,
-                      RING=ring, IEEE=ieee, PACKED=packed, VD=vd, num_warps=tile.num_warps,
-                      num_stages=tile.num_stages,
-                      PREFETCH_IDS=tile.prefetch_ids and has_topk and dev.type == "cuda" and not interpret_requested(),
-                      IDS_AHEAD=tile.ids_ahead and has_topk, GROUP_DECODE=tile.group_decode and packed,
-                      SPLIT_SOURCES=tile.split_sources and has_topk,
-                      DECODE_ONCE=tile.decode_once and packed and dev.type == "cuda" and not interpret_requested())
         scale_ptrs = (swa_scales, comp_scales)
         scalars = (n_heads, window, k_width, swa_rows, comp_rows, per_split, n_split, hd**-0.5)
         if n_split == 1:

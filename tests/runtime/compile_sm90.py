@@ -245,11 +245,16 @@ MERGE_SIGNATURE = {"part_ptr": "*fp32", "m_ptr": "*fp32", "l_ptr": "*fp32", "sin
                    "out_ptr": "*fp32", "H": "i32", "n_split": "i32"}
 
 
+TABLE_WINDOW, TABLE_TOPK = 128, 512  # the keys of the table's benchmark shapes (W=128, top-k 512)
+
+
 def table_launches(float32: bool) -> list[tuple[str, object, dict, dict]]:
     """Attention's partial kernel as the tile table launches it at head dim 512 for ``mid``
     and ``flash`` heads: bf16 engine caches (or float32 ones, IEEE dots, with the row's
     float32 keys per tile) at every query bucket, and packed ring caches with bf16 (float32)
-    queries at every bucket by PACKED_TILES; each distinct launch once."""
+    queries at every bucket by PACKED_TILES; each distinct launch once. The keywords are
+    the runtime's own (``attention.partial_launch``, as ``_run`` calls it on CUDA with top-k
+    ids), so what compiles here is what a CUDA launch would run."""
     from runtime.config import V41Config
     from runtime.kernels import attention
     from runtime.kernels.attention_tiles import PREFILL, T_BUCKETS, tile_for
@@ -264,13 +269,13 @@ def table_launches(float32: bool) -> list[tuple[str, object, dict, dict]]:
         for bucket in (*T_BUCKETS, PREFILL):
             queries = f"T<={bucket}" if bucket else "prefill"
             for layout in ("engine", "packed ring"):
-                tile = tile_for(bucket or 4096, 512, packed=layout != "engine", heads=heads)
-                kwargs = dict(HD=512, BLOCK_H=tile.heads_per_program(heads), BLOCK_N=tile.keys_per_tile(float32),
-                              SPLIT=tile.splits > 1, HAS_TOPK=True, RING=layout != "engine", IEEE=float32,
-                              PACKED=layout != "engine", VD=512, num_warps=tile.num_warps,
-                              num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
-                              GROUP_DECODE=tile.group_decode and layout != "engine",
-                              SPLIT_SOURCES=tile.split_sources, DECODE_ONCE=tile.decode_once)
+                ring = layout != "engine"
+                tile = tile_for(bucket or 4096, 512, packed=ring, heads=heads)
+                # split as _run plans it on CUDA for the benchmark shapes' keys (W=128, top-k 512)
+                n_split = attention.split_plan(TABLE_WINDOW + TABLE_TOPK, tile.splits_for(bucket or 4096, heads),
+                                               tile.keys_per_tile(float32))[1]
+                kwargs = attention.partial_launch(tile, heads=heads, hd=512, ring=ring, packed=ring, ieee=float32,
+                                                  has_topk=True, split=n_split > 1, on_cuda=True)
                 key = tuple(sorted(kwargs.items()))
                 if key not in seen:
                     seen.add(key)
