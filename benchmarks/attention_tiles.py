@@ -15,8 +15,8 @@ device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MiB
 layout the batched torch core the kernel replaces in the static step is timed too.
 
 Candidates are the product of --block-h, --block-n, --warps, --stages, --splits, --merge-d,
---value-d, --programs, --prefetch-ids, --ids-ahead, --group-decode, --split-sources and
---decode-once (tilings that run the same program, e.g. a head cap above the head count,
+--value-d, --programs, --prefetch-ids, --ids-ahead, --group-decode, --split-sources,
+--decode-once and --merge-tail (tilings that run the same program, e.g. a head cap above the head count,
 are timed once). ``--twins FLAG...`` times instead each case's table row beside its twin
 with each switch on (the deciding run of a flip). The table printed last names, per T
 bucket, the candidate with the best geometric mean over mid/flash x engine/ring of (its
@@ -163,7 +163,8 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     value = tile.value_columns(shape.head_dim, packed=shape.layout == "ring_packed")
     return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
             value, tile.prefetch_ids, tile.ids_ahead, tile.group_decode and shape.layout == "ring_packed",
-            tile.split_sources, tile.decode_once and shape.layout == "ring_packed", tile.float32_block_n)
+            tile.split_sources, tile.decode_once and shape.layout == "ring_packed", tile.float32_block_n,
+            tile.merge_tail and n_split > 1)
 
 
 def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
@@ -202,21 +203,21 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
 
 
 SWITCH_LABELS = {"pf": "prefetch_ids", "ia": "ids_ahead", "gd": "group_decode", "ss": "split_sources",
-                 "do": "decode_once"}  # AttentionTile's on / off switches, by their label in AttentionTile.label()
+                 "do": "decode_once", "mt": "merge_tail"}  # AttentionTile's on / off switches, by their label in AttentionTile.label()
 TWIN_FLAGS = tuple(SWITCH_LABELS.values())
-TWIN_NEEDS = {"group_decode": {"decode_once": True}}  # a switch's twin with the switches it needs (AttentionTile)
+TWIN_NEEDS = {"group_decode": {"decode_once": True}, "merge_tail": {"merge_d": 0}}  # a switch's twin with the switches it needs (AttentionTile)
 
 
 def candidates_from(args) -> list[AttentionTile]:
     """The product of the tiling and switch options, less the group decode without decode
-    once where decode once is in the product too (AttentionTile refuses that pair; asked
-    for alone, its error names it)."""
-    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a), bool(g), bool(ss), bool(do))
-            for h, n, w, s, x, m, v, p, f, a, g, ss, do in
+    once where decode once is in the product too, and the merge tail with merge columns
+    (AttentionTile refuses both pairs; asked for alone, its error names them)."""
+    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a), bool(g), bool(ss), bool(do), merge_tail=bool(mt))
+            for h, n, w, s, x, m, v, p, f, a, g, ss, do, mt in
             itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d,
                               args.value_d, args.programs, args.prefetch_ids, args.ids_ahead, args.group_decode,
-                              args.split_sources, args.decode_once)
-            if not (g and not do and 1 in args.decode_once)]
+                              args.split_sources, args.decode_once, args.merge_tail)
+            if not (g and not do and 1 in args.decode_once) and not (mt and m and 0 in args.merge_d)]
 
 
 def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, float]]:
@@ -335,6 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--split-sources", nargs="+", type=int, default=[0], choices=[0, 1],
                         help="1: the candidates' twins with AttentionTile.split_sources (window and top-k slots in "
                              "two loops)")
+    parser.add_argument("--merge-tail", nargs="+", type=int, default=[0], choices=[0, 1],
+                        help="1: the candidates' twins with AttentionTile.merge_tail (the last partial program of "
+                             "each query's head block merges; no merge launch; with --merge-d 0)")
     parser.add_argument("--decode-once", nargs="+", type=int, default=[0], choices=[0, 1],
                         help="1: the candidates' twins with AttentionTile.decode_once (packed caches: the decoded tile "
                              "computed once for both products)")

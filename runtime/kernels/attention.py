@@ -9,7 +9,9 @@ keys, so a key tile is read once for the block) and one split of the key list
 (flash-decoding); with more than one split a second kernel merges the partial (max, sum,
 acc) and adds the sink. Every partial program writes its own (acc, max, sum), even when
 none of its keys is valid (acc 0, max -1e30, sum 0), so the scratch buffers are never
-filled first: a decode call is two launches (one without splits), nothing else.
+filled first: a decode call is two launches (one without splits), nothing else; with the
+tile's ``merge_tail`` the partial launch merges too (the last program of each query's head
+block, by a ticket: runtime/kernels/tickets.py), so it is one.
 
 Two cache layouts, one kernel (the ``RING`` constexpr):
 - the engine's (``__call__``): one request's window KV by position [P, hd] and its global
@@ -39,6 +41,7 @@ import triton.language as tl
 from runtime.kernels.attention_tiles import AttentionTile, tile_for
 from runtime.kernels.backend import interpret_requested, jit, next_pow2
 from runtime.kernels.pdl import dependent_launch, gdc_enter
+from runtime.kernels.tickets import TicketCounters
 from runtime.kv_packing import PackedKV
 from runtime.numerics import Numerics
 
@@ -233,15 +236,44 @@ def _attend_keys(lo, hi, q, m_i, l_i, acc, topk_row, p_t, floor_t, ring_base, W,
     return m_i, l_i, acc
 
 
+def _merge_tail(part_ptr, m_ptr, l_ptr, sink_ptr, final_ptr, t, heads, h_ok, H, n_split,
+                HD: tl.constexpr, BLOCK_H: tl.constexpr, SPLITS_P2: tl.constexpr, TAIL_D: tl.constexpr):
+    """The merge of ``_attn_merge_kernel`` for one query's block of heads, run by the
+    (query, head block)'s last partial program: the splits' (max, sum) [BLOCK_H, splits]
+    rescaled to the common max with the sink's, then the partial accumulators summed in
+    split order (whichever program finished last, the same sum) TAIL_D columns at a time
+    (registers: [BLOCK_H, TAIL_D] floats), every split's load unrolled so all are in
+    flight at once. Splits past ``n_split`` load nothing and add exact zeros."""
+    rows = t * H + heads  # [BLOCK_H]
+    sp = tl.arange(0, SPLITS_P2)
+    ok = h_ok[:, None] & (sp < n_split)[None, :]
+    m = tl.load(m_ptr + rows[:, None] * n_split + sp[None, :], mask=ok, other=-1.0e30)  # [BLOCK_H, SPLITS_P2]
+    l_part = tl.load(l_ptr + rows[:, None] * n_split + sp[None, :], mask=ok, other=0.0)
+    sink = tl.load(sink_ptr + heads, mask=h_ok, other=0.0).to(tl.float32)
+    top = tl.maximum(tl.max(m, axis=1), sink)  # [BLOCK_H]
+    denom = tl.sum(tl.exp(m - top[:, None]) * l_part, axis=1) + tl.exp(sink - top)
+    for c in tl.static_range(0, HD, TAIL_D):
+        cols = c + tl.arange(0, TAIL_D)
+        o = tl.zeros((BLOCK_H, TAIL_D), dtype=tl.float32)
+        for s in tl.static_range(SPLITS_P2):
+            s_ok = h_ok & (tl.full((BLOCK_H,), s, tl.int32) < n_split)
+            f = tl.exp(tl.load(m_ptr + rows * n_split + s, mask=s_ok, other=-1.0e30) - top)  # [BLOCK_H]
+            acc = tl.load(part_ptr + (rows[:, None] * n_split + s) * HD + cols[None, :], mask=s_ok[:, None],
+                          other=0.0)
+            o += f[:, None] * acc
+        tl.store(final_ptr + rows[:, None] * HD + cols[None, :], o / denom[:, None], mask=h_ok[:, None])
+
+
 def _attn_partial_kernel(
     q_ptr, pos_ptr, floor_ptr, swa_ptr, comp_ptr, topk_ptr, sink_ptr,
-    out_ptr, m_ptr, l_ptr, swa_scale_ptr, comp_scale_ptr,
+    out_ptr, m_ptr, l_ptr, swa_scale_ptr, comp_scale_ptr, final_ptr, count_ptr,
     H, W, K, swa_rows, comp_rows, keys_per_split, n_split, scale,
     HD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
     HAS_TOPK: tl.constexpr, RING: tl.constexpr, IEEE: tl.constexpr, PACKED: tl.constexpr, VD: tl.constexpr,
     PDL: tl.constexpr = False, PDL_AT_EXIT: tl.constexpr = False, PREFETCH_IDS: tl.constexpr = False,
     IDS_AHEAD: tl.constexpr = False, GROUP_DECODE: tl.constexpr = False, SPLIT_SOURCES: tl.constexpr = False,
-    DECODE_ONCE: tl.constexpr = False,
+    DECODE_ONCE: tl.constexpr = False, MERGE_TAIL: tl.constexpr = False, SPLITS_P2: tl.constexpr = 1,
+    TAIL_D: tl.constexpr = 16,
 ):
     """``swa_rows`` / ``comp_rows``: rows of query t's own window / global source (0: one
     source shared by all queries, the engine's layout). PACKED: ``swa_ptr`` / ``comp_ptr``
@@ -266,7 +298,10 @@ def _attn_partial_kernel(
     says why); where W is a multiple of BLOCK_N the tiles are the same, so the output is the
     same bit for bit. ``DECODE_ONCE`` (PACKED; CUDA only: inline PTX): the decoded key tile
     passes an identity the compiler cannot copy, so it is decoded once for both products
-    (``_decoded_once`` says why); the same values."""
+    (``_decoded_once`` says why); the same values. ``MERGE_TAIL`` (SPLIT): no merge launch;
+    each program takes a ticket on its (query, head block)'s counter in ``count_ptr`` after
+    writing its partial, and the one that takes the last merges every split into
+    ``final_ptr`` (``_merge_tail``; ``AttentionTile.merge_tail`` says why)."""
     if PDL:
         gdc_enter(False, PDL_AT_EXIT)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
@@ -340,6 +375,14 @@ def _attn_partial_kernel(
         if vb == 0:  # the same in every column block
             tl.store(m_ptr + part, m_i, mask=h_ok)
             tl.store(l_ptr + part, l_i, mask=h_ok)
+        if MERGE_TAIL:
+            tl.debug_barrier()  # every thread's partial is written before the ticket releases them
+            counter = count_ptr + t * tl.num_programs(1) + hb
+            ticket = tl.atomic_add(counter, 1, sem="acq_rel")
+            if ticket == tl.num_programs(2) - 1:  # every split's every column block is written
+                tl.store(counter, 0)  # all others have taken theirs: reset for the next call
+                _merge_tail(out_ptr, m_ptr, l_ptr, sink_ptr, final_ptr, t, heads, h_ok, H, n_split,
+                            HD, BLOCK_H, SPLITS_P2, TAIL_D)
     else:
         o = acc / l_i[:, None]
         tl.store(out_ptr + (t * H + heads[:, None]) * HD + vdim[None, :], o, mask=h_ok[:, None])
@@ -347,7 +390,7 @@ def _attn_partial_kernel(
 
 # the partial kernel's helpers, jitted with it (runtime/kernels/backend.py's ``jit``)
 PARTIAL_HELPERS = (_tile_ids, _fp8_window_keys, _e4m3_bits_magnitude, _e2m1_bits_value, _nvfp4_global_keys,
-                   _decoded_once, _tile_keys, _online_softmax_step, _attend_keys)
+                   _decoded_once, _tile_keys, _online_softmax_step, _attend_keys, _merge_tail)
 
 
 def _attn_merge_kernel(
@@ -384,21 +427,26 @@ def split_plan(n_keys: int, splits: int, block_n: int) -> tuple[int, int]:
 
 
 def partial_launch(tile: AttentionTile, *, heads: int, hd: int, ring: bool, packed: bool, ieee: bool,
-                   has_topk: bool, split: bool, on_cuda: bool) -> dict:
+                   has_topk: bool, n_split: int, on_cuda: bool) -> dict:
     """The partial kernel's launch keywords (constexprs and compile options) for ``tile`` at
     ``heads`` heads of head dim ``hd``: one place, so that the runtime's launch
     (``FusedSparseAttention._run``) and the sm_90 compile checks of the tile table
-    (tests/runtime/compile_sm90.py) build the same keywords by construction. ``split``:
-    more than one split launched (``split_plan``); ``on_cuda``: a CUDA device and not the
+    (tests/runtime/compile_sm90.py) build the same keywords by construction. ``n_split``:
+    the splits launched (``split_plan``); ``on_cuda``: a CUDA device and not the
     interpreter (the ids' L1 prefetch and the decode-once path are GPU-only); each switch
-    only where it applies (the ids' with top-k, the packed decode's with packed caches)."""
-    return dict(HD=hd, BLOCK_H=tile.heads_per_program(heads), BLOCK_N=tile.keys_per_tile(ieee), SPLIT=split,
+    only where it applies (the ids' with top-k, the packed decode's with packed caches, the
+    merge tail with more than one split). The tail merges ``TAIL_D`` columns at a time:
+    2,048 floats a split for the block of heads (16 heads x 128 columns, 64 x 32)."""
+    block_h = tile.heads_per_program(heads)
+    tail = tile.merge_tail and n_split > 1
+    return dict(HD=hd, BLOCK_H=block_h, BLOCK_N=tile.keys_per_tile(ieee), SPLIT=n_split > 1,
                 HAS_TOPK=has_topk, RING=ring, IEEE=ieee, PACKED=packed, VD=tile.value_columns(hd, packed),
                 num_warps=tile.num_warps, num_stages=tile.num_stages,
                 PREFETCH_IDS=tile.prefetch_ids and has_topk and on_cuda,
                 IDS_AHEAD=tile.ids_ahead and has_topk, GROUP_DECODE=tile.group_decode and packed,
                 SPLIT_SOURCES=tile.split_sources and has_topk,
-                DECODE_ONCE=tile.decode_once and packed and on_cuda)
+                DECODE_ONCE=tile.decode_once and packed and on_cuda, MERGE_TAIL=tail,
+                SPLITS_P2=next_pow2(n_split) if tail else 1, TAIL_D=min(hd, max(16, 2048 // block_h)) if tail else 16)
 
 
 class FusedSparseAttention:
@@ -421,6 +469,7 @@ class FusedSparseAttention:
         self.merge_at_exit = merge_at_exit
         self.partial = jit(_attn_partial_kernel, helpers=PARTIAL_HELPERS)
         self.merge = jit(_attn_merge_kernel)
+        self.tickets = TicketCounters()  # the merge tail's, one per (query, head block); twins share them
 
     def with_tile(self, tile: AttentionTile) -> FusedSparseAttention:
         """A twin that forces ``tile`` and shares this one's kernels, so their compiled
@@ -490,7 +539,7 @@ class FusedSparseAttention:
             splits = self.forced_splits
         per_split, n_split = split_plan(window + k_width, splits, tile.keys_per_tile(ieee))
         launch = partial_launch(tile, heads=n_heads, hd=hd, ring=ring, packed=packed, ieee=ieee, has_topk=has_topk,
-                                split=n_split > 1, on_cuda=dev.type == "cuda" and not interpret_requested())
+                                n_split=n_split, on_cuda=dev.type == "cuda" and not interpret_requested())
         h_blocks = -(-n_heads // launch["BLOCK_H"])
         vd = launch["VD"]
         sink_f = sink.float().contiguous()
@@ -502,16 +551,21 @@ class FusedSparseAttention:
         scalars = (n_heads, window, k_width, swa_rows, comp_rows, per_split, n_split, hd**-0.5)
         if n_split == 1:
             self.partial[(t, h_blocks, hd // vd)](q, pos, flo, swa, comp, tk, sink_f, out, out, out, *scale_ptrs,
-                                                  *scalars, **launch)
+                                                  out, out, *scalars, **launch)
             return out
         # No fills: every (query, head, split) slot is written by its partial program.
         part = torch.empty(t, n_heads, n_split, hd, dtype=torch.float32, device=dev)
         m = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
         lsum = torch.empty(t, n_heads, n_split, dtype=torch.float32, device=dev)
+        grid = (t, h_blocks, n_split * (hd // vd))
+        if launch["MERGE_TAIL"]:  # the last partial program of each (query, head block) merges: one launch
+            counts = self.tickets.get(dev, t * h_blocks)
+            self.partial[grid](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum, *scale_ptrs, out, counts,
+                               *scalars, **launch)
+            return out
         pdl = dependent_launch(self.dependent_merge, dev)
-        self.partial[(t, h_blocks, n_split * (hd // vd))](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum,
-                                                          *scale_ptrs, *scalars, PDL=pdl,
-                                                          PDL_AT_EXIT=self.merge_at_exit, **launch)
+        self.partial[grid](q, pos, flo, swa, comp, tk, sink_f, part, m, lsum, *scale_ptrs, out, out, *scalars,
+                           PDL=pdl, PDL_AT_EXIT=self.merge_at_exit, **launch)
         merge_d = tile.merge_columns(hd)
         self.merge[(t * n_heads, hd // merge_d)](part, m, lsum, sink_f, out, n_heads, n_split,
                                                  HD=hd, SPLITS_P2=next_pow2(n_split), MERGE_D=merge_d, PDL=pdl,

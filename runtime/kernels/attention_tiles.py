@@ -150,6 +150,25 @@ Each row gives, for queries in the bucket:
   197,120 bytes in bf16 and would take 279,296 in float32 (Triton 3.6, compiled metadata),
   so they run float32 (the GPU tests' exact path) on 32 keys: 205,312.
   ``tests/runtime/compile_sm90.py --table-shared`` checks every row in both.
+- ``merge_tail``: with more than one split, no merge launch: the last partial program of
+  each (query, head block), found by a ticket, merges its splits in the same launch.
+  Why: ncu put the merge at about 6 us beside 24-30 us of partial at 64 requests
+  (benchmarks/results/ncu_h100_session31.md), a second launch whose reads (every split's
+  accumulator) were just written, and the partials' last wave leaves SMs idle. The tail
+  reads a head block's splits from one program (16 heads x 4 splits x 512 columns: 128 KB
+  at 64 ``mid`` requests), so it pays where splits are few and queries many; at 1-8
+  queries (16 splits, few programs) one program would read what 128 merge programs share.
+  Not bit for bit the merge launch's output: it sums the splits in order where the merge
+  kernel reduces them as a tree (float32 rounding). No row takes it: on an H100 it was
+  slower for every row in two runs, or tied (graph replay, us, each row -> its twin with
+  the tail; benchmarks/results/attention_tiles_h100_session33_merge_tail_1.md,
+  attention_tiles_h100_session33_merge_tail_2.md): at 1 and 8 queries about 10 us slower
+  (``mid`` 1 query engine 7.9 -> 17.9, 8 queries 9.5 -> 24.2: one program reads what the
+  merge's 128 share), at 64 queries 2-3 us (``mid`` engine 19.3 / 19.4 -> 21.8 / 21.9, ring
+  23.6 / 23.2 -> 25.9 / 25.6, packed 29.3 / 29.1 -> 31.3 / 31.2; ``flash`` engine 44.7 /
+  44.5 -> 47.3 / 47.2), ``flash`` packed 64 queries a tie (82.1 / 82.4 both ways); with
+  fewer splits at 64 packed queries too (attention_tiles_h100_session33_merge_tail_splits.md:
+  ``mid`` 4 splits 28.8 against 31.0 with the tail, ``flash`` 2 splits 92.5 against 92.9).
 """
 
 from __future__ import annotations
@@ -179,6 +198,7 @@ class AttentionTile:
     split_sources: bool = False
     decode_once: bool = False
     float32_block_n: int = 0
+    merge_tail: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_h", "block_n", "num_warps"):
@@ -202,6 +222,9 @@ class AttentionTile:
         if self.num_stages < 1 or self.splits < 1:
             raise ValueError(f"AttentionTile: num_stages and splits must be >= 1, got "
                              f"{self.num_stages}, {self.splits}")
+        if self.merge_tail and self.merge_d:
+            raise ValueError("AttentionTile.merge_tail: the tail merges in the partial launch, so there are no "
+                             f"merge programs to give columns (merge_d={self.merge_d}): expected merge_d=0")
         if self.group_decode and not self.decode_once:
             raise ValueError("AttentionTile.group_decode needs decode_once=True: without it the bf16 "
                              "output on the GPU is wrong (Triton 3.6; the module docstring says why)")
@@ -246,8 +269,9 @@ class AttentionTile:
         sources = " ss" if self.split_sources else ""
         once = " do" if self.decode_once else ""
         narrow = f" f32n{self.float32_block_n}" if self.float32_block_n else ""
+        tail = " mt" if self.merge_tail else ""
         return (f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
-                f"{programs}{prefetch}{ahead}{group}{sources}{once}{narrow}")
+                f"{programs}{prefetch}{ahead}{group}{sources}{once}{narrow}{tail}")
 
 
 def t_bucket(t: int) -> int:
@@ -361,16 +385,33 @@ TILES: dict[tuple[int, int], AttentionTile] = {
 # 13.9 -> 12.3; 8 queries on 2 stages, ``mid`` 14.2 -> 14.1, 14.0 -> 13.5, 14.1 -> 13.6, ``flash``
 # 20.9 -> 19.9, 20.9 -> 19.9, 21.2 -> 20.2 (``mid``'s best, 64 keys on 8 warps at 12.1-12.3, took
 # 25.0-25.3 at ``flash``). The 64-query row stays on 3 stages (``mid`` 29.3 -> 28.9 on 2, ``flash``
-# 80.7 -> 84.7).
+# 80.7 -> 84.7). Since session 33 those two rows are ``flash``'s alone (PACKED_WIDE_TILES below), and
+# ``mid`` takes its own best: 8 queries on 64 keys and 8 warps (the 1-query row's tile), 64 queries on
+# 2 stages. H100, each sweep's us for ``mid`` against the row before: 8 queries 12.1-12.3 against
+# 13.5-13.6 (session 32's sweep and confirm runs above), 12.4 against 14.0
+# (attention_tiles_h100_session33_part47_pk.md); 64 queries 28.9 against 29.3
+# (attention_tiles_h100_session32_sweep_s3.md), 29.2 against 29.7 (the session-33 file).
 PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
     (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, programs=256, ids_ahead=True,
                             group_decode=True, split_sources=True, decode_once=True),
+    (8, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, programs=256, ids_ahead=True,
+                            group_decode=True, split_sources=True, decode_once=True),
+    (64, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, programs=256, ids_ahead=True,
+                             group_decode=True, split_sources=True, decode_once=True),
+    (PREFILL, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, ids_ahead=True,
+                                  group_decode=True, split_sources=True, decode_once=True),
+}
+
+
+# Packed caches at WIDE_HEADS heads or more (``flash``) keep the 8- and 64-query rows the shared
+# table had before session 33: ``mid``'s new rows cost them 20.0 -> 25.1 us (8 queries on 64 keys,
+# 8 warps) and 82.8 -> 86.1 (64 queries on 2 stages) in attention_tiles_h100_session33_part47_pk.md,
+# as in session 32 (25.0-25.3 against 19.9-20.2; 84.7 against 80.7).
+PACKED_WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
     (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, programs=256, ids_ahead=True,
                             group_decode=True, split_sources=True, decode_once=True),
     (64, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, ids_ahead=True,
                              group_decode=True, split_sources=True, decode_once=True),
-    (PREFILL, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, ids_ahead=True,
-                                  group_decode=True, split_sources=True, decode_once=True),
 }
 
 
@@ -416,12 +457,15 @@ WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
 def tile_for(t: int, head_dim: int, table: dict[tuple[int, int], AttentionTile] | None = None,
              packed: bool = False, heads: int = 0) -> AttentionTile:
     """The tile of a call of ``t`` queries of ``heads`` heads at ``head_dim``: ``table``'s row
-    if one is given, else PACKED_TILES' for packed caches where it has one, else
-    WIDE_TILES' for at least WIDE_HEADS heads where it has one, else TILES'."""
+    if one is given; for packed caches PACKED_WIDE_TILES' at WIDE_HEADS heads or more, else
+    PACKED_TILES', else TILES'; for unpacked ones WIDE_TILES' at WIDE_HEADS heads or more,
+    else TILES' (each where the table has the bucket's row)."""
     key = (t_bucket(t), hd_bucket(head_dim))
     if table is not None:
         return table[key]
     if packed:
+        if heads >= WIDE_HEADS and key in PACKED_WIDE_TILES:
+            return PACKED_WIDE_TILES[key]
         return PACKED_TILES.get(key, TILES[key])
     if heads >= WIDE_HEADS and key in WIDE_TILES:
         return WIDE_TILES[key]

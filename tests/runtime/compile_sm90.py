@@ -229,7 +229,7 @@ def indexer_launches() -> list[tuple[str, dict, tuple[str, ...]]]:
 ATTENTION_SIGNATURE = {"q_ptr": "*bf16", "pos_ptr": "*i64", "floor_ptr": "*i64", "swa_ptr": "*bf16",
                        "comp_ptr": "*bf16", "topk_ptr": "*i64", "sink_ptr": "*fp32", "out_ptr": "*fp32",
                        "m_ptr": "*fp32", "l_ptr": "*fp32", "swa_scale_ptr": "*bf16", "comp_scale_ptr": "*bf16",
-                       "H": "i32", "W": "i32", "K": "i32", "swa_rows": "i32", "comp_rows": "i32",
+                       "final_ptr": "*fp32", "count_ptr": "*i32", "H": "i32", "W": "i32", "K": "i32", "swa_rows": "i32", "comp_rows": "i32",
                        "keys_per_split": "i32", "n_split": "i32", "scale": "fp32"}
 # the row-bound top-k's three launches (runtime/kernels/topk_rowbound.py)
 ROW_MAXIMA_SIGNATURE = {"scores_ptr": "*fp32", "maxima_ptr": "*i32", "finite_ptr": "*i32", "ROW_N": "i32",
@@ -275,7 +275,7 @@ def table_launches(float32: bool) -> list[tuple[str, object, dict, dict]]:
                 n_split = attention.split_plan(TABLE_WINDOW + TABLE_TOPK, tile.splits_for(bucket or 4096, heads),
                                                tile.keys_per_tile(float32))[1]
                 kwargs = attention.partial_launch(tile, heads=heads, hd=512, ring=ring, packed=ring, ieee=float32,
-                                                  has_topk=True, split=n_split > 1, on_cuda=True)
+                                                  has_topk=True, n_split=n_split, on_cuda=True)
                 key = tuple(sorted(kwargs.items()))
                 if key not in seen:
                     seen.add(key)
@@ -385,6 +385,14 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
               num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
               SPLIT_SOURCES=True))
         for bucket, tile in ((1, mid_1), (64, replace(tile_for(64, 512, heads=16), split_sources=False)))
+    ] + [  # the 64-query rows with the merge in the partial launch's last program (AttentionTile.merge_tail)
+        (f"attention option {name} T<=64 {layout} {tile.label()}", partial, packed if layout != "engine" else
+         ATTENTION_SIGNATURE, attention.partial_launch(
+             tile, heads=heads, hd=512, ring=layout != "engine", packed=layout != "engine", ieee=False,
+             has_topk=True, on_cuda=True, n_split=attention.split_plan(TABLE_WINDOW + TABLE_TOPK, tile.splits_for(
+                 64, heads), tile.keys_per_tile(False))[1]))
+        for name, heads, layout in (("mid", 16, "engine"), ("mid", 16, "packed ring"), ("flash", 64, "engine"))
+        for tile in (replace(tile_for(64, 512, packed=layout != "engine", heads=heads), merge_d=0, merge_tail=True),)
     ]
 
 

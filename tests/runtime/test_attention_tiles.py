@@ -11,6 +11,7 @@ import pytest
 from runtime.kernels.attention_tiles import (
     HD_BUCKETS,
     PACKED_TILES,
+    PACKED_WIDE_TILES,
     PREFILL,
     T_BUCKETS,
     TILES,
@@ -35,6 +36,27 @@ def test_packed_caches_take_their_own_rows_where_there_are_some():
     assert tile_for(8, 128, packed=True) is TILES[(8, 128)]  # no packed row: the table's
     custom = {key: AttentionTile(16, 16) for key in TILES}
     assert tile_for(64, 512, custom, packed=True) is custom[(64, 512)]  # a given table wins
+
+
+def test_packed_caches_of_64_heads_take_the_packed_wide_rows_where_there_are_some():
+    """Packed caches at WIDE_HEADS heads or more: PACKED_WIDE_TILES' row of the bucket (8 and
+    64 queries), PACKED_TILES' elsewhere; fewer heads and a given table never take it. The
+    wide rows differ from the shared ones (else they would not be rows of their own) and
+    run the same packed switches."""
+    assert set(PACKED_WIDE_TILES) == {(8, 512), (64, 512)}
+    for key, wide in PACKED_WIDE_TILES.items():
+        shared = PACKED_TILES[key]
+        assert wide != shared
+        assert (wide.group_decode, wide.decode_once, wide.split_sources, wide.ids_ahead) == (True,) * 4
+    assert tile_for(8, 512, packed=True, heads=64) is PACKED_WIDE_TILES[(8, 512)]
+    assert tile_for(2, 512, packed=True, heads=128) is PACKED_WIDE_TILES[(8, 512)]
+    assert tile_for(64, 512, packed=True, heads=64) is PACKED_WIDE_TILES[(64, 512)]
+    assert tile_for(8, 512, packed=True, heads=63) is PACKED_TILES[(8, 512)]
+    assert tile_for(64, 512, packed=True, heads=16) is PACKED_TILES[(64, 512)]
+    assert tile_for(1, 512, packed=True, heads=64) is PACKED_TILES[(1, 512)]
+    assert tile_for(8, 128, packed=True, heads=64) is TILES[(8, 128)]  # no packed row at head dim 128
+    custom = {key: AttentionTile(16, 16) for key in TILES}
+    assert tile_for(8, 512, custom, packed=True, heads=64) is custom[(8, 512)]
 
 
 def test_calls_of_64_heads_take_the_wide_rows_where_there_are_some():

@@ -44,20 +44,26 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # loading them a tile ahead), the packed tiles of 1 and 8 queries decoding per scale group,
     # 7 of the packed decode's switches (the 1-query row with split sources, decode once, each
     # with the group decode, and all three; all three on the 8-query row and on 16 heads x 32
-    # keys) and mid's engine rows of 1 and 64 queries with split sources
-    assert run.stdout.count("ok ") == 21 + 20 + 6 + 20, run.stdout
+    # keys), mid's engine rows of 1 and 64 queries with split sources, and the 64-query rows
+    # with the merge tail (mid engine, mid packed ring, flash engine: 3)
+    assert run.stdout.count("ok ") == 21 + 20 + 6 + 20 + 3, run.stdout
     assert run.stdout.count(" paired |") == 8, run.stdout
     assert run.stdout.count("ok indexer ") == 6, run.stdout
     assert run.stdout.count(" register-finish") == 12 and run.stdout.count(" fma-mix") == 7, run.stdout
     assert run.stdout.count(" 1-row-finish") == 4 and run.stdout.count(" 8-row-finish") == 1, run.stdout
     # --sass: every launch's resources were read back from its cubin
     found = re.findall(r"^ok .* \| registers (\d+) stack \d+ shared \d+ \| instructions (\d+) ", run.stdout, re.M)
-    assert len(found) == 67 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
+    assert len(found) == 70 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
     # the prefetch is in the prefetching launches' code (CCTL), and in no other attention launch
     cctl = dict(re.findall(r"^ok (attention .*?) \|.* CCTL (\d+)$", run.stdout, re.M))
     assert int(cctl.pop("attention option flash h64 n32 w8 s2 prefetch ids")) > 0, run.stdout
     assert int(cctl.pop("attention option flash h64 n32 w8 s3 prefetch ids, ids ahead")) > 0, run.stdout
     assert int(cctl.pop("attention option mid T<=64 engine h32 n32 w4 s2 x4 p256 pf ia split sources")) > 0, run.stdout
+    # the merge tail's launches: the ticket's acquire (an acq_rel atomic) is cache control too,
+    # with the ids prefetched or not (the packed row prefetches none)
+    for name in ("mid T<=64 engine h32 n32 w4 s2 x4 p256 pf ia ss mt", "flash T<=64 engine h64 n64 w8 s2 x16 p128 pf ss "
+                 "f32n32 mt", "mid T<=64 packed ring h16 n32 w4 s2 x16 p256 ia gd ss do mt"):
+        assert int(cctl.pop(f"attention option {name}")) > 0, run.stdout
     # two loops where the option splits the window's slots from the top-k's: one loop body more
     # than the same launch without it (mid's 64-query row also has its id-prefetch loop)
     loops = dict(re.findall(r"^ok (attention .*?) \|.*\| loops ([\d/]+) \|", run.stdout, re.M))

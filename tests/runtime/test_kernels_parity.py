@@ -621,10 +621,11 @@ def test_indexer_parity_gpu(fused, gen, t, n, dtype):
 
 # ---------------------------------------------------------------------------- attention
 def check_attention(fused, gen, t, n_heads, hd, window, k, n_comp, dtype, with_topk=True, splits=None,
-                    merge_d=0, value_d=0, tile=None):
+                    merge_d=0, value_d=0, tile=None, op=None):
     """The fused attention against the reference on random caches; ``tile`` forces a
-    tiling (else ``splits`` / ``merge_d`` / ``value_d`` force one of 16-key tiles).
-    Returns the fused output."""
+    tiling (else ``splits`` / ``merge_d`` / ``value_d`` force one of 16-key tiles), ``op``
+    an instance to call (its state, e.g. the merge tail's counters, is then the caller's
+    to inspect). Returns the fused output."""
     p_max = 3 * window
     positions = torch.randint(0, p_max, (t,), generator=gen)
     positions[0] = 0  # window edge: only itself
@@ -646,7 +647,8 @@ def check_attention(fused, gen, t, n_heads, hd, window, k, n_comp, dtype, with_t
     # A forced split count in 16-key tiles, so that small key lists split too.
     if tile is None and splits is not None:
         tile = AttentionTile(16, 16, splits=splits, merge_d=merge_d, value_d=value_d)
-    op = fused.attention if tile is None else type(fused.attention)(tile=tile)
+    if op is None:
+        op = fused.attention if tile is None else type(fused.attention)(tile=tile)
     a = op(q, pos, flo, swa, window, comp, topk, sink, NUM)
     b = REFERENCE_OPS["attention"](q, pos, flo, swa, window, comp, topk, sink, NUM)
     tol = 2e-5 if dtype == torch.float32 else 2e-2
@@ -695,6 +697,47 @@ def test_attention_split_sources_parity_small(fused, t, splits, with_topk, ahead
             for on in (False, True)]
     if window % 16 == 0:
         assert torch.equal(outs[0], outs[1])
+
+
+def check_merge_tail(fused, seed, t, n_heads, hd, window, k, n_comp, dtype, tile, with_topk=True):
+    """``tile`` with ``merge_tail`` against the same tile merged by the second launch: both
+    within the reference's tolerance (check_attention), within float32 rounding of each
+    other (the tail sums the splits in order, the merge kernel as a tree), the tail's
+    output the same bit for bit when called again (whichever program finishes last), and
+    every ticket counter back at zero after each call (the next call's tickets start at 0)."""
+    from dataclasses import replace
+
+    def run(merge_tail, op):
+        return check_attention(fused, torch.Generator().manual_seed(seed), t, n_heads, hd, window, k, n_comp, dtype,
+                               with_topk=with_topk, op=op or type(fused.attention)(tile=replace(tile, merge_tail=merge_tail)))
+
+    merged = run(False, None)
+    tail_op = type(fused.attention)(tile=replace(tile, merge_tail=True))
+    tails = [run(True, tail_op) for _ in range(2)]
+    counters = tail_op.tickets.get(torch.device(DEVICE), 1)
+    assert int(counters.abs().sum()) == 0, f"ticket counters left at {counters.nonzero().flatten().tolist()}"
+    assert torch.equal(tails[0], tails[1]), "the merge tail's output moved between two identical calls"
+    scale = float(merged.abs().max())
+    diff = float((tails[0] - merged).abs().max())
+    assert diff <= 1e-5 * scale, f"merge tail vs merge launch: max |diff| {diff:.3g} (output scale {scale:.3g})"
+    return tails[0]
+
+
+@pytest.mark.parametrize("t,n_heads,splits,with_topk,value_d", [
+    (1, 4, 2, True, 0), (4, 4, 3, True, 0), (5, 32, 4, True, 0), (3, 4, 4, False, 0), (4, 4, 3, True, 32),
+    (2, 20, 5, True, 0)])
+def test_attention_merge_tail_parity_small(fused, t, n_heads, splits, with_topk, value_d):
+    """``AttentionTile.merge_tail`` (the last partial program of each query's head block
+    merges, no merge launch) on the interpreter: splits that are and are not a power of two,
+    two head blocks (32 heads, 20 with a partial block), a value split (the ticket counts
+    every split's every column block) and no top-k."""
+    check_merge_tail(fused, 17, t, n_heads, TINY.head_dim, 16, 8, 10, torch.float32,
+                     AttentionTile(16, 16, splits=splits, value_d=value_d), with_topk=with_topk)
+
+
+def test_attention_merge_tail_needs_no_merge_columns():
+    with pytest.raises(ValueError, match="merge_tail"):
+        AttentionTile(16, 16, splits=4, merge_d=64, merge_tail=True)
 
 
 def test_attention_float32_runs_the_rows_float32_keys_per_tile(fused):
@@ -757,6 +800,21 @@ def test_attention_prefetched_ids_parity_gpu(fused, t, n_heads, dtype, flag):
         outs = [check_attention(fused, torch.Generator().manual_seed(7), t, n_heads, 512, 128, 512, 3000, dtype,
                                 tile=replace(tile, **{flag: on})) for on in (False, True)]
         assert torch.equal(outs[0], outs[1]), f"{flag} moved the output: {tile.label()} T={t} H={n_heads}"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("t,n_heads", [(1, 16), (8, 16), (64, 16), (8, 64), (64, 64)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_attention_merge_tail_parity_gpu(fused, t, n_heads, dtype):
+    """The merge tail on the table's own tile for the shape (without merge columns: the tail
+    has no merge programs), compiled: see ``check_merge_tail``."""
+    from dataclasses import replace
+
+    from runtime.kernels.attention_tiles import tile_for
+
+    row = tile_for(t, 512, heads=n_heads)
+    check_merge_tail(fused, 7, t, n_heads, 512, 128, 512, 3000, dtype, replace(row, merge_d=0))
 
 
 @pytest.mark.gpu
