@@ -116,11 +116,18 @@ def _pool_norm_kernel(
 class FusedPoolNorm:
     """Callable with :func:`runtime.compressor.pool_and_norm`'s signature."""
 
-    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int = 4, rows_first: bool = False) -> None:
+    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int = 4, rows_first: bool = True) -> None:
         """``tile_elements`` (channels per program) and ``num_warps``: for benchmark sweeps;
         ``rows_first``: at ratio <= 2, every row loaded before any arithmetic (the kernel's
-        ``ROWS_FIRST``; off until the H200 has timed it: benchmarks/tile_sweep.py --ops
-        compress)."""
+        ``ROWS_FIRST``; the same bits as the loops). On since session 33: faster in every
+        case of three runs on an H100 (graph replay, us, loops -> rows first, 512 channels
+        per program on 4 warps; benchmarks/results/tile_sweep_h100_session33_compress_1.md,
+        tile_sweep_h100_session33_compress_2.md, tile_sweep_h100_session33_compress_3.md):
+        ``mid`` 2 rows 2.21 / 2.25 / 2.26 -> 1.98 / 2.02 / 2.03, 64 rows 2.26 / 2.32 / 2.30 ->
+        2.05 / 2.11 / 2.13, 4,096 rows 5.80 / 5.83 / 5.85 -> 4.92 / 4.96 / 5.12; ``flash`` 2
+        rows 2.20 / 2.25 / 2.30 -> 2.00 / 2.05 / 2.13, 64 rows 2.29 / 2.32 / 2.39 -> 2.08 /
+        2.15 / 2.19, 4,096 rows 5.77 / 5.81 / 5.96 -> 4.89 / 4.95 / 5.03. On 2 warps it
+        was slower than on 4 in every case, as the loops were at 2 and 64 rows."""
         self.kernel = jit(_pool_norm_kernel)
         self.tile_elements = tile_elements
         self.num_warps = num_warps
