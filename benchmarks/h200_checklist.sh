@@ -50,6 +50,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 45  # session 31's flips: GPU identity / parity at the new rows, 44 again, 42
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -159,6 +160,13 @@
 # merge at 64 requests (untouched: ~6 us per launch under ncu) and packed attention at mid's 8
 # requests (64 keys on 8 warps took 12.1-12.3 us against the row's 13.5-13.6, but 25 at flash:
 # a packed row by heads, as WIDE_TILES are for loaded caches).
+# Session 33 (an H100 again, every start): 47 (166 GPU tests passed; the table's attention rows and
+# the sweeps agree with session 32's), then mid's own packed rows (8 requests on 64 keys / 8 warps,
+# 64 on 2 stages; flash's in PACKED_WIDE_TILES: mid 8 requests 14.0 -> 12.0 us), 48 (the merge tail
+# lost at every decode row: off), 21 for the first time (compress rows first won every case three
+# times: now the default), and 4 twice (kernels_h100_session33.md, kernels_h100_session33_final.md:
+# 34 of 92). Next session: 4 on an H200 if one comes (none since session 29), then the decode
+# merge at 64 requests another way (fewer partial bytes: the tail read them from one program).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -359,7 +367,7 @@ elif [ "$PART" = 21 ]; then
 timeout 120 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_compress.py -k "compress_parity_gpu or rows_first" > "$OUT/cparity.log" 2>&1; el cparity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/cparity.log" | tail -4
 for i in 1 2 3; do
-  timeout 60 python benchmarks/tile_sweep.py --ops compress --rows 2 64 4096 --only "tile 512 w4" "rows first tile 512 w4" "rows first tile 512 w2" --out "$R/comp_$i" > "$OUT/comp_$i.log" 2>&1; el comp_$i $?
+  timeout 60 python benchmarks/tile_sweep.py --ops compress --rows 2 64 4096 --only "tile 512 w4" "tile 512 w2" "loops tile 512 w4" "loops tile 512 w2" --out "$R/comp_$i" > "$OUT/comp_$i.log" 2>&1; el comp_$i $?
 done
 grep -hE "^\| compress" "$R"/comp_*/*.md | cut -d'|' -f2-9
 # where decode attention's ~10 us go (1 and 8 queries: two launches, the key gather behind the
@@ -596,6 +604,22 @@ timeout 100 python benchmarks/attention_tiles.py --scales mid flash --layouts en
 timeout 100 python benchmarks/attention_tiles.py --scales mid flash --layouts ring_packed --t 1 8 64 --block-h 16 --block-n 32 64 --warps 4 8 --stages 2 3 --splits 16 --programs 256 --ids-ahead 1 --group-decode 1 --decode-once 1 --split-sources 1 --out "$R/pk" > "$OUT/pk.log" 2>&1; el pk $?
 timeout 100 python benchmarks/attention_tiles.py --scales flash --layouts engine ring --t 64 512 --block-h 64 --block-n 32 64 --warps 8 --stages 2 --splits 16 --programs 128 --prefetch-ids 0 1 --split-sources 1 --out "$R/n64" > "$OUT/n64.log" 2>&1; el n64 $?
 grep -hE "^- (mid|flash) T=" "$R"/t1/*.md "$R"/t8/*.md "$R"/pk/*.md "$R"/n64/*.md | cut -c1-300
+elif [ "$PART" = 48 ]; then
+# session 33: the merge in the partial launch's last program (AttentionTile.merge_tail, untimed) and
+# mid's packed rows (8 queries on 64 keys / 8 warps, 64 on 2 stages; flash keeps its rows in
+# PACKED_WIDE_TILES): the GPU tests, every decode row against its twin with the tail twice, the
+# 64-query rows with the tail over split counts, and the table's attention rows
+XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py -m gpu -k "merge_tail or packed_ring or switch_gpu" > "$OUT/tail_gpu.log" 2>&1; el tail_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/tail_gpu.log" | tail -8
+for run in 1 2; do
+  timeout 120 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 64 --twins merge_tail --out "$R/mt$run" > "$OUT/mt$run.log" 2>&1; el mt$run $?
+  grep -hE "^- (mid|flash) T=" "$R"/mt$run/*.md | cut -c1-300
+done
+timeout 120 python benchmarks/attention_tiles.py --scales mid flash --layouts ring_packed --t 64 --block-h 16 --block-n 32 --warps 4 --stages 2 3 --splits 2 4 8 16 --programs 0 --ids-ahead 1 --group-decode 1 --decode-once 1 --split-sources 1 --merge-tail 0 1 --out "$R/mtx" > "$OUT/mtx.log" 2>&1; el mtx $?
+grep -hE "^- (mid|flash) T=" "$R"/mtx/*.md | cut -c1-400
+timeout 120 python benchmarks/kernels.py --ops attention,attention_ring,attention_packed --out "$R/kern48" > "$OUT/kern48.log" 2>&1; el kern48 $?
+grep -E "^\| attention" "$R"/kern48/*.md | cut -d'|' -f2-4,8-9,13-14,17
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins
