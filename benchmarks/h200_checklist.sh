@@ -51,6 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 49  # after session 33: compress's tiles with rows first (twice), the indexer's tilings, then 4
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -165,8 +166,8 @@
 # 64 on 2 stages; flash's in PACKED_WIDE_TILES: mid 8 requests 14.0 -> 12.0 us), 48 (the merge tail
 # lost at every decode row: off), 21 for the first time (compress rows first won every case three
 # times: now the default), and 4 twice (kernels_h100_session33.md, kernels_h100_session33_final.md:
-# 34 of 92). Next session: 4 on an H200 if one comes (none since session 29), then the decode
-# merge at 64 requests another way (fewer partial bytes: the tail read them from one program).
+# 34 of 92). Next session: 49 (4 at its end) on an H200 if one comes (none since session 29), then
+# the decode merge at 64 requests another way (fewer partial bytes: the tail read them from one program).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -620,6 +621,17 @@ timeout 120 python benchmarks/attention_tiles.py --scales mid flash --layouts ri
 grep -hE "^- (mid|flash) T=" "$R"/mtx/*.md | cut -c1-400
 timeout 120 python benchmarks/kernels.py --ops attention,attention_ring,attention_packed --out "$R/kern48" > "$OUT/kern48.log" 2>&1; el kern48 $?
 grep -E "^\| attention" "$R"/kern48/*.md | cut -d'|' -f2-4,8-9,13-14,17
+elif [ "$PART" = 49 ]; then
+# after session 33's compress flip (every row loaded first): its tiles and warps again at the
+# table's rows, twice (2 and 64 rows sit at 1.90 / 2.01 us against a 2x-empty limit of ~1.94-1.99),
+# then the indexer's tilings at its small decode calls (1 query on 8,192 keys: 2.3-2.4 us), then 4
+for i in 1 2; do
+  timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 2 64 4096 --out "$R/comp49_$i" > "$OUT/comp49_$i.log" 2>&1; el comp49_$i $?
+  grep -hE "^\| compress" "$R"/comp49_$i/*.md | cut -d'|' -f2-7
+done
+timeout 150 python benchmarks/tile_sweep.py --ops indexer --out "$R/ix49" > "$OUT/ix49.log" 2>&1; el ix49 $?
+grep -hE "^\| indexer" "$R"/ix49/*.md | cut -d'|' -f2-7
+bash "$0" 4
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins
