@@ -18,10 +18,10 @@ Candidates are the product of --block-h, --block-n, --warps, --stages, --splits,
 --value-d, --programs, --prefetch-ids, --ids-ahead, --group-decode, --split-sources,
 --decode-once and --merge-tail (tilings that run the same program, e.g. a head cap above the head count,
 are timed once). ``--twins FLAG...`` times instead each case's table row beside its twin
-with each switch on (the deciding run of a flip). The table printed last names, per T
-bucket, the candidate with the best geometric mean over mid/flash x engine/ring of (its
-time / the case's best time), in the form of a TILES row to paste into
-runtime/kernels/attention_tiles.py.
+with each switch on (the deciding run of a flip). The tables printed last name, per T
+bucket and per table of runtime/kernels/attention_tiles.py (TILES, WIDE_TILES, PACKED_TILES,
+PACKED_WIDE_TILES: the one whose row runs the case), the candidate with the best geometric
+mean over that table's cases of (its time / the case's best time), as a row to paste in.
 
     PYTHONPATH=. python benchmarks/attention_tiles.py --out benchmarks/results
     PYTHONPATH=. python benchmarks/attention_tiles.py --quick --out "$OUT"
@@ -54,7 +54,7 @@ from benchmarks.kernels import (
 )
 from benchmarks.records import command_line, gpu_tag
 from runtime.config import V41Config
-from runtime.kernels.attention_tiles import AttentionTile, t_bucket, tile_for
+from runtime.kernels.attention_tiles import TABLES, AttentionTile, t_bucket, table_name, tile_for
 
 CONTEXT = 1024  # ring layout: positions ~ the context, the global KV of a 1024-position slot
 LAYOUTS = ("engine", "ring", "ring_packed")
@@ -220,14 +220,19 @@ def candidates_from(args) -> list[AttentionTile]:
             if not (g and not do and 1 in args.decode_once) and not (mt and m and 0 in args.merge_d)]
 
 
-def suggestions(results: list[CaseResult]) -> dict[tuple[int, bool], tuple[str, float]]:
-    """(T bucket, packed) -> (tile label, geometric mean of time / best time over its
-    cases): packed-cache cases (``ring_packed``) suggest PACKED_TILES rows, the others TILES
-    rows."""
+def suggestions(results: list[CaseResult]) -> dict[tuple[int, str], tuple[str, float]]:
+    """(T bucket, table name) -> (tile label, geometric mean of time / best time over its
+    cases): each case counts toward the table whose row runs it
+    (runtime/kernels/attention_tiles.py's ``table_name``: packed caches PACKED_TILES /
+    PACKED_WIDE_TILES, loaded ones TILES / WIDE_TILES, the wide tables at 64 heads or more
+    where they have the bucket's row), so a row is suggested only from the calls it serves."""
+    def key_of(r: CaseResult) -> tuple[int, str]:
+        shape = r.shape
+        return t_bucket(shape.t), table_name(shape.t, shape.head_dim, shape.layout == "ring_packed", shape.heads)
+
     out = {}
-    for key in sorted({(t_bucket(r.shape.t), r.shape.layout == "ring_packed") for r in results}):
-        cases = [r for r in results if (t_bucket(r.shape.t), r.shape.layout == "ring_packed") == key
-                 and r.best() is not None]
+    for key in sorted({key_of(r) for r in results}):
+        cases = [r for r in results if key_of(r) == key and r.best() is not None]
         labels = {x.tile for r in cases for x in r.timings}
         scored = []
         for label in labels:
@@ -288,9 +293,9 @@ def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: d
         fraction, goal = verdict(r.shape, best.ms, empty_ms)
         table_us = f"{table_ms * 1e3:.1f}" if table_ms is not None else "-"
         lines.append(f"{head} {table_us} | {best.tile} | {best.ms * 1e3:.1f} | {fraction:.0%} | {goal} |")
-    for packed, table in ((False, "TILES"), (True, "PACKED_TILES")):
+    for table in TABLES:
         rows = [f"{as_row(b, 512, label)}  # {score:.2f}x of each case's best"
-                for (b, is_packed), (label, score) in best_rows.items() if is_packed == packed]
+                for (b, name), (label, score) in best_rows.items() if name == table]
         if rows:
             lines += ["", f"Suggested rows of runtime/kernels/attention_tiles.py `{table}` (best geometric mean of "
                       "time / the case's best over the bucket's cases):", "", "```python", *rows, "```"]
@@ -382,8 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     command = command_line("benchmarks/attention_tiles.py", argv or sys.argv[1:])
     doc = {"environment": env, "command": command, "hbm_bytes_per_s": HBM_BYTES_PER_S,
            "empty_kernel_ms": empty_ms,
-           "suggested_rows": {f"{'packed ' if packed else ''}{b}": {"tile": label, "geomean_vs_best": score}
-                              for (b, packed), (label, score) in best_rows.items()},
+           "suggested_rows": {f"{table} {b}": {"tile": label, "geomean_vs_best": score}
+                              for (b, table), (label, score) in best_rows.items()},
            "cases": [{"shape": asdict(r.shape), "bytes": r.shape.bytes, "table_tile": r.table_tile, "core_ms": r.core_ms,
                       "timings": [asdict(x) for x in r.timings]} for r in results]}
     tag = gpu_tag(env["gpu"])

@@ -454,19 +454,35 @@ WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
 }
 
 
+# every table by its name, in the order a sweep's suggestions list them
+TABLES: dict[str, dict[tuple[int, int], AttentionTile]] = {
+    "TILES": TILES, "WIDE_TILES": WIDE_TILES, "PACKED_TILES": PACKED_TILES, "PACKED_WIDE_TILES": PACKED_WIDE_TILES}
+
+
+def table_name(t: int, head_dim: int, packed: bool = False, heads: int = 0) -> str:
+    """The name (in TABLES) of the table whose row runs a call of ``t`` queries of ``heads``
+    heads at ``head_dim``: for packed caches PACKED_WIDE_TILES at WIDE_HEADS heads or more,
+    else PACKED_TILES; for unpacked ones WIDE_TILES at WIDE_HEADS heads or more, else TILES
+    (each only where it has the bucket's row; TILES has every bucket's). One rule for the
+    runtime (``tile_for``) and the sweep's suggestions (benchmarks/attention_tiles.py), so a
+    row is suggested from the calls it runs."""
+    key = (t_bucket(t), hd_bucket(head_dim))
+    wide = heads >= WIDE_HEADS
+    if packed:
+        if wide and key in PACKED_WIDE_TILES:
+            return "PACKED_WIDE_TILES"
+        if key in PACKED_TILES:
+            return "PACKED_TILES"
+    elif wide and key in WIDE_TILES:
+        return "WIDE_TILES"
+    return "TILES"
+
+
 def tile_for(t: int, head_dim: int, table: dict[tuple[int, int], AttentionTile] | None = None,
              packed: bool = False, heads: int = 0) -> AttentionTile:
     """The tile of a call of ``t`` queries of ``heads`` heads at ``head_dim``: ``table``'s row
-    if one is given; for packed caches PACKED_WIDE_TILES' at WIDE_HEADS heads or more, else
-    PACKED_TILES', else TILES'; for unpacked ones WIDE_TILES' at WIDE_HEADS heads or more,
-    else TILES' (each where the table has the bucket's row)."""
+    if one is given, else the row of the table ``table_name`` names."""
     key = (t_bucket(t), hd_bucket(head_dim))
     if table is not None:
         return table[key]
-    if packed:
-        if heads >= WIDE_HEADS and key in PACKED_WIDE_TILES:
-            return PACKED_WIDE_TILES[key]
-        return PACKED_TILES.get(key, TILES[key])
-    if heads >= WIDE_HEADS and key in WIDE_TILES:
-        return WIDE_TILES[key]
-    return TILES[key]
+    return TABLES[table_name(t, head_dim, packed, heads)][key]

@@ -45,8 +45,8 @@ def test_candidates_leave_out_the_group_decode_without_decode_once():
     AttentionTile(16, 16, group_decode=True, **TWIN_NEEDS["group_decode"])  # a valid twin
 
 
-def case(t, scale, times, layout="ring"):
-    shape = Shape(scale, t, layout, 16, 512, 128, 512)
+def case(t, scale, times, layout="ring", heads=16):
+    shape = Shape(scale, t, layout, heads, 512, 128, 512)
     return CaseResult(shape, "a", [Timing(label, ms, 0.0) for label, ms in times.items()])
 
 
@@ -60,11 +60,18 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
         case(64, "mid", {a: 3.0, b: 2.0, c: 1.0}),
         # bucket 64 on packed caches: a PACKED_TILES row of its own, a wins
         case(64, "mid", {a: 1.0, b: 2.0, c: 8.0}, layout="ring_packed"),
+        # 64 heads: bucket 64 has wide rows (loaded and packed), so those cases suggest them
+        # alone (b wins, though c wins the shared rows); bucket 1 has none, so a 64-head case
+        # there would count toward TILES (none here: the bucket-1 means above stay as they are)
+        case(64, "flash", {a: 2.0, b: 1.0, c: 3.0}, heads=64),
+        case(64, "flash", {a: 1.5, b: 1.0, c: 4.0}, layout="ring_packed", heads=64),
     ]
     got = suggestions(results)
-    assert set(got) == {(1, False), (64, False), (64, True)}
-    assert got[(1, False)][0] == b and got[(1, False)][1] == pytest.approx(1.1)
-    assert got[(64, False)] == (c, pytest.approx(1.0)) and got[(64, True)] == (a, pytest.approx(1.0))
+    assert set(got) == {(1, "TILES"), (64, "TILES"), (64, "PACKED_TILES"), (64, "WIDE_TILES"),
+                        (64, "PACKED_WIDE_TILES")}
+    assert got[(1, "TILES")][0] == b and got[(1, "TILES")][1] == pytest.approx(1.1)
+    assert got[(64, "TILES")] == (c, pytest.approx(1.0)) and got[(64, "PACKED_TILES")] == (a, pytest.approx(1.0))
+    assert got[(64, "WIDE_TILES")] == (b, pytest.approx(1.0)) and got[(64, "PACKED_WIDE_TILES")][0] == b
     row = as_row(1, 512, b)
     assert row == "(1, 512): AttentionTile(16, 32, num_warps=8, num_stages=2, splits=8),"
     assert AttentionTile(16, 32, num_warps=8, num_stages=2, splits=8).label() == b
@@ -96,6 +103,8 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note
     packed_rows = note.split("`PACKED_TILES`")[1].split("```")[1]
     assert as_row(64, 512, a) in packed_rows and as_row(64, 512, c) not in packed_rows
+    wide_rows = note.split("`WIDE_TILES`")[1].split("```")[1]
+    assert as_row(64, 512, b) in wide_rows and as_row(64, 512, c) not in wide_rows
     assert f"failed: {c} (no CUDA graph)" in note
 
 
