@@ -160,15 +160,17 @@ Each row gives, for queries in the bucket:
   queries (16 splits, few programs) one program would read what 128 merge programs share.
   Not bit for bit the merge launch's output: it sums the splits in order where the merge
   kernel reduces them as a tree (float32 rounding). No row takes it: on an H100 it was
-  slower for every row in two runs, or tied (graph replay, us, each row -> its twin with
+  slower at every row with a merge, in two runs (graph replay, us, each row -> its twin with
   the tail; benchmarks/results/attention_tiles_h100_session33_merge_tail_1.md,
   attention_tiles_h100_session33_merge_tail_2.md): at 1 and 8 queries about 10 us slower
   (``mid`` 1 query engine 7.9 -> 17.9, 8 queries 9.5 -> 24.2: one program reads what the
   merge's 128 share), at 64 queries 2-3 us (``mid`` engine 19.3 / 19.4 -> 21.8 / 21.9, ring
   23.6 / 23.2 -> 25.9 / 25.6, packed 29.3 / 29.1 -> 31.3 / 31.2; ``flash`` engine 44.7 /
-  44.5 -> 47.3 / 47.2), ``flash`` packed 64 queries a tie (82.1 / 82.4 both ways); with
-  fewer splits at 64 packed queries too (attention_tiles_h100_session33_merge_tail_splits.md:
-  ``mid`` 4 splits 28.8 against 31.0 with the tail, ``flash`` 2 splits 92.5 against 92.9).
+  44.5 -> 47.3 / 47.2), ``flash`` packed 64 queries the same program (82.1 / 82.4: its row
+  plans one split there, so there is no merge to move). At 64 packed queries over 2-16 splits it lost or
+  tied as well (attention_tiles_h100_session33_merge_tail_splits.md, 2 stages: ``mid`` at 2 /
+  4 / 8 / 16 splits 34.8 / 28.8 / 35.9 / 41.4 without the tail, 36.2 / 31.0 / 41.5 / 56.6
+  with it; ``flash`` at 2 splits 95.0 / 95.2, its one-split row 80.7 on 3 stages).
 """
 
 from __future__ import annotations
