@@ -164,7 +164,7 @@
 # Session 33 (an H100 again, every start): 47 (166 GPU tests passed; the table's attention rows and
 # the sweeps agree with session 32's), then mid's own packed rows (8 requests on 64 keys / 8 warps,
 # 64 on 2 stages; flash's in PACKED_WIDE_TILES: mid 8 requests 14.0 -> 12.0 us), 48 (the merge tail
-# lost at every decode row: off), 21 for the first time (compress rows first won every case three
+# lost at every decode row with a merge: off), 21 for the first time (compress rows first won every case three
 # times: now the default), and 4 twice (kernels_h100_session33.md, kernels_h100_session33_final.md:
 # 34 of 92). Next session: 49 (4 at its end) on an H200 if one comes (none since session 29), then
 # the decode merge at 64 requests another way (fewer partial bytes: the tail read them from one program).
