@@ -21,11 +21,11 @@ ABSOLUTE = re.compile(r"(?<![\w.~-])/(?:work|home|Users|root|mnt|shared)/[\w./-]
 SPEC_WORD = re.compile(r"\b(?:[Ss]pec(?:'s)?\s*(?:§|section\b)|DESIGN\b|shared/spec/)")
 
 
-def scanned_files() -> list[Path]:
+def scanned_files(root: Path = ROOT) -> list[Path]:
     out = []
     for pattern in SCANNED:
-        for path in ROOT.rglob(pattern):
-            rel = path.relative_to(ROOT)
+        for path in root.rglob(pattern):
+            rel = path.relative_to(root)
             if any(part in SKIP_DIRS or part.startswith(".venv") or part.endswith(".egg-info")
                    for part in rel.parts):
                 continue
@@ -34,12 +34,12 @@ def scanned_files() -> list[Path]:
     return sorted(set(out))
 
 
-def _exists(path: Path, cited: str, names: set[str]) -> bool:
+def _exists(path: Path, cited: str, names: set[str], root: Path) -> bool:
     """A path resolves from the repo root or the citing file's folder; a bare file name
     (a tree listing, package data) names a file somewhere in the repo."""
     if "/" not in cited and cited in names:
         return True
-    return any((base / cited).exists() for base in (ROOT, path.parent))
+    return any((base / cited).exists() for base in (root, path.parent))
 
 
 def prose(path: Path, text: str) -> list[tuple[int, str]]:
@@ -57,18 +57,19 @@ def prose(path: Path, text: str) -> list[tuple[int, str]]:
     return out
 
 
-def problems() -> list[str]:
+def problems(root: Path = ROOT) -> list[str]:
+    """Every citation problem in the tree under ``root`` (the repo; a test's own tree)."""
     found = []
-    files = scanned_files()
+    files = scanned_files(root)
     names = {p.name for p in files}
     for path in files:
-        rel = path.relative_to(ROOT)
-        if rel == Path(__file__).resolve().relative_to(ROOT):
+        rel = path.relative_to(root)
+        if path.resolve() == Path(__file__).resolve():
             continue  # this file names the patterns it looks for
         text = path.read_text(encoding="utf-8", errors="replace")
         for lineno, line in prose(path, text):
             for m in CITED_MD.finditer(line):
-                if not _exists(path, m.group(1), names):
+                if not _exists(path, m.group(1), names, root):
                     found.append(f"{rel}:{lineno}: cites {m.group(1)}, which is not in the repo")
             for m in ABSOLUTE.finditer(line):
                 found.append(f"{rel}:{lineno}: absolute path {m.group(0)}")
@@ -83,13 +84,17 @@ def test_every_cited_document_is_in_the_repo():
     assert problems() == []
 
 
-def test_the_scan_catches_a_missing_citation(tmp_path, monkeypatch):
-    planted = ROOT / "tests" / "_planted_citation.py"
-    planted.write_text('"""See DESIGN.md principle 1, /work/notes/x.md and spec §4."""\n')
-    try:
-        found = [p for p in problems() if "_planted_citation" in p]
-    finally:
-        planted.unlink()
+def test_the_scan_catches_a_missing_citation(tmp_path):
+    """On a tree of its own: a file planted in the repo itself was seen, and then gone, by a
+    scan running at the same time (two pytest runs, or xdist workers, on one checkout)."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "here.md").write_text("# here\n")
+    planted = tmp_path / "tests" / "_planted_citation.py"
+    planted.write_text('"""See DESIGN.md principle 1, /work/notes/x.md and spec §4; docs/here.md is here."""\n')
+    found = problems(tmp_path)
+    assert found and all("_planted_citation" in p for p in found)
+    assert not any("here.md" in p for p in found)
     assert any("DESIGN.md" in p for p in found)
     assert any("absolute path /work/notes/x.md" in p for p in found)
     assert any("spec §" in p for p in found)
