@@ -51,7 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
-#   OUT=/path bash benchmarks/h200_checklist.sh 49  # after session 33: compress's tiles with rows first (twice), the indexer's tilings, then 4
+#   OUT=/path bash benchmarks/h200_checklist.sh 49  # after session 33: compress's tiles with rows first (twice), the indexer's tilings, the merge tail's twins, then 4
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -631,6 +631,9 @@ for i in 1 2; do
 done
 timeout 150 python benchmarks/tile_sweep.py --ops indexer --out "$R/ix49" > "$OUT/ix49.log" 2>&1; el ix49 $?
 grep -hE "^\| indexer" "$R"/ix49/*.md | cut -d'|' -f2-7
+# the merge tail (off: it lost on the H100 at every row with a merge) against the rows, once more
+timeout 120 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 8 64 --twins merge_tail --out "$R/mt49" > "$OUT/mt49.log" 2>&1; el mt49 $?
+grep -hE "^- (mid|flash) T=" "$R"/mt49/*.md | cut -c1-300
 bash "$0" 4
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
