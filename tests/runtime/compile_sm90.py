@@ -229,8 +229,8 @@ def indexer_launches() -> list[tuple[str, dict, tuple[str, ...]]]:
 ATTENTION_SIGNATURE = {"q_ptr": "*bf16", "pos_ptr": "*i64", "floor_ptr": "*i64", "swa_ptr": "*bf16",
                        "comp_ptr": "*bf16", "topk_ptr": "*i64", "sink_ptr": "*fp32", "out_ptr": "*fp32",
                        "m_ptr": "*fp32", "l_ptr": "*fp32", "swa_scale_ptr": "*bf16", "comp_scale_ptr": "*bf16",
-                       "final_ptr": "*fp32", "count_ptr": "*i32", "H": "i32", "W": "i32", "K": "i32", "swa_rows": "i32", "comp_rows": "i32",
-                       "keys_per_split": "i32", "n_split": "i32", "scale": "fp32"}
+                       "final_ptr": "*fp32", "count_ptr": "*i32", "H": "i32", "W": "i32", "K": "i32",
+                       "swa_rows": "i32", "comp_rows": "i32", "keys_per_split": "i32", "n_split": "i32", "scale": "fp32"}
 # the row-bound top-k's three launches (runtime/kernels/topk_rowbound.py)
 ROW_MAXIMA_SIGNATURE = {"scores_ptr": "*fp32", "maxima_ptr": "*i32", "finite_ptr": "*i32", "ROW_N": "i32",
                         "CHUNK": "i32"}
@@ -246,6 +246,18 @@ MERGE_SIGNATURE = {"part_ptr": "*fp32", "m_ptr": "*fp32", "l_ptr": "*fp32", "sin
 
 
 TABLE_WINDOW, TABLE_TOPK = 128, 512  # the keys of the table's benchmark shapes (W=128, top-k 512)
+
+
+def table_launch(tile, queries: int, heads: int, ring: bool, float32: bool) -> dict:
+    """The partial kernel's keywords for ``tile`` at ``queries`` queries of ``heads`` heads
+    (head dim 512, top-k ids; ``ring``: packed ring caches, else loaded engine ones), as
+    ``_run`` launches it on CUDA: its splits planned over the benchmark shapes' keys."""
+    from runtime.kernels import attention
+
+    n_split = attention.split_plan(TABLE_WINDOW + TABLE_TOPK, tile.splits_for(queries, heads),
+                                   tile.keys_per_tile(float32))[1]
+    return attention.partial_launch(tile, heads=heads, hd=512, ring=ring, packed=ring, ieee=float32, has_topk=True,
+                                    n_split=n_split, on_cuda=True)
 
 
 def table_launches(float32: bool) -> list[tuple[str, object, dict, dict]]:
@@ -271,11 +283,7 @@ def table_launches(float32: bool) -> list[tuple[str, object, dict, dict]]:
             for layout in ("engine", "packed ring"):
                 ring = layout != "engine"
                 tile = tile_for(bucket or 4096, 512, packed=ring, heads=heads)
-                # split as _run plans it on CUDA for the benchmark shapes' keys (W=128, top-k 512)
-                n_split = attention.split_plan(TABLE_WINDOW + TABLE_TOPK, tile.splits_for(bucket or 4096, heads),
-                                               tile.keys_per_tile(float32))[1]
-                kwargs = attention.partial_launch(tile, heads=heads, hd=512, ring=ring, packed=ring, ieee=float32,
-                                                  has_topk=True, n_split=n_split, on_cuda=True)
+                kwargs = table_launch(tile, bucket or 4096, heads, ring, float32)
                 key = tuple(sorted(kwargs.items()))
                 if key not in seen:
                     seen.add(key)
@@ -385,15 +393,22 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
               num_stages=tile.num_stages, PREFETCH_IDS=tile.prefetch_ids, IDS_AHEAD=tile.ids_ahead,
               SPLIT_SOURCES=True))
         for bucket, tile in ((1, mid_1), (64, replace(tile_for(64, 512, heads=16), split_sources=False)))
-    ] + [  # the 64-query rows with the merge in the partial launch's last program (AttentionTile.merge_tail)
-        (f"attention option {name} T<=64 {layout} {tile.label()}", partial, packed if layout != "engine" else
-         ATTENTION_SIGNATURE, attention.partial_launch(
-             tile, heads=heads, hd=512, ring=layout != "engine", packed=layout != "engine", ieee=False,
-             has_topk=True, on_cuda=True, n_split=attention.split_plan(TABLE_WINDOW + TABLE_TOPK, tile.splits_for(
-                 64, heads), tile.keys_per_tile(False))[1]))
-        for name, heads, layout in (("mid", 16, "engine"), ("mid", 16, "packed ring"), ("flash", 64, "engine"))
-        for tile in (replace(tile_for(64, 512, packed=layout != "engine", heads=heads), merge_d=0, merge_tail=True),)
-    ]
+    ] + merge_tail_launches(partial, packed)
+
+
+def merge_tail_launches(partial, packed_signature: dict) -> list[tuple[str, object, dict, dict]]:
+    """The 64-query rows with the merge in the partial launch's last program
+    (AttentionTile.merge_tail, which needs no merge columns): mid's engine and packed ring
+    rows and flash's engine row."""
+    from runtime.kernels.attention_tiles import tile_for
+
+    out = []
+    for name, heads, ring in (("mid", 16, False), ("mid", 16, True), ("flash", 64, False)):
+        tile = replace(tile_for(64, 512, packed=ring, heads=heads), merge_d=0, merge_tail=True)
+        layout = "packed ring" if ring else "engine"
+        out.append((f"attention option {name} T<=64 {layout} {tile.label()}", partial,
+                    packed_signature if ring else ATTENTION_SIGNATURE, table_launch(tile, 64, heads, ring, False)))
+    return out
 
 
 OPCODES = ("HMMA", "HGMMA", "SHFL", "BAR", "LDG", "STG", "LDS", "STS", "LDL", "STL", "MUFU", "CCTL")  # CCTL: prefetches
