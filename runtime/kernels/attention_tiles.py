@@ -170,7 +170,11 @@ Each row gives, for queries in the bucket:
   plans one split there, so there is no merge to move). At 64 packed queries over 2-16 splits it lost or
   tied as well (attention_tiles_h100_session33_merge_tail_splits.md, 2 stages: ``mid`` at 2 /
   4 / 8 / 16 splits 34.8 / 28.8 / 35.9 / 41.4 without the tail, 36.2 / 31.0 / 41.5 / 56.6
-  with it; ``flash`` at 2 splits 95.0 / 95.2, its one-split row 80.7 on 3 stages).
+  with it; ``flash`` at 2 splits 95.0 / 95.2, its one-split row 80.7 on 3 stages). A third run
+  (session 34, H100 again: attention_tiles_h100_session34_merge_tail.md) agrees: 8 queries
+  ``mid`` engine 8.9 -> 24.3, ``flash`` engine 14.6 -> 20.1; 64 queries ``mid`` engine / ring /
+  packed 19.4 / 22.8 / 28.9 -> 21.4 / 24.8 / 31.0, ``flash`` engine / ring 44.5 / 48.8 -> 47.1 /
+  52.8, ``flash`` packed 83.0 both (one split). No H200 has timed it.
 """
 
 from __future__ import annotations

@@ -127,7 +127,12 @@ class FusedPoolNorm:
         2.05 / 2.11 / 2.13, 4,096 rows 5.80 / 5.83 / 5.85 -> 4.92 / 4.96 / 5.12; ``flash`` 2
         rows 2.20 / 2.25 / 2.30 -> 2.00 / 2.05 / 2.13, 64 rows 2.29 / 2.32 / 2.39 -> 2.08 /
         2.15 / 2.19, 4,096 rows 5.77 / 5.81 / 5.96 -> 4.89 / 4.95 / 5.03. On 2 warps it
-        was slower than on 4 in every case, as the loops were at 2 and 64 rows."""
+        was slower than on 4 in every case, as the loops were at 2 and 64 rows. Two whole
+        sweeps since (session 34, H100: tile_sweep_h100_session34_compress_1.md,
+        tile_sweep_h100_session34_compress_2.md) found no tiling faster than this default
+        (512 channels per program on 4 warps, rows first) at any row count: ``mid`` 2 / 64 /
+        4,096 rows 1.92 / 1.99 / 4.84 and 1.92 / 1.98 / 4.83 us, the loops' form 2.12 / 2.21 /
+        5.68 in both; the nearest others 1,024 channels (4,096 rows 5.03-5.04) and 2 warps."""
         self.kernel = jit(_pool_norm_kernel)
         self.tile_elements = tile_elements
         self.num_warps = num_warps
