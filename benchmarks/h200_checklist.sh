@@ -51,7 +51,8 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
-#   OUT=/path bash benchmarks/h200_checklist.sh 49  # after session 33: compress's tiles with rows first (twice), the indexer's tilings, the merge tail's twins, then 4
+#   OUT=/path bash benchmarks/h200_checklist.sh 50  # session 34: the indexer's one-tile programs on 8 warps: GPU parity, the rule's neighbours twice, the table's indexer rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 49  # after session 33: compress's tiles with rows first (twice), the indexer's tilings, the merge tail's twins (4 in a second call: together they pass 10 minutes)
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
 # programs moved nothing consistently; the selecting launch on one warp won at mid, so the
 # default now selects in a second launch from 1,024 (row, expert) pairs on one warp per 256:
@@ -624,7 +625,7 @@ grep -E "^\| attention" "$R"/kern48/*.md | cut -d'|' -f2-4,8-9,13-14,17
 elif [ "$PART" = 49 ]; then
 # after session 33's compress flip (every row loaded first): its tiles and warps again at the
 # table's rows, twice (2 and 64 rows sit at 1.90 / 2.01 us against a 2x-empty limit of ~1.94-1.99),
-# then the indexer's tilings at its small decode calls (1 query on 8,192 keys: 2.3-2.4 us), then 4
+# then the indexer's tilings at its small decode calls (1 query on 8,192 keys: 2.3-2.4 us), then the merge tail's twins; 4 in a call of its own
 for i in 1 2; do
   timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 2 64 4096 --out "$R/comp49_$i" > "$OUT/comp49_$i.log" 2>&1; el comp49_$i $?
   grep -hE "^\| compress" "$R"/comp49_$i/*.md | cut -d'|' -f2-7
@@ -634,7 +635,19 @@ grep -hE "^\| indexer" "$R"/ix49/*.md | cut -d'|' -f2-7
 # the merge tail (off: it lost on the H100 at every row with a merge) against the rows, once more
 timeout 120 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 8 64 --twins merge_tail --out "$R/mt49" > "$OUT/mt49.log" 2>&1; el mt49 $?
 grep -hE "^- (mid|flash) T=" "$R"/mt49/*.md | cut -c1-300
-bash "$0" 4
+elif [ "$PART" = 50 ]; then
+# session 34: the indexer's programs of one key tile against a wide query tile on 8 warps (part
+# 49's sweep: 8 mid queries at 8k keys 3.38 -> 2.97 us): the GPU parity tests, then the rule's
+# neighbours twice (4 / 8 warps, 32- and 128-key tiles) at 1-16 queries on 8k-32k keys and at 128k
+# keys, then the kernel table's indexer rows
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_indexer_tiles.py tests/runtime/test_kernels_parity.py -m gpu -k "indexer or several_key_tiles" > "$OUT/ix50_gpu.log" 2>&1; el ix50_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/ix50_gpu.log" | tail -6
+for i in 1 2; do
+  timeout 100 python benchmarks/tile_sweep.py --ops indexer --indexer-shapes 1:8192 2:8192 4:8192 8:8192 16:8192 8:16384 8:32768 8:131072 --only default w4 w8 n32 n128 "n128 w8" --out "$R/ix50_$i" > "$OUT/ix50_$i.log" 2>&1; el ix50_$i $?
+  grep -hE "^\| indexer" "$R"/ix50_$i/*.md | cut -d'|' -f3-7
+done
+timeout 120 python benchmarks/kernels.py --ops indexer --out "$R/kern50" > "$OUT/kern50.log" 2>&1; el kern50 $?
+grep -E "^\| indexer" "$R"/kern50/*.md | cut -d'|' -f2-4,8-9,11,13-14,17
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins

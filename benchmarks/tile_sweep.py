@@ -88,11 +88,16 @@ INDEXER_TILES = (("default", IndexerPolicy()),
                  ("queries as rows", IndexerPolicy(keys_as_rows=False)),  # the default before session 14's last sweep
                  ("queries as rows 1 key tile", IndexerPolicy(keys_as_rows=False, key_tiles=1)),  # before session 14
                  ("w8", IndexerPolicy(num_warps=8)),
+                 ("w4", IndexerPolicy(num_warps=4)),  # the default's warps everywhere before session 34
                  ("n128", IndexerPolicy(block_n=128)),
+                 ("n128 w8", IndexerPolicy(block_n=128, num_warps=8)),
+                 ("n32", IndexerPolicy(block_n=32)),  # 256 programs at 8k keys (untimed before session 34)
                  ("1 key tile", IndexerPolicy(key_tiles=1)),
                  ("16 key tiles", IndexerPolicy(key_tiles=16)),
                  # decode calls' key loads not waiting for the counts (untimed, session 22)
                  ("read all", IndexerPolicy(read_all_up_to=16)))
+# the indexer's (queries, keys) cases: decode at 128k / 64k / 8k keys
+INDEXER_SHAPES = ((1, 131072), (2, 131072), (8, 131072), (1, 65536), (1, 8192), (8, 8192))
 OPS = ("mhc", "inv_rope", "rope_quant", "compress", "indexer")
 # mHC tilings (label, policy); the first of each list is the default.
 MHC_DECODE = (
@@ -251,9 +256,11 @@ def baseline_ops(folders: Path | list[Path] | None,
 
 def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
           baseline: dict[str, list[tuple[str, object]]] | None = None, sinkhorn_iters: int | None = None,
-          only: tuple[str, ...] | None = None, cold: bool = False) -> list[dict]:
+          only: tuple[str, ...] | None = None, cold: bool = False,
+          indexer_shapes: tuple[tuple[int, int], ...] = INDEXER_SHAPES) -> list[dict]:
     """``only``: the variant labels to time (None: all; a RoPE + quant label without its
-    "<use>: " prefix); ``cold``: also a cold reading of every case held to the roofline."""
+    "<use>: " prefix); ``cold``: also a cold reading of every case held to the roofline;
+    ``indexer_shapes``: the indexer's (queries, keys) cases."""
     baseline = baseline or {}
     out = []
     for name in ("mid", "flash"):
@@ -285,7 +292,7 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
                                        for tile, w in COMPRESS_LOOPS_TILES]
                                     + baseline.get("compress", []), name, max(2, t), only=only, cold=cold)
         if "indexer" in ops:
-            for t, n in ((1, 131072), (2, 131072), (8, 131072), (1, 65536), (1, 8192), (8, 8192)):
+            for t, n in indexer_shapes:
                 out += sweep_simple("indexer", indexer_case(None, c, name, t, n),
                                     [(label, FusedIndexLogits(policy)) for label, policy in INDEXER_TILES],
                                     name, t, label=f"N={n}: ", only=only, cold=cold)
@@ -318,6 +325,14 @@ def markdown(env: dict, rows: list[dict], floors: dict, command: str, sinkhorn_i
     return "\n".join(lines) + "\n"
 
 
+def shape_arg(text: str, parser: argparse.ArgumentParser) -> tuple[int, int]:
+    """One ``--indexer-shapes`` entry, "T:N" (queries, keys), both positive."""
+    t, sep, n = text.partition(":")
+    if not (sep and t.isdigit() and n.isdigit() and int(t) > 0 and int(n) > 0):
+        parser.error(f"--indexer-shapes {text!r}: expected queries:keys, two positive integers (e.g. 8:8192)")
+    return int(t), int(n)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
@@ -331,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold", action="store_true",
                         help="also read every case held to the roofline (memory-bound, >= 4 MiB) with its inputs "
                              "out of L2 (benchmarks/cold.py)")
+    parser.add_argument("--indexer-shapes", nargs="+", default=None, metavar="T:N",
+                        help="the indexer's cases as queries:keys (default: "
+                             + " ".join(f"{t}:{n}" for t, n in INDEXER_SHAPES) + ")")
     parser.add_argument("--sinkhorn-iters", type=int, default=None,
                         help="a diagnostic: the mHC cases with this many Sinkhorn iterations (the release: 20)")
     args = parser.parse_args(argv)
@@ -339,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--baseline {folder}: not a folder")
     if args.sinkhorn_iters is not None and args.sinkhorn_iters < 1:
         parser.error(f"--sinkhorn-iters: expected a positive count, got {args.sinkhorn_iters}")
+    indexer_shapes = INDEXER_SHAPES if args.indexer_shapes is None else tuple(
+        shape_arg(text, parser) for text in args.indexer_shapes)
     ops = tuple(args.ops)
     if not torch.cuda.is_available():
         print("benchmarks/tile_sweep.py: needs a CUDA GPU", file=sys.stderr)
@@ -347,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     floors = {"empty_us": empty_launch_ms() * 1e3, "load_store_us": load_store_ms() * 1e3}
     print(floors, flush=True)
     rows = sweep(tuple(args.rows), ops, baseline_ops(args.baseline, ops), args.sinkhorn_iters,
-                 None if args.only is None else tuple(args.only), args.cold)
+                 None if args.only is None else tuple(args.only), args.cold, indexer_shapes)
     env = environment()
     command = command_line("benchmarks/tile_sweep.py", argv or sys.argv[1:])
     tag = gpu_tag(env["gpu"])

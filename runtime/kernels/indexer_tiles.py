@@ -37,8 +37,22 @@ class IndexerPolicy:
     T=8, 128k keys); more queries: 64. ``key_tiles`` 0: as many tiles per program as keep
     about ``programs`` programs (at most ``max_key_tiles``), one program per tile when there
     are fewer tiles than that. ``keys_as_rows``: the kernel's product with the keys as the
-    MMA's rows (runtime/kernels/indexer.py). ``num_warps`` 0: 4 with the keys as rows (one
-    warpgroup for 64 key rows), else 8 for a 128-row dot and 4 below.
+    MMA's rows (runtime/kernels/indexer.py). ``num_warps`` 0: by size. With the keys as rows
+    4 (one warpgroup for 64 key rows), but ``one_tile_warps`` where a program reads a single
+    key tile against a query tile of at least ``one_tile_columns`` (query, head) columns;
+    with the queries as rows 8 for a 128-row dot and 4 below.
+
+    Why more warps for one key tile and a wide query tile: such a program loads more query
+    bytes than key bytes (8 ``mid`` queries: a [128, 128] bf16 query tile, 32 KB, against
+    16 KB of keys) and then does one product, so the call is its loads' latency, and 8 warps
+    put twice the loads in flight per program; with several key tiles the query tile is
+    loaded once and the loop pipelines the keys, where 8 warps lost. Measured on an H100
+    (session 34, tile_sweep.py's "w8" against the default's 4 warps, graph replay, us;
+    benchmarks/results/tile_sweep_h100_session34_indexer.md): 8 queries at 8k keys ``mid``
+    3.38 -> 2.97, ``flash`` (4 queries per program: 128 columns) 3.92 -> 3.83; where a
+    program loops over several tiles it lost (128k keys, 8 queries: ``mid`` 12.62 -> 13.07,
+    ``flash`` 19.51 -> 19.88) and with a narrow query tile too (1 query, 8k keys: ``mid``
+    2.23 -> 2.31, ``flash`` 2.31 -> 2.40).
 
     ``read_all_up_to``: calls of at most this many queries read every key tile up to N and
     mask the scores by the counts afterwards, instead of skipping the tiles past every
@@ -69,6 +83,8 @@ class IndexerPolicy:
     num_warps: int = 0
     keys_as_rows: bool = True
     read_all_up_to: int = 8
+    one_tile_warps: int = 8
+    one_tile_columns: int = 128
 
     def __post_init__(self) -> None:
         if self.block_n < 16 or self.block_n & (self.block_n - 1):
@@ -77,7 +93,9 @@ class IndexerPolicy:
         if self.num_warps not in (0, 1, 2, 4, 8, 16):
             raise ValueError(f"IndexerPolicy.num_warps: expected 0 (by size) or a power of two of 1-16, "
                              f"got {self.num_warps}")
-        for name in ("shared_query_rows", "programs", "max_key_tiles"):
+        if self.one_tile_warps not in (1, 2, 4, 8, 16):
+            raise ValueError(f"IndexerPolicy.one_tile_warps: expected a power of two of 1-16, got {self.one_tile_warps}")
+        for name in ("shared_query_rows", "programs", "max_key_tiles", "one_tile_columns"):
             if getattr(self, name) < 1:
                 raise ValueError(f"IndexerPolicy.{name}: expected >= 1, got {getattr(self, name)}")
         if self.read_all_up_to < 0:
@@ -92,5 +110,11 @@ class IndexerPolicy:
             block_t = max(1, 64 // n_heads)
         tiles = cdiv(t, block_t) * cdiv(n, self.block_n)
         key_tiles = self.key_tiles or max(1, min(self.max_key_tiles, tiles // self.programs))
-        warps = self.num_warps or (4 if self.keys_as_rows or block_t * n_heads < 128 else 8)
+        columns = block_t * n_heads
+        if self.num_warps:
+            warps = self.num_warps
+        elif self.keys_as_rows:
+            warps = self.one_tile_warps if key_tiles == 1 and columns >= self.one_tile_columns else 4
+        else:
+            warps = 4 if columns < 128 else 8
         return IndexerTiling(block_t, self.block_n, key_tiles, warps, self.keys_as_rows, t <= self.read_all_up_to)

@@ -15,6 +15,10 @@ ENV = {"gpu": "NVIDIA H200", "nvidia_smi": "NVIDIA H200, 580", "torch": "2.11", 
 
 @pytest.mark.parametrize(("module", "argv", "message"), [
     (tile_sweep, ["--sinkhorn-iters", "0"], "--sinkhorn-iters: expected a positive count, got 0"),
+    (tile_sweep, ["--indexer-shapes", "8:8192", "8x8192"], "--indexer-shapes '8x8192': expected queries:keys, two "
+                                                            "positive integers (e.g. 8:8192)"),
+    (tile_sweep, ["--indexer-shapes", "0:8192"], "--indexer-shapes '0:8192': expected queries:keys, two positive "
+                                                 "integers (e.g. 8:8192)"),
     (gate_tiles, ["--topk", "0"], "--topk: expected 1 to 32 (the fewest experts of --scales), got 0"),
     (gate_tiles, ["--topk", "33"], "--topk: expected 1 to 32 (the fewest experts of --scales), got 33"),
     (gate_tiles, ["--topk", "400", "--scales", "flash"], "--topk: expected 1 to 384 (the fewest experts of "

@@ -158,6 +158,23 @@ def test_the_decode_shapes_tile_as_the_docstring_says():
     assert policy.tiling(64, 16, 8192).block_t == 4  # more queries: 64-column products
 
 
+def test_one_key_tile_against_a_wide_query_tile_takes_eight_warps():
+    """8 warps where a program reads one key tile against at least 128 (query, head)
+    columns (``mid`` 8 queries or ``flash`` 4 per program at 8k keys), 4 where it loops over
+    several tiles (128k keys) or holds fewer columns (1 query); an explicit ``num_warps``
+    and the queries-as-rows rule are untouched."""
+    policy = IndexerPolicy()
+    assert policy.tiling(8, 16, 8192) == IndexerTiling(8, 64, 1, 8, True, read_all=True)
+    assert policy.tiling(8, 32, 8192) == IndexerTiling(4, 64, 1, 8, True, read_all=True)
+    assert policy.tiling(8, 16, 131072).num_warps == 4 and policy.tiling(8, 16, 131072).key_tiles == 8
+    assert policy.tiling(1, 16, 8192).num_warps == 4 and policy.tiling(1, 32, 8192).num_warps == 4
+    assert policy.tiling(512, 16, 8192).num_warps == 4  # 64-column products
+    assert IndexerPolicy(one_tile_warps=4).tiling(8, 16, 8192).num_warps == 4
+    assert IndexerPolicy(one_tile_columns=256).tiling(8, 16, 8192).num_warps == 4
+    assert IndexerPolicy(num_warps=2).tiling(8, 16, 8192).num_warps == 2
+    assert IndexerPolicy(keys_as_rows=False).tiling(8, 16, 8192).num_warps == 8
+
+
 @pytest.mark.parametrize("field,value,message", [
     ("block_n", 48, "IndexerPolicy.block_n: expected a power of two >= 16"),
     ("block_n", 8, "IndexerPolicy.block_n: expected a power of two >= 16"),
@@ -165,6 +182,9 @@ def test_the_decode_shapes_tile_as_the_docstring_says():
     ("programs", 0, "IndexerPolicy.programs: expected >= 1, got 0"),
     ("key_tiles", -1, "IndexerPolicy.key_tiles: expected >= 0"),
     ("read_all_up_to", -1, "IndexerPolicy.read_all_up_to: expected >= 0"),
+    ("one_tile_warps", 0, "IndexerPolicy.one_tile_warps: expected a power of two of 1-16, got 0"),
+    ("one_tile_warps", 6, "IndexerPolicy.one_tile_warps: expected a power of two of 1-16, got 6"),
+    ("one_tile_columns", 0, "IndexerPolicy.one_tile_columns: expected >= 1, got 0"),
 ])
 def test_bad_policies_are_refused_with_the_field_named(field, value, message):
     with pytest.raises(ValueError, match=message):

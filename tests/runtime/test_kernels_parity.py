@@ -613,9 +613,10 @@ def test_topk_ties_resolved_within_the_tie(fused, gen):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("t,n", [(1, 4096), (8, 65536), (300, 2048), (2, 131072)])
+@pytest.mark.parametrize("t,n", [(1, 4096), (8, 65536), (300, 2048), (2, 131072), (8, 8192)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_indexer_parity_gpu(fused, gen, t, n, dtype):
+    """(8, 8192): one key tile per program against 128 columns, the policy's 8-warp case."""
     check_indexer(fused, gen, t, n, MID.index_n_heads, MID.index_head_dim, dtype, MID.index_topk)
 
 
