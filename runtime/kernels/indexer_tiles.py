@@ -52,7 +52,16 @@ class IndexerPolicy:
     3.38 -> 2.97, ``flash`` (4 queries per program: 128 columns) 3.92 -> 3.83; where a
     program loops over several tiles it lost (128k keys, 8 queries: ``mid`` 12.62 -> 13.07,
     ``flash`` 19.51 -> 19.88) and with a narrow query tile too (1 query, 8k keys: ``mid``
-    2.23 -> 2.31, ``flash`` 2.31 -> 2.40).
+    2.23 -> 2.31, ``flash`` 2.31 -> 2.40). Confirmed by two sweeps of the rule's neighbours
+    (tile_sweep_h100_session34_indexer_warps_1.md, tile_sweep_h100_session34_indexer_warps_2.md;
+    "w4" is the rule before, us): where the rule takes 8 warps, ``mid`` 8 queries at 8k keys
+    3.42 / 3.43 -> 2.97 / 2.98, at 16k keys 4.25 / 4.26 -> 3.89 / 3.89, 16 queries at 8k 4.60 /
+    4.50 -> 4.45 / 4.46, ``flash`` 8 queries at 8k 3.88 / 3.87 -> 3.83 / 3.82. With two key
+    tiles per program 8 warps split: faster at ``mid`` 8 queries on 32k keys (5.79 / 5.81 ->
+    5.34 / 5.30) and ``flash`` 8 on 16k (5.34 / 5.32 -> 5.13 / 5.05), slower at ``flash`` 16
+    queries on 8k (5.32 / 5.30 -> 5.52 / 5.46), so the rule stops at one tile. The kernel
+    table's ``mid`` 8 queries at 8k keys: 3.40 -> 2.96 us (kernels_h100_session33_final.md ->
+    kernels_h100_session34_indexer.md).
 
     ``read_all_up_to``: calls of at most this many queries read every key tile up to N and
     mask the scores by the counts afterwards, instead of skipping the tiles past every
