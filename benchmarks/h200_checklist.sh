@@ -51,6 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 51  # session 34: compress's 512-channel tiles on 2-16 warps: GPU parity on 8 / 16, the sweep twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 50  # session 34: the indexer's one-tile programs on 8 warps: GPU parity, the rule's neighbours twice, the table's indexer rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 49  # after session 33: compress's tiles with rows first (twice), the indexer's tilings, the merge tail's twins (4 in a second call: together they pass 10 minutes)
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
@@ -648,6 +649,16 @@ for i in 1 2; do
 done
 timeout 120 python benchmarks/kernels.py --ops indexer --out "$R/kern50" > "$OUT/kern50.log" 2>&1; el kern50 $?
 grep -E "^\| indexer" "$R"/kern50/*.md | cut -d'|' -f2-4,8-9,11,13-14,17
+elif [ "$PART" = 51 ]; then
+# session 34: compress's small calls on more warps (each thread fewer channels: 468 instructions
+# per thread on 4 warps, 333 on 8, 257 on 16, static sm_90): GPU parity on 8 / 16 warps, then the
+# 512-channel tiles on 2-16 warps twice (64 rows sit at 1.98-2.03 us against a strict limit of ~1.94)
+timeout 120 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_compress.py -m gpu -k "compress_parity" > "$OUT/comp51_gpu.log" 2>&1; el comp51_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/comp51_gpu.log" | tail -6
+for i in 1 2; do
+  timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 2 64 512 4096 --only "tile 512 w2" "tile 512 w4" "tile 512 w8" "tile 512 w16" "tile 1024 w4" "tile 1024 w8" --out "$R/comp51_$i" > "$OUT/comp51_$i.log" 2>&1; el comp51_$i $?
+  grep -hE "^\| compress" "$R"/comp51_$i/*.md | cut -d'|' -f3-7,9
+done
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins

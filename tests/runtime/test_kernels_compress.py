@@ -217,6 +217,20 @@ def test_compress_parity_gpu(pool_norm, gen, config, groups, ratio, dtype):
     check_pool_norm(pool_norm, gen, groups, ratio, config.head_dim, dtype)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("num_warps", [8, 16])
+@pytest.mark.parametrize("config", [MID, FLASH], ids=["mid", "flash"])
+@pytest.mark.parametrize("groups,ratio", [(1, 2), (32, 2), (2048, 2), (300, 4)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_compress_parity_on_more_warps_gpu(gen, num_warps, config, groups, ratio, dtype):
+    """One 512-channel group per program on 8 and 16 warps (the sweep's candidates for
+    small calls): each thread holds fewer channels and the norm's sum crosses more warps."""
+    from runtime.kernels.compress import FusedPoolNorm
+
+    check_pool_norm(FusedPoolNorm(num_warps=num_warps), gen, groups, ratio, config.head_dim, dtype)
+
+
 # ---------------------------------------------------------------------------- rope_quant
 def rope_case(gen, rows, shape_tail, half, dtype):
     """x with quant blocks of very different magnitudes (scales from 2^-20 to 2^8, some
