@@ -16,9 +16,10 @@ layout the batched torch core the kernel replaces in the static step is timed to
 
 Candidates are the product of --block-h, --block-n, --warps, --stages, --splits, --merge-d,
 --value-d, --programs, --prefetch-ids, --ids-ahead, --group-decode, --split-sources,
---decode-once and --merge-tail (tilings that run the same program, e.g. a head cap above the head count,
-are timed once). ``--twins FLAG...`` times instead each case's table row beside its twin
-with each switch on (the deciding run of a flip). The tables printed last name, per T
+--decode-once, --merge-tail and --merge-warps (tilings that run the same program, e.g. a head cap above
+the head count, are timed once). ``--twins FLAG...`` times instead each case's table row beside its
+twin with each switch on (the deciding run of a flip); ``--merge-warps-twins N...`` its twins with
+the merge launch on N warps. The tables printed last name, per T
 bucket and per table of runtime/kernels/attention_tiles.py (TILES, WIDE_TILES, PACKED_TILES,
 PACKED_WIDE_TILES: the one whose row runs the case), the candidate with the best geometric
 mean over that table's cases of (its time / the case's best time), as a row to paste in.
@@ -164,16 +165,17 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
     return (tile.heads_per_program(shape.heads), tile.block_n, tile.num_warps, tile.num_stages, n_split, merge,
             value, tile.prefetch_ids, tile.ids_ahead, tile.group_decode and shape.layout == "ring_packed",
             tile.split_sources, tile.decode_once and shape.layout == "ring_packed", tile.float32_block_n,
-            tile.merge_tail and n_split > 1)
+            tile.merge_tail and n_split > 1, tile.merge_warps if merge and not tile.merge_tail else 0)
 
 
 def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
-               twins: tuple[str, ...] = (), **where) -> CaseResult:
+               twins: tuple[str, ...] = (), merge_warps_twins: tuple[int, ...] = (), **where) -> CaseResult:
     """``base``: a FusedSparseAttention whose kernels every candidate shares
     (``with_tile``); ``timer``: fn -> ms per call (benchmarks/kernels.py's graph replay; the
     CPU smoke test passes a stand-in); ``twins``: AttentionTile switches, each timed as the
-    case's table row with it on, after the candidates; ``where``: ``inputs``' device and
-    dtype (default: bf16 on the GPU)."""
+    case's table row with it on, after the candidates; ``merge_warps_twins``: the table row
+    with its merge launch on each of these warp counts, after those; ``where``:
+    ``inputs``' device and dtype (default: bf16 on the GPU)."""
     fused, reference = inputs(shape, gen, **where)
     want = reference().float()
     scale = max(1.0, float(want.abs().max()))
@@ -182,7 +184,8 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     if shape.layout != "engine":  # the engine's reference reads positions on the host: no graph
         result.core_ms = timer(reference)
     seen: dict[tuple, Timing] = {}
-    for tile in [table, *candidates, *(replace(table, **{flag: True}, **TWIN_NEEDS.get(flag, {})) for flag in twins)]:
+    for tile in [table, *candidates, *(replace(table, **{flag: True}, **TWIN_NEEDS.get(flag, {})) for flag in twins),
+                 *(replace(table, merge_warps=w) for w in merge_warps_twins)]:
         key = effective(tile, shape)
         if key in seen:
             if tile.label() not in {x.tile for x in result.timings}:
@@ -212,11 +215,12 @@ def candidates_from(args) -> list[AttentionTile]:
     """The product of the tiling and switch options, less the group decode without decode
     once where decode once is in the product too, and the merge tail with merge columns
     (AttentionTile refuses both pairs; asked for alone, its error names them)."""
-    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a), bool(g), bool(ss), bool(do), merge_tail=bool(mt))
-            for h, n, w, s, x, m, v, p, f, a, g, ss, do, mt in
+    return [AttentionTile(h, n, w, s, x, m, v, p, bool(f), bool(a), bool(g), bool(ss), bool(do), merge_tail=bool(mt),
+                          merge_warps=mw)
+            for h, n, w, s, x, m, v, p, f, a, g, ss, do, mt, mw in
             itertools.product(args.block_h, args.block_n, args.warps, args.stages, args.splits, args.merge_d,
                               args.value_d, args.programs, args.prefetch_ids, args.ids_ahead, args.group_decode,
-                              args.split_sources, args.decode_once, args.merge_tail)
+                              args.split_sources, args.decode_once, args.merge_tail, args.merge_warps)
             if not (g and not do and 1 in args.decode_once) and not (mt and m and 0 in args.merge_d)]
 
 
@@ -246,13 +250,24 @@ def suggestions(results: list[CaseResult]) -> dict[tuple[int, str], tuple[str, f
     return out
 
 
+# AttentionTile's numeric fields after the first five, by label prefix: those the row lists
+# before its switches, and after them
+LABEL_NUMBERS = (("m", "merge_d"), ("v", "value_d"), ("p", "programs"))
+LABEL_NUMBERS_LAST = (("f32n", "float32_block_n"), ("mw", "merge_warps"))
+
+
+def label_numbers(parts: list[str], prefixes: tuple[tuple[str, str], ...]) -> str:
+    """", name=value" for each label part that is one of ``prefixes`` followed by digits."""
+    return "".join(f", {name}={part[len(prefix):]}" for part in parts for prefix, name in prefixes
+                   if part.startswith(prefix) and part[len(prefix):].isdigit())
+
+
 def as_row(bucket: int, head_dim_bucket: int, label: str) -> str:
     parts = label.split()
     h, n, w, s, x = (int(part[1:]) for part in parts[:5])
-    extra = "".join(f", {name}={part[1:]}" for part in parts[5:] if part not in SWITCH_LABELS
-                    for prefix, name in (("m", "merge_d"), ("v", "value_d"), ("p", "programs")) if part[0] == prefix)
+    extra = label_numbers(parts[5:], LABEL_NUMBERS)
     extra += "".join(f", {name}=True" for flag, name in SWITCH_LABELS.items() if flag in parts[5:])
-    extra += "".join(f", float32_block_n={part[4:]}" for part in parts[5:] if part.startswith("f32n"))
+    extra += label_numbers(parts[5:], LABEL_NUMBERS_LAST)
     return (f"({bucket}, {head_dim_bucket}): AttentionTile({h}, {n}, num_warps={w}, num_stages={s}, "
             f"splits={x}{extra}),")
 
@@ -341,6 +356,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--split-sources", nargs="+", type=int, default=[0], choices=[0, 1],
                         help="1: the candidates' twins with AttentionTile.split_sources (window and top-k slots in "
                              "two loops)")
+    parser.add_argument("--merge-warps", nargs="+", type=int, default=[4],
+                        help="warps of the candidates' merge programs (AttentionTile.merge_warps)")
+    parser.add_argument("--merge-warps-twins", nargs="+", type=int, default=[],
+                        help="time each case's table row beside its twins with the merge launch on these warp "
+                             "counts, and no other candidate unless asked (--twins)")
     parser.add_argument("--merge-tail", nargs="+", type=int, default=[0], choices=[0, 1],
                         help="1: the candidates' twins with AttentionTile.merge_tail (the last partial program of "
                              "each query's head block merges; no merge launch; with --merge-d 0)")
@@ -358,7 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks/attention_tiles.py: --t expects positive query counts, got {args.t}", file=sys.stderr)
         return 2
     try:
-        candidates = [] if args.twins else candidates_from(args)
+        candidates = [] if args.twins or args.merge_warps_twins else candidates_from(args)
+        for warps in args.merge_warps_twins:
+            AttentionTile(16, 16, merge_warps=warps)  # refused here, before any GPU work, if not a warp count
     except ValueError as exc:
         print(f"benchmarks/attention_tiles.py: {exc} (from the tiling and switch options)", file=sys.stderr)
         return 2
@@ -376,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         for t in args.t:
             for layout in args.layouts:
                 shape = Shape(scale, t, layout, c.num_attention_heads, c.head_dim, c.sliding_window, c.index_topk)
-                result = sweep_case(shape, candidates, gen, base, twins=tuple(args.twins))
+                result = sweep_case(shape, candidates, gen, base, twins=tuple(args.twins),
+                                    merge_warps_twins=tuple(args.merge_warps_twins))
                 best = result.best()
                 print(f"{shape.label:24s} {shape.bytes / 1e6:6.2f} MB  table {result.table_tile} "
                       f"{(result.ms_of(result.table_tile) or float('nan')) * 1e3:7.1f} us  best "

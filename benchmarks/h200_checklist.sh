@@ -51,7 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
-#   OUT=/path bash benchmarks/h200_checklist.sh 51  # session 34: compress's 512-channel tiles on 2-16 warps: GPU parity on 8 / 16, the sweep twice
+#   OUT=/path bash benchmarks/h200_checklist.sh 51  # session 34: compress's 512-channel tiles on 2-16 warps (parity, the sweep twice); attention's merge on 1 / 2 / 8 warps (parity, the decode rows' twins)
 #   OUT=/path bash benchmarks/h200_checklist.sh 50  # session 34: the indexer's one-tile programs on 8 warps: GPU parity, the rule's neighbours twice, the table's indexer rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 49  # after session 33: compress's tiles with rows first (twice), the indexer's tilings, the merge tail's twins (4 in a second call: together they pass 10 minutes)
 # Open after 2026-12-04 (session 20: part 18 ran (the gate: pipelined stages / 32-row
@@ -659,6 +659,13 @@ for i in 1 2; do
   timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 2 64 512 4096 --only "tile 512 w2" "tile 512 w4" "tile 512 w8" "tile 512 w16" "tile 1024 w4" "tile 1024 w8" --out "$R/comp51_$i" > "$OUT/comp51_$i.log" 2>&1; el comp51_$i $?
   grep -hE "^\| compress" "$R"/comp51_$i/*.md | cut -d'|' -f3-7,9
 done
+# and attention's merge launch on 1 / 2 / 8 warps (AttentionTile.merge_warps, untimed; Triton's 4
+# until now): GPU parity against the 4-warp merge, then every decode row beside its twins
+XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py -m gpu -k "merge_warps" > "$OUT/mw51_gpu.log" 2>&1; el mw51_gpu $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/mw51_gpu.log" | tail -6
+timeout 240 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 64 --merge-warps-twins 1 2 8 --out "$R/mw51" > "$OUT/mw51.log" 2>&1; el mw51 $?
+grep -hE "^- (mid|flash) T=" "$R"/mw51/*.md | cut -c1-400
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins

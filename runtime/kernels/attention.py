@@ -569,5 +569,5 @@ class FusedSparseAttention:
         merge_d = tile.merge_columns(hd)
         self.merge[(t * n_heads, hd // merge_d)](part, m, lsum, sink_f, out, n_heads, n_split,
                                                  HD=hd, SPLITS_P2=next_pow2(n_split), MERGE_D=merge_d, PDL=pdl,
-                                                 launch_pdl=pdl)
+                                                 launch_pdl=pdl, num_warps=tile.merge_warps)
         return out

@@ -175,6 +175,12 @@ Each row gives, for queries in the bucket:
   ``mid`` engine 8.9 -> 24.3, ``flash`` engine 14.6 -> 20.1; 64 queries ``mid`` engine / ring /
   packed 19.4 / 22.8 / 28.9 -> 21.4 / 24.8 / 31.0, ``flash`` engine / ring 44.5 / 48.8 -> 47.1 /
   52.8, ``flash`` packed 83.0 both (one split). No H200 has timed it.
+- ``merge_warps``: warps of each merge program (Triton's default 4 before session 34). Why a
+  switch: a merge program loads its (query, head)'s [splits, merge columns] float32 partials
+  at once and waits on them (ncu: long scoreboard on that load in every merge launch,
+  benchmarks/results/ncu_h100_session31.md), 8 to 32 values per thread on 4 warps at the
+  table's rows; more warps put more of them in flight per program, fewer leave room for
+  more programs per SM. Untimed (checklist part 51 times each decode row's twins).
 """
 
 from __future__ import annotations
@@ -205,12 +211,15 @@ class AttentionTile:
     decode_once: bool = False
     float32_block_n: int = 0
     merge_tail: bool = False
+    merge_warps: int = 4
 
     def __post_init__(self) -> None:
-        for name in ("block_h", "block_n", "num_warps"):
+        for name in ("block_h", "block_n", "num_warps", "merge_warps"):
             value = getattr(self, name)
             if value < 1 or value & (value - 1):
                 raise ValueError(f"AttentionTile.{name}: expected a power of two, got {value}")
+        if self.merge_warps > 16:
+            raise ValueError(f"AttentionTile.merge_warps: expected at most 16 (Triton's most), got {self.merge_warps}")
         if self.block_h < 16 or self.block_n < 16:
             raise ValueError(f"AttentionTile: block_h and block_n must be >= 16 (tl.dot), got "
                              f"{self.block_h}, {self.block_n}")
@@ -276,8 +285,9 @@ class AttentionTile:
         once = " do" if self.decode_once else ""
         narrow = f" f32n{self.float32_block_n}" if self.float32_block_n else ""
         tail = " mt" if self.merge_tail else ""
+        merge_warps = f" mw{self.merge_warps}" if self.merge_warps != 4 else ""
         return (f"h{self.block_h} n{self.block_n} w{self.num_warps} s{self.num_stages} x{self.splits}{merge}{value}"
-                f"{programs}{prefetch}{ahead}{group}{sources}{once}{narrow}{tail}")
+                f"{programs}{prefetch}{ahead}{group}{sources}{once}{narrow}{tail}{merge_warps}")
 
 
 def t_bucket(t: int) -> int:

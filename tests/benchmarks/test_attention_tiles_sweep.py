@@ -98,6 +98,11 @@ def test_suggestions_take_the_best_geometric_mean_per_bucket():
     assert wide.label() == "h64 n64 w8 s2 x1 pf f32n32"
     assert as_row(0, 512, wide.label()) == ("(0, 512): AttentionTile(64, 64, num_warps=8, num_stages=2, splits=1, "
                                             "prefetch_ids=True, float32_block_n=32),")
+    merging = AttentionTile(16, 32, splits=16, merge_d=256, merge_warps=2, merge_tail=False, ids_ahead=True)
+    assert merging.label() == "h16 n32 w4 s3 x16 m256 ia mw2"
+    assert as_row(8, 512, merging.label()) == ("(8, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, "
+                                               "splits=16, merge_d=256, ids_ahead=True, merge_warps=2),")
+    assert AttentionTile(16, 32, merge_warps=4).label() == "h16 n32 w4 s3 x1"  # the default is not labelled
     env = {"gpu": "NVIDIA H200", "nvidia_smi": "-", "torch": "-", "triton": "-", "cuda": "-"}
     note = markdown({"environment": env, "command": "cmd"}, results, 0.0025, got)
     assert row in note and f"| mid T=1 ring | 0.71 MB | - | a | - | {b} | 1000.0 |" in note
@@ -127,6 +132,19 @@ def test_verdicts_follow_the_issue_goals():
     assert verdict(big, ideal_ms / 0.59, 0.0025)[1].startswith("not met")
 
 
+def counting_timer():
+    """A stand-in for the GPU timer: runs the call, counts it, and returns a new time each
+    call (so timings taken again from a program already timed are visible)."""
+    calls = []
+
+    def timer(fn):
+        fn()
+        calls.append(1)
+        return 0.01 * len(calls)
+
+    return timer, calls
+
+
 @pytest.mark.parametrize("layout", ["engine", "ring", "ring_packed"])
 def test_sweep_case_runs_every_candidate_once_and_checks_it(monkeypatch, layout):
     """The sweep's loop on CPU (interpreter, float32, a tiny shape, a stand-in timer that
@@ -138,13 +156,7 @@ def test_sweep_case_runs_every_candidate_once_and_checks_it(monkeypatch, layout)
     from benchmarks.attention_tiles import sweep_case
     from runtime.kernels.attention import FusedSparseAttention
 
-    calls = []
-
-    def timer(fn):
-        fn()
-        calls.append(1)
-        return 0.01 * len(calls)
-
+    timer, calls = counting_timer()
     shape = Shape("tiny", 2, layout, 4, 32, 8, 40)
     # 48 keys: h16 and h32 run the same program for 4 heads; in 16-key tiles x2 is 2
     # splits of 32 keys, x8 and x16 both 3
@@ -185,3 +197,34 @@ def test_twins_time_the_table_row_with_each_switch_on(monkeypatch):
     assert [x.tile for x in result.timings] == [result.table_tile, result.table_tile + " ss",
                                                  result.table_tile + " ia"]
     assert all(x.error == "" and x.max_rel_err <= 2e-5 for x in result.timings)
+
+
+def test_merge_warps_twins_time_the_row_with_its_merge_on_other_warps(monkeypatch):
+    """``merge_warps_twins``: the case's table row, then that row with its merge launch on
+    each warp count, every one checked against the reference and timed as a program of its
+    own where the row splits (a merge to run); without a split there is no merge launch, so
+    a twin is the row's own program and is not timed again."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import torch
+
+    from benchmarks.attention_tiles import effective, sweep_case
+    from runtime.kernels.attention import FusedSparseAttention
+
+    timer, calls = counting_timer()
+    shape = Shape("tiny", 2, "engine", 4, 32, 8, 40)
+    result = sweep_case(shape, [], torch.Generator().manual_seed(0), FusedSparseAttention(), timer=timer,
+                        merge_warps_twins=(2, 8), device="cpu", dtype=torch.float32)
+    assert [x.tile for x in result.timings] == [result.table_tile, result.table_tile + " mw2",
+                                                 result.table_tile + " mw8"]
+    assert len(calls) == 3 and all(x.error == "" and x.max_rel_err <= 2e-5 for x in result.timings)
+    one_split = AttentionTile(16, 16, splits=1)
+    assert effective(one_split, shape) == effective(AttentionTile(16, 16, splits=1, merge_warps=8), shape)
+    assert effective(AttentionTile(16, 16, splits=2), shape) != effective(
+        AttentionTile(16, 16, splits=2, merge_warps=8), shape)
+
+
+@pytest.mark.parametrize("argv", [["--merge-warps-twins", "3"], ["--merge-warps", "32"]])
+def test_impossible_merge_warps_are_one_line(argv, capsys, tmp_path):
+    assert main([*argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "AttentionTile.merge_warps: expected" in err[0]

@@ -83,7 +83,8 @@ def test_calls_of_64_heads_take_the_wide_rows_where_there_are_some():
 
 @pytest.mark.parametrize("field,value", [("block_n", 24), ("block_h", 8), ("num_warps", 3), ("splits", 0),
                                          ("merge_d", 24), ("merge_d", -16), ("value_d", 48), ("programs", -1),
-                                         ("float32_block_n", 8), ("float32_block_n", 24)])
+                                         ("float32_block_n", 8), ("float32_block_n", 24), ("merge_warps", 3),
+                                         ("merge_warps", 0), ("merge_warps", 32)])
 def test_invalid_tiles_are_refused_in_one_line(field, value):
     fields = dict(block_h=16, block_n=16, num_warps=4, num_stages=2, splits=1)
     fields[field] = value
