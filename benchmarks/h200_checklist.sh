@@ -650,22 +650,23 @@ done
 timeout 120 python benchmarks/kernels.py --ops indexer --out "$R/kern50" > "$OUT/kern50.log" 2>&1; el kern50 $?
 grep -E "^\| indexer" "$R"/kern50/*.md | cut -d'|' -f2-4,8-9,11,13-14,17
 elif [ "$PART" = 51 ]; then
-# session 34: compress's small calls on more warps (each thread fewer channels: 468 instructions
-# per thread on 4 warps, 333 on 8, 257 on 16, static sm_90): GPU parity on 8 / 16 warps, then the
-# 512-channel tiles on 2-16 warps twice (64 rows sit at 1.98-2.03 us against a strict limit of ~1.94)
-timeout 120 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_compress.py -m gpu -k "compress_parity" > "$OUT/comp51_gpu.log" 2>&1; el comp51_gpu $?
-grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/comp51_gpu.log" | tail -6
+# session 34, timings first (a session with little device time gets them even if cut short): attention's
+# merge launch on 1 / 2 / 8 warps (AttentionTile.merge_warps, untimed; Triton's 4 until now), every
+# decode row beside its twins; compress's small calls on more warps (each thread fewer channels: 468
+# instructions per thread on 4 warps, 333 on 8, 257 on 16, static sm_90; 64 rows sit at 1.98-2.03 us
+# against a strict limit of ~1.94), the 512-channel tiles on 2-16 warps; then both GPU parity tests,
+# then the compress sweep again
+timeout 240 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 64 --merge-warps-twins 1 2 8 --out "$R/mw51" > "$OUT/mw51.log" 2>&1; el mw51 $?
+grep -hE "^- (mid|flash) T=" "$R"/mw51/*.md | cut -c1-400
 for i in 1 2; do
   timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 2 64 512 4096 --only "tile 512 w2" "tile 512 w4" "tile 512 w8" "tile 512 w16" "tile 1024 w4" "tile 1024 w8" --out "$R/comp51_$i" > "$OUT/comp51_$i.log" 2>&1; el comp51_$i $?
   grep -hE "^\| compress" "$R"/comp51_$i/*.md | cut -d'|' -f3-7,9
+  if [ $i = 1 ]; then
+    XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
+    timeout 150 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_kernels_compress.py -m gpu -k "merge_warps or compress_parity" > "$OUT/gpu51.log" 2>&1; el gpu51 $?
+    grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu51.log" | tail -6
+  fi
 done
-# and attention's merge launch on 1 / 2 / 8 warps (AttentionTile.merge_warps, untimed; Triton's 4
-# until now): GPU parity against the 4-warp merge, then every decode row beside its twins
-XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py -m gpu -k "merge_warps" > "$OUT/mw51_gpu.log" 2>&1; el mw51_gpu $?
-grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/mw51_gpu.log" | tail -6
-timeout 240 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 64 --merge-warps-twins 1 2 8 --out "$R/mw51" > "$OUT/mw51.log" 2>&1; el mw51 $?
-grep -hE "^- (mid|flash) T=" "$R"/mw51/*.md | cut -c1-400
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins
