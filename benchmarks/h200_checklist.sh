@@ -170,6 +170,11 @@
 # times: now the default), and 4 twice (kernels_h100_session33.md, kernels_h100_session33_final.md:
 # 34 of 92). Next session: 49 (4 at its end) on an H200 if one comes (none since session 29), then
 # the decode merge at 64 requests another way (fewer partial bytes: the tail read them from one program).
+# Session 34 (an H100 twice; six starts found no machine, 180-270 s of budget each): 49
+# (compress's default stays best; the merge tail lost a third time; the indexer's sweep found 8 warps
+# faster for one key tile against 8 queries), 50 (that rule held twice: mid 8 queries at 8k keys 3.40 ->
+# 2.96 us in the table). Not run: 51 (merge_warps and compress on 8 / 16 warps, both untimed). Next
+# session: 51 first (about 5 minutes), then 4 if anything flips.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"

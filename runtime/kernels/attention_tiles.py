@@ -180,7 +180,12 @@ Each row gives, for queries in the bucket:
   at once and waits on them (ncu: long scoreboard on that load in every merge launch,
   benchmarks/results/ncu_h100_session31.md), 8 to 32 values per thread on 4 warps at the
   table's rows; more warps put more of them in flight per program, fewer leave room for
-  more programs per SM. Untimed (checklist part 51 times each decode row's twins).
+  more programs per SM. Static sm_90 code (Triton 3.6, one merge program; 1 / 2 / 4 / 8
+  warps): ``mid``'s 8-query merge (16 splits, 256 columns) sums its splits across warps
+  through shared memory on 4 and 8 warps (4 barriers) and within a warp on 1 and 2 (none;
+  instructions per thread 500 / 409 / 348 / 266); the 64-query merge (4 splits, 512 columns)
+  only on 8 (170 instructions per thread on 4, 204 on 8); the 1-query merge (16 splits, 64
+  columns) from 2 warps on. Untimed (checklist part 51 times each decode row's twins).
 """
 
 from __future__ import annotations
