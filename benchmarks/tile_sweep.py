@@ -289,8 +289,9 @@ def sweep(rows_list: tuple[int, ...], ops: tuple[str, ...],
                                         name, t, label=f"{use}: ", only=only, cold=cold)
             if "compress" in ops:
                 out += sweep_simple("compress", compress_case(None, c, name, max(2, t)),
-                                    [(f"tile {tile} w{w}", FusedPoolNorm(tile_elements=tile, num_warps=w))
-                                     for tile, w in ELEMENTWISE_TILES]
+                                    [("default", FusedPoolNorm())]
+                                    + [(f"tile {tile} w{w}", FusedPoolNorm(tile_elements=tile, num_warps=w))
+                                       for tile, w in ELEMENTWISE_TILES]
                                     + [(f"loops tile {tile} w{w}",
                                         FusedPoolNorm(tile_elements=tile, num_warps=w, rows_first=False))
                                        for tile, w in COMPRESS_LOOPS_TILES]

@@ -24,6 +24,10 @@ from runtime.kernels.backend import jit, next_pow2
 from runtime.kernels.mhc import TL_DTYPES
 
 TILE_ELEMENTS = 512  # groups per program: about this many channels (best of 512-8192, benchmarks/tile_sweep.py)
+# Warps per program: 8 while a call has at most FEW_PROGRAMS programs, else 4 (FusedPoolNorm.warps says why)
+FEW_PROGRAMS = 256
+FEW_PROGRAMS_WARPS = 8
+NUM_WARPS = 4
 
 
 def _pool_norm_kernel(
@@ -116,8 +120,9 @@ def _pool_norm_kernel(
 class FusedPoolNorm:
     """Callable with :func:`runtime.compressor.pool_and_norm`'s signature."""
 
-    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int = 4, rows_first: bool = True) -> None:
-        """``tile_elements`` (channels per program) and ``num_warps``: for benchmark sweeps;
+    def __init__(self, tile_elements: int = TILE_ELEMENTS, num_warps: int | None = None, rows_first: bool = True) -> None:
+        """``tile_elements`` (channels per program) and ``num_warps`` (None: by the call's
+        program count, ``warps``): for benchmark sweeps;
         ``rows_first``: at ratio <= 2, every row loaded before any arithmetic (the kernel's
         ``ROWS_FIRST``; the same bits as the loops). On since session 33: faster in every
         case of three runs on an H100 (graph replay, us, loops -> rows first, 512 channels
@@ -132,11 +137,30 @@ class FusedPoolNorm:
         tile_sweep_h100_session34_compress_2.md) found no tiling faster than this default
         (512 channels per program on 4 warps, rows first) at any row count: ``mid`` 2 / 64 /
         4,096 rows 1.92 / 1.99 / 4.84 and 1.92 / 1.98 / 4.83 us, the loops' form 2.12 / 2.21 /
-        5.68 in both; the nearest others 1,024 channels (4,096 rows 5.03-5.04) and 2 warps."""
+        5.68 in both; the nearest others 1,024 channels (4,096 rows 5.03-5.04) and 2 warps.
+        Since session 35 small calls run on 8 warps (``warps``)."""
         self.kernel = jit(_pool_norm_kernel)
         self.tile_elements = tile_elements
         self.num_warps = num_warps
         self.rows_first = rows_first
+
+    def warps(self, programs: int) -> int:
+        """Warps per program for a call of ``programs`` programs: 8 up to FEW_PROGRAMS (about
+        two per SM), else 4. On 8 warps each thread holds fewer of a 512-channel group's
+        channels (static sm_90, Triton 3.6, rows first: 468 instructions per thread on 4
+        warps, 333 on 8), and a small call's time is that chain; a large call has programs
+        enough in flight, and 8 warps per program leave room for fewer of them. H100, graph
+        replay, us, 4 -> 8 warps, two runs (session 35:
+        benchmarks/results/tile_sweep_h100_session35_compress_1.md,
+        tile_sweep_h100_session35_compress_2.md): ``mid`` 2 rows (1 program) 1.94 / 2.10 ->
+        1.91 / 1.94, 64 rows (32) 2.11 / 2.14 -> 1.89 / 2.00, 512 rows (256) 2.34 / 2.35 ->
+        2.23 / 2.25, 4,096 rows (2,048) 4.82 / 4.83 -> 5.35 / 5.36; ``flash`` 2 rows 1.89 /
+        1.90 -> 1.81 / 1.83, 64 rows 2.02 / 2.03 -> 1.90 / 1.92, 512 rows 2.34 / 2.36 -> 2.26 /
+        2.27, 4,096 rows 4.97 / 4.83 -> 5.45 / 5.34. 16 warps tied 8 up to 64 rows (``mid`` 64
+        rows 1.90 / 1.92) and lost from 512 (2.37-2.39; 4,096 rows 7.06-7.24)."""
+        if self.num_warps is not None:
+            return self.num_warps
+        return FEW_PROGRAMS_WARPS if programs <= FEW_PROGRAMS else NUM_WARPS
 
     def __call__(self, kv: torch.Tensor, gate: torch.Tensor, ratio: int, norm_weight: torch.Tensor | None,
                  eps: float, dtype: torch.dtype) -> torch.Tensor:
@@ -158,12 +182,13 @@ class FusedPoolNorm:
         block_c = next_pow2(channels)
         block_g = max(1, min(64, self.tile_elements // block_c))
         weight = norm_weight.contiguous() if norm_weight is not None else kv
-        self.kernel[(-(-groups // block_g),)](
+        programs = -(-groups // block_g)
+        self.kernel[(programs,)](
             kv.float().contiguous(), gate.float().contiguous(), weight, out, groups, channels, float(eps),
             RATIO=ratio, HAS_WEIGHT=norm_weight is not None, DTYPE=TL_DTYPES[dtype],
             OUT_DTYPE=TL_DTYPES[out_dtype],
             ROUND_BF16=dtype == torch.bfloat16, ROUND_BF16_OUT=out_dtype == torch.bfloat16,
             BLOCK_G=block_g, BLOCK_C=block_c, ROWS_FIRST=self.rows_first and ratio <= 2,
-            enable_fp_fusion=False, num_warps=self.num_warps,
+            enable_fp_fusion=False, num_warps=self.warps(programs),
         )
         return out

@@ -195,6 +195,18 @@ def test_rows_first_issues_every_load_before_any_arithmetic_on_sm90(run_sm90_scr
     assert found[0, 1][1] >= 1 and found[0, 2][1] >= 1, stdout
 
 
+def test_small_calls_take_more_warps_per_program():
+    """The warp rule (FusedPoolNorm.warps): 8 warps up to FEW_PROGRAMS programs, 4 above, and
+    a sweep's explicit warp count wins at every size."""
+    from runtime.kernels.compress import FEW_PROGRAMS, FEW_PROGRAMS_WARPS, NUM_WARPS, FusedPoolNorm
+
+    rule = FusedPoolNorm()
+    assert [rule.warps(n) for n in (1, FEW_PROGRAMS, FEW_PROGRAMS + 1, 8 * FEW_PROGRAMS)] == [
+        FEW_PROGRAMS_WARPS, FEW_PROGRAMS_WARPS, NUM_WARPS, NUM_WARPS]
+    assert FEW_PROGRAMS_WARPS != NUM_WARPS
+    assert {FusedPoolNorm(num_warps=2).warps(n) for n in (1, FEW_PROGRAMS + 1)} == {2}
+
+
 def test_compress_rejects_partial_groups(pool_norm):
     kv = torch.zeros(5, 32, device=DEVICE)
     with pytest.raises(ValueError, match="whole groups of ratio 2"):
