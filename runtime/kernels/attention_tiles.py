@@ -185,7 +185,14 @@ Each row gives, for queries in the bucket:
   through shared memory on 4 and 8 warps (4 barriers) and within a warp on 1 and 2 (none;
   instructions per thread 500 / 409 / 348 / 266); the 64-query merge (4 splits, 512 columns)
   only on 8 (170 instructions per thread on 4, 204 on 8); the 1-query merge (16 splits, 64
-  columns) from 2 warps on. Untimed (checklist part 51 times each decode row's twins).
+  columns) from 2 warps on. Timed once (session 35, H100, graph replay, us, the row on 4 warps ->
+  1 / 2 / 8: attention_tiles_h100_session35_merge_warps.md): the packed 1- and 8-query rows
+  (PACKED_TILES, partials on 8 warps) gained on 8, ``mid`` 11.9 -> 11.5 / 11.7 / 10.8 and 12.2 ->
+  12.0 / 12.2 / 11.2, ``flash`` 1 query 11.9 -> 11.6 / 11.7 / 10.7, while ``flash``'s 8-query packed
+  row (PACKED_WIDE_TILES, 4 warps) lost on 8 (20.2 -> 21.1); on unpacked caches 1 warp was ahead at
+  ``flash`` (1 query engine / ring 8.8 / 9.0 -> 8.2 / 8.5; 64 queries 45.0 / 48.6 -> 44.1 / 48.5) and
+  behind at ``mid``'s 1 query (engine 7.7 -> 8.1), and 8 lost at every unpacked row (e.g. ``flash``
+  64 queries engine 45.0 -> 53.1).
 """
 
 from __future__ import annotations
