@@ -157,7 +157,14 @@ class FusedPoolNorm:
         2.23 / 2.25, 4,096 rows (2,048) 4.82 / 4.83 -> 5.35 / 5.36; ``flash`` 2 rows 1.89 /
         1.90 -> 1.81 / 1.83, 64 rows 2.02 / 2.03 -> 1.90 / 1.92, 512 rows 2.34 / 2.36 -> 2.26 /
         2.27, 4,096 rows 4.97 / 4.83 -> 5.45 / 5.34. 16 warps tied 8 up to 64 rows (``mid`` 64
-        rows 1.90 / 1.92) and lost from 512 (2.37-2.39; 4,096 rows 7.06-7.24)."""
+        rows 1.90 / 1.92) and lost from 512 (2.37-2.39; 4,096 rows 7.06-7.24). A third run
+        with this rule as the default (tile_sweep_h100_session35_compress_3.md; default / 4 / 8
+        warps): ``mid`` 64 rows 1.91 / 1.99 / 1.92, ``flash`` 64 rows 2.12 / 2.03 / 1.95 (the
+        default is the 8-warp program: that run's spread), and past the boundary 8 warps were
+        ahead at 2,048 rows (1,024 programs: 3.44 / 3.45 against 3.58 / 3.59), tied at 1,024 rows
+        and behind at 4,096 (5.33-5.36 against 4.84-4.87): one run, so the boundary stays. In
+        the table (kernels_h100_session35_compress_attention_packed.md) 64 rows took 1.61x /
+        1.59x an empty launch, paired (1.74x / 1.72x in kernels_h100_session33_final.md)."""
         if self.num_warps is not None:
             return self.num_warps
         return FEW_PROGRAMS_WARPS if programs <= FEW_PROGRAMS else NUM_WARPS
