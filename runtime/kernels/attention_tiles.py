@@ -185,14 +185,20 @@ Each row gives, for queries in the bucket:
   through shared memory on 4 and 8 warps (4 barriers) and within a warp on 1 and 2 (none;
   instructions per thread 500 / 409 / 348 / 266); the 64-query merge (4 splits, 512 columns)
   only on 8 (170 instructions per thread on 4, 204 on 8); the 1-query merge (16 splits, 64
-  columns) from 2 warps on. Timed once (session 35, H100, graph replay, us, the row on 4 warps ->
+  columns) from 2 warps on. Timed in session 35 (H100, graph replay, us, the row on 4 warps ->
   1 / 2 / 8: attention_tiles_h100_session35_merge_warps.md): the packed 1- and 8-query rows
   (PACKED_TILES, partials on 8 warps) gained on 8, ``mid`` 11.9 -> 11.5 / 11.7 / 10.8 and 12.2 ->
   12.0 / 12.2 / 11.2, ``flash`` 1 query 11.9 -> 11.6 / 11.7 / 10.7, while ``flash``'s 8-query packed
   row (PACKED_WIDE_TILES, 4 warps) lost on 8 (20.2 -> 21.1); on unpacked caches 1 warp was ahead at
   ``flash`` (1 query engine / ring 8.8 / 9.0 -> 8.2 / 8.5; 64 queries 45.0 / 48.6 -> 44.1 / 48.5) and
   behind at ``mid``'s 1 query (engine 7.7 -> 8.1), and 8 lost at every unpacked row (e.g. ``flash``
-  64 queries engine 45.0 -> 53.1).
+  64 queries engine 45.0 -> 53.1). A second run (attention_tiles_h100_session35_merge_warps_2.md,
+  1- and 8-query rows) agreed: packed on 8 warps ``mid`` 11.9 -> 10.7 and 12.3 -> 11.1, ``flash`` 1
+  query 12.1 -> 11.0; ``flash``'s unpacked 1-query row on 1 warp 9.0 / 9.2 -> 8.4 / 8.7. So the
+  packed 1- and 8-query rows (PACKED_TILES) merge on 8 warps and ``flash``'s unpacked 1-query row
+  (WIDE_TILES) on 1; the table's packed rows (kernels_h100_session35_compress_attention_packed.md):
+  ``mid`` 1 / 8 requests 10.49 / 11.11 us (8.48x / 8.76x an empty launch, paired; 10.30x /
+  10.38x in kernels_h100_session33_final.md), ``flash`` 1 request 10.92.
 """
 
 from __future__ import annotations
@@ -418,12 +424,13 @@ TILES: dict[tuple[int, int], AttentionTile] = {
 # 2 stages. H100, each sweep's us for ``mid`` against the row before: 8 queries 12.1-12.3 against
 # 13.5-13.6 (session 32's sweep and confirm runs above), 12.4 against 14.0
 # (attention_tiles_h100_session33_part47_pk.md); 64 queries 28.9 against 29.3
-# (attention_tiles_h100_session32_sweep_s3.md), 29.2 against 29.7 (the session-33 file).
+# (attention_tiles_h100_session32_sweep_s3.md), 29.2 against 29.7 (the session-33 file). The 1- and
+# 8-query rows merge on 8 warps since session 35 (``merge_warps`` above says why).
 PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
     (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, programs=256, ids_ahead=True,
-                            group_decode=True, split_sources=True, decode_once=True),
+                            group_decode=True, split_sources=True, decode_once=True, merge_warps=8),
     (8, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, programs=256, ids_ahead=True,
-                            group_decode=True, split_sources=True, decode_once=True),
+                            group_decode=True, split_sources=True, decode_once=True, merge_warps=8),
     (64, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, programs=256, ids_ahead=True,
                              group_decode=True, split_sources=True, decode_once=True),
     (PREFILL, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, ids_ahead=True,
@@ -471,8 +478,16 @@ PACKED_WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
 # 53.6 -> 49.2 (one run); 512 queries engine 275.0 -> 238.5 (252.9) and 274.4 -> 236.1 (250.3), ring
 # 302.8 -> 273.0 (one run). In float32 they run on 32 keys (``float32_block_n``: 64 would not fit
 # shared memory).
+#
+# The 1-query row (since session 35) is the shared row with its merge on one warp
+# (``merge_warps``): twice faster at ``flash`` and not at ``mid`` (H100, engine / ring, us:
+# attention_tiles_h100_session35_merge_warps.md, attention_tiles_h100_session35_merge_warps_2.md):
+# ``flash`` 8.8 / 9.0 -> 8.2 / 8.5 and 9.0 / 9.2 -> 8.4 / 8.7; ``mid`` 7.7 / 8.6 -> 8.1 / 8.6 and
+# 7.8 / 8.4 -> 8.0 / 8.4.
 WIDE_HEADS = 64
 WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
+    (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, merge_d=64, ids_ahead=True,
+                            split_sources=True, merge_warps=1),
     (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, programs=256, ids_ahead=True,
                             split_sources=True),
     (64, 512): AttentionTile(64, 64, num_warps=8, num_stages=2, splits=16, programs=128, prefetch_ids=True,

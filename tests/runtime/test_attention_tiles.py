@@ -61,17 +61,19 @@ def test_packed_caches_of_64_heads_take_the_packed_wide_rows_where_there_are_som
 
 def test_calls_of_64_heads_take_the_wide_rows_where_there_are_some():
     """At least WIDE_HEADS heads on unpacked caches: the wide row of the bucket where there is
-    one (2-8 queries, 64 queries, prefill), the shared row elsewhere; fewer heads, packed
+    one (1 query, 2-8 queries, 64 queries, prefill), the shared row elsewhere; fewer heads, packed
     caches and a given table never take it. The 64-query and prefill rows hold all 64 heads
     in one program on 8 warps (wgmma's 64 rows); the 8-query row is the shared row without
-    the merge's column blocks."""
-    assert WIDE_HEADS == 64 and set(WIDE_TILES) == {(8, 512), (64, 512), (PREFILL, 512)}
+    the merge's column blocks, the 1-query row the shared row with its merge on one warp."""
+    assert WIDE_HEADS == 64 and set(WIDE_TILES) == {(1, 512), (8, 512), (64, 512), (PREFILL, 512)}
     assert all(WIDE_TILES[key].heads_per_program(64) == 64 and WIDE_TILES[key].num_warps == 8
                for key in ((64, 512), (PREFILL, 512)))
     assert WIDE_TILES[(8, 512)] == replace(TILES[(8, 512)], merge_d=0)
+    assert WIDE_TILES[(1, 512)] == replace(TILES[(1, 512)], merge_warps=1)
+    assert tile_for(1, 512, heads=64) is WIDE_TILES[(1, 512)] and tile_for(1, 512, heads=63) is TILES[(1, 512)]
     assert tile_for(64, 512, heads=64) is WIDE_TILES[(64, 512)] and tile_for(9, 512, heads=128) is WIDE_TILES[(64, 512)]
     assert tile_for(512, 512, heads=64) is WIDE_TILES[(PREFILL, 512)] and tile_for(2, 512, heads=64) is WIDE_TILES[(8, 512)]
-    assert tile_for(1, 512, heads=64) is TILES[(1, 512)] and tile_for(8, 512, heads=16) is TILES[(8, 512)]
+    assert tile_for(1, 512, packed=True, heads=64) is PACKED_TILES[(1, 512)] and tile_for(8, 512, heads=16) is TILES[(8, 512)]
     assert tile_for(300, 128, heads=64) is TILES[(PREFILL, 128)]
     assert tile_for(512, 512, heads=16) is TILES[(PREFILL, 512)] and tile_for(512, 512, heads=63) is TILES[(PREFILL, 512)]
     assert tile_for(512, 512, packed=True, heads=64) is PACKED_TILES[(PREFILL, 512)]
