@@ -51,6 +51,8 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 53  # session 35: flash's 1-query row with its merge on one warp: GPU parity, the table's attention rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 52  # session 35: part 51's winners as defaults (packed decode rows' merge on 8 warps, compress on 8 warps up to 256 programs): twins, boundary rows, GPU parity, table rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 51  # session 34: compress's 512-channel tiles on 2-16 warps (parity, the sweep twice); attention's merge on 1 / 2 / 8 warps (parity, the decode rows' twins)
 #   OUT=/path bash benchmarks/h200_checklist.sh 50  # session 34: the indexer's one-tile programs on 8 warps: GPU parity, the rule's neighbours twice, the table's indexer rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 49  # after session 33: compress's tiles with rows first (twice), the indexer's tilings, the merge tail's twins (4 in a second call: together they pass 10 minutes)
@@ -672,6 +674,30 @@ for i in 1 2; do
     grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu51.log" | tail -6
   fi
 done
+elif [ "$PART" = 52 ]; then
+# session 35, after part 51 (one run: the packed 1- / 8-query rows' merge on 8 warps mid 11.9 -> 10.8
+# / 12.2 -> 11.2, flash 1 query 11.9 -> 10.7; compress on 8 warps faster up to 256 programs in both
+# sweeps): the new defaults (packed rows merge_warps=8, compress 8 warps up to 256 programs) against
+# their twins once more, the row counts around compress's boundary, the GPU parity tests of both, and
+# the table's compress and packed rows
+timeout 120 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 --merge-warps-twins 4 1 8 --out "$R/mw52" > "$OUT/mw52.log" 2>&1; el mw52 $?
+grep -hE "^- (mid|flash) T=" "$R"/mw52/*.md | cut -c1-400
+timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 2 64 512 1024 2048 4096 --only default "tile 512 w4" "tile 512 w8" --out "$R/comp52" > "$OUT/comp52.log" 2>&1; el comp52 $?
+grep -hE "^\| compress" "$R"/comp52/*.md | cut -d'|' -f3-7,9
+XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
+timeout 180 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_kernels_compress.py tests/runtime/test_static_ring_attention.py -m gpu -k "compress_parity or packed" > "$OUT/gpu52.log" 2>&1; el gpu52 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu52.log" | tail -6
+timeout 150 python benchmarks/kernels.py --ops compress,attention_packed --out "$R/kern52" > "$OUT/kern52.log" 2>&1; el kern52 $?
+grep -E "^\| (compress|attention_packed)" "$R"/kern52/*.md | cut -d'|' -f2-4,8-9,11,13-14,17
+elif [ "$PART" = 53 ]; then
+# session 35, after part 52: flash's 1-query unpacked row with its merge on one warp (WIDE_TILES, twice
+# faster in parts 51 / 52): the merge-warps GPU parity tests (64 heads at one query included), then the
+# table's attention rows
+XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_attention_tiles.py -m gpu -k "merge_warps or wide" > "$OUT/gpu53.log" 2>&1; el gpu53 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu53.log" | tail -6
+timeout 150 python benchmarks/kernels.py --ops attention,attention_ring --out "$R/kern53" > "$OUT/kern53.log" 2>&1; el kern53 $?
+grep -E "^\| attention" "$R"/kern53/*.md | cut -d'|' -f2-4,8-9,11,13-14,17
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins
