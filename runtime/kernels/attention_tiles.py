@@ -483,7 +483,9 @@ PACKED_WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
 # (``merge_warps``): twice faster at ``flash`` and not at ``mid`` (H100, engine / ring, us:
 # attention_tiles_h100_session35_merge_warps.md, attention_tiles_h100_session35_merge_warps_2.md):
 # ``flash`` 8.8 / 9.0 -> 8.2 / 8.5 and 9.0 / 9.2 -> 8.4 / 8.7; ``mid`` 7.7 / 8.6 -> 8.1 / 8.6 and
-# 7.8 / 8.4 -> 8.0 / 8.4.
+# 7.8 / 8.4 -> 8.0 / 8.4. In the table (kernels_h100_session35_attention.md) ``flash``'s one query
+# took 8.30 / 8.69 us, 7.22x / 7.23x an empty launch, paired (8.81 / 9.13 us, 7.62x / 7.87x in
+# kernels_h100_session33_final.md).
 WIDE_HEADS = 64
 WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
     (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, merge_d=64, ids_ahead=True,
