@@ -177,6 +177,12 @@
 # faster for one key tile against 8 queries), 50 (that rule held twice: mid 8 queries at 8k keys 3.40 ->
 # 2.96 us in the table). Not run: 51 (merge_warps and compress on 8 / 16 warps, both untimed). Next
 # session: 51 first (about 5 minutes), then 4 if anything flips.
+# Session 35 (an H100 three times; eight starts found no machine, 90-180 s of budget each): 51
+# (compress on 8 warps faster up to 512 rows in both sweeps; the packed 1- / 8-query rows' merge faster
+# on 8 warps, flash's unpacked 1-query merge on 1), 52 (both held: the new defaults, 158 GPU tests
+# passed, the table's compress and packed rows) and 53 (48 GPU tests; the table's attention rows).
+# Not run: 4 (the whole table since these flips). Next session: 4 first (a call of its own), then
+# compress's 8 warps up to 1,024 programs (2,048 rows: 3.44 against 3.58 us, one run).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
