@@ -177,7 +177,7 @@
 # faster for one key tile against 8 queries), 50 (that rule held twice: mid 8 queries at 8k keys 3.40 ->
 # 2.96 us in the table). Not run: 51 (merge_warps and compress on 8 / 16 warps, both untimed). Next
 # session: 51 first (about 5 minutes), then 4 if anything flips.
-# Session 35 (an H100 three times; eight starts found no machine, 90-180 s of budget each): 51
+# Session 35 (an H100 three times; seven starts found no machine, 90-180 s of budget each): 51
 # (compress on 8 warps faster up to 512 rows in both sweeps; the packed 1- / 8-query rows' merge faster
 # on 8 warps, flash's unpacked 1-query merge on 1), 52 (both held: the new defaults, 158 GPU tests
 # passed, the table's compress and packed rows) and 53 (48 GPU tests; the table's attention rows).
