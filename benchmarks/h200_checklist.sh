@@ -51,6 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 54  # after session 35: compress on 8 warps past 256 programs (512-4,096 rows), twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 53  # session 35: flash's 1-query row with its merge on one warp: GPU parity, the table's attention rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 52  # session 35: part 51's winners as defaults (packed decode rows' merge on 8 warps, compress on 8 warps up to 256 programs): twins, boundary rows, GPU parity, table rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 51  # session 34: compress's 512-channel tiles on 2-16 warps (parity, the sweep twice); attention's merge on 1 / 2 / 8 warps (parity, the decode rows' twins)
@@ -182,7 +183,7 @@
 # on 8 warps, flash's unpacked 1-query merge on 1), 52 (both held: the new defaults, 158 GPU tests
 # passed, the table's compress and packed rows) and 53 (48 GPU tests; the table's attention rows).
 # Not run: 4 (the whole table since these flips). Next session: 4 first (a call of its own), then
-# compress's 8 warps up to 1,024 programs (2,048 rows: 3.44 against 3.58 us, one run).
+# 54 (compress's 8 warps up to 1,024 programs? 2,048 rows: 3.44 against 3.58 us, one run).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -704,6 +705,14 @@ timeout 150 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu53.log" | tail -6
 timeout 150 python benchmarks/kernels.py --ops attention,attention_ring --out "$R/kern53" > "$OUT/kern53.log" 2>&1; el kern53 $?
 grep -E "^\| attention" "$R"/kern53/*.md | cut -d'|' -f2-4,8-9,11,13-14,17
+elif [ "$PART" = 54 ]; then
+# after session 35: compress's 8 warps past its 256-program boundary (part 52, once: 2,048 rows, 1,024
+# programs, 3.44 / 3.45 against 3.58 / 3.59 us on 4 warps; tied at 1,024 rows, behind at 4,096), twice,
+# at the row counts between; run after 4 (the whole table) in a call of its own or beside a short part
+for i in 1 2; do
+  timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 512 1024 2048 3072 4096 --only default "tile 512 w4" "tile 512 w8" --out "$R/comp54_$i" > "$OUT/comp54_$i.log" 2>&1; el comp54_$i $?
+  grep -hE "^\| compress" "$R"/comp54_$i/*.md | cut -d'|' -f3-7,9
+done
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins
