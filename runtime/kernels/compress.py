@@ -25,7 +25,7 @@ from runtime.kernels.mhc import TL_DTYPES
 
 TILE_ELEMENTS = 512  # groups per program: about this many channels (best of 512-8192, benchmarks/tile_sweep.py)
 # Warps per program: 8 while a call has at most FEW_PROGRAMS programs, else 4 (FusedPoolNorm.warps says why)
-FEW_PROGRAMS = 256
+FEW_PROGRAMS = 1024
 FEW_PROGRAMS_WARPS = 8
 NUM_WARPS = 4
 
@@ -145,8 +145,8 @@ class FusedPoolNorm:
         self.rows_first = rows_first
 
     def warps(self, programs: int) -> int:
-        """Warps per program for a call of ``programs`` programs: 8 up to FEW_PROGRAMS (about
-        two per SM), else 4. On 8 warps each thread holds fewer of a 512-channel group's
+        """Warps per program for a call of ``programs`` programs: 8 up to FEW_PROGRAMS (2,048
+        rows at ratio 2), else 4. On 8 warps each thread holds fewer of a 512-channel group's
         channels (static sm_90, Triton 3.6, rows first: 468 instructions per thread on 4
         warps, 333 on 8), and a small call's time is that chain; a large call has programs
         enough in flight, and 8 warps per program leave room for fewer of them. H100, graph
@@ -162,9 +162,16 @@ class FusedPoolNorm:
         warps): ``mid`` 64 rows 1.91 / 1.99 / 1.92, ``flash`` 64 rows 2.12 / 2.03 / 1.95 (the
         default is the 8-warp program: that run's spread), and past the boundary 8 warps were
         ahead at 2,048 rows (1,024 programs: 3.44 / 3.45 against 3.58 / 3.59), tied at 1,024 rows
-        and behind at 4,096 (5.33-5.36 against 4.84-4.87): one run, so the boundary stays. In
-        the table (kernels_h100_session35_compress_attention_packed.md) 64 rows took 1.61x /
-        1.59x an empty launch, paired (1.74x / 1.72x in kernels_h100_session33_final.md)."""
+        and behind at 4,096 (5.33-5.36 against 4.84-4.87). In the table
+        (kernels_h100_session35_compress_attention_packed.md) 64 rows took 1.61x / 1.59x an
+        empty launch, paired (1.74x / 1.72x in kernels_h100_session33_final.md). The boundary
+        was 256 programs until session 36, whose two sweeps between 512 and 4,096 rows
+        (tile_sweep_h100_session36_compress_1.md, tile_sweep_h100_session36_compress_2.md; 4 ->
+        8 warps, ``mid`` / ``flash``) repeated the 2,048-row lead (3.57 / 3.52 -> 3.47 / 3.42 and
+        3.56 / 3.56 -> 3.45 / 3.49 us) with 1,024 rows tied (2.68-2.70 either way) and 3,072
+        rows (1,536 programs) behind (4.18-4.29 -> 4.38-4.40): so 8 warps up to 1,024
+        programs. With that default (tile_sweep_h100_session36_compress_3.md) 2,048 rows took
+        3.43 / 3.44 us against 3.52 / 3.58 on 4 warps."""
         if self.num_warps is not None:
             return self.num_warps
         return FEW_PROGRAMS_WARPS if programs <= FEW_PROGRAMS else NUM_WARPS
