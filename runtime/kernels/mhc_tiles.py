@@ -136,6 +136,17 @@ A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core produ
 within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it
 was not kept.
 
+A CUDA-core projection for many rows (session 36, compiled for sm_90 with Triton 3.6 on a
+CPU, not kept): each stream's products accumulated with ``tl.fma`` into a [rows, D tile, 32]
+float32 tensor through the sweep and summed over D once after it (no reduction in the loop,
+so Triton does not rewrite it into a TF32 dot, and rows per program are not capped at
+``FMA_ROWS``). At 4,096 ``mid`` rows its loop bodies took 15-16 warp instructions per (row,
+column) position at every tiling that did not spill (16 x 8 tiles on 4 warps: 516
+instructions per thread per iteration; 64 x 2 on 4 warps: 484, 168 registers; 32 x 8 on 8
+warps: 506) against 5.25 for the default's TF32x3 dots (32 x 16 tiles on 2 warps: 1,344):
+the 4 x 32 multiply-adds per position plus the shared-memory broadcasts of X' and ``fn``
+cost more than the tensor cores' operand traffic.
+
 Fused multiply-adds in the sweep (``fma_mix_from``, from 512 rows): the kernel is compiled without FMA
 contraction (runtime/kernels/mhc.py's ``site_launches`` says why), so each of the mixing's
 products and adds is its own instruction: in the sm_90 code of the 4,096-row ``mid`` tail
