@@ -51,6 +51,8 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 56  # session 36's flips (the 64-query rows' merge on 1 warp): attention GPU tests; run as "56 4" (the whole table after)
+#   OUT=/path bash benchmarks/h200_checklist.sh 55  # session 36: the 64-query rows' merge on 1 / 2 warps (twice), flash's 64-head attention on 16 warps (untimed), compress's new boundary
 #   OUT=/path bash benchmarks/h200_checklist.sh 54  # after session 35: compress on 8 warps past 256 programs (512-4,096 rows), twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 53  # session 35: flash's 1-query row with its merge on one warp: GPU parity, the table's attention rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 52  # session 35: part 51's winners as defaults (packed decode rows' merge on 8 warps, compress on 8 warps up to 256 programs): twins, boundary rows, GPU parity, table rows
@@ -184,6 +186,8 @@
 # passed, the table's compress and packed rows) and 53 (48 GPU tests; the table's attention rows).
 # Not run: 4 (the whole table since these flips). Next session: 4 first (a call of its own), then
 # 54 (compress's 8 warps up to 1,024 programs? 2,048 rows: 3.44 against 3.58 us, one run).
+# Session 36 (an H100): 4 (37 of 92, kernels_h100_session36_table.md), 54 (8 warps ahead at 2,048
+# rows in both sweeps, tied at 1,024, behind at 3,072: compress's boundary is now 1,024 programs), 55.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -713,6 +717,34 @@ for i in 1 2; do
   timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 512 1024 2048 3072 4096 --only default "tile 512 w4" "tile 512 w8" --out "$R/comp54_$i" > "$OUT/comp54_$i.log" 2>&1; el comp54_$i $?
   grep -hE "^\| compress" "$R"/comp54_$i/*.md | cut -d'|' -f3-7,9
 done
+elif [ "$PART" = 55 ]; then
+# session 36: (1) the 64-query rows' merge on 1 / 2 warps, seen once in part 51 (mid packed on 2 warps
+# 28.8 -> 28.4 us, flash engine on 1 warp 45.0 -> 44.1, mid engine / ring on 1 warp 19.6 -> 19.2 / 22.9
+# -> 22.4), twice; (2) flash's 64-head tiles on 16 warps (untimed; static sm_90 under Triton 3.6, the
+# 512-query row: 128 registers and 304 bytes of stack, against 255 and 160 on 8 warps, wgmma either
+# way; on 3 stages the row asks 262,144 bytes of shared memory, over sm_90's 232,448), at 64 and 512
+# queries; (3) compress's new boundary (8 warps up to 1,024 programs): the default beside its twins
+# at 1,024-3,072 rows, and its GPU parity
+for i in 1 2; do
+  timeout 150 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 64 --merge-warps-twins 1 2 --out "$R/mw55_$i" > "$OUT/mw55_$i.log" 2>&1; el mw55_$i $?
+  grep -hE "^- (mid|flash) T=" "$R"/mw55_$i/*.md | cut -c1-400
+done
+timeout 150 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 512 --block-h 64 --block-n 64 --warps 8 16 --stages 2 --splits 1 --prefetch-ids 1 --split-sources 1 --out "$R/w16_512" > "$OUT/w16_512.log" 2>&1; el w16_512 $?
+grep -hE "^- flash T=" "$R"/w16_512/*.md | cut -c1-400
+timeout 150 python benchmarks/attention_tiles.py --scales flash --layouts engine ring --t 64 --block-h 64 --block-n 64 --warps 8 16 --stages 2 --splits 16 --programs 128 --prefetch-ids 1 --split-sources 1 --out "$R/w16_64" > "$OUT/w16_64.log" 2>&1; el w16_64 $?
+grep -hE "^- flash T=" "$R"/w16_64/*.md | cut -c1-400
+timeout 60 python benchmarks/tile_sweep.py --ops compress --rows 1024 2048 3072 --only default "tile 512 w4" "tile 512 w8" --out "$R/comp55" > "$OUT/comp55.log" 2>&1; el comp55 $?
+grep -hE "^\| compress" "$R"/comp55/*.md | cut -d'|' -f3-7,9
+XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
+timeout 120 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_compress.py -m gpu -k "compress_parity" > "$OUT/gpu55.log" 2>&1; el gpu55 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu55.log" | tail -6
+elif [ "$PART" = 56 ]; then
+# session 36, after part 55: TILES', PACKED_TILES' and WIDE_TILES' 64-query rows merge on 1 warp. The
+# attention GPU tests (the table's rows, merge warps, bf16 and packed rings), then part 4 in the same
+# call ("56 4")
+XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py tests/runtime/test_attention_tiles.py -m gpu -k "attention_parity_gpu or merge_warps or ring_attention_gpu or packed_ring or wide" > "$OUT/gpu56.log" 2>&1; el gpu56 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu56.log" | tail -6
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins

@@ -198,7 +198,15 @@ Each row gives, for queries in the bucket:
   packed 1- and 8-query rows (PACKED_TILES) merge on 8 warps and ``flash``'s unpacked 1-query row
   (WIDE_TILES) on 1; the table's packed rows (kernels_h100_session35_compress_attention_packed.md):
   ``mid`` 1 / 8 requests 10.49 / 11.11 us (8.48x / 8.76x an empty launch, paired; 10.30x /
-  10.38x in kernels_h100_session33_final.md), ``flash`` 1 request 10.92.
+  10.38x in kernels_h100_session33_final.md), ``flash`` 1 request 10.92. The 64-query rows
+  merge on 1 warp since session 36: two more runs of their twins
+  (attention_tiles_h100_session36_merge_warps_t64_1.md, attention_tiles_h100_session36_merge_warps_t64_2.md;
+  us, 4 warps -> 1) had 1 warp ahead or tied in every case, as in session 35's run: ``mid``
+  engine 19.2 -> 19.2 and 19.0 -> 19.0 (19.6 -> 19.2 in session 35), ring 23.1 -> 22.7 and 23.0
+  -> 22.8 (22.9 -> 22.4), packed 28.7 -> 28.4 in both (28.8 -> 28.5); ``flash`` engine 44.1 ->
+  43.9 and 44.3 -> 43.7 (45.0 -> 44.1), ring 48.9 -> 48.7 and 49.3 -> 49.0 (48.6 -> 48.5). So
+  TILES', PACKED_TILES' and WIDE_TILES' 64-query rows take ``merge_warps=1``; ``flash``'s packed
+  64-query row (PACKED_WIDE_TILES) tied on every warp count (82.1-82.2 us) and stays.
 """
 
 from __future__ import annotations
@@ -370,7 +378,7 @@ TILES: dict[tuple[int, int], AttentionTile] = {
     (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, merge_d=256, programs=256,
                             ids_ahead=True, split_sources=True),
     (64, 512): AttentionTile(32, 32, num_warps=4, num_stages=2, splits=4, programs=256, prefetch_ids=True,
-                             ids_ahead=True, split_sources=True),
+                             ids_ahead=True, split_sources=True, merge_warps=1),
     (PREFILL, 512): AttentionTile(32, 32, num_warps=4, num_stages=3, splits=1, prefetch_ids=True, ids_ahead=True,
                                   split_sources=True),
     (1, 128): AttentionTile(32, 32, splits=16),
@@ -425,14 +433,15 @@ TILES: dict[tuple[int, int], AttentionTile] = {
 # 13.5-13.6 (session 32's sweep and confirm runs above), 12.4 against 14.0
 # (attention_tiles_h100_session33_part47_pk.md); 64 queries 28.9 against 29.3
 # (attention_tiles_h100_session32_sweep_s3.md), 29.2 against 29.7 (the session-33 file). The 1- and
-# 8-query rows merge on 8 warps since session 35 (``merge_warps`` above says why).
+# 8-query rows merge on 8 warps since session 35, the 64-query row on 1 since session 36
+# (``merge_warps`` above says why).
 PACKED_TILES: dict[tuple[int, int], AttentionTile] = {
     (1, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, programs=256, ids_ahead=True,
                             group_decode=True, split_sources=True, decode_once=True, merge_warps=8),
     (8, 512): AttentionTile(16, 64, num_warps=8, num_stages=2, splits=16, programs=256, ids_ahead=True,
                             group_decode=True, split_sources=True, decode_once=True, merge_warps=8),
     (64, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, programs=256, ids_ahead=True,
-                             group_decode=True, split_sources=True, decode_once=True),
+                             group_decode=True, split_sources=True, decode_once=True, merge_warps=1),
     (PREFILL, 512): AttentionTile(16, 32, num_warps=4, num_stages=3, splits=16, programs=256, ids_ahead=True,
                                   group_decode=True, split_sources=True, decode_once=True),
 }
@@ -477,7 +486,11 @@ PACKED_WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
 # new row): 64 queries engine 47.7 -> 44.4 (46.4 without the prefetch) and 47.9 -> 44.7 (46.6), ring
 # 53.6 -> 49.2 (one run); 512 queries engine 275.0 -> 238.5 (252.9) and 274.4 -> 236.1 (250.3), ring
 # 302.8 -> 273.0 (one run). In float32 they run on 32 keys (``float32_block_n``: 64 would not fit
-# shared memory).
+# shared memory). On 16 warps (session 36; static sm_90 under Triton 3.6: 128 registers and 304 bytes
+# of stack against 255 and 160 on 8) they took about twice as long (H100, engine layout: 512 queries
+# 242.3 -> 473.7 us, attention_tiles_h100_session36_w16_t512.md; 64 queries engine / ring 43.7 / 48.8
+# -> 74.4 / 75.6, attention_tiles_h100_session36_w16_t64.md); on 3 stages the 64-key tile asks
+# 262,144 bytes of shared memory, over sm_90's 232,448.
 #
 # The 1-query row (since session 35) is the shared row with its merge on one warp
 # (``merge_warps``): twice faster at ``flash`` and not at ``mid`` (H100, engine / ring, us:
@@ -493,7 +506,7 @@ WIDE_TILES: dict[tuple[int, int], AttentionTile] = {
     (8, 512): AttentionTile(16, 32, num_warps=4, num_stages=2, splits=16, programs=256, ids_ahead=True,
                             split_sources=True),
     (64, 512): AttentionTile(64, 64, num_warps=8, num_stages=2, splits=16, programs=128, prefetch_ids=True,
-                             split_sources=True, float32_block_n=32),
+                             split_sources=True, float32_block_n=32, merge_warps=1),
     (PREFILL, 512): AttentionTile(64, 64, num_warps=8, num_stages=2, splits=1, prefetch_ids=True, split_sources=True,
                                   float32_block_n=32),
 }
