@@ -51,6 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 57  # session 36: the gate's and mHC's decode sweeps on an H100 (their tilings are the H200's best)
 #   OUT=/path bash benchmarks/h200_checklist.sh 56  # session 36's flips (the 64-query rows' merge on 1 warp): attention GPU tests; run as "56 4" (the whole table after)
 #   OUT=/path bash benchmarks/h200_checklist.sh 55  # session 36: the 64-query rows' merge on 1 / 2 warps (twice), flash's 64-head attention on 16 warps (untimed), compress's new boundary
 #   OUT=/path bash benchmarks/h200_checklist.sh 54  # after session 35: compress on 8 warps past 256 programs (512-4,096 rows), twice
@@ -745,6 +746,17 @@ elif [ "$PART" = 56 ]; then
 XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
 timeout 240 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py tests/runtime/test_attention_tiles.py -m gpu -k "attention_parity_gpu or merge_warps or ring_attention_gpu or packed_ring or wide" > "$OUT/gpu56.log" 2>&1; el gpu56 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu56.log" | tail -6
+elif [ "$PART" = 57 ]; then
+# session 36: the gate's and mHC's decode tilings are the H200's best (gate_tiles_h200_sweep_mid.md,
+# gate_tiles_h200_sweep_flash.md, tile_sweep_h200_mhc_*.md) and were never swept on an H100, where
+# every session since 30 has run: their decode sweeps at 1 and 8 rows, once (a winner runs again
+# before it flips)
+for sc in mid flash; do
+  timeout 170 python benchmarks/gate_tiles.py --sweep --scales $sc --rows 1,8 --out "$R/gate57_$sc" > "$OUT/gate57_$sc.log" 2>&1; el gate57_$sc $?
+  grep -hE "^\| $sc \|" "$R"/gate57_$sc/*.md | cut -d'|' -f2-5,8-9 | sort -t'|' -k2,2n -k5,5n | awk -F'|' '{c[$2]++} c[$2]<=6 || $3 ~ /^ new /'
+done
+timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 --out "$R/mhc57" > "$OUT/mhc57.log" 2>&1; el mhc57 $?
+grep -hE "^\| mhc" "$R"/mhc57/*.md | cut -d'|' -f3-7
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins
