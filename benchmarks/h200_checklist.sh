@@ -188,7 +188,10 @@
 # Not run: 4 (the whole table since these flips). Next session: 4 first (a call of its own), then
 # 54 (compress's 8 warps up to 1,024 programs? 2,048 rows: 3.44 against 3.58 us, one run).
 # Session 36 (an H100): 4 (37 of 92, kernels_h100_session36_table.md), 54 (8 warps ahead at 2,048
-# rows in both sweeps, tied at 1,024, behind at 3,072: compress's boundary is now 1,024 programs), 55.
+# rows in both sweeps, tied at 1,024, behind at 3,072: compress's boundary is now 1,024 programs), 55
+# (the 64-query rows' merge on 1 warp ahead or tied in every case twice more: flipped; flash's 64-head
+# tiles on 16 warps twice as slow). Not run (one call taken back mid-run, then no machine): 56 and 57.
+# Next session: "56 4" (the attention GPU tests after the flip, then the whole table), then 57.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
