@@ -140,7 +140,7 @@ A CUDA-core projection for many rows (session 36, compiled for sm_90 with Triton
 CPU, not kept): each stream's products accumulated with ``tl.fma`` into a [rows, D tile, 32]
 float32 tensor through the sweep and summed over D once after it (no reduction in the loop,
 so Triton does not rewrite it into a TF32 dot, and rows per program are not capped at
-``FMA_ROWS``). At 4,096 ``mid`` rows its loop bodies took 15-16 warp instructions per (row,
+``FMA_ROWS``). At 4,096 ``mid`` rows its loop bodies took 14-16 warp instructions per (row,
 column) position at every tiling that did not spill (16 x 8 tiles on 4 warps: 516
 instructions per thread per iteration; 64 x 2 on 4 warps: 484, 168 registers; 32 x 8 on 8
 warps: 506) against 5.25 for the default's TF32x3 dots (32 x 16 tiles on 2 warps: 1,344):
