@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
-from runtime.kernels.backend import jit, next_pow2
+from runtime.kernels.backend import cdiv, jit, next_pow2
 from runtime.kernels.mhc import TL_DTYPES
 
 TILE_ELEMENTS = 512  # groups per program: about this many channels (best of 512-8192, benchmarks/tile_sweep.py)
@@ -196,7 +196,7 @@ class FusedPoolNorm:
         block_c = next_pow2(channels)
         block_g = max(1, min(64, self.tile_elements // block_c))
         weight = norm_weight.contiguous() if norm_weight is not None else kv
-        programs = -(-groups // block_g)
+        programs = cdiv(groups, block_g)
         self.kernel[(programs,)](
             kv.float().contiguous(), gate.float().contiguous(), weight, out, groups, channels, float(eps),
             RATIO=ratio, HAS_WEIGHT=norm_weight is not None, DTYPE=TL_DTYPES[dtype],
