@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from validate.store import ResultsStore
 
 SCRIPT = Path(__file__).with_name("store_writer_process.py")
@@ -72,7 +74,9 @@ def test_concurrent_writers_lose_nothing_and_never_fail_locked(tmp_path):
     procs = [_writer(db, f"v{k}", n_own, tmp_path / f"log{k}.txt", "--shared", str(n_shared),
                      "--wait-go") for k in range(n_procs)]
     for p in procs:  # every writer has opened the store; release them together
-        assert p.stdout.readline().strip() == "ready"
+        if p.stdout.readline().strip() != "ready":
+            p.kill()
+            pytest.fail(f"a writer failed to open the new store: {p.communicate()[1].strip()}")
     for p in procs:
         p.stdin.write("go\n")
         p.stdin.flush()

@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 from validate.store import SCHEMA_VERSION, ResultsStore, StoreError
+from validate.store.connection import _refuse_foreign_database as refuse_foreign_database
 
 
 def test_new_file_gets_schema_version_and_wal(tmp_path):
@@ -43,6 +44,40 @@ def test_foreign_sqlite_database_is_refused(tmp_path):
     conn.commit()
     conn.close()
     assert "not a v41val results store" in _one_line_error(db)
+
+
+class _CreatedBetweenStatements:
+    """A connection on which another process creates the same new store right after the
+    first statement this one runs: the interleaving that made one of four writers opening
+    a new store together refuse it as foreign (seen in CI)."""
+
+    def __init__(self, db):
+        self.db, self.conn, self.statements = db, sqlite3.connect(db, isolation_level=None), 0
+
+    def execute(self, sql, *args):
+        rows = self.conn.execute(sql, *args).fetchall()
+        self.statements += 1
+        if self.statements == 1:
+            ResultsStore.open(self.db).close()
+        return _Rows(rows)
+
+
+class _Rows:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def fetchone(self):
+        return self.rows[0] if self.rows else None
+
+
+def test_foreign_check_reads_one_snapshot_while_another_process_creates_the_store(tmp_path):
+    db = tmp_path / "results.sqlite"
+    sqlite3.connect(db).close()  # the new, empty file both processes open
+    conn = _CreatedBetweenStatements(db)
+    refuse_foreign_database(conn, db)  # must not call the store it is racing for foreign
+    assert conn.statements >= 1
+    conn.conn.close()
+    ResultsStore.open(db).close()
 
 
 def _set_version(db, version: str) -> None:

@@ -127,10 +127,15 @@ def _refuse_foreign_file(path: Path) -> None:
 
 def _refuse_foreign_database(conn: sqlite3.Connection, path: Path) -> None:
     """Another application's database is refused before anything is written to it
-    (switching it to WAL would already change its header)."""
-    if conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
-        return
-    if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+    (switching it to WAL would already change its header).
+
+    Both facts come from one statement, so one snapshot: read apart, a second process
+    creating the same new store could commit between them, and this one would see an
+    application id of 0 next to the newly committed tables and refuse its own store."""
+    app_id, n_objects = conn.execute(
+        "SELECT (SELECT application_id FROM pragma_application_id),"
+        " (SELECT count(*) FROM sqlite_master)").fetchone()
+    if app_id != APPLICATION_ID and n_objects:
         raise StoreError(f"{path}: an SQLite database but not a v41val results store")
 
 
