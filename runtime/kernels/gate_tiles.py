@@ -47,6 +47,14 @@ lost in 8 of 10 cases on the H200 (``mid`` one row 4.13 -> 5.07 us, ``flash`` 4,
 
 With one expert block and one split the kernel keeps the logits in registers and selects
 at once (no scratch, no ticket): the first kernel's tiling, ``GatePolicy(one_program=True)``.
+
+Summing the splits without a ticket would need a reduction across SMs through a
+thread-block cluster's distributed shared memory (``num_ctas > 1``). Triton 3.6 (the GPU
+machine's) compiles none for sm_90: with 2 or 4 CTAs a program, mid's [32, 2048] -> [32]
+score sum fails in ``ConvertTritonGPUToLLVM`` and a max to one value in
+``TritonGPUPlanCTAPass``; Triton 3.9 compiles both but lays the tile over the CTAs by
+experts, so only the max crosses them (benchmarks/results/cluster_probe_sm90.md, static,
+session 37). So the ticket stays.
 Pure arithmetic on ints, so the policy is tested without running a kernel.
 """
 
