@@ -19,13 +19,11 @@ from validate.stats.power import difference_mde, unpaired_mde
 from validate.stats.proportions import clustered_se, wilson_interval
 from validate.stats.score_interval import constrained_pb, score_bounds, score_z
 
-RNG = np.random.default_rng(12345)
-
 
 @pytest.mark.parametrize("trial", range(25))
-def test_exact_mcnemar_matches_statsmodels(trial):
-    b, c = (int(x) for x in RNG.integers(0, 40, size=2))
-    table = [[int(RNG.integers(0, 500)), b], [c, int(RNG.integers(0, 50))]]
+def test_exact_mcnemar_matches_statsmodels(trial, rng):
+    b, c = (int(x) for x in rng.integers(0, 40, size=2))
+    table = [[int(rng.integers(0, 500)), b], [c, int(rng.integers(0, 50))]]
     expected = mcnemar(table, exact=True).pvalue if b + c else 1.0
     assert exact_mcnemar_p(b, c) == pytest.approx(expected, rel=1e-12, abs=1e-15)
     if b + c:
@@ -45,22 +43,41 @@ def test_mid_p_by_hand():
     assert mid_p_mcnemar(0, 0) == 1.0 and exact_mcnemar_p(0, 0) == 1.0
 
 
-@pytest.mark.parametrize("trial", range(20))
-def test_binomial_cis_match_statsmodels(trial):
-    n = int(RNG.integers(20, 2000))
-    k = int(RNG.integers(0, n + 1))
-    alpha = float(RNG.choice([0.01, 0.05, 0.1]))
+def _binomial_case(trial, rng) -> tuple[int, int, float]:
+    """(k, n, alpha): random draws, then the edges, where statsmodels clips the normal
+    interval to [0, 1]."""
+    if trial == "none right":
+        return 0, 50, 0.05
+    if trial == "one right":
+        return 1, 50, 0.05
+    if trial == "all right":
+        return 200, 200, 0.1
+    n = int(rng.integers(20, 2000))
+    return int(rng.integers(0, n + 1)), n, float(rng.choice([0.01, 0.05, 0.1]))
+
+
+@pytest.mark.parametrize("trial", [*range(20), "none right", "one right", "all right"])
+def test_binomial_cis_match_statsmodels(trial, rng):
+    k, n, alpha = _binomial_case(trial, rng)
     values = np.r_[np.ones(k), np.zeros(n - k)]
     est = estimate_accuracy(values, alpha=alpha)
     lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
     assert est.ci_wilson == pytest.approx((lo, hi), abs=1e-12)
     assert wilson_interval(k, n, alpha) == pytest.approx((lo, hi), abs=1e-12)
     # statsmodels' normal interval uses p(1-p)/n; ours uses the CLT SE with n - 1
-    # (lm-eval's mean_stderr), i.e. a half-width larger by sqrt(n / (n - 1)).
+    # (lm-eval's mean_stderr), i.e. a half-width larger by sqrt(n / (n - 1)). statsmodels
+    # clips its interval to [0, 1] and ours is not clipped, so the two are compared where
+    # statsmodels' lies inside; its unclipped half-width is z * sqrt(p (1 - p) / n).
+    p = k / n
     lo_n, hi_n = proportion_confint(k, n, alpha=alpha, method="normal")
-    half_sm = (hi_n - lo_n) / 2
+    half_unclipped = stats.norm.ppf(1 - alpha / 2) * math.sqrt(p * (1 - p) / n)
+    if lo_n > 0 and hi_n < 1:
+        assert (hi_n - lo_n) / 2 == pytest.approx(half_unclipped, rel=1e-10)
+    else:
+        assert (lo_n, hi_n) == pytest.approx((max(0.0, p - half_unclipped), min(1.0, p + half_unclipped)),
+                                             rel=1e-10, abs=1e-15)
     half = (est.ci_normal[1] - est.ci_normal[0]) / 2
-    assert half == pytest.approx(half_sm * math.sqrt(n / (n - 1)), rel=1e-10, abs=1e-15)
+    assert half == pytest.approx(half_unclipped * math.sqrt(n / (n - 1)), rel=1e-10, abs=1e-15)
     assert est.mean == pytest.approx(k / n)
 
 
@@ -94,14 +111,14 @@ def test_clt_se_is_lm_evals_mean_stderr():
 
 
 @pytest.mark.parametrize("trial", range(5))
-def test_clustered_se_matches_statsmodels_ols_cluster(trial):
+def test_clustered_se_matches_statsmodels_ols_cluster(trial, rng):
     import statsmodels.api as sm
 
-    items = int(RNG.integers(30, 120))
-    reps = RNG.integers(1, 6, size=items)
+    items = int(rng.integers(30, 120))
+    reps = rng.integers(1, 6, size=items)
     clusters = np.repeat(np.arange(items), reps)
-    item_p = RNG.beta(2, 1, size=items)
-    values = (RNG.random(clusters.size) < item_p[clusters]).astype(float)
+    item_p = rng.beta(2, 1, size=items)
+    values = (rng.random(clusters.size) < item_p[clusters]).astype(float)
     fit = sm.OLS(values, np.ones((values.size, 1))).fit(
         cov_type="cluster", cov_kwds={"groups": clusters}
     )
@@ -112,17 +129,17 @@ def test_clustered_se_matches_statsmodels_ols_cluster(trial):
     assert est.ci_normal[0] == pytest.approx(values.mean() - z * fit.bse[0], rel=1e-10)
 
 
-def test_clustered_se_equals_clt_without_repeats():
-    values = (RNG.random(300) < 0.7).astype(float)
+def test_clustered_se_equals_clt_without_repeats(rng):
+    values = (rng.random(300) < 0.7).astype(float)
     assert clustered_se(values, np.arange(300)) == pytest.approx(
         np.std(values, ddof=1) / math.sqrt(300), rel=1e-12
     )
 
 
 @pytest.mark.parametrize("trial", range(15))
-def test_holm_bonferroni_match_multipletests(trial):
-    m = int(RNG.integers(1, 12))
-    p = RNG.random(m) ** 3
+def test_holm_bonferroni_match_multipletests(trial, rng):
+    m = int(rng.integers(1, 12))
+    p = rng.random(m) ** 3
     for method, ours in (("holm", holm), ("bonferroni", bonferroni)):
         _, expected, _, _ = multipletests(p, alpha=0.05, method=method)
         np.testing.assert_allclose(ours(p), expected, rtol=1e-12)
@@ -138,10 +155,10 @@ def test_holm_by_hand_and_unknown_method():
 
 
 @pytest.mark.parametrize("trial", range(10))
-def test_constrained_mle_maximises_the_likelihood(trial):
-    n = int(RNG.integers(50, 1500))
-    b, c = (int(x) for x in RNG.integers(0, n // 8, size=2))
-    theta0 = float(RNG.uniform(-0.05, 0.05))
+def test_constrained_mle_maximises_the_likelihood(trial, rng):
+    n = int(rng.integers(50, 1500))
+    b, c = (int(x) for x in rng.integers(0, n // 8, size=2))
+    theta0 = float(rng.uniform(-0.05, 0.05))
     m = n - b - c
 
     def negloglik(q):

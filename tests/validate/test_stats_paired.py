@@ -20,10 +20,8 @@ from validate.stats import (
     ratio_of_means,
 )
 
-RNG = np.random.default_rng(777)
 
-
-def correlated_pair(n, acc, disc, delta, rng=RNG):
+def correlated_pair(n, acc, disc, delta, rng):
     p_b, p_c = (disc - delta) / 2, (disc + delta) / 2
     cells = rng.choice(4, size=n, p=[acc - p_b, p_b, p_c, 1 - acc - p_c])
     a = np.isin(cells, [0, 1]).astype(float)
@@ -32,9 +30,9 @@ def correlated_pair(n, acc, disc, delta, rng=RNG):
 
 
 @pytest.mark.parametrize("trial", range(8))
-def test_compare_binary_against_hand_formulas(trial):
-    n = int(RNG.integers(100, 1500))
-    a, b = correlated_pair(n, 0.8, 0.08, float(RNG.uniform(-0.03, 0.03)))
+def test_compare_binary_against_hand_formulas(trial, rng):
+    n = int(rng.integers(100, 1500))
+    a, b = correlated_pair(n, 0.8, 0.08, float(rng.uniform(-0.03, 0.03)), rng)
     r = compare_binary(PairedOutcomes.from_arrays(a, b), bootstrap=BootstrapSpec(2000, 1))
     bb = int(np.sum((a == 1) & (b == 0)))
     cc = int(np.sum((a == 0) & (b == 1)))
@@ -65,12 +63,12 @@ def test_compare_binary_against_hand_formulas(trial):
     assert f"n={n}" in text and "alpha=0.05" in text and "MDE" in text and "McNemar" in text
 
 
-def test_bootstrap_is_seeded_and_clustered_when_repeated():
+def test_bootstrap_is_seeded_and_clustered_when_repeated(rng):
     items, reps = 150, 4
-    item_p = RNG.beta(1.2, 0.6, size=items)
+    item_p = rng.beta(1.2, 0.6, size=items)
     clusters = np.repeat(np.arange(items), reps)
-    a = (RNG.random(items * reps) < item_p[clusters]).astype(float)
-    flip = RNG.random(items * reps) < 0.05
+    a = (rng.random(items * reps) < item_p[clusters]).astype(float)
+    flip = rng.random(items * reps) < 0.05
     b = np.where(flip, 1 - a, a)
     paired = PairedOutcomes.from_arrays(a, b, clusters)
     r1 = compare_binary(paired, bootstrap=BootstrapSpec(3000, 5))
@@ -99,10 +97,10 @@ def test_pairing_refuses_different_prompts_and_reports_coverage():
 
 
 @pytest.mark.parametrize("trial", range(4))
-def test_continuous_mean_difference_matches_scipy_ttest_rel(trial):
-    n = int(RNG.integers(20, 300))
-    a = RNG.lognormal(0.0, 0.5, size=n)
-    b = a * RNG.lognormal(-0.1, 0.2, size=n)
+def test_continuous_mean_difference_matches_scipy_ttest_rel(trial, rng):
+    n = int(rng.integers(20, 300))
+    a = rng.lognormal(0.0, 0.5, size=n)
+    b = a * rng.lognormal(-0.1, 0.2, size=n)
     r = compare_continuous(PairedOutcomes.from_arrays(a, b), bootstrap=BootstrapSpec(2000, 2))
     tt = stats.ttest_rel(b, a)
     ci = tt.confidence_interval(0.95)
@@ -111,10 +109,10 @@ def test_continuous_mean_difference_matches_scipy_ttest_rel(trial):
     assert r.delta == pytest.approx(np.mean(b) - np.mean(a), rel=1e-12)
 
 
-def test_ratio_of_means_bootstrap_against_delta_method():
+def test_ratio_of_means_bootstrap_against_delta_method(rng):
     n = 2000
-    a = RNG.lognormal(0.0, 0.4, size=n)  # baseline latency
-    b = 0.8 * a * RNG.lognormal(0.0, 0.1, size=n)  # candidate ~20 % faster
+    a = rng.lognormal(0.0, 0.4, size=n)  # baseline latency
+    b = 0.8 * a * rng.lognormal(0.0, 0.1, size=n)  # candidate ~20 % faster
     paired = PairedOutcomes.from_arrays(a, b, label_a="base", label_b="fast")
     r = ratio_of_means(paired, invert=True, bootstrap=BootstrapSpec(4000, 3))
     assert r.ratio == pytest.approx(a.mean() / b.mean(), rel=1e-12)

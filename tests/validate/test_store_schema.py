@@ -117,3 +117,16 @@ def test_store_error_is_a_user_error():
     from v41val.cli.common import is_user_error
 
     assert is_user_error(StoreError("x"))
+
+
+def test_reading_an_sqlite_file_with_no_tables_yet_says_so(tmp_path):
+    """What a reader meets while a run is creating the store: SQLite's header, no schema."""
+    db = tmp_path / "results.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.close()
+    assert db.stat().st_size > 0
+    with pytest.raises(StoreError) as info:
+        ResultsStore.open(db, read_only=True)
+    assert str(info.value) == (f"{db}: an empty SQLite database, not yet a v41val results store "
+                               "(is a run still creating it?)")

@@ -105,7 +105,11 @@ def connect_read_only(path: Path, options: StoreOptions) -> sqlite3.Connection:
 
 
 def _check_read_only(conn: sqlite3.Connection, path: Path) -> None:
-    if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+    app_id, n_objects = _identity(conn)
+    if app_id != APPLICATION_ID and not n_objects:
+        raise StoreError(f"{path}: an empty SQLite database, not yet a v41val results store "
+                         "(is a run still creating it?)")
+    if app_id != APPLICATION_ID:
         raise StoreError(f"{path}: an SQLite database but not a v41val results store")
     version = _check_version(conn, path)
     while version < SCHEMA_VERSION:
@@ -132,11 +136,15 @@ def _refuse_foreign_database(conn: sqlite3.Connection, path: Path) -> None:
     Both facts come from one statement, so one snapshot: read apart, a second process
     creating the same new store could commit between them, and this one would see an
     application id of 0 next to the newly committed tables and refuse its own store."""
-    app_id, n_objects = conn.execute(
-        "SELECT (SELECT application_id FROM pragma_application_id),"
-        " (SELECT count(*) FROM sqlite_master)").fetchone()
+    app_id, n_objects = _identity(conn)
     if app_id != APPLICATION_ID and n_objects:
         raise StoreError(f"{path}: an SQLite database but not a v41val results store")
+
+
+def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
+    """(application id, schema objects) of the file, read in one statement: one snapshot."""
+    return conn.execute("SELECT (SELECT application_id FROM pragma_application_id),"
+                        " (SELECT count(*) FROM sqlite_master)").fetchone()
 
 
 def _enable_wal(conn: sqlite3.Connection, path: Path) -> None:
