@@ -192,6 +192,8 @@
 # (the 64-query rows' merge on 1 warp ahead or tied in every case twice more: flipped; flash's 64-head
 # tiles on 16 warps twice as slow). Not run (one call taken back mid-run, then no machine): 56 and 57.
 # Next session: "56 4" (the attention GPU tests after the flip, then the whole table), then 57.
+# Session 37: no device time (210 s left at its start, under the 4 minutes a machine's start
+# needs), so nothing ran. Next session: "56 4", then 57, as above.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"

@@ -5,7 +5,10 @@ table and the JSON carry every pair and n, and bad flags are one-line exit-2 err
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
+import sys
 
 import pytest
 
@@ -27,14 +30,23 @@ def run(capsys, args):
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
-    return tmp_path_factory.mktemp("calibrate")
+def calibrated(tmp_path_factory):
+    """A workspace after one JSON calibration, and its JSON. A fixture, not the first
+    test, so the rerun below finds that run whichever worker and order it gets (xdist may
+    send a module's tests to different workers)."""
+    workspace = tmp_path_factory.mktemp("calibrate")
+    with pytest.MonkeyPatch.context() as patch:  # capsys is function-scoped: read stdout here
+        out = io.StringIO()
+        patch.setattr(sys, "stdout", out)
+        try:
+            main([*BASE, "--workspace", str(workspace), "--json"])
+        except SystemExit as exc:
+            assert exc.code == 0
+    return workspace, json.loads(out.getvalue())
 
 
-def test_quality_json_has_every_pair_and_n(capsys, workspace):
-    code, out, _ = run(capsys, [*BASE, "--workspace", str(workspace), "--json"])
-    assert code == 0
-    doc = json.loads(out)
+def test_quality_json_has_every_pair_and_n(calibrated):
+    _, doc = calibrated
     assert doc["n_pool"] == 4 and doc["ns"] == [2, 4] and doc["window"] == 16
     assert [r["pair"] for r in doc["rows"]] == ["exact vs exact", "bounded vs exact",
                                                 "noise-1 vs exact", "short-2 vs bounded",
@@ -47,8 +59,10 @@ def test_quality_json_has_every_pair_and_n(capsys, workspace):
     assert doc["store"].endswith("results.sqlite")
 
 
-def test_quality_table_and_resume(capsys, workspace):
+def test_quality_table_and_resume(capsys, calibrated):
     from validate.store import ResultsStore
+
+    workspace, _ = calibrated
 
     md = workspace / "calibrate.md"
     code, out, err = run(capsys, [*BASE, "--workspace", str(workspace), "--markdown", str(md)])
@@ -95,7 +109,8 @@ def test_policy_without_the_task_is_exit_2(capsys, tmp_path):
     assert code == 2 and "gates testbed_arith on 'exact_match,flexible-extract'" in err
 
 
-def test_policy_file_sets_margin_alpha_and_metric(capsys, tmp_path, workspace):
+def test_policy_file_sets_margin_alpha_and_metric(capsys, tmp_path, calibrated):
+    workspace = shutil.copytree(calibrated[0], tmp_path / "workspace")  # its runs stay its own
     policy = tmp_path / "gate.toml"
     policy.write_text("[gate]\nalpha = 0.1\n[tasks.testbed_arith]\nmargin = 3.0\n"
                       "metric = 'exact_match,flexible-extract'\n")
