@@ -47,9 +47,9 @@ def test_foreign_sqlite_database_is_refused(tmp_path):
 
 
 class _CreatedBetweenStatements:
-    """A connection on which another process creates the same new store right after the
-    first statement this one runs: the interleaving that made one of four writers opening
-    a new store together refuse it as foreign (seen in CI)."""
+    """A connection after whose first statement a second connection (standing in for a
+    second process) creates the same new store: the interleaving that made one of four
+    writers opening a new store together refuse it as foreign (seen in CI)."""
 
     def __init__(self, db):
         self.db, self.conn, self.statements = db, sqlite3.connect(db, isolation_level=None), 0
