@@ -55,6 +55,7 @@ score sum fails in ``ConvertTritonGPUToLLVM`` and a max to one value in
 ``TritonGPUPlanCTAPass``; Triton 3.9 compiles both but lays the tile over the CTAs by
 experts, so only the max crosses them (benchmarks/results/cluster_probe_sm90.md, static,
 session 37). So the ticket stays.
+
 Pure arithmetic on ints, so the policy is tested without running a kernel.
 """
 

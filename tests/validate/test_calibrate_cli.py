@@ -5,10 +5,10 @@ table and the JSON carry every pair and n, and bad flags are one-line exit-2 err
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import shutil
-import sys
 
 import pytest
 
@@ -35,9 +35,8 @@ def calibrated(tmp_path_factory):
     test, so the rerun below finds that run whichever worker and order it gets (xdist may
     send a module's tests to different workers)."""
     workspace = tmp_path_factory.mktemp("calibrate")
-    with pytest.MonkeyPatch.context() as patch:  # capsys is function-scoped: read stdout here
-        out = io.StringIO()
-        patch.setattr(sys, "stdout", out)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):  # capsys is function-scoped: read stdout here
         try:
             main([*BASE, "--workspace", str(workspace), "--json"])
         except SystemExit as exc:

@@ -120,6 +120,7 @@ def test_resume_after_interruption_never_recomputes(tmp_path, server):
     # per prompt: the server saw every stored response exactly once over both runs, and
     # the second run asked only for what the first did not store
     by_prompt = {p: i for i, p in enumerate(prompts())}
+
     def calls(model: str, prompt: str, since: dict) -> int:
         return server.state.calls.get((model, prompt), 0) - since.get((model, prompt), 0)
 

@@ -75,7 +75,8 @@ def test_concurrent_writers_lose_nothing_and_never_fail_locked(tmp_path):
                      "--wait-go") for k in range(n_procs)]
     for p in procs:  # every writer has opened the store; release them together
         if p.stdout.readline().strip() != "ready":
-            p.kill()
+            for q in procs:  # the others wait for "go": none is left behind
+                q.kill()
             pytest.fail(f"a writer failed to open the new store: {p.communicate()[1].strip()}")
     for p in procs:
         p.stdin.write("go\n")
