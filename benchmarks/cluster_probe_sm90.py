@@ -8,9 +8,10 @@ the gate's first step at ``mid``'s decode shape, [32 experts, 2048] x [2048] -> 
 scores and then their max, for 1, 2 and 4 CTAs a program, and prints which compile (with
 how Triton laid the [E, D] tile over the CTAs, and the PTX's cluster operations) and,
 for those that do not, the pass that failed and its first error. Static, on a CPU (the
-ptxas in Triton's wheel); no GPU is needed and nothing is timed.
+ptxas in Triton's wheel, through benchmarks/sm90_compile.py, which aligns the pointers as a
+launch does); no GPU is needed and nothing is timed.
 
-    PYTHONPATH=<triton 3.6 dir> python benchmarks/cluster_probe_sm90.py
+    PYTHONPATH=<triton 3.6 dir>:. python benchmarks/cluster_probe_sm90.py
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import sys
 
 import triton
 import triton.language as tl
+
+from benchmarks.sm90_compile import compile_sm90
 
 
 @triton.jit
@@ -37,14 +40,8 @@ def scores(x_ptr, w_ptr, out_ptr, D: tl.constexpr, E: tl.constexpr, TO_ONE: tl.c
 
 
 def compile_one(num_ctas: int, reduction: str) -> str:
-    from triton.backends.compiler import GPUTarget
-
-    src = triton.compiler.ASTSource(
-        fn=scores, signature={"x_ptr": "*bf16", "w_ptr": "*bf16", "out_ptr": "*fp32", "D": "constexpr",
-                              "E": "constexpr", "TO_ONE": "constexpr"},
-        constexprs={"D": 2048, "E": 32, "TO_ONE": reduction == "max"})
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": 4, "num_ctas": num_ctas})
+    kernel = compile_sm90(scores, {"x_ptr": "*bf16", "w_ptr": "*bf16", "out_ptr": "*fp32"},
+                          {"D": 2048, "E": 32, "TO_ONE": reduction == "max", "num_warps": 4, "num_ctas": num_ctas})
     ptx = kernel.asm["ptx"]
     # how the [E, D] tile is laid over the cluster's CTAs: bases [1, 0], [2, 0] split E; [0, 1] D
     split = re.search(r"sizePerThread = \[\d+, \d+\].*CGALayout = (\[(?:\[[^\]]*\](?:, )?)*\])",

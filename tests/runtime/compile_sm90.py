@@ -35,7 +35,6 @@ finish's partial loads issued 10 at a time under 3.6, 48 at once under the fix, 
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import json
 import re
@@ -50,6 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+# (the tests that compile one kernel take these two from here as well)
+from benchmarks.sm90_compile import compile_sm90, divisible_by_16  # noqa: E402
+
 SITE_SIGNATURE = {  # _mhc_site_kernel's runtime arguments, bf16 streams
     "streams_ptr": "*bf16", "out_ptr": "*bf16", "prev_post_ptr": "*fp32", "prev_comb_ptr": "*fp32",
     "pre_shift_ptr": "*fp32", "fn_ptr": "*fp32", "fn_lo_ptr": "*fp32", "base_ptr": "*fp32", "scale_ptr": "*fp32", "norm_w_ptr": "*bf16",
@@ -57,41 +59,6 @@ SITE_SIGNATURE = {  # _mhc_site_kernel's runtime arguments, bf16 streams
     "post_ptr": "*fp32", "comb_ptr": "*fp32", "T": "i32", "D": "i32", "SPLIT_D": "i32", "norm_eps": "fp32",
     "hc_eps": "fp32", "sinkhorn_iters": "i32",
 }
-
-
-OPTIONS = ("num_warps", "enable_fp_fusion", "num_stages", "launch_pdl")  # launch keywords that are compile options, not constexprs
-
-
-def compile_sm90(fn, signature: dict, kwargs: dict, multiples_of_16: tuple[str, ...] = ()):
-    """``fn`` compiled for sm_90 as a launch with these runtime argument types and keyword
-    arguments (constexprs and compile options) would compile it. ``multiples_of_16``: the
-    integer arguments whose launch values are multiples of 16. ``fn`` may be jitted already
-    (a kernel with helpers, bound to them by runtime/kernels/backend.py's ``jit``)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    # (a launch may pass runtime arguments by name too: those are in the signature)
-    constexprs = {k: v for k, v in kwargs.items() if k not in OPTIONS and k not in signature}
-    jitted = fn if isinstance(fn, triton.runtime.jit.JITFunction) else triton.jit(fn)
-    # constexprs a launch leaves out take their defaults, as the launch's own compile does
-    constexprs.update({p.name: p.default for p in jitted.params
-                       if p.is_constexpr and p.name not in constexprs and p.default is not inspect.Parameter.empty})
-    # Pointers aligned to 16 bytes and integers that are multiples of 16, as a launch
-    # specializes them (without it the compiler cannot vectorise loads and picks other
-    # layouts).
-    aligned = {(jitted.arg_names.index(k),): [["tt.divisibility", 16]] for k, v in signature.items()
-               if v.startswith("*") or k in multiples_of_16}
-    src = ASTSource(fn=jitted, signature={**signature, **{k: "constexpr" for k in constexprs}},
-                    constexprs=constexprs, attrs=aligned)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                          options={k: v for k, v in kwargs.items() if k in OPTIONS})
-
-
-def divisible_by_16(**ints: int) -> tuple[str, ...]:
-    """The names among these integer launch arguments whose values are multiples of 16: a
-    launch specializes them as such, and without it the compiler cannot vectorise their
-    loads (the gate's 4,096-row launch compiled to scalar 2-byte loads)."""
-    return tuple(name for name, value in ints.items() if value % 16 == 0)
 
 
 def one_load_one_store(x_ptr):
