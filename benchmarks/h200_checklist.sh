@@ -51,6 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 58  # session 38: part 57's H100 winners (gate mid 8 rows in two launches, flash 8 rows on 32 experts; mHC fma mix at 8 rows) against the defaults, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 57  # session 36: the gate's and mHC's decode sweeps on an H100 (their tilings are the H200's best)
 #   OUT=/path bash benchmarks/h200_checklist.sh 56  # session 36's flips (the 64-query rows' merge on 1 warp): attention GPU tests; run as "56 4" (the whole table after)
 #   OUT=/path bash benchmarks/h200_checklist.sh 55  # session 36: the 64-query rows' merge on 1 / 2 warps (twice), flash's 64-head attention on 16 warps (untimed), compress's new boundary
@@ -194,6 +195,13 @@
 # Next session: "56 4" (the attention GPU tests after the flip, then the whole table), then 57.
 # Session 37: no device time (210 s left at its start, under the 4 minutes a machine's start
 # needs), so nothing ran. Next session: "56 4", then 57, as above.
+# Session 38 (an H100, after ten tries found no machine, 90-180 s of budget each): 56
+# (164 attention GPU tests passed after the merge flip), the table's attention rows
+# (kernels_h100_session38_attention.md) and 57 (gate_tiles_h100_session38_sweep_*.md,
+# tile_sweep_h100_session38_mhc_decode.md), once: at 8 rows the gate's default lost at mid to two
+# launches (4.41 vs 4.66 us) and at flash to 32 experts per program (d256 e32 w4 7.66 vs 8.35), mHC's
+# default to fma mixing (mid 8.33 vs 8.64, flash 9.12 vs 9.38); at 1 row the defaults led or tied.
+# Nothing flipped (a winner wins a second run first). Next session: 58, then 4 (the whole table).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -762,6 +770,16 @@ for sc in mid flash; do
 done
 timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 --out "$R/mhc57" > "$OUT/mhc57.log" 2>&1; el mhc57 $?
 grep -hE "^\| mhc" "$R"/mhc57/*.md | cut -d'|' -f3-7
+elif [ "$PART" = 58 ]; then
+# session 38: part 57's H100 winners at 8 rows, each against the default twice (and at 1 and 16 rows,
+# mHC at 2 and 64 too); a winner that wins both runs flips (GatePolicy / MhcPolicy), then part 4
+for run in 1 2; do
+  timeout 80 python benchmarks/gate_tiles.py --sweep --scales mid --rows 1,8,16 --only new "two launches" "d256 e32 w4" --out "$R/g58_mid_$run" > "$OUT/g58_mid_$run.log" 2>&1; el g58_mid_$run $?
+  timeout 80 python benchmarks/gate_tiles.py --sweep --scales flash --rows 1,8,16 --only new "d256 e32 w4" "d128 e16 w4" "d64 e32 w4" --out "$R/g58_flash_$run" > "$OUT/g58_flash_$run.log" 2>&1; el g58_flash_$run $?
+  grep -hE "^\| (mid|flash) \|" "$R"/g58_*_$run/*.md | cut -d'|' -f2-5,8
+  timeout 80 python benchmarks/tile_sweep.py --ops mhc --rows 1 2 8 16 64 --only default "fma mix" --out "$R/m58_$run" > "$OUT/m58_$run.log" 2>&1; el m58_$run $?
+  grep -hE "^\| mhc" "$R"/m58_$run/*.md | cut -d'|' -f3-7
+done
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
 # (ncu_h100_session31.md); the 1- and 8-query rows (split sources, retiled) against their twins
