@@ -19,12 +19,16 @@ BASE = ["calibrate", "--quality", "--preset", "micro", "--task", "testbed_arith"
         "--draws", "10"]
 
 
-def run(capsys, args):
-    code = 0
+def exit_code(args) -> int:
     try:
         main(args)
     except SystemExit as exc:
-        code = exc.code
+        return exc.code
+    return 0
+
+
+def run(capsys, args):
+    code = exit_code(args)
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -37,10 +41,8 @@ def calibrated(tmp_path_factory):
     workspace = tmp_path_factory.mktemp("calibrate")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):  # capsys is function-scoped: read stdout here
-        try:
-            main([*BASE, "--workspace", str(workspace), "--json"])
-        except SystemExit as exc:
-            assert exc.code == 0
+        code = exit_code([*BASE, "--workspace", str(workspace), "--json"])
+    assert code == 0
     return workspace, json.loads(out.getvalue())
 
 
