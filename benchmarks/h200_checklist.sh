@@ -51,6 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
 #   OUT=/path bash benchmarks/h200_checklist.sh 58  # session 38: part 57's H100 winners (gate mid 8 rows in two launches, flash 8 rows on 32 experts; mHC fma mix at 8 rows) against the defaults, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 57  # session 36: the gate's and mHC's decode sweeps on an H100 (their tilings are the H200's best)
 #   OUT=/path bash benchmarks/h200_checklist.sh 56  # session 36's flips (the 64-query rows' merge on 1 warp): attention GPU tests; run as "56 4" (the whole table after)
@@ -779,6 +780,14 @@ for run in 1 2; do
   grep -hE "^\| (mid|flash) \|" "$R"/g58_*_$run/*.md | cut -d'|' -f2-5,8
   timeout 80 python benchmarks/tile_sweep.py --ops mhc --rows 1 2 8 16 64 --only default "fma mix" --out "$R/m58_$run" > "$OUT/m58_$run.log" 2>&1; el m58_$run $?
   grep -hE "^\| mhc" "$R"/m58_$run/*.md | cut -d'|' -f3-7
+done
+elif [ "$PART" = 59 ]; then
+# session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
+# 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,
+# flash inverse RoPE at 64 rows), then the gate's and mHC's rows; each its own table file
+for ops in compress,rope_quant,inv_rope gate,mhc; do
+  timeout 240 python benchmarks/kernels.py --ops $ops --out "$R/k59" > "$OUT/k59_$ops.log" 2>&1; el k59_$ops $?
+  grep -hE "^\| |met on" "$R"/k59/kernels_*${ops//,/*}*.md 2>/dev/null | cut -d'|' -f2-5,8,11,13,14,17 | tail -40
 done
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
