@@ -203,6 +203,10 @@
 # launches (4.41 vs 4.66 us) and at flash to 32 experts per program (d256 e32 w4 7.66 vs 8.35), mHC's
 # default to fma mixing (mid 8.33 vs 8.64, flash 9.12 vs 9.38); at 1 row the defaults led or tied.
 # Nothing flipped (a winner wins a second run first). Next session: 58, then 4 (the whole table).
+# Session 39: no device time (85 s left: a retry of session 38's stop). Session 40: every start
+# failed (H100 and H200 alike, 90-180 s of budget each, 1,800 s down to under 300), so nothing ran.
+# Next session: 58 on an H100 (then 4 if anything flips); on an H200, 4 (the whole table, not run on
+# one since session 29), or 59 when under 10 minutes of device time are left.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
