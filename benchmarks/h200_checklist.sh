@@ -791,7 +791,7 @@ elif [ "$PART" = 59 ]; then
 # flash inverse RoPE at 64 rows), then the gate's and mHC's rows; each its own table file
 for ops in compress,rope_quant,inv_rope gate,mhc; do
   timeout 240 python benchmarks/kernels.py --ops $ops --out "$R/k59" > "$OUT/k59_$ops.log" 2>&1; el k59_$ops $?
-  grep -hE "^\| |met on" "$R"/k59/kernels_*${ops//,/*}*.md 2>/dev/null | cut -d'|' -f2-5,8,11,13,14,17 | tail -40
+  grep -hE "^\| |met on" "$R"/k59/kernels_*${ops//,/*}*.md 2>/dev/null | cut -d'|' -f2-5,8,11,13,14,17
 done
 elif [ "$PART" = 46 ]; then
 # after session 31: ncu put the top-k id load first in decode attention's stalls
