@@ -4,11 +4,13 @@ written: one JSON document and a Markdown note beside it, both under
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import torch
@@ -51,3 +53,23 @@ def write(out: Path, stem: str, doc: dict, note: str) -> None:
     (out / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
     (out / f"{stem}.md").write_text(note)
     print(note)
+
+
+def seeded_cpu_main(script: str, stem: str, description: str, measure, markdown, argv: list[str] | None) -> int:
+    """The command line of a CPU emulation drawn over ``--seeds`` independent seeds
+    (benchmarks/tf32_accumulation.py, benchmarks/fma_mixing.py): ``measure(seed)`` gives
+    its rows, ``markdown(doc)`` its note; written as ``stem``.json / .md under ``--out``.
+    A bad ``--seeds`` is one line on stderr and exit status 2."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--seeds", type=int, default=3, help="independent draws (default 3)")
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        print(f"{script}: --seeds: expected >= 1, got {args.seeds}", file=sys.stderr)
+        return 2
+    rows = [{"seed": seed, **row} for seed in range(args.seeds) for row in measure(seed)]
+    doc = {"environment": environment(os.getloadavg()[0]),
+           "command": command_line(script, argv if argv is not None else sys.argv[1:]),
+           "seeds": args.seeds, "rows": rows}
+    write(args.out, stem, doc, markdown(doc))
+    return 0

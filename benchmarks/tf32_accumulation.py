@@ -23,14 +23,9 @@ Writes tf32_accumulation_cpu.json and .md.
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-from pathlib import Path
-
 import torch
 
-from benchmarks.records import command_line, environment, header, write
+from benchmarks.records import header, seeded_cpu_main
 from runtime.kernels.mhc import tf32_split
 
 ORDERS = ("running sum", "per tile, then added", "two running sums")
@@ -79,19 +74,7 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
-    parser.add_argument("--seeds", type=int, default=3, help="independent draws (default 3)")
-    args = parser.parse_args(argv)
-    if args.seeds < 1:
-        print(f"benchmarks/tf32_accumulation.py: --seeds: expected >= 1, got {args.seeds}", file=sys.stderr)
-        return 2
-    rows = [{"seed": seed, **row} for seed in range(args.seeds) for row in measure(seed)]
-    doc = {"environment": environment(os.getloadavg()[0]),
-           "command": command_line("benchmarks/tf32_accumulation.py", argv if argv is not None else sys.argv[1:]),
-           "seeds": args.seeds, "rows": rows}
-    write(args.out, "tf32_accumulation_cpu", doc, markdown(doc))
-    return 0
+    return seeded_cpu_main("benchmarks/tf32_accumulation.py", "tf32_accumulation_cpu", __doc__.split("\n\n")[0], measure, markdown, argv)
 
 
 if __name__ == "__main__":
