@@ -51,6 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
 #   OUT=/path bash benchmarks/h200_checklist.sh 58  # session 38: part 57's H100 winners (gate mid 8 rows in two launches, flash 8 rows on 32 experts; mHC fma mix at 8 rows) against the defaults, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 57  # session 36: the gate's and mHC's decode sweeps on an H100 (their tilings are the H200's best)
@@ -207,6 +208,13 @@
 # failed (H100 and H200 alike, 90-180 s of budget each, 1,800 s down to under 300), so nothing ran.
 # Next session: 58 on an H100 (then 4 if anything flips); on an H200, 4 (the whole table, not run on
 # one since session 29), or 59 when under 10 minutes of device time are left.
+# Session 41 (an H100, after four failed starts): 58 twice (four runs; tile_sweep_h100_session41_*,
+# gate_tiles_h100_session41_*). Flipped: MhcPolicy.fma_mix_from 512 -> 8 and
+# GatePolicy.wide_experts_rows 17 -> 8 (flash's gate on 32 experts from 8 rows); the mid gate's
+# two launches at 8 rows won four of four too but needs a rule by rows, not pairs: left. The
+# GPU parity run with -k "mhc or gate" passed what it reached before its 280 s limit (about
+# 180 tests); the last start failed. Next session: 60 (the flips' GPU parity, new vs old twice),
+# then 4 (the whole table; on an H200 if one comes).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -784,6 +792,18 @@ for run in 1 2; do
   grep -hE "^\| (mid|flash) \|" "$R"/g58_*_$run/*.md | cut -d'|' -f2-5,8
   timeout 80 python benchmarks/tile_sweep.py --ops mhc --rows 1 2 8 16 64 --only default "fma mix" --out "$R/m58_$run" > "$OUT/m58_$run.log" 2>&1; el m58_$run $?
   grep -hE "^\| mhc" "$R"/m58_$run/*.md | cut -d'|' -f3-7
+done
+elif [ "$PART" = 60 ]; then
+# session 41's flips from part 58's H100 runs (MhcPolicy.fma_mix_from 512 -> 8,
+# GatePolicy.wide_experts_rows 17 -> 8): the GPU parity tests of the changed defaults, then
+# each default against the old rule twice ("no fma mix", "wide from 17"), 8-256 rows
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu or test_mhc_fma_mixing_parity_gpu or (test_gate_parity_gpu and default)" > "$OUT/par60.log" 2>&1; el par60 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par60.log" | tail -6
+for run in 1 2; do
+  timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 8 16 32 64 128 256 --only default "no fma mix" --out "$R/m60_$run" > "$OUT/m60_$run.log" 2>&1; el m60_$run $?
+  grep -hE "^\| mhc" "$R"/m60_$run/*.md | cut -d'|' -f3-7
+  timeout 60 python benchmarks/gate_tiles.py --scales flash --rows 1,8,16 --only new "wide from 17" --out "$R/g60_$run" > "$OUT/g60_$run.log" 2>&1; el g60_$run $?
+  grep -hE "^\| flash \|" "$R"/g60_$run/*.md | cut -d'|' -f2-5,8
 done
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about

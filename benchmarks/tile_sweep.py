@@ -120,11 +120,12 @@ MHC_DECODE = (
     ("8 splits", MhcPolicy(programs=8)),
     ("d128", MhcPolicy(decode_block_d=128)),
     ("fma mix", MhcPolicy(fma_mix_from=0)),  # the sweep's mixing as fused multiply-adds (mhc_tiles.py)
+    ("no fma mix", MhcPolicy(fma_mix_from=1 << 30)),  # the decode default before session 41
 )
 MHC_MANY = (
     ("default", MhcPolicy()),
     ("fma mix", MhcPolicy(fma_mix_from=0)),
-    ("no fma mix", MhcPolicy(fma_mix_from=1 << 30)),  # the default before session 23
+    ("no fma mix", MhcPolicy(fma_mix_from=1 << 30)),  # the default above decode before session 23
     ("pdl off", MhcPolicy(dependent_finish_to=0)),  # the finishing launch not dependent (runtime/kernels/pdl.py)
     ("pdl at exit", MhcPolicy(dependent_finish_to=1 << 30, finish_at_exit_from=0)),  # dependent, launched as the sweep exits
     ("before session 14", MhcPolicy(pin_mix=False, reload_d=128)),  # re-read below the tail, tail not pinned

@@ -112,16 +112,23 @@ class GatePolicy:
     the widest D chunk that still gives ``programs / 2``, so each program reads a small
     share of the weight in few loads and the weight is read from HBM once; more rows:
     64 x 64 tiles x 64, so x and the weight are re-read from L2 fewer times);
-    ``wide_experts_from``: from this many padded experts, decode calls of more than 16 rows
-    take 32 experts per program up to 32 rows and 64 above (``decode_block_e``): each expert
-    block re-reads the rows' x, which at ``flash`` (384 experts, 24 blocks of 16) and 64
-    rows is 24 x 64 x 5,120 x 2 bytes, as much as the weight itself. Measured (H200,
+    ``wide_experts_from``: from this many padded experts, decode calls of at least
+    ``wide_experts_rows`` rows take 32 experts per program up to 32 rows and 64 above
+    (``decode_block_e``): each expert block re-reads the rows' x, which at ``flash`` (384
+    experts, 24 blocks of 16) and 64 rows is 24 x 64 x 5,120 x 2 bytes, as much as the
+    weight itself. Measured (H200,
     gate_tiles_h200_sweep_rows_16_64_1.md and gate_tiles_h200_sweep_rows_16_64_flash_2.md, two
     runs, default -> rule):
     ``flash`` 32 rows 9.92 -> 9.35 and 9.04 -> 8.47 us (d256 e32), 64 rows 13.16 -> 9.25
     and 12.58 -> 9.89 (d256 e64; H100, gate_tiles_h100_sweep_flash_64.md: 11.81 -> 9.15);
     at 16 rows 32 experts won one run and lost the other (9.15 -> 8.29, 7.57 -> 7.64), so
-    16 rows keep 16. ``mid`` (32 experts) stays at 16 per program: it is launch-bound
+    16 rows kept 16 until session 41: on the H100 (gate_tiles_h100_session41_flash.md,
+    four runs; at 8 rows session 38 a fifth, 8.35 -> 7.66) 32 experts per program won at 8
+    rows (8.72 / 8.11 / 8.05 / 8.11 -> 8.39 / 7.70 / 7.69 / 7.67 us) and 16 rows (8.19 /
+    8.25 / 8.25 / 8.17 -> 7.77 / 7.73 / 7.69 / 7.65) in every run, and lost at one row
+    (7.31 / 7.14 / 7.12 / 7.11 -> 7.38 / 7.26 / 7.25 / 7.26), so from ``wide_experts_rows``
+    = 8 rows (the H200's 8 rows not
+    timed on this kernel). ``mid`` (32 experts) stays at 16 per program: it is launch-bound
     (0.2-0.4 MB), and one run had 16 experts fastest at 16 rows (4.74 us against 5.05);
     ``one_program``: the first kernel's tiling (one program per 16 rows, all experts,
     all of D), kept to measure against (benchmarks/gate_tiles.py);
@@ -168,12 +175,15 @@ class GatePolicy:
     pair_from: int = 256
     dependent_select: bool = True
     wide_experts_from: int = 256
+    wide_experts_rows: int = 8
 
     def __post_init__(self) -> None:
         if self.block_m < 0 or self.block_m & (self.block_m - 1) or 0 < self.block_m < 16:
             raise ValueError(f"GatePolicy.block_m: expected 0 or a power of two >= 16, got {self.block_m}")
         if self.select_warps not in (0, 1, 2, 4, 8):
             raise ValueError(f"GatePolicy.select_warps: expected 0 (by size), 1, 2, 4 or 8, got {self.select_warps}")
+        if self.wide_experts_rows < 1:
+            raise ValueError(f"GatePolicy.wide_experts_rows: expected a row count >= 1, got {self.wide_experts_rows}")
         if self.num_stages < 0:
             raise ValueError(f"GatePolicy.num_stages: expected >= 0 (0 = Triton's default), got {self.num_stages}")
 
@@ -222,9 +232,9 @@ class GatePolicy:
 
     def decode_block_e(self, t: int, e_pad: int) -> int:
         """Experts per program of a decode call (T <= 64): 16, or with at least
-        ``wide_experts_from`` padded experts and more than 16 rows, 32 up to 32 rows and 64
-        above (the class docstring has the timings)."""
-        if e_pad < self.wide_experts_from or t <= 16:
+        ``wide_experts_from`` padded experts and at least ``wide_experts_rows`` rows, 32 up
+        to 32 rows and 64 above (the class docstring has the timings)."""
+        if e_pad < self.wide_experts_from or t < self.wide_experts_rows:
             return 16
         return 32 if t <= 32 else 64
 

@@ -147,7 +147,7 @@ warps: 506) against 5.25 for the default's TF32x3 dots (32 x 16 tiles on 2 warps
 the 4 x 32 multiply-adds per position plus the shared-memory broadcasts of X' and ``fn``
 cost more than the tensor cores' operand traffic.
 
-Fused multiply-adds in the sweep (``fma_mix_from``, from 512 rows): the kernel is compiled without FMA
+Fused multiply-adds in the sweep (``fma_mix_from``, from 8 rows): the kernel is compiled without FMA
 contraction (runtime/kernels/mhc.py's ``site_launches`` says why), so each of the mixing's
 products and adds is its own instruction: in the sm_90 code of the 4,096-row ``mid`` tail
 (Triton 3.6) 527 FMUL and 517 FADD of 3,264 instructions. ``tl.fma`` is never contracted
@@ -229,11 +229,22 @@ class MhcPolicy:
     mixing loop takes X' as mixed once (``PIN_MIX``; the module docstring says why);
     ``fma_mix_from``: calls of at least this many rows take the sweep's mixing, collapse
     and sum of squares as fused multiply-adds (``FMA_MIX``; the module docstring says why;
-    0: every call). 512: three H200 sweeps (tile_sweep_h200_mhc_fma_mix_{1,2,3}.md) found
+    0: every call). Three H200 sweeps (tile_sweep_h200_mhc_fma_mix_{1,2,3}.md) found
     it faster at 512 and 4,096 rows, ``mid`` and ``flash``, in every run (``mid`` 4,096
     rows 130.6-131.6 -> 123.3-123.6 us, ``flash`` 512 rows 41.6-43.1 -> 39.1-40.4 us),
     and below that faster in every run at ``flash`` (1, 8, 64 rows) and at ``mid`` 8 rows,
-    but slower in 2 of 3 at ``mid`` 1 and 64 rows, so it starts at 512; ``dependent_finish_to``:
+    but slower in 2 of 3 at ``mid`` 1 and 64 rows, so it started at 512. From 8 since
+    session 41: on the H100 (tile_sweep_h100_session41_mhc_fma_mix.md, four runs; at 1
+    and 8 rows session 38 a fifth) it was faster at ``mid`` 16 rows in 4 of 4 (medians
+    8.98 -> 8.57 us), 8 and 64 in 3 of 4 (8.69 -> 8.40, 10.71 -> 10.52), ``flash`` 8 and
+    64 in 4 of 4 (9.40 -> 9.14, 15.83 -> 15.18), 16 in 3 of 4 (9.85 -> 9.62); at one row a
+    tie on both cards and at 2 rows within 0.1 us. The H200's ``mid`` 64 rows (11.36 /
+    11.50 / 11.63 -> 11.44 / 11.86 / 11.22, medians 11.50 -> 11.44) is a wash; 16-32 and
+    128-256 rows were not timed on the H200. At decode the stored X' had matched the
+    reference's bit for bit; now some land one bf16 ulp away (up to 2.3e-3 of the largest
+    output at ``mid`` 16 rows), and a CPU emulation finds the fused form the closer to the
+    exact X' (benchmarks/results/fma_mixing_cpu.md: 161 of 5.2 M stored values not the
+    nearest bf16, against 228 with separate roundings); ``dependent_finish_to``:
     calls of at most this many rows launch their second (finishing) launch dependent on the sweep
     (Hopper's programmatic dependent launch, runtime/kernels/pdl.py; CUDA only; 0: never).
     64: dependent_launch_h200.md, mid 1 / 8 / 64 rows 6.63 -> 6.19, 9.55 -> 8.75, 11.71 ->
@@ -285,7 +296,7 @@ class MhcPolicy:
     decode_finish_registers: bool = True
     pin_mix: bool = True
     fast_reciprocal: bool = True
-    fma_mix_from: int = 512
+    fma_mix_from: int = 8
     dependent_finish_to: int = 64
     finish_at_exit_from: int = 1 << 30
 

@@ -127,7 +127,8 @@ def test_rows_per_program_stages_and_selecting_warps_reach_the_tiling_and_the_la
     tiles = GatePolicy(select_warps=1).tiling(8, d, e)  # flash selects in a second launch from 3 rows
     assert tiles.select_rows and [kw["num_warps"] for _, kw in gate_launches(tiles, 8, d, e, flash, False)] == [4, 1]
     assert GatePolicy(select_warps=1).tiling(1, d, e) == GatePolicy().tiling(1, d, e)  # one launch: nothing to set
-    for bad in ({"block_m": 24}, {"block_m": 8}, {"block_m": -16}, {"num_stages": -1}, {"select_warps": 3}):
+    for bad in ({"block_m": 24}, {"block_m": 8}, {"block_m": -16}, {"num_stages": -1}, {"select_warps": 3},
+                {"wide_experts_rows": 0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             GatePolicy(**bad)
 
@@ -153,14 +154,16 @@ def test_rounds_pair_from_256_padded_experts_and_the_flag_reaches_every_selectin
                 assert all(not kw["PAIRED"] for kw in launches if kw["PHASE"] == 1)  # partials: nothing selects
 
 
-@pytest.mark.parametrize("rows,flash_experts", [(1, 16), (8, 16), (16, 16), (17, 32), (32, 32), (33, 64), (64, 64)])
+@pytest.mark.parametrize("rows,flash_experts", [(1, 16), (7, 16), (8, 32), (16, 32), (17, 32), (32, 32), (33, 64),
+                                                (64, 64)])
 def test_decode_calls_widen_the_expert_block_with_the_rows_where_experts_are_many(rows, flash_experts):
-    """``wide_experts_from``: flash's 384 experts (512 padded) take 32 per program above 16
-    rows and 64 above 32, so each block's re-read of the rows' x covers more experts; mid's
-    32 stay at 16 per program; an explicit block_e, or a threshold above the experts,
-    turns it off."""
+    """``wide_experts_from``: flash's 384 experts (512 padded) take 32 per program from 8
+    rows (``wide_experts_rows``) and 64 above 32, so each block's re-read of the rows' x
+    covers more experts; mid's 32 stay at 16 per program; an explicit block_e, or a
+    threshold above the experts or the rows, turns it off."""
     (mid_d, mid_e), (flash_d, flash_e) = SHAPES[1], SHAPES[2]
     assert GatePolicy().tiling(rows, flash_d, flash_e).block_e == flash_experts
     assert GatePolicy().tiling(rows, mid_d, mid_e).block_e == 16
     assert GatePolicy(block_e=16).tiling(rows, flash_d, flash_e).block_e == 16
     assert GatePolicy(wide_experts_from=1024).tiling(rows, flash_d, flash_e).block_e == 16
+    assert GatePolicy(wide_experts_rows=65).tiling(rows, flash_d, flash_e).block_e == 16

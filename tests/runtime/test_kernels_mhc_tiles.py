@@ -175,10 +175,10 @@ def test_row_counts_must_not_be_negative(name):
 @pytest.mark.parametrize("t", [1, 2, 8, 64, 512, 4096])
 def test_fma_mixing_is_taken_from_its_row_count(t):
     """``fma_mix_from`` reaches the tiling as asked, on the GPU and in the interpreter (tl.fma
-    runs in both), and changes nothing else of the tiling; by default from 512 rows (the
-    H200's sweeps, mhc_tiles.py)."""
+    runs in both), and changes nothing else of the tiling; by default from 8 rows (the
+    H200's and H100's sweeps, mhc_tiles.py)."""
     for cuda in (True, False):
         plain = MhcPolicy(fma_mix_from=1 << 30).tiling(t, 2048, cuda=cuda)
         assert not plain.fma_mix
         assert MhcPolicy(fma_mix_from=0).tiling(t, 2048, cuda=cuda) == replace(plain, fma_mix=True)
-        assert MhcPolicy().tiling(t, 2048, cuda=cuda) == replace(plain, fma_mix=t >= 512)
+        assert MhcPolicy().tiling(t, 2048, cuda=cuda) == replace(plain, fma_mix=t >= 8)
