@@ -797,9 +797,10 @@ elif [ "$PART" = 60 ]; then
 # session 41's flips from part 58's H100 runs (MhcPolicy.fma_mix_from 512 -> 8,
 # GatePolicy.wide_experts_rows 17 -> 8): the GPU parity tests of the changed defaults, then
 # each default against the old rule twice ("no fma mix", "wide from 17"), 8-256 rows
+# (RUNS=1: once, for a session with little device time left)
 timeout 200 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu or test_mhc_fma_mixing_parity_gpu or (test_gate_parity_gpu and default)" > "$OUT/par60.log" 2>&1; el par60 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par60.log" | tail -6
-for run in 1 2; do
+for run in $(seq 1 "${RUNS:-2}"); do
   timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 8 16 32 64 128 256 --only default "no fma mix" --out "$R/m60_$run" > "$OUT/m60_$run.log" 2>&1; el m60_$run $?
   grep -hE "^\| mhc" "$R"/m60_$run/*.md | cut -d'|' -f3-7
   timeout 60 python benchmarks/gate_tiles.py --scales flash --rows 1,8,16 --only new "wide from 17" --out "$R/g60_$run" > "$OUT/g60_$run.log" 2>&1; el g60_$run $?
