@@ -240,11 +240,14 @@ class MhcPolicy:
     64 in 4 of 4 (9.40 -> 9.14, 15.83 -> 15.18), 16 in 3 of 4 (9.85 -> 9.62); at one row a
     tie on both cards and at 2 rows within 0.1 us. The H200's ``mid`` 64 rows (11.36 /
     11.50 / 11.63 -> 11.44 / 11.86 / 11.22, medians 11.50 -> 11.44) is a wash; 16-32 and
-    128-256 rows were not timed on the H200. At decode the stored X' had matched the
-    reference's bit for bit; now some land one bf16 ulp away (up to 2.3e-3 of the largest
-    output at ``mid`` 16 rows), and a CPU emulation finds the fused form the closer to the
-    exact X' (benchmarks/results/fma_mixing_cpu.md: 161 of 5.2 M stored values not the
-    nearest bf16, against 228 with separate roundings); ``dependent_finish_to``:
+    128-256 rows were not timed on the H200. Static sm_90 under Triton 3.6
+    (tests/runtime/compile_sm90.py --sass): the 8- and 16-row sweeps' loop 1,455 -> 1,276
+    instructions and 8 bytes of stack (a spill) -> 0; 64 rows 1,464 -> 1,289. At decode the
+    stored X' had matched the reference's bit for bit; now some land one bf16 ulp away (up
+    to 2.3e-3 of the largest output at ``mid`` 16 rows), and a CPU emulation finds the fused
+    form the closer to the exact X' (benchmarks/results/fma_mixing_cpu.md: 161 of 5.2 M
+    stored values not the nearest bf16, against 228 with separate roundings);
+    ``dependent_finish_to``:
     calls of at most this many rows launch their second (finishing) launch dependent on the sweep
     (Hopper's programmatic dependent launch, runtime/kernels/pdl.py; CUDA only; 0: never).
     64: dependent_launch_h200.md, mid 1 / 8 / 64 rows 6.63 -> 6.19, 9.55 -> 8.75, 11.71 ->

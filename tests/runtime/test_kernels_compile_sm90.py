@@ -32,9 +32,10 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # (the tensor form: the default takes the registers everywhere) and the 8-row finish at
     # 8 rows (the default finishes one row per program there); every default launch's name
     # says register-finish (sweeps too: the name is the call's tiling), 7, + the 8-row finish,
-    # and the 4 sweeps again with the mixing's other form: fused multiply-adds at 1 and 8
-    # rows, plain at 512 and 4,096 rows, where the default's every launch says fma-mix (512:
-    # sweep and both finishes, 4,096: both sweeps with the tail), so 2 + 5 fma-mix;
+    # and the 4 sweeps again with the mixing's other form: fused multiply-adds at 1 row,
+    # plain at 8, 512 and 4,096 rows, where the default's every launch says fma-mix (8: sweep,
+    # both finishes and the 8-row finish; 512: sweep and both finishes, 4,096: both sweeps
+    # with the tail), so 1 + 9 fma-mix;
     # RoPE + quant: 3 formats + 2 packed; gate: mid 1 / 8 / 64 rows and flash 1 row one
     # launch each, mid 512 and flash 8 / 64 / 512 two (12), and each of the 8 selecting
     # launches again with the rounds' other form (pairs at mid, max and sum at flash), so 8
@@ -49,7 +50,7 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     assert run.stdout.count("ok ") == 21 + 20 + 6 + 20 + 3, run.stdout
     assert run.stdout.count(" paired |") == 8, run.stdout
     assert run.stdout.count("ok indexer ") == 6, run.stdout
-    assert run.stdout.count(" register-finish") == 12 and run.stdout.count(" fma-mix") == 7, run.stdout
+    assert run.stdout.count(" register-finish") == 12 and run.stdout.count(" fma-mix") == 10, run.stdout
     assert run.stdout.count(" 1-row-finish") == 4 and run.stdout.count(" 8-row-finish") == 1, run.stdout
     # --sass: every launch's resources were read back from its cubin
     found = re.findall(r"^ok .* \| registers (\d+) stack \d+ shared \d+ \| instructions (\d+) ", run.stdout, re.M)
