@@ -51,6 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
 #   OUT=/path bash benchmarks/h200_checklist.sh 58  # session 38: part 57's H100 winners (gate mid 8 rows in two launches, flash 8 rows on 32 experts; mHC fma mix at 8 rows) against the defaults, twice
@@ -805,6 +806,19 @@ for run in $(seq 1 "${RUNS:-2}"); do
   grep -hE "^\| mhc" "$R"/m60_$run/*.md | cut -d'|' -f3-7
   timeout 60 python benchmarks/gate_tiles.py --scales flash --rows 1,8,16 --only new "wide from 17" --out "$R/g60_$run" > "$OUT/g60_$run.log" 2>&1; el g60_$run $?
   grep -hE "^\| flash \|" "$R"/g60_$run/*.md | cut -d'|' -f2-5,8
+done
+elif [ "$PART" = 61 ]; then
+# session 42: mHC's "tf32x2" projection had its fn split on every call (five elementwise
+# launches on the weight, inside the graphs the sweeps replay) when it trailed "tf32x3" at
+# every row count (tile_sweep_h200_mhc_fma_mix_*.md); fn's split is now kept per weight
+# (runtime/kernels/mhc.py, Tf32Splits). Static sm_90 (Triton 3.6, mid 4,096 rows): its
+# sweep loop 732 instructions and 168 registers against the default's 1,344 and 250. Its
+# GPU parity and the in-place update, then the default against it at 64-4,096 rows, twice
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -k "test_mhc_projection_modes_parity_gpu and tf32 or tf32x2_splits" > "$OUT/par61.log" 2>&1; el par61 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par61.log" | tail -6
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 120 python benchmarks/tile_sweep.py --ops mhc --rows 64 512 1024 4096 --only default tf32x2 "tf32x2 tail d32" --out "$R/m61_$run" > "$OUT/m61_$run.log" 2>&1; el m61_$run $?
+  grep -hE "^\| mhc" "$R"/m61_$run/*.md | cut -d'|' -f3-7
 done
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about

@@ -41,6 +41,7 @@ from dataclasses import replace
 
 import torch
 import triton.language as tl
+from torch.utils.weak import WeakIdKeyDictionary
 
 from runtime.config import V41Config
 from runtime.kernels.backend import interpret_requested, jit
@@ -78,6 +79,32 @@ def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
     head = rna(x)
     return head, rna(x - head)
+
+
+class Tf32Splits:
+    """``tf32_split`` of each ``fn`` weight, computed once per weight and version.
+
+    Why: fn is a weight, the same tensor at every call, and splitting it on every call
+    put five elementwise launches on the 24 x 4D float32 weight in front of each "tf32x2"
+    site, inside the graphs the sweeps replay. That is how "tf32x2" was timed when it
+    trailed "tf32x3" at every row count (benchmarks/results/tile_sweep_h200_mhc_fma_mix_1.md,
+    ``mid`` 4,096 rows 159.7 vs 131.6 us), though its own 4,096-row sweep loop is 732 static
+    sm_90 instructions (168 registers) against 1,344 (250). Keyed by the tensor's identity
+    (held weakly: a freed weight drops its split) and checked against its version counter,
+    so an in-place update (a checkpoint loaded into the same tensors) is split again. A
+    caller passing a fresh tensor each call (fn not float32 and contiguous) gets no reuse,
+    only the same result."""
+
+    def __init__(self) -> None:
+        self._by_weight: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+    def get(self, fn: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        cached = self._by_weight.get(fn)
+        if cached is not None and cached[0] == fn._version:
+            return cached[1]
+        split = tf32_split(fn)
+        self._by_weight[fn] = (fn._version, split)
+        return split
 
 
 def _mhc_site_kernel(
@@ -489,7 +516,8 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
 class FusedMhc:
     """Callable with :func:`runtime.kernels.reference.mhc_site`'s signature (hc = 4).
 
-    Holds the row-block ticket counters (``runtime/kernels/tickets.py``)."""
+    Holds the row-block ticket counters (``runtime/kernels/tickets.py``) and the "tf32x2"
+    projection's split of each fn weight (:class:`Tf32Splits`)."""
 
     def __init__(self, policy: MhcPolicy | None = None) -> None:
         """``policy``: how calls are tiled (default :class:`MhcPolicy`, or one program per row
@@ -497,6 +525,7 @@ class FusedMhc:
         self.kernel = jit(_mhc_site_kernel)
         self.policy = policy or (INTERPRETED if interpret_requested() else MhcPolicy())
         self.tickets = TicketCounters()
+        self.fn_splits = Tf32Splits()
 
     def __call__(self, streams, out, prev: HcMix | None, pre_shift, fn, base, scale, norm_weight,
                  config: V41Config, num: Numerics) -> tuple[torch.Tensor, HcMix, torch.Tensor]:
@@ -521,7 +550,7 @@ class FusedMhc:
         tiles = self.policy.tiling(t, d, cuda=dev.type == "cuda")
         if tiles.projection == "tf32x2" and streams.dtype == torch.float32:
             tiles = replace(tiles, projection="tf32x3")  # float32 X' is not exact in TF32
-        fn, fn_lo = tf32_split(fn) if tiles.projection == "tf32x2" else (fn, fn)
+        fn, fn_lo = self.fn_splits.get(fn) if tiles.projection == "tf32x2" else (fn, fn)
         base, scale, norm_weight = base.float().contiguous(), scale.float().contiguous(), norm_weight.contiguous()
         grid = tiles.grid(t, d)
         part = torch.empty(grid[1], t, MIX_COLS + 2, dtype=torch.float32, device=dev)

@@ -431,6 +431,33 @@ def test_mhc_reloaded_projection_matches_the_reference(fused, gen, projection, t
     check_mhc(fused, gen, TINY, t, torch.float32, with_out=False)
 
 
+def test_mhc_tf32x2_splits_fn_again_after_an_in_place_update(fused, gen):
+    """"tf32x2" (bf16 streams: float32 ones fall back to "tf32x3") keeps fn's split per
+    weight (``Tf32Splits``); the same fn tensor scaled in place by -0.75 between two calls
+    must be split again: the second call's coefficients against the reference given the same
+    streams, which a stale split (every projection off by a factor of -4/3) would miss by
+    far more than the bound. The cache then holds one split, of fn as it is now."""
+    from runtime.kernels.mhc import FusedMhc, tf32_split
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    policy = MhcPolicy(projection="tf32x2", decode_projection="tf32x2", programs=8, block_d=32, decode_block_d=32)
+    assert policy.tiling(5, TINY.hidden_size, cuda=False).projection == "tf32x2"
+    fused.mhc = FusedMhc(policy)
+    args = mhc_args(gen, TINY, 5, torch.bfloat16, with_out=True)
+    _, _, _, pre_shift, fn, base, scale, norm_w, _, _ = args
+    assert fn.dtype == torch.float32 and fn.is_contiguous()  # the kernel is handed this tensor itself
+    for factor in (1.0, -0.75):
+        fn.mul_(factor)
+        streams, mix, x = fused.mhc(*args)
+        same = REFERENCE_OPS["mhc"](streams, None, None, pre_shift, fn, base, scale, norm_w, TINY, NUM)
+        for name in ("pre", "post", "comb"):
+            close(getattr(mix, name), getattr(same[1], name), 5e-5, what=f"mhc {name} | fn x {factor}",
+                  seed=gen.initial_seed())
+    head, rest = fused.mhc.fn_splits.get(fn)
+    want_head, want_rest = tf32_split(fn)
+    assert torch.equal(head, want_head) and torch.equal(rest, want_rest)
+
+
 @pytest.mark.parametrize("finish_registers", [False, True])
 @pytest.mark.parametrize("finish_rows,t,tail_rows", [(1, 3, 1024), (2, 4, 1024), (4, 3, 1024), (8, 40, 1)])
 def test_mhc_finishes_match_the_reference(fused, gen, finish_registers, finish_rows, t, tail_rows):

@@ -40,3 +40,29 @@ def test_ties_round_away_from_zero_and_signs_are_kept():
     assert head.tolist() == [1.0 + 2.0**-10, -(1.0 + 2.0**-10)]
     assert rest.tolist() == [-(2.0**-11), 2.0**-11]
     assert math.copysign(1.0, float(tf32_split(torch.tensor([-0.0]))[0])) == -1.0
+
+
+def test_splits_are_kept_per_weight_and_version():
+    """``Tf32Splits``: the same tensor twice gives the same split (not recomputed), an
+    in-place update gives the new values' split, another tensor its own, and a freed weight
+    leaves nothing behind."""
+    import gc
+
+    from runtime.kernels.mhc import Tf32Splits
+
+    gen = torch.Generator().manual_seed(1)
+    splits = Tf32Splits()
+    fn = torch.randn(24, 64, generator=gen)
+    first = splits.get(fn)
+    assert splits.get(fn) is first
+    assert torch.equal(first[0].double(), nearest_tf32(fn))
+    fn.mul_(3.0)
+    head, rest = splits.get(fn)
+    assert head is not first[0]
+    assert torch.equal(head.double(), nearest_tf32(fn))
+    assert torch.equal(rest.double(), nearest_tf32(fn - head))
+    other = fn.clone()
+    assert splits.get(other) is not splits.get(fn)
+    del fn, other, first, head, rest
+    gc.collect()
+    assert len(splits._by_weight) == 0
