@@ -813,11 +813,11 @@ elif [ "$PART" = 61 ]; then
 # every row count (tile_sweep_h200_mhc_fma_mix_*.md); fn's split is now kept per weight
 # (runtime/kernels/mhc.py, Tf32Splits). Static sm_90 (Triton 3.6, mid 4,096 rows): its
 # sweep loop 732 instructions and 168 registers against the default's 1,344 and 250. Its
-# GPU parity and the in-place update, then the default against it at 64-4,096 rows, twice
+# GPU parity and the in-place update, then the default against it at 8-4,096 rows, twice
 timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -k "test_mhc_projection_modes_parity_gpu and tf32 or tf32x2_splits" > "$OUT/par61.log" 2>&1; el par61 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par61.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
-  timeout 120 python benchmarks/tile_sweep.py --ops mhc --rows 64 512 1024 4096 --only default tf32x2 "tf32x2 tail d32" --out "$R/m61_$run" > "$OUT/m61_$run.log" 2>&1; el m61_$run $?
+  timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 8 16 64 512 1024 4096 --only default tf32x2 "tf32x2 tail d32" --out "$R/m61_$run" > "$OUT/m61_$run.log" 2>&1; el m61_$run $?
   grep -hE "^\| mhc" "$R"/m61_$run/*.md | cut -d'|' -f3-7
 done
 elif [ "$PART" = 59 ]; then
