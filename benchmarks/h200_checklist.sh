@@ -51,6 +51,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 46  # decode rows' twins with ids ahead / prefetched (twice), flash 64-key tiles with split sources
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 62  # session 42, under 5 minutes of device time: part 60's GPU parity, then part 61's sweep once (the tail and 512 rows first)
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -820,6 +821,13 @@ for run in $(seq 1 "${RUNS:-2}"); do
   timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 8 16 64 512 1024 4096 --only default tf32x2 "tf32x2 tail d32" --out "$R/m61_$run" > "$OUT/m61_$run.log" 2>&1; el m61_$run $?
   grep -hE "^\| mhc" "$R"/m61_$run/*.md | cut -d'|' -f3-7
 done
+elif [ "$PART" = 62 ]; then
+# session 42, with under 5 minutes of device time: session 41's flips have had no GPU parity
+# run (part 60's first step), then "tf32x2" against the default once (part 61's sweep)
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu or test_mhc_fma_mixing_parity_gpu or (test_gate_parity_gpu and default)" > "$OUT/par62.log" 2>&1; el par62 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par62.log" | tail -6
+timeout 100 python benchmarks/tile_sweep.py --ops mhc --rows 4096 512 64 16 --only default tf32x2 --out "$R/m62" > "$OUT/m62.log" 2>&1; el m62 $?
+grep -hE "^\| mhc" "$R"/m62/*.md | cut -d'|' -f3-7
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,
