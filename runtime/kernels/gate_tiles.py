@@ -127,9 +127,10 @@ class GatePolicy:
     rows (8.72 / 8.11 / 8.05 / 8.11 -> 8.39 / 7.70 / 7.69 / 7.67 us) and 16 rows (8.19 /
     8.25 / 8.25 / 8.17 -> 7.77 / 7.73 / 7.69 / 7.65) in every run, and lost at one row
     (7.31 / 7.14 / 7.12 / 7.11 -> 7.38 / 7.26 / 7.25 / 7.26), so from ``wide_experts_rows``
-    = 8 rows (the H200's 8 rows not timed on this kernel). ``mid`` (32 experts) stays at 16
-    per program: it is launch-bound (0.2-0.4 MB), and one run had 16 experts fastest at 16
-    rows (4.74 us against 5.05);
+    = 8 rows (the H200's 8 rows not timed on this kernel; a second H100 session agreed, 8 /
+    16 rows 8.19 / 8.26 -> 7.66 / 7.72 us: gate_tiles_h100_session42_flash.md). ``mid`` (32
+    experts) stays at 16 per program: it is launch-bound (0.2-0.4 MB), and one run had 16
+    experts fastest at 16 rows (4.74 us against 5.05);
     ``one_program``: the first kernel's tiling (one program per 16 rows, all experts,
     all of D), kept to measure against (benchmarks/gate_tiles.py);
     ``select_from`` / ``select_rows``: a second launch selects, ``select_rows`` rows per

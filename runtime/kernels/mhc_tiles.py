@@ -67,8 +67,14 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
   an emulation of the two orders gives 4.6e-6 and 7.7e-7
   (benchmarks/results/tf32_accumulation_cpu.md). "tf32x2" now sums each stream's tile
   (remainder, then head) from zero and adds it, the four streams' chains independent as in
-  tf32x3 (before: one chain of eight dependent dots per tile); its H200 precision and speed
-  since are not measured yet.
+  tf32x3 (before: one chain of eight dependent dots per tile). Since then it measured as
+  close to the oracle as "tf32x3" (4.1e-7 / 8.0e-7 / 3.9e-7 against 5.0e-7 / 8.6e-7 / 4.1e-7,
+  mhc_precision_h200_fma_mix.md) and stayed slower: on the H200 with fn split on every call
+  (tile_sweep_h200_mhc_fma_mix_*.md), and on an H100 with fn's split kept per weight
+  (tile_sweep_h100_session42_mhc.md: ``mid`` 512 rows 21.9 -> 26.6-27.2 us, 4,096 rows 133.3 ->
+  143.9-144.6, ``flash`` 64 rows 15.1 -> 18.3-19.1; a tie at 16 rows). The time is in the sweep
+  kernel, although its 4,096-row loop is 732 static sm_90 instructions against 1,344; it asks
+  51 KB of shared memory against 30 KB and reads fn's remainder from L2 beside its head.
 
 The re-read (``reload_d``): the sweep mixes and writes ``reload_d`` columns of X', then
 projects them from memory (runtime/kernels/mhc.py says why). Without the pin (below) it
@@ -238,7 +244,10 @@ class MhcPolicy:
     and 8 rows session 38 a fifth) it was faster at ``mid`` 16 rows in 4 of 4 (medians
     8.98 -> 8.57 us), 8 and 64 in 3 of 4 (8.69 -> 8.40, 10.71 -> 10.52), ``flash`` 8 and
     64 in 4 of 4 (9.40 -> 9.14, 15.83 -> 15.18), 16 in 3 of 4 (9.85 -> 9.62); at one row a
-    tie on both cards and at 2 rows within 0.1 us. The H200's ``mid`` 64 rows (11.36 /
+    tie on both cards and at 2 rows within 0.1 us. A second H100 session
+    (tile_sweep_h100_session42_mhc.md) had it faster than the old rule in 18 of 20 timings at
+    8-256 rows; at 32, 128 and 256 rows (untimed before) in 2 of 2 at both scales. The
+    H200's ``mid`` 64 rows (11.36 /
     11.50 / 11.63 -> 11.44 / 11.86 / 11.22, medians 11.50 -> 11.44) is a wash; 16-32 and
     128-256 rows were not timed on the H200. Static sm_90 under Triton 3.6
     (tests/runtime/compile_sm90.py --sass): the 8- and 16-row sweeps' loop 1,455 -> 1,276
