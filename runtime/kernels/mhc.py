@@ -92,11 +92,10 @@ class Tf32Splits:
     sm_90 instructions (168 registers) against 1,344 (250). With the split kept it still
     lost from 64 rows on an H100, in its sweep kernel (``mid`` 512 rows 13.5 -> 18.1 us:
     benchmarks/results/tile_sweep_h100_session42_mhc.md), so the split was not the cause, and
-    "tf32x2" stays off. Keyed by the tensor's identity
-    (held weakly: a freed weight drops its split) and checked against its version counter,
-    so an in-place update (a checkpoint loaded into the same tensors) is split again. A
-    caller passing a fresh tensor each call (fn not float32 and contiguous) gets no reuse,
-    only the same result."""
+    "tf32x2" stays off. Keyed by the tensor's identity (held weakly: a freed weight drops
+    its split) and checked against its version counter, so an in-place update (a checkpoint
+    loaded into the same tensors) is split again. A caller passing a fresh tensor each call
+    (fn not float32 and contiguous) gets no reuse, only the same result."""
 
     def __init__(self) -> None:
         self._by_weight: WeakIdKeyDictionary = WeakIdKeyDictionary()
