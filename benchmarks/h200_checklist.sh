@@ -217,11 +217,12 @@
 # GPU parity run with -k "mhc or gate" passed what it reached before its 280 s limit (about
 # 180 tests); the last start failed. Next session: 60 (the flips' GPU parity, new vs old twice),
 # then 4 (the whole table; on an H200 if one comes).
-# Session 42 (an H100, after five failed starts left 276 s): 62 (the flips' GPU parity: 40
-# passed; tf32x2 with fn split once per weight against the default), then part 60's sweeps and
-# 62's once more by hand (tile_sweep_h100_session42_*, gate_tiles_h100_session42_flash): both
-# flips held (mHC fma mixing faster in 18 of 20, the gate's 32 experts at 8 and 16 rows); tf32x2
-# still lost from 64 rows, in its sweep kernel (mid 512 rows 13.5 -> 18.1 us): it stays off.
+# Session 42 (an H100 after nine failed starts, 276 s left after its first call): 62 (the
+# flips' GPU parity: 40 passed; tf32x2 with fn split once per weight against the default),
+# then part 60's sweeps and 62's once more by hand (tile_sweep_h100_session42_*,
+# gate_tiles_h100_session42_flash): both flips held (mHC fma mixing faster in 18 of 20, the
+# gate's 32 experts at 8 and 16 rows); tf32x2 still lost from 64 rows, in its sweep kernel (mid
+# 512 rows 13.5 -> 18.1 us): it stays off.
 # Next session: 4 (the whole table, on an H200 if one comes), then 60 on an H200 (the flips are
 # timed only on H100s).
 set -u
