@@ -84,18 +84,13 @@ def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 class Tf32Splits:
     """``tf32_split`` of each ``fn`` weight, computed once per weight and version.
 
-    Why: fn is a weight, the same tensor at every call, and splitting it on every call
-    put five elementwise launches on the 24 x 4D float32 weight in front of each "tf32x2"
-    site, inside the graphs the sweeps replay. That is how "tf32x2" was timed when it
-    trailed "tf32x3" at every row count (benchmarks/results/tile_sweep_h200_mhc_fma_mix_1.md,
-    ``mid`` 4,096 rows 159.7 vs 131.6 us), though its own 4,096-row sweep loop is 732 static
-    sm_90 instructions (168 registers) against 1,344 (250). With the split kept it still
-    lost from 64 rows on an H100, in its sweep kernel (``mid`` 512 rows 13.5 -> 18.1 us:
-    benchmarks/results/tile_sweep_h100_session42_mhc.md), so the split was not the cause, and
-    "tf32x2" stays off. Keyed by the tensor's identity (held weakly: a freed weight drops
-    its split) and checked against its version counter, so an in-place update (a checkpoint
-    loaded into the same tensors) is split again. A caller passing a fresh tensor each call
-    (fn not float32 and contiguous) gets no reuse, only the same result."""
+    Why: fn is a weight, the same tensor at every call, and splitting it on every call put
+    five elementwise launches on the 24 x 4D float32 weight in front of each "tf32x2" site
+    (inside the graphs the sweeps replay). What "tf32x2" measured with and without them:
+    runtime/kernels/mhc_tiles.py. Keyed by the tensor's identity (held weakly: a freed
+    weight drops its split) and checked against its version counter, so an in-place update
+    (a checkpoint loaded into the same tensors) is split again. A caller passing a fresh
+    tensor each call (fn not float32 and contiguous) gets no reuse, only the same result."""
 
     def __init__(self) -> None:
         self._by_weight: WeakIdKeyDictionary = WeakIdKeyDictionary()

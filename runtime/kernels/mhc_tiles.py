@@ -70,11 +70,13 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
   tf32x3 (before: one chain of eight dependent dots per tile). Since then it measured as
   close to the oracle as "tf32x3" (4.1e-7 / 8.0e-7 / 3.9e-7 against 5.0e-7 / 8.6e-7 / 4.1e-7,
   mhc_precision_h200_fma_mix.md) and stayed slower: on the H200 with fn split on every call
-  (tile_sweep_h200_mhc_fma_mix_*.md), and on an H100 with fn's split kept per weight
-  (tile_sweep_h100_session42_mhc.md: ``mid`` 512 rows 21.9 -> 26.6-27.2 us, 4,096 rows 133.3 ->
-  143.9-144.6, ``flash`` 64 rows 15.1 -> 18.3-19.1; a tie at 16 rows). The time is in the sweep
-  kernel, although its 4,096-row loop is 732 static sm_90 instructions against 1,344; it asks
-  51 KB of shared memory against 30 KB and reads fn's remainder from L2 beside its head.
+  (tile_sweep_h200_mhc_fma_mix_*.md: ``mid`` 4,096 rows 159.7 vs 131.6 us), and on an H100
+  with fn's split kept per weight (runtime/kernels/mhc.py, ``Tf32Splits``;
+  tile_sweep_h100_session42_mhc.md: ``mid`` 512 rows 21.9 -> 26.6-27.2 us, 4,096 rows
+  133.3 -> 143.9-144.6, ``flash`` 64 rows 15.1 -> 18.3-19.1; a tie at 16 rows). The time is
+  in the sweep kernel, although its 4,096-row loop is 732 static sm_90 instructions (168
+  registers) against 1,344 (250); it asks 51 KB of shared memory against 30 KB and reads
+  fn's remainder from L2 beside its head.
 
 The re-read (``reload_d``): the sweep mixes and writes ``reload_d`` columns of X', then
 projects them from memory (runtime/kernels/mhc.py says why). Without the pin (below) it
