@@ -6,7 +6,9 @@ position and its global entries; ``ring``: the static slab's per-slot ring and g
 one query per slot; ``ring_packed``, asked for with --layouts: that ring and global KV as
 packed FP8 / NVFP4 bytes decoded in the kernel, ``kv_storage = "packed"``, its bytes and
 roofline counted in the packed sizes), every candidate tiling is timed as CUDA-graph replay device time
-(20 calls per graph, median of 10 replays; benchmarks/kernels.py's ``graph_ms``) and
+(20 calls per graph, the candidates of a case replayed in turn for 9 rounds, medians;
+benchmarks/kernels.py's ``interleaved_graph_ms``; before session 43 each was read alone,
+10 replays) and
 checked against the reference (max |fused - reference| <= 2e-2 of max |reference|, the
 bf16 parity tolerance of tests/runtime/test_kernels_parity.py). An empty Triton kernel is
 timed the same way, in the same run: the issue-16 goal for an op moving < 4 MiB is a
@@ -51,7 +53,7 @@ from benchmarks.kernels import (
     attention_bytes,
     empty_launch_ms,
     environment,
-    graph_ms,
+    interleaved_graph_ms,
 )
 from benchmarks.records import command_line, gpu_tag
 from runtime.config import V41Config
@@ -168,13 +170,15 @@ def effective(tile: AttentionTile, shape: Shape) -> tuple:
             tile.merge_tail and n_split > 1, tile.merge_warps if merge and not tile.merge_tail else 0)
 
 
-def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base, timer=graph_ms,
-               twins: tuple[str, ...] = (), merge_warps_twins: tuple[int, ...] = (), **where) -> CaseResult:
+def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generator, base,
+               timer=interleaved_graph_ms, twins: tuple[str, ...] = (), merge_warps_twins: tuple[int, ...] = (),
+               **where) -> CaseResult:
     """``base``: a FusedSparseAttention whose kernels every candidate shares
-    (``with_tile``); ``timer``: fn -> ms per call (benchmarks/kernels.py's graph replay; the
-    CPU smoke test passes a stand-in); ``twins``: AttentionTile switches, each timed as the
-    case's table row with it on, after the candidates; ``merge_warps_twins``: the table row
-    with its merge launch on each of these warp counts, after those; ``where``:
+    (``with_tile``); ``timer``: fns -> ms per call of each (benchmarks/kernels.py's graph
+    replays, the candidates' graphs in turn, so a drift of the machine reaches all of them
+    alike; the CPU smoke test passes a stand-in); ``twins``: AttentionTile switches, each
+    timed as the case's table row with it on, after the candidates; ``merge_warps_twins``: the
+    table row with its merge launch on each of these warp counts, after those; ``where``:
     ``inputs``' device and dtype (default: bf16 on the GPU)."""
     fused, reference = inputs(shape, gen, **where)
     want = reference().float()
@@ -182,26 +186,34 @@ def sweep_case(shape: Shape, candidates: list[AttentionTile], gen: torch.Generat
     table = tile_for(shape.t, shape.head_dim, packed=shape.layout == "ring_packed", heads=shape.heads)
     result = CaseResult(shape, table.label())
     if shape.layout != "engine":  # the engine's reference reads positions on the host: no graph
-        result.core_ms = timer(reference)
-    seen: dict[tuple, Timing] = {}
+        result.core_ms = timer([reference])[0]
+    entries: list[tuple[str, tuple]] = []  # (label, program): tilings running one program share its timing
+    failed: dict[tuple, Timing] = {}
+    ready: dict[tuple, tuple[str, object, float]] = {}  # program -> (label, call, max rel err)
     for tile in [table, *candidates, *(replace(table, **{flag: True}, **TWIN_NEEDS.get(flag, {})) for flag in twins),
                  *(replace(table, merge_warps=w) for w in merge_warps_twins)]:
         key = effective(tile, shape)
-        if key in seen:
-            if tile.label() not in {x.tile for x in result.timings}:
-                result.timings.append(Timing(tile.label(), seen[key].ms, seen[key].max_rel_err, seen[key].error))
+        if tile.label() in {label for label, _ in entries}:
+            continue
+        entries.append((tile.label(), key))
+        if key in failed or key in ready:
             continue
         op = base.with_tile(tile)
         try:
             err = float((fused(op).float() - want).abs().max()) / scale
         except Exception as exc:  # noqa: BLE001 - a tiling that does not compile (resources) is a result
-            timing = Timing(tile.label(), None, None, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}")
+            failed[key] = Timing(tile.label(), None, None, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}")
         else:
-            ms = timer(lambda op=op: fused(op))
-            problem = "no CUDA graph" if ms is None else ""
-            timing = Timing(tile.label(), ms, err, f"wrong: max rel err {err:.3g}" if err > 2e-2 else problem)
-        seen[key] = timing
-        result.timings.append(timing)
+            ready[key] = (tile.label(), lambda op=op: fused(op), err)
+    times = dict(zip(ready, timer([call for _, call, _ in ready.values()]), strict=True)) if ready else {}
+    for label, key in entries:
+        if key in failed:
+            result.timings.append(replace(failed[key], tile=label))
+            continue
+        _, _, err = ready[key]
+        ms = times[key]
+        problem = "no CUDA graph" if ms is None else ""
+        result.timings.append(Timing(label, ms, err, f"wrong: max rel err {err:.3g}" if err > 2e-2 else problem))
     return result
 
 
@@ -286,8 +298,8 @@ def markdown(doc: dict, results: list[CaseResult], empty_ms: float, best_rows: d
         "# Fused attention tiling sweep", "",
         f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, CUDA {env['cuda']}",
         f"- Command: `{doc['command']}`",
-        "- Device time per call: one CUDA graph of 20 calls, median of 10 replays (benchmarks/kernels.py "
-        "`graph_ms`). Roofline: bytes / 4.3 TB/s. Goal (issue 16): < 4 MiB moved: <= 2x the empty kernel; "
+        "- Device time per call: one CUDA graph of 20 calls per tiling, the tilings of a case replayed in turn for "
+        "9 rounds, medians (benchmarks/kernels.py `interleaved_graph_ms`). Roofline: bytes / 4.3 TB/s. Goal (issue 16): < 4 MiB moved: <= 2x the empty kernel; "
         f">= 4 MiB: >= 60 % of the roofline. Empty Triton kernel (`empty_launch_ms`): **{empty_ms * 1e3:.2f} us**.",
         "- Tile label: h = heads per program (cap), n = keys per tile, w = warps, s = stages, x = splits asked, "
         "m = head-dim columns per merge program, v = value columns per partial program (absent: all), "

@@ -6,8 +6,9 @@ benchmarks/results/kernels_h200.md) against the re-tiled default ("new", ``GateP
 and, with ``--sweep``, a grid of D chunks x expert blocks x warps (plus the split limits),
 at ``mid`` and ``flash``, T = 1 / 8 / 64 / 512, bf16 inputs as in benchmarks/kernels.py.
 
-Every time is the per-call device time of ``--reps`` calls replayed from one CUDA graph
-(median of 10 replays), next to an empty Triton kernel's per-call replay time measured the
+Every time is the per-call device time of ``--reps`` calls replayed from one CUDA graph,
+the tilings of a case replayed in turn for 9 rounds (medians; ``interleaved_graph_ms``;
+before session 43 each tiling's graph was read alone, 10 replays), next to an empty Triton kernel's per-call replay time measured the
 same way in the same run, because the issue-16 goal is relative to it; the floor and the
 verdict are benchmarks/kernels.py's (``empty_launch_ms``, ``Case.goal``: a memory-bound op
 moving >= 4 MiB must reach 60 % of 4.3 TB/s, one moving less <= 2x the empty launch). Each tiling's output is checked against the reference ``route`` first (rows
@@ -50,7 +51,7 @@ from benchmarks.kernels import (
     empty_launch_ms,
     environment,
     gate_case,
-    graph_ms,
+    interleaved_graph_ms,
     kernel_breakdown,
     verdict,
 )
@@ -165,6 +166,7 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
         for t in rows:
             case, args = gate_case(None, c, name, t)
             seen: dict[tuple, str] = {}
+            ready = []  # (label, gate, tiles, ids differ, weight err) of the variants that launch
             for label, policy in chosen(variants(sweep, stages), only) + ([("baseline", GatePolicy())] if baseline else []):
                 tiles = policy.tiling(t, d, e)
                 key = tuple(asdict(tiles).values())
@@ -179,7 +181,10 @@ def run(scales: list[str], rows: list[int], sweep: bool, reps: int, topk: int | 
                     if unfit is not None:
                         unfit.append(f"{name} T={t} {label}")
                     continue
-                ms = graph_ms(lambda gate=gate, args=args: gate(*args), reps=reps)
+                ready.append((label, gate, tiles, differ, err))
+            # every variant of the case timed together, their graphs replayed in turn
+            times = interleaved_graph_ms([lambda gate=gate, args=args: gate(*args) for _, gate, *_ in ready], reps=reps)
+            for (label, gate, tiles, differ, err), ms in zip(ready, times, strict=True):
                 row_blocks, cols = tiles.grid(t, d, e)
                 desc = (f"m{tiles.block_m} e{tiles.block_e} d{tiles.block_d} split {tiles.split_d}x"
                         f"{tiles.splits(d)} sel {tiles.sel_m}{' 2nd launch' if tiles.select_rows else ''} "
@@ -213,7 +218,8 @@ def markdown(env: dict, rows: list[Row], command: str, empty: float, reps: int, 
         f"- GPU: {env['gpu']} ({env['nvidia_smi']}); torch {env['torch']}, triton {env['triton']}, CUDA {env['cuda']}",
         f"- Command: `{command}`",
         *([f"- A diagnostic: top-{topk} instead of the release's top-6, the reference too."] if topk else []),
-        f"- Per-call device time: {reps} calls replayed from one CUDA graph, median of 10 replays. "
+        f"- Per-call device time: {reps} calls replayed from one CUDA graph per tiling, the tilings of a case "
+        "replayed in turn for 9 rounds (medians). "
         f"Empty Triton kernel, same way, same run: **{empty:.2f} us**. Goal (issue 16, as benchmarks/kernels.py "
         "reads it): memory-bound and >= 4 MiB moved -> >= 60 % of 4.3 TB/s, less -> <= 2x the empty launch; "
         "compute-bound cases have none. bf16 x and weight, float32 bias.",

@@ -52,6 +52,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 47  # session 32's flips: the attention GPU tests, the table's attention rows, the sweeps around the rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 62  # session 42, under 5 minutes of device time: part 60's GPU parity, then part 61's sweep once (the tail and 512 rows first)
+#   OUT=/path bash benchmarks/h200_checklist.sh 63  # session 43: the sweep tools' variants timed in turn, first GPU runs on sessions 41-42's closest calls, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -836,6 +837,21 @@ timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runti
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par62.log" | tail -6
 timeout 100 python benchmarks/tile_sweep.py --ops mhc --rows 4096 512 64 16 --only default tf32x2 --out "$R/m62" > "$OUT/m62.log" 2>&1; el m62 $?
 grep -hE "^\| mhc" "$R"/m62/*.md | cut -d'|' -f3-7
+elif [ "$PART" = 63 ]; then
+# session 43: the sweep tools (tile_sweep, gate_tiles, attention_tiles) time a case's variants
+# in turn (benchmarks/kernels.py's interleaved_graph_ms: each variant's graph, 9 rounds) where
+# each was read alone before. Their first GPU runs, on the closest calls of sessions 41-42:
+# mHC's fma mixing against the old rule at 8-64 rows (its two losses were mid 16 and flash 64
+# rows), flash's gate on 32 experts at 8-16 rows, decode attention's table rows beside their
+# prefetching twins (two of the three tools' new code paths: the twins and the ring core)
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 8 16 64 --only default "no fma mix" --out "$R/m63_$run" > "$OUT/m63_$run.log" 2>&1; el m63_$run $?
+  grep -hE "^\| mhc" "$R"/m63_$run/*.md | cut -d'|' -f3-7
+  timeout 60 python benchmarks/gate_tiles.py --scales flash --rows 1,8,16 --only new "wide from 17" --out "$R/g63_$run" > "$OUT/g63_$run.log" 2>&1; el g63_$run $?
+  grep -hE "^\| flash \|" "$R"/g63_$run/*.md | cut -d'|' -f2-5,8
+  timeout 90 python benchmarks/attention_tiles.py --scales mid --layouts engine ring --t 1 8 --twins prefetch_ids --out "$R/a63_$run" > "$OUT/a63_$run.log" 2>&1; el a63_$run $?
+  grep -hE "^- mid T=" "$R"/a63_$run/*.md | cut -c1-300
+done
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,

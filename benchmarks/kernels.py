@@ -176,6 +176,22 @@ def alternate_medians(timers: dict, rounds: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in readings.items()}
 
 
+def interleaved_graph_ms(fns: list, reps: int = 20, rounds: int = 9) -> list[float | None]:
+    """Per-call device time of each of ``fns``, each replayed from its own CUDA graph of
+    ``reps`` calls, the graphs replayed in turn for ``rounds`` rounds (``alternate_medians``
+    of 3-replay medians); None for a call that cannot be captured.
+
+    Why: variants read one after another each meet the machine as it is at their turn
+    (the empty launch read alone through one run moved 0.69-0.93 us,
+    kernels_h200_session20_runs.md), so the ranking of two variants a few percent apart
+    can be the drift's. Read in turn, a drift reaches every variant alike."""
+    graphs = [capture([fn] * reps) for fn in fns]
+    timers = {i: (lambda g=g: median_ms(g.replay, warmup=1, iters=3) / reps)
+              for i, g in enumerate(graphs) if g is not None}
+    medians = alternate_medians(timers, rounds) if timers else {}
+    return [medians.get(i) for i in range(len(fns))]
+
+
 def kernel_breakdown(fn, calls: int = 20) -> dict[str, float]:
     """Mean device microseconds per call of each CUDA kernel ``fn`` launches (torch.profiler),
     one entry per launch of a call in launch order ("name #2": a call's second launch),
@@ -232,12 +248,10 @@ def paired_with_empty_ms(fn, reps: int = 20, rounds: int = 9) -> tuple[float | N
     while the small ops moved 0.11 us at the median case (kernels_h200_session20_runs.md),
     so the table's verdict against the run's smallest reading moved with it. Read beside
     each op, the ratio is the op's own. (None, None) if either cannot be captured."""
-    graphs = {"op": capture([fn] * reps), "empty": capture([empty_launch()] * reps)}
-    if None in graphs.values():
+    op_ms, empty_ms = interleaved_graph_ms([fn, empty_launch()], reps, rounds)
+    if op_ms is None or empty_ms is None:
         return None, None
-    medians = alternate_medians({name: (lambda g=g: median_ms(g.replay, warmup=1, iters=3) / reps)
-                                 for name, g in graphs.items()}, rounds)
-    return medians["op"], medians["empty"]
+    return op_ms, empty_ms
 
 
 def r(*shape, dtype=torch.bfloat16, scale=1.0):

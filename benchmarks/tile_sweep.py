@@ -13,9 +13,12 @@ compared in the same run. ``--only LABEL [LABEL ...]``: only the variants of the
 (a RoPE + quant label without its "<use>: " prefix), to spend little device time on one
 question.
 
-Device time per call from CUDA-graph replay (``benchmarks/kernels.py``'s ``graph_ms``), next
-to an empty Triton kernel and a one-load-one-store kernel replayed the same way (the floor
-of an op that touches memory at all). Writes tile_sweep_<gpu>.json and .md.
+Device time per call from CUDA-graph replay, the variants of a case in turn
+(``benchmarks/kernels.py``'s ``interleaved_graph_ms``: each variant's graph of 20 calls,
+replayed one after another for 9 rounds, medians; before session 43 each variant was
+read alone, one after another), next to an empty Triton kernel and a one-load-one-store
+kernel replayed the same way (the floor of an op that touches memory at all). Writes
+tile_sweep_<gpu>.json and .md.
 
 ``--cold``: every case held to the roofline (memory-bound, >= 4 MiB) is also read with its
 inputs out of L2 (``benchmarks/cold.py``: calls cycling through copies of them), as the kernel
@@ -35,6 +38,8 @@ import argparse
 import importlib.util
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -50,6 +55,7 @@ from benchmarks.kernels import (
     graph_calls_ms,
     graph_ms,
     indexer_case,
+    interleaved_graph_ms,
     inv_rope_case,
     kernel_breakdown,
     mhc_case,
@@ -165,20 +171,41 @@ def worst_rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
 
 
-def timed(op_name: str, scale: str, rows: int, config: str, mb: float, fn, got, want, cold=None) -> dict:
-    """One sweep row: ``fn`` replayed from a graph, ``got`` vs ``want`` (tensors or tuples);
-    ``cold``: a function of the hot ms giving (ms, copies) of the cold reading
-    (benchmarks/cold.py), or None."""
-    pairs = list(zip(got, want, strict=True)) if isinstance(want, tuple) else [(got, want)]
-    err = max(worst_rel(a, b) for a, b in pairs)
-    ms = graph_ms(fn)
-    row = {"op": op_name, "scale": scale, "rows": rows, "config": config, "mb": mb, "us": ms * 1e3,
-           "roofline": mb * 1e6 / HBM_BYTES_PER_S / (ms * 1e-3), "max_rel_err": err}
-    if cold is not None:
-        cold_ms, copies = cold(ms)
-        row.update(cold_us=cold_ms * 1e3, cold_copies=copies, cold_roofline=mb * 1e6 / HBM_BYTES_PER_S / (cold_ms * 1e-3))
-    print(row, flush=True)
-    return row
+@dataclass(frozen=True)
+class Variant:
+    """One variant of a case, ready to time: ``fn`` runs it on the case's inputs, ``got`` is
+    its output (checked against ``want``, the reference's), ``cold`` a function of the hot
+    ms giving (ms, copies) of the cold reading (benchmarks/cold.py), or None."""
+
+    config: str
+    fn: Callable
+    got: object
+    want: object
+    cold: Callable | None = None
+
+
+def timed(op_name: str, scale: str, rows: int, mb: float, variants: list[Variant],
+          timer: Callable = interleaved_graph_ms) -> list[dict]:
+    """The sweep rows of one case: every variant checked against the reference, then all of
+    them timed together by ``timer`` (fns -> ms per call each, or None where a call cannot
+    be captured: benchmarks/kernels.py's graph replays in turn, so a drift of the machine
+    through the case reaches every variant alike), then the cold readings where asked."""
+    errs = []
+    for v in variants:
+        pairs = list(zip(v.got, v.want, strict=True)) if isinstance(v.want, tuple) else [(v.got, v.want)]
+        errs.append(max(worst_rel(a, b) for a, b in pairs))
+    out = []
+    for v, err, ms in zip(variants, errs, timer([v.fn for v in variants]), strict=True):
+        row = {"op": op_name, "scale": scale, "rows": rows, "config": v.config, "mb": mb,
+               "us": None if ms is None else ms * 1e3,
+               "roofline": None if ms is None else mb * 1e6 / HBM_BYTES_PER_S / (ms * 1e-3), "max_rel_err": err}
+        if v.cold is not None and ms is not None:
+            cold_ms, copies = v.cold(ms)
+            row.update(cold_us=cold_ms * 1e3, cold_copies=copies,
+                       cold_roofline=mb * 1e6 / HBM_BYTES_PER_S / (cold_ms * 1e-3))
+        print(row, flush=True)
+        out.append(row)
+    return out
 
 
 def cold_reading(case, op, args, cold: bool):
@@ -202,10 +229,9 @@ def sweep_mhc(name: str, c: V41Config, t: int, baseline: list[tuple[str, object]
         return []
     case, args = mhc_case(None, c, name, t)
     want = flat_mhc(REFERENCE_OPS["mhc"](*args))
-    rows = []
-    for label, op in variants:
-        rows.append(timed("mhc", name, t, label, case.bytes / 1e6, lambda op=op, a=args: op(*a),
-                          flat_mhc(op(*args)), want, cold_reading(case, op, args, cold)))
+    rows = timed("mhc", name, t, case.bytes / 1e6,
+                 [Variant(label, lambda op=op, a=args: op(*a), flat_mhc(op(*args)), want,
+                          cold_reading(case, op, args, cold)) for label, op in variants])
     # per launch, every variant (each op made once, as the registry holds one: a fresh one per
     # call would allocate ticket counters each time)
     for row, (_, op) in zip(rows, variants, strict=True):
@@ -228,11 +254,9 @@ def sweep_simple(op_name: str, case_and_args, variants, name: str, t: int, label
         return []
     case, args = case_and_args
     want = REFERENCE_OPS[op_name](*args)
-    rows = []
-    for config, op in variants:
-        rows.append(timed(op_name, name, t, f"{label}{config}", case.bytes / 1e6, lambda op=op, a=args: op(*a),
-                          op(*args), want, cold_reading(case, op, args, cold)))
-    return rows
+    return timed(op_name, name, t, case.bytes / 1e6,
+                 [Variant(f"{label}{config}", lambda op=op, a=args: op(*a), op(*args), want,
+                          cold_reading(case, op, args, cold)) for config, op in variants])
 
 
 def baseline_ops(folders: Path | list[Path] | None,
@@ -313,6 +337,8 @@ def markdown(env: dict, rows: list[dict], floors: dict, command: str, sinkhorn_i
                 "reference too."] if sinkhorn_iters is not None else []),
              f"- Floors, graph replay: empty kernel {floors['empty_us']:.2f} us, one load + one store "
              f"{floors['load_store_us']:.2f} us.",
+             "- us: per call, each variant's graph of 20 calls, the variants of a case replayed in turn for 9 "
+             "rounds (medians; benchmarks/kernels.py's interleaved_graph_ms); n/a: no graph.",
              "- max rel err: worst |fused - reference| / max |reference| over every output (bf16 inputs).",
              "- cold us / cold roofline (with --cold, cases held to the roofline): the calls cycling through "
              "copies of the inputs so none is read from L2 (benchmarks/cold.py); - where not measured.", "",
@@ -320,8 +346,9 @@ def markdown(env: dict, rows: list[dict], floors: dict, command: str, sinkhorn_i
              "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         cold = f"{r['cold_us']:.2f} | {r['cold_roofline']:.0%}" if "cold_us" in r else "- | -"
-        lines.append(f"| {r['op']} | {r['scale']} | {r['rows']} | {r['config']} | {r['mb']:.2f} | {r['us']:.2f} | "
-                     f"{r['roofline']:.0%} | {r['max_rel_err']:.1e} | {cold} |")
+        us, roof = ("n/a", "n/a") if r["us"] is None else (f"{r['us']:.2f}", f"{r['roofline']:.0%}")
+        lines.append(f"| {r['op']} | {r['scale']} | {r['rows']} | {r['config']} | {r['mb']:.2f} | {us} | "
+                     f"{roof} | {r['max_rel_err']:.1e} | {cold} |")
     lines += ["", "mHC, device time per launch of a call (torch.profiler, eager; "
               "#n: the call's n-th launch):", ""]
     for r in rows:

@@ -133,15 +133,20 @@ def test_verdicts_follow_the_issue_goals():
 
 
 def counting_timer():
-    """A stand-in for the GPU timer: runs the call, counts it, and returns a new time each
-    call (so timings taken again from a program already timed are visible)."""
+    """A stand-in for the GPU timer (fns -> ms each): runs each call, counts it, and gives
+    each a new time (so timings taken again from a program already timed are visible)."""
     calls = []
 
-    def timer(fn):
-        fn()
-        calls.append(1)
-        return 0.01 * len(calls)
+    def timer(fns):
+        timer.batches.append(len(fns))
+        out = []
+        for fn in fns:
+            fn()
+            calls.append(1)
+            out.append(0.01 * len(calls))
+        return out
 
+    timer.batches = []
     return timer, calls
 
 
@@ -171,6 +176,8 @@ def test_sweep_case_runs_every_candidate_once_and_checks_it(monkeypatch, layout)
     assert set(labels) == {result.table_tile, *(t.label() for t in tiles)} and len(labels) == len(set(labels))
     # the ring's batched core (ring only), the table row (h32 n32 x16: 2 splits of 32 keys), x2, x8 (= x16)
     assert len(calls) == 3 + (layout != "engine") + (layout == "ring_packed")
+    # the candidates' distinct programs timed together (their graphs in turn), the core apart
+    assert timer.batches == [1] * (layout != "engine") + [3 + (layout == "ring_packed")]
     assert (result.core_ms is not None) == (layout != "engine")
     assert all(x.error == "" and x.max_rel_err <= 2e-5 for x in result.timings)
     assert result.ms_of(tiles[0].label()) == result.ms_of(tiles[1].label())
@@ -192,7 +199,7 @@ def test_twins_time_the_table_row_with_each_switch_on(monkeypatch):
     assert all(fields[flag].default is False for flag in TWIN_FLAGS)
     shape = Shape("tiny", 2, "ring", 4, 32, 8, 40)
     result = sweep_case(shape, [], torch.Generator().manual_seed(0), FusedSparseAttention(),
-                        timer=lambda fn: (fn(), 0.01)[1], twins=("split_sources", "ids_ahead"), device="cpu",
+                        timer=lambda fns: [(fn(), 0.01)[1] for fn in fns], twins=("split_sources", "ids_ahead"), device="cpu",
                         dtype=torch.float32)
     assert [x.tile for x in result.timings] == [result.table_tile, result.table_tile + " ss",
                                                  result.table_tile + " ia"]
