@@ -108,19 +108,31 @@ STAGE_VARIANTS = (
     ("two launches select w1", GatePolicy(select_from=0, select_warps=1)),
     ("two launches select w4", GatePolicy(select_from=0, select_warps=4)),
     ("two launches select w2", GatePolicy(select_from=0, select_warps=2)),
-    ("two launches select w1 rows 4", GatePolicy(select_from=0, select_rows=4, select_warps=1)),
-    ("from 2048 select w4", GatePolicy(select_from=2048, select_warps=4)),  # the default before 2026-12-04
+    ("two launches select w1 rows 4", GatePolicy(select_from=0, select_rows=4, select_warps=1, wide_select_from=1 << 30)),
+    ("from 2048 select w4", GatePolicy(select_from=2048, select_warps=4, wide_select_from=1 << 30)),  # the default before 2026-12-04
     # each selection round one reduction of (key, score) pairs (GatePolicy.pair_from), or never
-    ("paired", GatePolicy(pair_from=0)), ("paired ticket", GatePolicy(select_from=1 << 30, pair_from=0)),
+    ("paired", GatePolicy(pair_from=0)), ("paired ticket", GatePolicy(select_from=1 << 30, wide_select_from=1 << 30, pair_from=0)),
     ("unpaired", GatePolicy(pair_from=1 << 30)),
     ("m32 two launches select w1", GatePolicy(block_m=32, select_from=0, select_warps=1)),
+    # one row per selecting program (session 43): at flash a program's 2 x 512 pairs span 4
+    # warps, so each of the 6 rounds crosses them through shared memory and a barrier (the
+    # selecting launch 4.2 of 7.6 us at 8 rows on an H100); one row on 1-2 warps keeps a round
+    # in one warp's lanes or halves what crosses. (The one-warp form lost before with 2 rows:
+    # 32 pairs a lane.)
+    ("rows 1 w1", GatePolicy(select_rows=1, select_warps=1)), ("rows 1 w2", GatePolicy(select_rows=1, select_warps=2)),
+    ("rows 1 w4", GatePolicy(select_rows=1, select_warps=4)),
+    ("two launches rows 1 w1", GatePolicy(select_from=0, select_rows=1, select_warps=1)),
+    ("two launches rows 1 w2", GatePolicy(select_from=0, select_rows=1, select_warps=2)),
+    ("two launches rows 1 w4", GatePolicy(select_from=0, select_rows=1, select_warps=4)),
 )
 
 
 def variants(sweep: bool, stages: bool = False) -> list[tuple[str, GatePolicy]]:
-    out = [("old", GatePolicy(one_program=True)), ("new", GatePolicy()), ("ticket", GatePolicy(select_from=1 << 30)),
+    out = [("old", GatePolicy(one_program=True)), ("new", GatePolicy()), ("ticket", GatePolicy(select_from=1 << 30, wide_select_from=1 << 30)),
            ("two launches", GatePolicy(select_from=0)),  # the partials' launch timed apart from the selection's
-           ("wide from 17", GatePolicy(wide_experts_rows=17))]  # 32 experts per program above 16 rows (before session 41)
+           ("wide from 17", GatePolicy(wide_experts_rows=17)),  # 32 experts per program above 16 rows (before session 41)
+           # flash's selection: from 3 rows in a second launch, 2 rows per program (before session 43)
+           ("select 2 rows", GatePolicy(wide_select_from=1 << 30))]
     if sweep:
         for block_d, block_e, warps in itertools.product((32, 64, 128, 256), (16, 32, 64), (2, 4)):
             out.append((f"d{block_d} e{block_e} w{warps}", GatePolicy(block_d=block_d, block_e=block_e,

@@ -40,6 +40,8 @@ rows (4,096: 62.16 -> 59.52). ``select_from`` = 1,024 (was 2,048) takes ``mid``'
 blocks and ``flash`` from 3 rows to two launches (``flash`` 4 rows 11.22 -> 9.68 us; 2
 rows stay at one: 8.94 vs 9.91); ``mid``'s decode blocks of 16 rows stay at one launch,
 which won at 1-64 rows (e.g. 1 row 3.95 vs 5.32 us with the second launch on one warp).
+Since session 43 ``flash`` (512 padded experts) selects in a second launch at every row
+count, one row per program (``GatePolicy.wide_select_from`` has the timings).
 
 The rounds as one bitonic top-k of the keys (``tl.topk``) and a gather of the picked scores
 lost in 8 of 10 cases on the H200 (``mid`` one row 4.13 -> 5.07 us, ``flash`` 4,096 rows 61.96
@@ -135,7 +137,21 @@ class GatePolicy:
     all of D), kept to measure against (benchmarks/gate_tiles.py);
     ``select_from`` / ``select_rows``: a second launch selects, ``select_rows`` rows per
     program, when a row block's ticket-holder would select over more (row, padded expert)
-    pairs than ``select_from`` (1,024: ``mid`` from 512 rows, ``flash`` from 3 rows);
+    pairs than ``select_from`` (1,024: ``mid`` from 512 rows);
+    ``wide_select_from``: from this many padded experts (``flash``: 384 -> 512) every call
+    selects in a second launch, one row per program, on ``selecting_warps`` (2 warps for
+    one row's 512 pairs; a call of one row on ``num_warps``). Why: with 2 rows per program
+    on 4 warps each of the k rounds crosses the warps through shared memory and a barrier,
+    and at one row the ticket-holder's tail selected in the partials' launch. Measured on an
+    H100 (session 43, the variants of a case replayed in turn, two runs,
+    gate_tiles_h100_session43_select_rows_{1,2}.md; before -> rule, us): 1 row 7.28 / 7.30
+    -> 6.36 / 6.37 (on 2 warps 7.14 / 7.16), 2 rows 7.82 / 7.79 -> 7.52 / 7.49, 4 rows 7.87 /
+    7.91 -> 7.52 / 7.59, 8 rows 7.58 / 7.56 -> 7.21 / 7.23, 16 rows 7.56 / 7.61 -> 7.22 /
+    7.28, 32 rows 8.54 / 8.54 -> 8.11 / 8.11, 4,096 rows 65.08 / 64.83 -> 62.04 / 61.82;
+    slower at 64 rows (9.23 / 9.19 -> 9.34 / 9.32) and 512 (15.81 / 15.07 -> 16.00 /
+    15.17), where one row on 4 warps tied or won (9.22 / 9.21, 15.60 / 14.80) but lost at
+    2-32 rows and 4,096 (66.60 / 66.62): one rule, not one per row count. The H200 has not
+    timed it. ``mid`` (32 experts) is unchanged;
     ``max_splits``: most D splits per row block (the module docstring says why);
     ``block_m``: rows per program (0: by row count, 16 with ``one_program``); ``num_stages``:
     the D loop's pipelined stages (0: Triton's default). Both are sweep options, untimed
@@ -169,6 +185,7 @@ class GatePolicy:
     one_program: bool = False
     select_from: int = 1024
     select_rows: int = 2
+    wide_select_from: int = 512
     max_splits: int = 16
     block_m: int = 0
     num_stages: int = 0
@@ -207,17 +224,20 @@ class GatePolicy:
         block_d = self.block_d or (self.decode_block_d(row_blocks * e_blocks, d) if decode else 64)
         chunks = cdiv(d, block_d)
         rows = max(1, min(t, block_m))
-        # a second launch selects when the ticket-holder's selection would be long, unless
-        # the tiling is one program per row block (it selects from its registers)
-        long_selection = rows * e_pad > self.select_from
-        read_rows = self.select_rows if long_selection else rows  # rows whose partials one selecting program reads
+        # a second launch selects when the ticket-holder's selection would be long, or the
+        # experts are wide, unless the tiling is one program per row block (it selects from
+        # its registers)
+        wide_select = e_pad >= self.wide_select_from
+        select_rows = 1 if wide_select else self.select_rows
+        long_selection = wide_select or rows * e_pad > self.select_from
+        read_rows = select_rows if long_selection else rows  # rows whose partials one selecting program reads
         most = max(1, min(chunks, self.tail_bytes // (read_rows * e * 4)))
         splits = max(1, min(most, cdiv(self.programs, row_blocks * e_blocks), self.max_splits))
         per_split = cdiv(chunks, splits)
         one_program = e_blocks == 1 and cdiv(chunks, per_split) == 1
         if long_selection and not one_program:
-            return GateTiling(block_m, block_e, block_d, per_split * block_d, self.select_rows, e_pad,
-                              self.num_warps, self.select_rows, self.num_stages, self.selecting_warps(e_pad))
+            return GateTiling(block_m, block_e, block_d, per_split * block_d, select_rows, e_pad,
+                              self.num_warps, select_rows, self.num_stages, self.selecting_warps(e_pad, select_rows, t))
         if one_program:
             sel_m = block_m  # one program per row block: selects from its registers
         else:
@@ -225,11 +245,16 @@ class GatePolicy:
         return GateTiling(block_m, block_e, block_d, per_split * block_d, sel_m, e_pad, self.num_warps,
                           num_stages=self.num_stages)
 
-    def selecting_warps(self, e_pad: int) -> int:
+    def selecting_warps(self, e_pad: int, rows: int | None = None, t: int | None = None) -> int:
         """Warps of a selecting launch's programs: ``select_warps``, or one per 256 of the
-        ``select_rows`` x ``e_pad`` pairs a program selects over (at least one, at most
-        ``num_warps``)."""
-        return self.select_warps or max(1, min(self.num_warps, self.select_rows * e_pad // 256))
+        ``rows`` (default ``select_rows``) x ``e_pad`` pairs a program selects over (at
+        least one, at most ``num_warps``); a call of ``t`` = 1 row over wide experts
+        (``wide_select_from``): ``num_warps`` (the class docstring has the timings)."""
+        if self.select_warps:
+            return self.select_warps
+        if t == 1 and e_pad >= self.wide_select_from:
+            return self.num_warps
+        return max(1, min(self.num_warps, (self.select_rows if rows is None else rows) * e_pad // 256))
 
     def decode_block_e(self, t: int, e_pad: int) -> int:
         """Experts per program of a decode call (T <= 64): 16, or with at least

@@ -17,7 +17,7 @@ SHAPES += [(64, 24), (96, 384), (48, 40), (7168, 256)]
 ROWS = [1, 2, 7, 8, 16, 17, 33, 64, 65, 300, 512, 4096, 16384]
 POLICIES = [GatePolicy(), GatePolicy(programs=1000, tail_bytes=1 << 20, block_d=16, block_e=16),
             GatePolicy(tail_bytes=16 * 1024, block_d=128, block_e=32), GatePolicy(select_from=0, select_rows=4),
-            GatePolicy(select_from=1 << 30), GatePolicy(block_m=32, num_stages=5),
+            GatePolicy(select_from=1 << 30, wide_select_from=1 << 30), GatePolicy(block_m=32, num_stages=5),
             GatePolicy(select_from=0, select_warps=1)]
 
 
@@ -39,12 +39,15 @@ def test_every_tiling_covers_d_and_experts_and_respects_the_tail_budget(policy):
             assert tiles.sel_m == tiles.block_m and tiles.block_e == tiles.e_pad and not tiles.select_rows, where
         elif splits > 1:  # what one selecting program reads: the row block's, or its select_rows'
             assert splits * (tiles.select_rows or min(t, tiles.block_m)) * e * 4 <= policy.tail_bytes, where
-        # a selecting launch exactly when the ticket-holder's selection would be long
-        long_selection = min(t, tiles.block_m) * tiles.e_pad > policy.select_from and not tiles.one_program(d, e)
+        # a selecting launch exactly when the ticket-holder's selection would be long or the
+        # experts are wide (one row per selecting program there)
+        wide = tiles.e_pad >= policy.wide_select_from
+        long_selection = ((wide or min(t, tiles.block_m) * tiles.e_pad > policy.select_from)
+                          and not tiles.one_program(d, e))
         assert bool(tiles.select_rows) == long_selection, where
         if tiles.select_rows:
-            assert tiles.sel_m == tiles.select_rows == policy.select_rows, where
-            assert tiles.select_warps == policy.selecting_warps(tiles.e_pad), where
+            assert tiles.sel_m == tiles.select_rows == (1 if wide else policy.select_rows), where
+            assert tiles.select_warps == policy.selecting_warps(tiles.e_pad, tiles.select_rows, t), where
             assert (tiles.select_grid(t) - 1) * tiles.select_rows < t <= tiles.select_grid(t) * tiles.select_rows, where
 
 
@@ -77,23 +80,31 @@ def test_one_program_policy_is_the_first_kernels_tiling():
         assert tiles.block_d == (64 if tiles.e_pad <= 128 else 32)
 
 
-def test_flash_selects_in_a_second_launch_from_three_rows_and_mid_from_its_64_row_blocks():
-    """flash (384 experts, padded to 512): up to 2 rows stay one launch, from 3 rows the
-    selection is a second launch, 2 rows per program on 4 warps (2 x 512 pairs); mid (32
-    experts) stays one launch at decode (16-row blocks) and selects in a second launch from
-    its 64-row blocks (512 rows on), on one warp (2 x 32 pairs)."""
-    policy = GatePolicy()
+def test_flash_always_selects_in_a_second_launch_one_row_per_program_and_mid_from_its_64_row_blocks():
+    """flash (384 experts, padded to 512): every call selects in a second launch, one row
+    per program, on 2 warps (512 pairs), a call of one row on 4; before session 43 (the rule
+    off) up to 2 rows stayed one launch and from 3 rows 2 rows per program took 4 warps. mid
+    (32 experts) stays one launch at decode (16-row blocks) and selects in a second launch
+    from its 64-row blocks (512 rows on), 2 rows on one warp (2 x 32 pairs)."""
+    policy, before = GatePolicy(), GatePolicy(wide_select_from=1 << 30)
     flash, mid = V41Config.preset("flash"), V41Config.preset("mid")
+    d, e = flash.hidden_size, flash.n_routed_experts
+    for t in (1, 2, 3, 8, 64, 512, 4096):
+        tiles = policy.tiling(t, d, e)
+        assert tiles.select_rows == 1 and tiles.select_grid(t) == t and tiles.select_warps == (4 if t == 1 else 2), t
+        assert replace(tiles, select_rows=0, sel_m=0, select_warps=0) == replace(
+            before.tiling(t, d, e), select_rows=0, sel_m=0, select_warps=0), t  # the partials tiled as before
     for t in (1, 2):
-        assert not policy.tiling(t, flash.hidden_size, flash.n_routed_experts).select_rows
+        assert not before.tiling(t, d, e).select_rows
     for t in (3, 4, 5, 8, 64, 512, 4096):
-        tiles = policy.tiling(t, flash.hidden_size, flash.n_routed_experts)
+        tiles = before.tiling(t, d, e)
         assert tiles.select_rows == 2 and tiles.select_grid(t) == -(-t // 2) and tiles.select_warps == 4, t
-    for t in (1, 8, 16, 64):
-        assert not policy.tiling(t, mid.hidden_size, mid.n_routed_experts).select_rows
-    for t in (65, 512, 4096):
-        tiles = policy.tiling(t, mid.hidden_size, mid.n_routed_experts)
-        assert tiles.select_rows == 2 and tiles.select_warps == 1, t
+    for p in (policy, before):
+        for t in (1, 8, 16, 64):
+            assert not p.tiling(t, mid.hidden_size, mid.n_routed_experts).select_rows
+        for t in (65, 512, 4096):
+            tiles = p.tiling(t, mid.hidden_size, mid.n_routed_experts)
+            assert tiles.select_rows == 2 and tiles.select_warps == 1, t
 
 
 @pytest.mark.parametrize(("select_rows", "e_pad", "num_warps", "warps"), [
@@ -104,6 +115,17 @@ def test_the_selecting_launch_takes_a_warp_per_256_pairs(select_rows, e_pad, num
     least one, at most the policy's warps; a set count wins."""
     assert GatePolicy(select_rows=select_rows, num_warps=num_warps).selecting_warps(e_pad) == warps
     assert GatePolicy(select_rows=select_rows, num_warps=num_warps, select_warps=2).selecting_warps(e_pad) == 2
+
+
+def test_a_one_row_call_over_wide_experts_selects_on_the_policys_warps():
+    """One row over 512 padded experts: ``num_warps`` (4), not the 2 its 512 pairs ask; from
+    two rows, and at narrow experts (mid's 32) at any row count, the pair count decides; a
+    set ``select_warps`` wins everywhere."""
+    policy = GatePolicy()
+    assert policy.selecting_warps(512, 1, 1) == 4 and policy.selecting_warps(512, 1, 2) == 2
+    assert policy.selecting_warps(32, 2, 1) == 1 and policy.selecting_warps(256, 1, 1) == 1
+    assert GatePolicy(num_warps=8).selecting_warps(512, 1, 1) == 8
+    assert GatePolicy(select_warps=2).selecting_warps(512, 1, 1) == 2
 
 
 def test_rows_per_program_stages_and_selecting_warps_reach_the_tiling_and_the_launch():
@@ -124,9 +146,10 @@ def test_rows_per_program_stages_and_selecting_warps_reach_the_tiling_and_the_la
         assert all("num_stages" not in kw for _, kw in gate_launches(GatePolicy().tiling(t, d, e), t, d, e, mid, False))
     flash = V41Config.preset("flash")
     d, e = flash.hidden_size, flash.n_routed_experts
-    tiles = GatePolicy(select_warps=1).tiling(8, d, e)  # flash selects in a second launch from 3 rows
+    tiles = GatePolicy(select_warps=1).tiling(8, d, e)  # flash selects in a second launch at every row count
     assert tiles.select_rows and [kw["num_warps"] for _, kw in gate_launches(tiles, 8, d, e, flash, False)] == [4, 1]
-    assert GatePolicy(select_warps=1).tiling(1, d, e) == GatePolicy().tiling(1, d, e)  # one launch: nothing to set
+    before = GatePolicy(wide_select_from=1 << 30)  # flash's 1-2 rows in one launch again
+    assert replace(before, select_warps=1).tiling(1, d, e) == before.tiling(1, d, e)  # one launch: nothing to set
     for bad in ({"block_m": 24}, {"block_m": 8}, {"block_m": -16}, {"num_stages": -1}, {"select_warps": 3},
                 {"wide_experts_rows": 0}):
         with pytest.raises(ValueError, match=next(iter(bad))):

@@ -103,15 +103,16 @@ GATE_GPU = [(MID, 1), (MID, 8), (MID, 64), (MID, 300), (MID, 512), (FLASH, 1), (
 # Tilings of the fused gate (runtime/kernels/gate_tiles.py): the default policy; the first
 # kernel's one program per 16 rows over all experts and D; a fine one (16-wide D chunks,
 # up to 1000 programs) so that even tiny shapes take many expert blocks and many D splits;
-# the selection always in a second launch (4 rows per program), and never; 32-row programs.
+# the selection always in a second launch (4 rows per program, at wide experts too), and
+# never; 32-row programs. (The default selects wide experts, 384 -> 512, one row per program.)
 GATE_POLICIES = {"default": GatePolicy(), "one_program": GatePolicy(one_program=True),
                  "fine": GatePolicy(programs=1000, tail_bytes=1 << 20, block_d=16, block_e=16),
-                 "select": GatePolicy(select_from=0, select_rows=4), "ticket": GatePolicy(select_from=1 << 30),
+                 "select": GatePolicy(select_from=0, select_rows=4, wide_select_from=1 << 30), "ticket": GatePolicy(select_from=1 << 30, wide_select_from=1 << 30),
                  # benchmarks/gate_tiles.py --stages: 32 rows per program (one over all of D, or
                  # split), pipelined stages (a compile option: the interpreter ignores it)
                  "one_program_m32": GatePolicy(one_program=True, block_m=32, num_stages=4),
                  "m32_stages": GatePolicy(block_m=32, num_stages=5),
-                 "select_w1": GatePolicy(select_from=0, select_rows=4, select_warps=1),
+                 "select_w1": GatePolicy(select_from=0, select_rows=4, select_warps=1, wide_select_from=1 << 30),
                  # each selection round one reduction of (key, score) pairs
                  # (the default pairs from 256 padded experts), in the ticket-holder and in a second
                  # launch, and never
