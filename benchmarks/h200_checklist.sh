@@ -53,6 +53,9 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 48  # session 33: the merge tail (untimed) and mid's packed rows: GPU tests, twins twice, split counts, table rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 62  # session 42, under 5 minutes of device time: part 60's GPU parity, then part 61's sweep once (the tail and 512 rows first)
 #   OUT=/path bash benchmarks/h200_checklist.sh 63  # session 43: the sweep tools' variants timed in turn, first GPU runs on sessions 41-42's closest calls, twice
+#   OUT=/path bash benchmarks/h200_checklist.sh 64  # session 43: the gate's selecting launch with one row per program on 1 / 2 / 4 warps, twice
+#   OUT=/path bash benchmarks/h200_checklist.sh 65  # session 43: flash's gate always selecting in a second launch, one row per program on 4 warps, vs the default at 1-4,096 rows, twice
+#   OUT=/path bash benchmarks/h200_checklist.sh 66  # session 43's flip (flash's gate selects one row per program in a second launch): GPU parity, new vs "select 2 rows" twice, the table's gate rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -226,6 +229,12 @@
 # 512 rows 13.5 -> 18.1 us): it stays off.
 # Next session: 4 (the whole table, on an H200 if one comes), then 60 on an H200 (the flips are
 # timed only on H100s).
+# Session 43 (an H100 at every start, five starts, none failed): 4 (kernels_h100_session43.md,
+# before the gate flip), 63 (the sweep tools' variants in turn: both flips held in every
+# timing), 64-65 (the gate's selection, one row per program) and 66 (the flip: GPU parity by
+# hand, 72 passed; new vs "select 2 rows" twice; the table's gate rows).
+# Next session: on an H200, 4 (the whole table), then 60 and 66 (every flip since session 35
+# is timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -852,6 +861,40 @@ for run in $(seq 1 "${RUNS:-2}"); do
   timeout 90 python benchmarks/attention_tiles.py --scales mid --layouts engine ring --t 1 8 --twins prefetch_ids --out "$R/a63_$run" > "$OUT/a63_$run.log" 2>&1; el a63_$run $?
   grep -hE "^- mid T=" "$R"/a63_$run/*.md | cut -c1-300
 done
+elif [ "$PART" = 64 ]; then
+# session 43: the gate's selecting launch with one row per program (GatePolicy.select_rows =
+# 1) on 1, 2 or 4 warps, against the default (2 rows, 4 warps at flash), twice; flash 1-512
+# rows (at 1-2 rows the default selects in the ticket's tail: "two launches ..." moves it
+# out), mid at 512 and 4,096 rows (its selecting launch: 2 rows on one warp)
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 120 python benchmarks/gate_tiles.py --stages --scales flash --rows 1,8,16,64,512 --only new "two launches" "rows 1 w1" "rows 1 w2" "rows 1 w4" "two launches rows 1 w1" "two launches rows 1 w2" --out "$R/g64f_$run" > "$OUT/g64f_$run.log" 2>&1; el g64f_$run $?
+  grep -hE "^\| flash \|" "$R"/g64f_$run/*.md | cut -d'|' -f2-5,8
+  timeout 60 python benchmarks/gate_tiles.py --stages --scales mid --rows 512,4096 --only new "rows 1 w1" "rows 1 w2" --out "$R/g64m_$run" > "$OUT/g64m_$run.log" 2>&1; el g64m_$run $?
+  grep -hE "^\| mid \|" "$R"/g64m_$run/*.md | cut -d'|' -f2-5,8
+done
+elif [ "$PART" = 65 ]; then
+# session 43, after part 64 (H100, two runs: at flash one row per selecting program on 4
+# warps won at 8, 16 and 512 rows and tied at 64; at one row the second launch beat the
+# ticket's tail, 6.89 / 6.77 against 7.38 / 7.27 us): the candidate rule for flash's 512
+# padded experts (every call selects in a second launch, one row per program, 4 warps)
+# against the default at 1-4,096 rows, twice, with 2 warps beside it
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 150 python benchmarks/gate_tiles.py --stages --scales flash --rows 1,2,4,8,16,32,64,512,4096 --only new "two launches rows 1 w4" "two launches rows 1 w2" --out "$R/g65_$run" > "$OUT/g65_$run.log" 2>&1; el g65_$run $?
+  grep -hE "^\| flash \|" "$R"/g65_$run/*.md | cut -d'|' -f2-5,8
+done
+elif [ "$PART" = 66 ]; then
+# session 43's flip from parts 64-65 (GatePolicy.wide_select_from = 512: flash selects in a
+# second launch at every row count, one row per program, 2 warps, 4 at one row): the gate's
+# GPU parity tests, the new default against the rule before ("select 2 rows") at 1-4,096
+# rows twice, then the kernel table's gate rows
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_gate_parity_gpu and (default or select or ticket)" > "$OUT/par66.log" 2>&1; el par66 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par66.log" | tail -6
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 120 python benchmarks/gate_tiles.py --scales flash --rows 1,2,4,8,16,32,64,512,4096 --only new "select 2 rows" --out "$R/g66_$run" > "$OUT/g66_$run.log" 2>&1; el g66_$run $?
+  grep -hE "^\| flash \|" "$R"/g66_$run/*.md | cut -d'|' -f2-5,8
+done
+timeout 150 python benchmarks/kernels.py --ops gate --out "$R/k66" > "$OUT/k66.log" 2>&1; el k66 $?
+grep -hE "^\| gate|met on" "$R"/k66/kernels_*.md | cut -d'|' -f2-5,8,11,13,14,17
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,
