@@ -124,6 +124,10 @@ STAGE_VARIANTS = (
     ("two launches rows 1 w1", GatePolicy(select_from=0, select_rows=1, select_warps=1)),
     ("two launches rows 1 w2", GatePolicy(select_from=0, select_rows=1, select_warps=2)),
     ("two launches rows 1 w4", GatePolicy(select_from=0, select_rows=1, select_warps=4)),
+    # each group's top-k first, then the candidates' (GatePolicy.select_groups; untimed), and
+    # the one-row selection on 8 warps
+    ("groups 2", GatePolicy(select_groups=2)), ("groups 4", GatePolicy(select_groups=4)),
+    ("select w8", GatePolicy(select_warps=8)),
 )
 
 

@@ -56,6 +56,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 64  # session 43: the gate's selecting launch with one row per program on 1 / 2 / 4 warps, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 65  # session 43: flash's gate always selecting in a second launch, one row per program on 4 warps, vs the default at 1-4,096 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 66  # session 43's flip (flash's gate selects one row per program in a second launch): GPU parity, new vs "select 2 rows" twice, the table's gate rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 67  # session 43: flash's selection in groups first and on 8 warps vs the default, twice; ncu per source line of the selecting launch
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -895,6 +896,21 @@ for run in $(seq 1 "${RUNS:-2}"); do
 done
 timeout 150 python benchmarks/kernels.py --ops gate --out "$R/k66" > "$OUT/k66.log" 2>&1; el k66 $?
 grep -hE "^\| gate|met on" "$R"/k66/kernels_*.md | cut -d'|' -f2-5,8,11,13,14,17
+elif [ "$PART" = 67 ]; then
+# session 43, after the flip: the selecting launch is still 3.3-3.8 us of flash's 6.4-9.3-us
+# gate. The selection in groups first (GatePolicy.select_groups 2 / 4: static sm_90 under
+# Triton 3.6 kept 21 barriers and added 230-730 instructions, so likely no faster) and on 8
+# warps, against the default, twice; then where the selecting launch's time goes (ncu's
+# stall samples per source line, flash 1 and 8 rows)
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 90 python benchmarks/gate_tiles.py --stages --scales flash --rows 1,8,64 --only new "groups 2" "groups 4" "select w8" --out "$R/g67_$run" > "$OUT/g67_$run.log" 2>&1; el g67_$run $?
+  grep -hE "^\| flash \|" "$R"/g67_$run/*.md | cut -d'|' -f2-5,8
+done
+timeout 200 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/sel67" python benchmarks/profile_ops.py gate:flash:1 gate:flash:8 > "$OUT/ncu67.log" 2>&1; el ncu67 $?
+ncu -i "$R/sel67.ncu-rep" --page details 2>/dev/null > "$R/sel67_details.txt"; el details67 $?
+ncu -i "$R/sel67.ncu-rep" --page source --print-source cuda,sass --csv > "$R/sel67_cuda_sass.csv" 2> "$R/sel67_cuda_sass.err"; el source67 $?
+grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy" "$R/sel67_details.txt" | head -40
+python benchmarks/ncu_source_lines.py "$R/sel67_cuda_sass.csv" --top 10 | tee "$OUT/source_lines67.txt"
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,
