@@ -124,9 +124,7 @@ STAGE_VARIANTS = (
     ("two launches rows 1 w1", GatePolicy(select_from=0, select_rows=1, select_warps=1)),
     ("two launches rows 1 w2", GatePolicy(select_from=0, select_rows=1, select_warps=2)),
     ("two launches rows 1 w4", GatePolicy(select_from=0, select_rows=1, select_warps=4)),
-    # each group's top-k first, then the candidates' (GatePolicy.select_groups; untimed), and
-    # the one-row selection on 8 warps
-    ("groups 2", GatePolicy(select_groups=2)), ("groups 4", GatePolicy(select_groups=4)),
+    # the one-row selection on 8 warps (slower: gate_tiles_h100_session43_groups_1.md)
     ("select w8", GatePolicy(select_warps=8)),
 )
 

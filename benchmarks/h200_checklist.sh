@@ -233,7 +233,8 @@
 # Session 43 (an H100 at every start, five starts, none failed): 4 (kernels_h100_session43.md,
 # before the gate flip), 63 (the sweep tools' variants in turn: both flips held in every
 # timing), 64-65 (the gate's selection, one row per program) and 66 (the flip: GPU parity by
-# hand, 72 passed; new vs "select 2 rows" twice; the table's gate rows).
+# hand, 72 passed; new vs "select 2 rows" twice; the table's gate rows), 67 (the selection in
+# groups first and on 8 warps: slower everywhere, not kept; ncu of the selecting launch).
 # Next session: on an H200, 4 (the whole table), then 60 and 66 (every flip since session 35
 # is timed only on H100s).
 set -u
@@ -901,7 +902,9 @@ elif [ "$PART" = 67 ]; then
 # gate. The selection in groups first (GatePolicy.select_groups 2 / 4: static sm_90 under
 # Triton 3.6 kept 21 barriers and added 230-730 instructions, so likely no faster) and on 8
 # warps, against the default, twice; then where the selecting launch's time goes (ncu's
-# stall samples per source line, flash 1 and 8 rows)
+# stall samples per source line, flash 1 and 8 rows). Both lost everywhere; the grouped
+# selection was removed after this run (its code: commit 08f7850), so the groups' labels now
+# time nothing
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 90 python benchmarks/gate_tiles.py --stages --scales flash --rows 1,8,64 --only new "groups 2" "groups 4" "select w8" --out "$R/g67_$run" > "$OUT/g67_$run.log" 2>&1; el g67_$run $?
   grep -hE "^\| flash \|" "$R"/g67_$run/*.md | cut -d'|' -f2-5,8

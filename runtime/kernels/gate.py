@@ -60,7 +60,7 @@ def _gate_kernel(
     TOPK: tl.constexpr, BLOCK_K_OUT: tl.constexpr, SCORING: tl.constexpr, RENORM: tl.constexpr,
     IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_D: tl.constexpr,
     E_PAD: tl.constexpr, SPLITS: tl.constexpr, SEL_M: tl.constexpr, ONE_PROGRAM: tl.constexpr,
-    PHASE: tl.constexpr, PAIRED: tl.constexpr, PDL: tl.constexpr = False, GROUPS: tl.constexpr = 1,
+    PHASE: tl.constexpr, PAIRED: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """PHASE 0: one launch (the logits in registers, or partials and a ticket: the last
     program of a row block selects); 1: partials only; 2: select only, SEL_M rows per
@@ -142,26 +142,7 @@ def _gate_kernel(
         bits = sel.to(tl.int32, bitcast=True)
         key = (bits ^ ((bits >> 31) & 0x7FFFFFFF)).to(tl.int64)  # float order as signed ints
         packed = (key << 32) | (E_PAD - 1 - ecols).to(tl.int64)[None, :]
-        if GROUPS > 1:
-            # each row's experts in GROUPS groups of E_PAD / GROUPS: first each group's top
-            # TOPK (a group's rounds stay within its lanes), then the rounds below over the
-            # GROUPS x BLOCK_K_OUT candidates. The k largest keys of a row are among its
-            # groups' k largest, so the same picks and weights, bit for bit
-            g_keys = tl.reshape(packed, (SEL_M * GROUPS, E_PAD // GROUPS))
-            g_scores = tl.reshape(scores, (SEL_M * GROUPS, E_PAD // GROUPS))
-            g_gone = tl.full((SEL_M * GROUPS, E_PAD // GROUPS), -1, tl.int64) << 63
-            c_keys = tl.full((SEL_M * GROUPS, BLOCK_K_OUT), -1, tl.int64) << 63
-            c_scores = tl.zeros((SEL_M * GROUPS, BLOCK_K_OUT), dtype=tl.float32)
-            for i in tl.static_range(TOPK):
-                g_best, g_w = tl.reduce((g_keys, g_scores), 1, _larger_key)
-                c_keys = tl.where(kcols[None, :] == i, g_best[:, None], c_keys)
-                c_scores = tl.where(kcols[None, :] == i, g_w[:, None], c_scores)
-                g_keys = tl.where(g_keys == g_best[:, None], g_gone, g_keys)
-            packed = tl.reshape(c_keys, (SEL_M, GROUPS * BLOCK_K_OUT))
-            scores = tl.reshape(c_scores, (SEL_M, GROUPS * BLOCK_K_OUT))
-            gone = tl.full((SEL_M, GROUPS * BLOCK_K_OUT), -1, tl.int64) << 63
-        else:
-            gone = tl.full((SEL_M, E_PAD), -1, tl.int64) << 63  # below every live key
+        gone = tl.full((SEL_M, E_PAD), -1, tl.int64) << 63  # below every live key
         top_w = tl.zeros((SEL_M, BLOCK_K_OUT), dtype=tl.float32)
         top_i = tl.zeros((SEL_M, BLOCK_K_OUT), dtype=tl.int64)
         for i in tl.static_range(TOPK):
@@ -239,12 +220,11 @@ def gate_launches(tiles: GateTiling, t: int, d: int, e: int, config: V41Config,
                   RENORM=config.norm_topk_prob and k > 1, IEEE=ieee, BLOCK_M=tiles.block_m,
                   BLOCK_E=tiles.block_e, BLOCK_D=tiles.block_d, E_PAD=tiles.e_pad, SPLITS=tiles.splits(d),
                   SEL_M=tiles.sel_m, ONE_PROGRAM=tiles.one_program(d, e), PAIRED=tiles.pair_reduce,
-                  GROUPS=tiles.select_groups,
                   num_warps=tiles.num_warps,
                   **({"num_stages": tiles.num_stages} if tiles.num_stages else {}))
     grid = tiles.grid(t, d, e)
     if tiles.select_rows:
-        return [(grid, dict(consts, PHASE=1, PAIRED=False, GROUPS=1, PDL=pdl)),  # selects nothing: one form for all
+        return [(grid, dict(consts, PHASE=1, PAIRED=False, PDL=pdl)),  # selects nothing: one form for both
                 ((tiles.select_grid(t),), dict(consts, PHASE=2, num_warps=tiles.select_warps or tiles.num_warps,
                                                PDL=pdl, launch_pdl=pdl))]
     return [(grid, dict(consts, PHASE=0))]

@@ -41,7 +41,14 @@ blocks and ``flash`` from 3 rows to two launches (``flash`` 4 rows 11.22 -> 9.68
 rows stay at one: 8.94 vs 9.91); ``mid``'s decode blocks of 16 rows stay at one launch,
 which won at 1-64 rows (e.g. 1 row 3.95 vs 5.32 us with the second launch on one warp).
 Since session 43 ``flash`` (512 padded experts) selects in a second launch at every row
-count, one row per program (``GatePolicy.wide_select_from`` has the timings).
+count, one row per program (``GatePolicy.wide_select_from`` has the timings). That launch is
+still 3.3-3.8 us of the 6.4-9.3-us ``flash`` gate at decode on an H100, a serial chain of
+about 950 warp instructions at one row (ncu_h100_session43_gate_select.md). Selecting in
+groups first (each group's top-k within its lanes, then the top-k of the candidates; the
+same picks bit for bit) kept its 21 barriers in the static sm_90 code, since the candidates'
+rounds still cross warps, added 230-730 instructions, and was slower in every case (one row
+6.37 -> 6.88 us with 4 groups; gate_tiles_h100_session43_groups_1.md, session 43's commit
+08f7850 has the code); 8 warps lost too. Not kept.
 
 The rounds as one bitonic top-k of the keys (``tl.topk``) and a gather of the picked scores
 lost in 8 of 10 cases on the H200 (``mid`` one row 4.13 -> 5.07 us, ``flash`` 4,096 rows 61.96
@@ -85,7 +92,6 @@ class GateTiling:
     num_stages: int = 0  # software-pipelined stages of the D loop's loads (0: Triton's default, 3 on sm_90)
     select_warps: int = 0  # warps of the selecting launch's programs (0: num_warps; set with select_rows)
     pair_reduce: bool = False  # each selection round one reduction of (key, score) pairs (GatePolicy.pair_from)
-    select_groups: int = 1  # > 1: each group of e_pad / select_groups experts' top-k first (GatePolicy.select_groups)
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -171,12 +177,6 @@ class GatePolicy:
     us, 3 rows 9.13 -> 8.43, 8 rows 9.27 -> 8.55, 64 rows 13.34 -> 13.05, 512 rows 15.76 ->
     15.47, 4,096 rows 62.28 -> 61.71 (each 3 of 3 runs); ``mid`` (32 experts, one warp's
     lanes) one row 3.96 -> 4.74 (0 of 3) and within 0.15 us from 3 rows on: so 256.
-    ``select_groups``: each row's padded experts are selected in this many groups first
-    (each group's top-k, its rounds within the group's lanes), then the top-k of those
-    candidates (runtime/kernels/gate.py): the same picks, bit for bit. Why: a round over a
-    row spread across warps crosses them through shared memory and a barrier, and the
-    selecting launch is most of the ``flash`` gate at decode (3.3-3.8 of 6.4-9.3 us on an
-    H100, gate_tiles_h100_session43_flip_2.md). Untimed, so 1 (off); groups of at least 16;
     ``dependent_select``: the selecting launch is launched dependent on the partials'
     (Hopper's programmatic dependent launch, runtime/kernels/pdl.py; CUDA only), so its
     launch overlaps theirs. On: dependent_launch_h200.md, ``flash`` 8 / 64 rows (two
@@ -201,13 +201,10 @@ class GatePolicy:
     dependent_select: bool = True
     wide_experts_from: int = 256
     wide_experts_rows: int = 8
-    select_groups: int = 1
 
     def __post_init__(self) -> None:
         if self.block_m < 0 or self.block_m & (self.block_m - 1) or 0 < self.block_m < 16:
             raise ValueError(f"GatePolicy.block_m: expected 0 or a power of two >= 16, got {self.block_m}")
-        if self.select_groups < 1 or self.select_groups & (self.select_groups - 1):
-            raise ValueError(f"GatePolicy.select_groups: expected a power of two >= 1, got {self.select_groups}")
         if self.select_warps not in (0, 1, 2, 4, 8):
             raise ValueError(f"GatePolicy.select_warps: expected 0 (by size), 1, 2, 4 or 8, got {self.select_warps}")
         if self.wide_experts_rows < 1:
@@ -217,9 +214,7 @@ class GatePolicy:
 
     def tiling(self, t: int, d: int, e: int) -> GateTiling:
         tiles = self.shape_tiling(t, d, e)
-        # groups of at least 16 experts (a group's rounds pick k <= 16 of them at the release's k)
-        groups = max(1, min(self.select_groups, tiles.e_pad // 16))
-        return replace(tiles, pair_reduce=tiles.e_pad >= self.pair_from, select_groups=groups)
+        return replace(tiles, pair_reduce=True) if tiles.e_pad >= self.pair_from else tiles
 
     def shape_tiling(self, t: int, d: int, e: int) -> GateTiling:
         """The tiles of a (T, D, E) call: everything :meth:`tiling` sets but how it selects."""

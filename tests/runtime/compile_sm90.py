@@ -146,9 +146,8 @@ GATE_SIGNATURE = {"x_ptr": "*bf16", "w_ptr": "*bf16", "bias_ptr": "*fp32", "part
 def gate_launches() -> list[tuple[str, dict, dict, tuple[str, ...]]]:
     """The gate's launches as FusedGate makes them on bf16 inputs (``gate_launches`` with
     the default policy, and each selecting launch again with its rounds' other form:
-    ``GatePolicy.pair_from``; "paired" in a name: the rounds reduce pairs; at ``flash`` also
-    with ``select_groups`` = 4, "groups 4") at ``mid`` and ``flash``, 1 / 8 / 64 / 512 rows:
-    the one-launch ticket path and the partials-then-select pair."""
+    ``GatePolicy.pair_from``; "paired" in a name: the rounds reduce pairs) at ``mid`` and
+    ``flash``, 1 / 8 / 64 / 512 rows: the one-launch ticket path and the partials-then-select pair."""
     from runtime.config import V41Config
     from runtime.kernels.gate import gate_launches as launches
     from runtime.kernels.gate_tiles import GatePolicy
@@ -159,17 +158,13 @@ def gate_launches() -> list[tuple[str, dict, dict, tuple[str, ...]]]:
         d, e = c.hidden_size, c.n_routed_experts
         # the rounds' other form: pairs where the default's rounds do not, max and sum where they do
         other = GatePolicy(pair_from=1 << 30 if GatePolicy().tiling(1, d, e).pair_reduce else 0)
-        grouped = GatePolicy(select_groups=4)  # each group's top-k first (GatePolicy.select_groups)
-        for t, policy in itertools.product((1, 8, 64, 512), (GatePolicy(), other, grouped)):
+        for t, policy in itertools.product((1, 8, 64, 512), (GatePolicy(), other)):
             tiles = policy.tiling(t, d, e)
             count = "*i64" if tiles.select_rows or tiles.one_program(d, e) else "*i32"  # the ticket counters
             for _, kwargs in launches(tiles, t, d, e, c, ieee=False):
                 if policy is other and kwargs["PHASE"] == 1:
                     continue  # partials only: nothing selects
-                if policy is grouped and (kwargs["PHASE"] == 1 or name == "mid"):
-                    continue  # only flash's selection, where a row spans warps
                 label = " paired" if kwargs["PAIRED"] else ""  # (never the partials' launch: it selects nothing)
-                label += f" groups {kwargs['GROUPS']}" if kwargs.get("GROUPS", 1) > 1 else ""
                 out.append((f"gate {name} T={t} phase {kwargs['PHASE']}{label}", {**GATE_SIGNATURE, "count_ptr": count},
                             kwargs, divisible_by_16(T=t, E=e, D=d, SPLIT_D=tiles.split_d)))
     return out
