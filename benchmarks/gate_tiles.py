@@ -133,8 +133,10 @@ def variants(sweep: bool, stages: bool = False) -> list[tuple[str, GatePolicy]]:
     out = [("old", GatePolicy(one_program=True)), ("new", GatePolicy()), ("ticket", GatePolicy(select_from=1 << 30, wide_select_from=1 << 30)),
            ("two launches", GatePolicy(select_from=0)),  # the partials' launch timed apart from the selection's
            ("wide from 17", GatePolicy(wide_experts_rows=17)),  # 32 experts per program above 16 rows (before session 41)
-           # flash's selection: from 3 rows in a second launch, 2 rows per program (before session 43)
-           ("select 2 rows", GatePolicy(wide_select_from=1 << 30))]
+           # flash's selection from 3 rows in a second launch, 2 rows per program, and mid's decode
+           # in one launch (the rule before session 43); mid's decode in one launch alone
+           ("select 2 rows", GatePolicy(select_from=1024, wide_select_from=1 << 30)),
+           ("one launch at decode", GatePolicy(select_from=1024))]
     if sweep:
         for block_d, block_e, warps in itertools.product((32, 64, 128, 256), (16, 32, 64), (2, 4)):
             out.append((f"d{block_d} e{block_e} w{warps}", GatePolicy(block_d=block_d, block_e=block_e,

@@ -13,7 +13,9 @@ With one program per row block the logits stay in registers and it selects at on
 Where that last program would select many rows over many experts (the selection is
 serial within a program: about 1.3 us per ``flash`` row on the H200), the policy asks
 for a second launch instead (``GateTiling.select_rows``): the first writes the partials
-only, the second sums them in split order and selects, a few rows per program.
+only, the second sums them in split order and selects, a few rows per program. Since
+session 43 the default policy asks for it at every call (``runtime/kernels/gate_tiles.py``
+says why); the ticket-holder's selection serves the policies that ask for it.
 
 Selection: k rounds of one max-reduction over a packed int64 key per expert: the score's
 float bits mapped to an order-preserving int32 (high half) and ``E_PAD - 1 - expert``

@@ -40,8 +40,10 @@ rows (4,096: 62.16 -> 59.52). ``select_from`` = 1,024 (was 2,048) takes ``mid``'
 blocks and ``flash`` from 3 rows to two launches (``flash`` 4 rows 11.22 -> 9.68 us; 2
 rows stay at one: 8.94 vs 9.91); ``mid``'s decode blocks of 16 rows stay at one launch,
 which won at 1-64 rows (e.g. 1 row 3.95 vs 5.32 us with the second launch on one warp).
-Since session 43 ``flash`` (512 padded experts) selects in a second launch at every row
-count, one row per program (``GatePolicy.wide_select_from`` has the timings). That launch is
+Since session 43 every call selects in a second launch (``GatePolicy.select_from`` = 0: with
+the dependent launch the second launch's start overlaps the partials', and read in turn it
+won at ``mid`` decode too), ``flash`` (512 padded experts) one row per program
+(``GatePolicy.wide_select_from``; both have the timings). ``flash``'s selecting launch is
 still 3.3-3.8 us of the 6.4-9.3-us ``flash`` gate at decode on an H100, a serial chain of
 about 950 warp instructions at one row (ncu_h100_session43_gate_select.md). Selecting in
 groups first (each group's top-k within its lanes, then the top-k of the candidates; the
@@ -144,7 +146,16 @@ class GatePolicy:
     all of D), kept to measure against (benchmarks/gate_tiles.py);
     ``select_from`` / ``select_rows``: a second launch selects, ``select_rows`` rows per
     program, when a row block's ticket-holder would select over more (row, padded expert)
-    pairs than ``select_from`` (1,024: ``mid`` from 512 rows);
+    pairs than ``select_from``. 0 since session 43: every call selects in a second launch
+    (the ticket-holder's selection stays for policies that ask for it). Before, 1,024 kept
+    ``mid``'s decode calls (16-row blocks of 32 experts) in one launch; with the variants of
+    a case read in turn on an H100 (gate_tiles_h100_session43_mid_select_{1,2}.md, two runs,
+    one launch -> two, us) 1 row 4.23 / 4.18 -> 3.72 / 3.68, 16 rows 4.96 / 4.99 -> 4.47 /
+    4.51, 32 rows 5.11 / 5.05 -> 4.55 / 4.52, 64 rows 5.48 / 5.46 -> 5.21 / 5.27; at 2-8
+    rows faster in the second run (4.66 / 4.62 / 4.60 -> 4.40 / 4.37 / 4.46) and within 0.1
+    us either way in the first (5.11 / 5.08 / 5.09 -> 5.14 / 5.04 / 5.18). Session 41's four
+    sequential runs had had one launch ahead at one row (3.90-4.03 against 4.24-4.78 us):
+    read one after another, the two orders of the same variants disagreed;
     ``wide_select_from``: from this many padded experts (``flash``: 384 -> 512) every call
     selects in a second launch, one row per program, on ``selecting_warps`` (2 warps for
     one row's 512 pairs; a call of one row on ``num_warps``). Why: with 2 rows per program
@@ -190,7 +201,7 @@ class GatePolicy:
     block_e: int = 0
     num_warps: int = 4
     one_program: bool = False
-    select_from: int = 1024
+    select_from: int = 0
     select_rows: int = 2
     wide_select_from: int = 512
     max_splits: int = 16

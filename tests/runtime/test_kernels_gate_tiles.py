@@ -80,13 +80,14 @@ def test_one_program_policy_is_the_first_kernels_tiling():
         assert tiles.block_d == (64 if tiles.e_pad <= 128 else 32)
 
 
-def test_flash_always_selects_in_a_second_launch_one_row_per_program_and_mid_from_its_64_row_blocks():
-    """flash (384 experts, padded to 512): every call selects in a second launch, one row
-    per program, on 2 warps (512 pairs), a call of one row on 4; before session 43 (the rule
-    off) up to 2 rows stayed one launch and from 3 rows 2 rows per program took 4 warps. mid
-    (32 experts) stays one launch at decode (16-row blocks) and selects in a second launch
-    from its 64-row blocks (512 rows on), 2 rows on one warp (2 x 32 pairs)."""
-    policy, before = GatePolicy(), GatePolicy(wide_select_from=1 << 30)
+def test_every_call_selects_in_a_second_launch_flash_one_row_per_program():
+    """Since session 43 every call selects in a second launch: flash (384 experts, padded to
+    512) one row per program on 2 warps (512 pairs), a call of one row on 4; mid (32
+    experts) 2 rows per program on one warp (2 x 32 pairs). Before (``select_from`` 1,024,
+    no wide rule): flash's 1-2 rows and mid's decode (16-row blocks) selected in the
+    ticket-holder's tail, flash from 3 rows 2 rows per program on 4 warps, mid from its
+    64-row blocks. The partials are tiled the same either way."""
+    policy, before = GatePolicy(), GatePolicy(select_from=1024, wide_select_from=1 << 30)
     flash, mid = V41Config.preset("flash"), V41Config.preset("mid")
     d, e = flash.hidden_size, flash.n_routed_experts
     for t in (1, 2, 3, 8, 64, 512, 4096):
@@ -99,12 +100,17 @@ def test_flash_always_selects_in_a_second_launch_one_row_per_program_and_mid_fro
     for t in (3, 4, 5, 8, 64, 512, 4096):
         tiles = before.tiling(t, d, e)
         assert tiles.select_rows == 2 and tiles.select_grid(t) == -(-t // 2) and tiles.select_warps == 4, t
-    for p in (policy, before):
-        for t in (1, 8, 16, 64):
-            assert not p.tiling(t, mid.hidden_size, mid.n_routed_experts).select_rows
-        for t in (65, 512, 4096):
-            tiles = p.tiling(t, mid.hidden_size, mid.n_routed_experts)
-            assert tiles.select_rows == 2 and tiles.select_warps == 1, t
+    d, e = mid.hidden_size, mid.n_routed_experts
+    for t in (1, 2, 8, 16, 64, 65, 512, 4096):
+        tiles = policy.tiling(t, d, e)
+        assert tiles.select_rows == 2 and tiles.select_warps == 1, t
+        assert replace(tiles, select_rows=0, sel_m=0, select_warps=0) == replace(
+            before.tiling(t, d, e), select_rows=0, sel_m=0, select_warps=0), t
+    for t in (1, 8, 16, 64):
+        assert not before.tiling(t, d, e).select_rows
+    for t in (65, 512, 4096):
+        tiles = before.tiling(t, d, e)
+        assert tiles.select_rows == 2 and tiles.select_warps == 1, t
 
 
 @pytest.mark.parametrize(("select_rows", "e_pad", "num_warps", "warps"), [
@@ -148,7 +154,7 @@ def test_rows_per_program_stages_and_selecting_warps_reach_the_tiling_and_the_la
     d, e = flash.hidden_size, flash.n_routed_experts
     tiles = GatePolicy(select_warps=1).tiling(8, d, e)  # flash selects in a second launch at every row count
     assert tiles.select_rows and [kw["num_warps"] for _, kw in gate_launches(tiles, 8, d, e, flash, False)] == [4, 1]
-    before = GatePolicy(wide_select_from=1 << 30)  # flash's 1-2 rows in one launch again
+    before = GatePolicy(select_from=1024, wide_select_from=1 << 30)  # flash's 1-2 rows in one launch again
     assert replace(before, select_warps=1).tiling(1, d, e) == before.tiling(1, d, e)  # one launch: nothing to set
     for bad in ({"block_m": 24}, {"block_m": 8}, {"block_m": -16}, {"num_stages": -1}, {"select_warps": 3},
                 {"wide_experts_rows": 0}):
