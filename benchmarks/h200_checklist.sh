@@ -57,6 +57,10 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 65  # session 43: flash's gate always selecting in a second launch, one row per program on 4 warps, vs the default at 1-4,096 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 66  # session 43's flip (flash's gate selects one row per program in a second launch): GPU parity, new vs "select 2 rows" twice, the table's gate rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 67  # session 43: flash's selection in groups first and on 8 warps vs the default, twice; ncu per source line of the selecting launch
+#   OUT=/path bash benchmarks/h200_checklist.sh 68  # session 43: the mid gate's second launch at 1-64 rows, twice; mHC's whole decode sweep at 1-16 rows, interleaved, once
+#   OUT=/path bash benchmarks/h200_checklist.sh 69  # session 43's second gate flip (every call selects in a second launch): GPU parity, new vs the rules before twice, the table's gate rows; mHC tf32x2 at 8-16 rows again
+#   OUT=/path bash benchmarks/h200_checklist.sh 70  # session 43: mHC's "tf32x2" at the decode rows that take a dot (3-16): GPU parity, against the default twice
+#   OUT=/path bash benchmarks/h200_checklist.sh 71  # session 43's mHC flip ("tf32x2" at 8-16 decode rows): the default's GPU parity, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -234,8 +238,12 @@
 # before the gate flip), 63 (the sweep tools' variants in turn: both flips held in every
 # timing), 64-65 (the gate's selection, one row per program) and 66 (the flip: GPU parity by
 # hand, 72 passed; new vs "select 2 rows" twice; the table's gate rows), 67 (the selection in
-# groups first and on 8 warps: slower everywhere, not kept; ncu of the selecting launch).
-# Next session: on an H200, 4 (the whole table), then 60 and 66 (every flip since session 35
+# groups first and on 8 warps: slower everywhere, not kept; ncu of the selecting launch), 68
+# (mid's gate faster in a second launch; mHC's decode sweep in turn: "tf32x2" ahead at 8-16
+# rows), 69 (the flip to a second launch for every gate call: parity 72 passed, faster at every
+# mid row count in both runs), 70-71 ("tf32x2" from 8 decode rows: parity, two runs, the
+# table's mHC rows). 210 s of device time left, given back.
+# Next session: on an H200, 4 (the whole table), then 60, 69 and 70 (every flip since session 35
 # is timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
@@ -914,6 +922,52 @@ ncu -i "$R/sel67.ncu-rep" --page details 2>/dev/null > "$R/sel67_details.txt"; e
 ncu -i "$R/sel67.ncu-rep" --page source --print-source cuda,sass --csv > "$R/sel67_cuda_sass.csv" 2> "$R/sel67_cuda_sass.err"; el source67 $?
 grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy" "$R/sel67_details.txt" | head -40
 python benchmarks/ncu_source_lines.py "$R/sel67_cuda_sass.csv" --top 10 | tee "$OUT/source_lines67.txt"
+elif [ "$PART" = 68 ]; then
+# session 43, with the sweeps now interleaved: the mid gate at decode (its second launch won
+# at 8 rows in four sequential H100 runs, session 41, but lost at 1 row and was mixed at 16),
+# at 1-64 rows, twice; then mHC's whole decode sweep at 1-16 rows once (its variants were
+# last compared read one after another)
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 90 python benchmarks/gate_tiles.py --stages --scales mid --rows 1,2,4,8,16,32,64 --only new "two launches" "two launches rows 1 w1" "two launches select w1 rows 4" --out "$R/g68_$run" > "$OUT/g68_$run.log" 2>&1; el g68_$run $?
+  grep -hE "^\| mid \|" "$R"/g68_$run/*.md | cut -d'|' -f2-5,8
+done
+timeout 240 python benchmarks/tile_sweep.py --ops mhc --rows 1 2 8 16 --out "$R/m68" > "$OUT/m68.log" 2>&1; el m68 $?
+grep -hE "^\| mhc" "$R"/m68/*.md | cut -d'|' -f3-7
+elif [ "$PART" = 69 ]; then
+# session 43's second gate flip from part 68 (GatePolicy.select_from 1,024 -> 0: every call
+# selects in a second launch, mid's decode too): the gate's GPU parity tests, the new default
+# against mid's decode in one launch ("one launch at decode") and the rule before session 43
+# ("select 2 rows") at both scales, twice; the table's gate rows; then part 68's one-run lead
+# of mHC's "tf32x2" at 8-16 decode rows, timed again
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_gate_parity_gpu and (default or select or ticket)" > "$OUT/par69.log" 2>&1; el par69 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par69.log" | tail -6
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 90 python benchmarks/gate_tiles.py --scales mid,flash --rows 1,2,4,8,16,32,64 --only new "one launch at decode" "select 2 rows" --out "$R/g69_$run" > "$OUT/g69_$run.log" 2>&1; el g69_$run $?
+  grep -hE "^\| (mid|flash) \|" "$R"/g69_$run/*.md | cut -d'|' -f2-5,8
+done
+timeout 120 python benchmarks/kernels.py --ops gate --out "$R/k69" > "$OUT/k69.log" 2>&1; el k69 $?
+grep -hE "^\| gate|met on" "$R"/k69/kernels_*.md | cut -d'|' -f2-5,8,11,13,14,17
+timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 8 16 --only default tf32x2 --out "$R/m69" > "$OUT/m69.log" 2>&1; el m69 $?
+grep -hE "^\| mhc" "$R"/m69/*.md | cut -d'|' -f3-7
+elif [ "$PART" = 70 ]; then
+# session 43: mHC's "tf32x2" led "tf32x3" at 8 and 16 decode rows in parts 68 and 69 (the
+# variants read in turn; session 42's sequential reading had a tie at 16). The candidate
+# rule: "tf32x2" for the decode rows that take a dot (3-16; multiply-adds stay at 1-2):
+# its GPU parity (every projection mode), then the default against it at 3-16 rows, twice
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_projection_modes_parity_gpu and tf32x2" > "$OUT/par70.log" 2>&1; el par70 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par70.log" | tail -6
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 3 rows" --out "$R/m70_$run" > "$OUT/m70_$run.log" 2>&1; el m70_$run $?
+  grep -hE "^\| mhc" "$R"/m70_$run/*.md | cut -d'|' -f3-7
+done
+elif [ "$PART" = 71 ]; then
+# session 43's mHC flip (MhcPolicy.decode_tf32x2_from = 8: "tf32x2" at 8-16 decode rows):
+# the default's GPU parity (mid 16 and flash 8 rows now take it) and the split's capture
+# test, then the table's mHC rows
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py tests/runtime/test_mhc_tf32_split.py -k "test_mhc_parity_gpu or capture" > "$OUT/par71.log" 2>&1; el par71 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par71.log" | tail -6
+timeout 150 python benchmarks/kernels.py --ops mhc --out "$R/k71" > "$OUT/k71.log" 2>&1; el k71 $?
+grep -hE "^\| mhc|met on" "$R"/k71/kernels_*.md | cut -d'|' -f2-5,8,11,13,14,17
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,

@@ -127,6 +127,10 @@ MHC_DECODE = (
     ("d128", MhcPolicy(decode_block_d=128)),
     ("fma mix", MhcPolicy(fma_mix_from=0)),  # the sweep's mixing as fused multiply-adds (mhc_tiles.py)
     ("no fma mix", MhcPolicy(fma_mix_from=1 << 30)),  # the decode default before session 41
+    # "tf32x2" for the decode rows that take a dot from 3 rows (the multiply-adds kept at 1-2),
+    # and never (the decode default before session 43: from 8 rows since)
+    ("tf32x2 from 3 rows", MhcPolicy(decode_tf32x2_from=3)),
+    ("tf32x3 decode", MhcPolicy(decode_tf32x2_from=1 << 30)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),

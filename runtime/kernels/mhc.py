@@ -81,6 +81,11 @@ def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return head, rna(x - head)
 
 
+def capturing() -> bool:
+    """Whether the current CUDA stream is capturing a graph (False without CUDA)."""
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+
+
 class Tf32Splits:
     """``tf32_split`` of each ``fn`` weight, computed once per weight and version.
 
@@ -89,8 +94,11 @@ class Tf32Splits:
     (inside the graphs the sweeps replay). What "tf32x2" measured with and without them:
     runtime/kernels/mhc_tiles.py. Keyed by the tensor's identity (held weakly: a freed
     weight drops its split) and checked against its version counter, so an in-place update
-    (a checkpoint loaded into the same tensors) is split again. A caller passing a fresh
-    tensor each call (fn not float32 and contiguous) gets no reuse, only the same result."""
+    (a checkpoint loaded into the same tensors) is split again; a graph captured before
+    such an update keeps reading the split it captured (capture again after loading, as
+    for every weight a graph reads). A split first asked for inside a capture is not kept.
+    A caller passing a fresh tensor each call (fn not float32 and contiguous) gets no
+    reuse, only the same result."""
 
     def __init__(self) -> None:
         self._by_weight: WeakIdKeyDictionary = WeakIdKeyDictionary()
@@ -100,6 +108,11 @@ class Tf32Splits:
         if cached is not None and cached[0] == fn._version:
             return cached[1]
         split = tf32_split(fn)
+        if capturing():
+            # inside a CUDA-graph capture nothing runs: the split is recorded into the graph
+            # (each replay computes it), and kept it would be unwritten memory to an eager
+            # call before the first replay
+            return split
         self._by_weight[fn] = (fn._version, split)
         return split
 

@@ -56,7 +56,8 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
 - "tf32x2": X' is bf16, so exact in TF32; fn as its TF32 head plus remainder, both rounded
   to nearest on the host (``runtime.kernels.mhc.tf32_split``), two TF32 products instead of
   three, and no operand split in the kernel (float32 streams fall back to "tf32x3": their
-  X' is not exact in TF32). Not the default: 6.1e-6 from the float64 oracle against 5.0e-7
+  X' is not exact in TF32). Not the default until session 43 (now at 8-16 decode rows,
+  below): 6.1e-6 from the float64 oracle against 5.0e-7
   for "tf32x3" (mhc_precision_h200_pin.md), as the first form (head truncated to fn's top 19
   bits, split in the kernel: 6.6e-6, mhc_precision_h200_reload.md), so the rounding of the
   split was not the cause; and slower than "tf32x3" in every case but the ``flash`` tail
@@ -76,7 +77,8 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
   133.3 -> 143.9-144.6, ``flash`` 64 rows 15.1 -> 18.3-19.1; a tie at 16 rows). The time is
   in the sweep kernel, although its 4,096-row loop is 732 static sm_90 instructions (168
   registers) against 1,344 (250); it asks 51 KB of shared memory against 30 KB and reads
-  fn's remainder from L2 beside its head.
+  fn's remainder from L2 beside its head. At decode (8-16 rows) it is faster, read in turn
+  (session 43), and the default there since: ``MhcPolicy.decode_tf32x2_from``.
 
 The re-read (``reload_d``): the sweep mixes and writes ``reload_d`` columns of X', then
 projects them from memory (runtime/kernels/mhc.py says why). Without the pin (below) it
@@ -219,7 +221,7 @@ class MhcPolicy:
     """Chooses an :class:`MhcTiling` per call from (T, D) and whether it runs on CUDA.
 
     ``projection`` / ``decode_projection``: "" = "fma" up to ``fma_rows`` rows, else "tf32x3"
-    on CUDA, else "ieee"; ``decode_rows``: calls of at most this many rows use the
+    on CUDA ("tf32x2" for decode calls of at least ``decode_tf32x2_from`` rows), else "ieee"; ``decode_rows``: calls of at most this many rows use the
     ``decode_*`` tiles; ``block_t`` 0 = as few rows as the projection allows (the row count
     rounded up to a power of two for "fma", 16 for a dot); ``programs``: split D until row
     blocks x splits reaches this; ``split``: None = split as ``programs`` asks, False = one
@@ -258,6 +260,19 @@ class MhcPolicy:
     to 2.3e-3 of the largest output at ``mid`` 16 rows), and a CPU emulation finds the fused
     form the closer to the exact X' (benchmarks/results/fma_mixing_cpu.md: 161 of 5.2 M
     stored values not the nearest bf16, against 228 with separate roundings);
+    ``decode_tf32x2_from``: decode calls (at most ``decode_rows``) of at least this many rows
+    project with "tf32x2" where they would take "tf32x3" (1-2 rows keep the multiply-adds).
+    Measured on an H100 with the variants of a case read in turn (session 43, us, tf32x3 ->
+    tf32x2): ``mid`` 8 rows 8.41 / 7.62 / 8.11 / 8.23 -> 8.17 / 7.42 / 7.90 / 8.05, 16 rows
+    9.07 / 9.06 / 8.36 / 8.47 -> 8.80 / 8.21 / 8.10 / 8.23, ``flash`` 8 rows 9.14 / 9.41 /
+    8.97 / 9.01 -> 8.96 / 8.94 / 8.78 / 8.86, 16 rows 10.12 / 9.47 / 9.40 / 9.37 -> 9.84 /
+    9.25 / 9.24 / 9.24 (tile_sweep_h100_session43_mhc_decode.md,
+    tile_sweep_h100_session43_tf32x2_decode.md, tile_sweep_h100_session43_tf32x2_rows_{1,2}.md):
+    faster in all 16; at 3-4 rows faster at ``mid`` in 2 of 2 (e.g. 3 rows 7.81 -> 7.58) but
+    at ``flash`` in 1 of 2 (3 rows 8.96 -> 9.28 and 8.92 -> 8.83), so from 8. Above decode
+    rows "tf32x2" lost (64 rows and up, the module docstring), and at 1-2 rows it lost to
+    the multiply-adds (``mid`` one row 5.72 -> 7.65 us). Its precision equals "tf32x3"'s
+    (mhc_precision_h200_fma_mix.md). Not timed on the H200;
     ``dependent_finish_to``:
     calls of at most this many rows launch their second (finishing) launch dependent on the sweep
     (Hopper's programmatic dependent launch, runtime/kernels/pdl.py; CUDA only; 0: never).
@@ -289,6 +304,7 @@ class MhcPolicy:
     num_warps: int = 2
     decode_rows: int = 16
     decode_projection: str = ""
+    decode_tf32x2_from: int = 8
     decode_block_t: int = 0
     decode_block_d: int = 64
     decode_warps: int = 4
@@ -323,7 +339,8 @@ class MhcPolicy:
             rows = getattr(self, name)
             if rows < 1 or rows & (rows - 1):
                 raise ValueError(f"MhcPolicy.{name}: expected a power of two >= 1, got {rows}")
-        for name in ("decode_finish_to", "fma_mix_from", "dependent_finish_to", "finish_at_exit_from"):
+        for name in ("decode_finish_to", "fma_mix_from", "dependent_finish_to", "finish_at_exit_from",
+                     "decode_tf32x2_from"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected a row count >= 0, got {getattr(self, name)}")
         for name in ("reload_d", "tail_reload_d"):
@@ -334,7 +351,8 @@ class MhcPolicy:
     def tiling(self, t: int, d: int, cuda: bool) -> MhcTiling:
         decode = t <= self.decode_rows
         asked = self.decode_projection if decode else self.projection
-        projection = asked or ("fma" if t <= self.fma_rows else "tf32x3" if cuda else "ieee")
+        dot = "tf32x2" if decode and t >= self.decode_tf32x2_from else "tf32x3"
+        projection = asked or ("fma" if t <= self.fma_rows else dot if cuda else "ieee")
         tail = t >= self.tail_rows
         block_t = self.decode_block_t if decode else self.tail_block_t if tail else self.block_t
         if projection == "fma":

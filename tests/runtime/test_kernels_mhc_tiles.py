@@ -53,6 +53,15 @@ def test_the_projection_follows_the_row_count_and_device_unless_asked():
     assert policy.tiling(1, 2048, cuda=True).projection == "fma"  # decode rows: no 16-row dot tile
     assert policy.tiling(2, 2048, cuda=True).projection == "fma"
     assert policy.tiling(3, 2048, cuda=True).projection == "tf32x3"
+    assert policy.tiling(7, 2048, cuda=True).projection == "tf32x3"
+    # decode calls from decode_tf32x2_from (8) rows: fn's host split, two TF32 products
+    assert [policy.tiling(t, 5120, cuda=True).projection for t in (8, 16, 17, 64)] == [
+        "tf32x2", "tf32x2", "tf32x3", "tf32x3"]
+    assert policy.tiling(8, 2048, cuda=False).projection == "ieee"
+    assert MhcPolicy(decode_tf32x2_from=3).tiling(3, 2048, cuda=True).projection == "tf32x2"
+    assert MhcPolicy(decode_tf32x2_from=1 << 30).tiling(16, 2048, cuda=True).projection == "tf32x3"
+    with pytest.raises(ValueError, match="decode_tf32x2_from"):
+        MhcPolicy(decode_tf32x2_from=-1)
     asked = MhcPolicy(projection="ieee", decode_projection="fma")
     assert asked.tiling(4096, 2048, cuda=True).projection == "ieee"
     assert asked.tiling(16, 2048, cuda=True).projection == "fma"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from runtime.kernels.mhc import tf32_split
@@ -65,4 +66,40 @@ def test_splits_are_kept_per_weight_and_version():
     assert splits.get(other) is not splits.get(fn)
     del fn, other, first, head, rest
     gc.collect()
+    assert len(splits._by_weight) == 0
+
+
+def test_a_split_asked_for_inside_a_graph_capture_is_not_kept(monkeypatch):
+    """Inside a capture nothing runs, so a kept split would be unwritten memory to an eager
+    call before the first replay: it is returned (recorded into the graph) and not kept;
+    the next call outside the capture splits and keeps it."""
+    from runtime.kernels import mhc
+
+    gen = torch.Generator().manual_seed(2)
+    splits = mhc.Tf32Splits()
+    fn = torch.randn(24, 64, generator=gen)
+    monkeypatch.setattr(mhc, "capturing", lambda: True)
+    inside = splits.get(fn)
+    assert torch.equal(inside[0].double(), nearest_tf32(fn))
+    assert splits.get(fn) is not inside  # not kept: split again
+    monkeypatch.setattr(mhc, "capturing", lambda: False)
+    outside = splits.get(fn)
+    assert splits.get(fn) is outside
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_split_made_in_a_real_capture_is_replayed_and_not_kept():
+    """On the GPU: the split first asked for while a graph is captured is computed by the
+    graph's replay, and the cache holds nothing from the capture."""
+    from runtime.kernels.mhc import Tf32Splits
+
+    splits = Tf32Splits()
+    fn = torch.randn(24, 64, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        head, rest = splits.get(fn)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(head.double().cpu(), nearest_tf32(fn.cpu()))
     assert len(splits._by_weight) == 0
