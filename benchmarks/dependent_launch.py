@@ -7,10 +7,11 @@ whether PDL pays and whether a second launch with PDL beats the ticket.
 Variants per case, the first the baseline the others are read against:
 - attention: ``pdl off`` (the registry's default), ``pdl`` (``dependent_merge``), ``pdl at
   exit`` (``merge_at_exit``: the partials let the merge launch as they exit, pdl.py);
-- gate: ``pdl off`` (a ticket unless the selection covers more than 1,024 (row, padded
-  expert) pairs, ``mid`` from 512 rows and ``flash`` from 3; else a selecting launch),
-  ``pdl`` (``dependent_select``, the default since session 23), ``2 launches + pdl``
-  (``select_from=0``: a selecting launch at every size, dependent);
+- gate: ``pdl off`` (a selecting launch at every size, the default since session 43, not
+  dependent), ``pdl`` (``dependent_select``, the default since session 23), ``ticket rule +
+  pdl`` (the rule before session 43: a ticket unless the selection covers more than 1,024
+  (row, padded expert) pairs, ``mid`` from 512 rows and ``flash`` from 3, 2 rows per
+  selecting program; else a dependent selecting launch);
 - mHC: ``pdl off`` (decode: a finishing launch), ``pdl`` (``dependent_finish_to``: every
   call; the default since session 23 up to 64 rows), ``pdl at exit``
   (``finish_at_exit_from=0``); also at 128-512 rows, where the sweep runs in several waves;
@@ -85,7 +86,8 @@ def cases() -> list[Case]:
                           "pdl at exit": FusedSparseAttention(dependent_merge=True, merge_at_exit=True)}),
         (gate_case, {"pdl off": FusedGate(GatePolicy(dependent_select=False)),
                      "pdl": FusedGate(GatePolicy(dependent_select=True)),
-                     "2 launches + pdl": FusedGate(GatePolicy(select_from=0, dependent_select=True))}),
+                     "ticket rule + pdl": FusedGate(GatePolicy(select_from=1024, wide_select_from=1 << 30,
+                                                               dependent_select=True))}),
         (mhc_case, mhc_variants),
     )
     out = []
