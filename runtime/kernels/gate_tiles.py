@@ -169,7 +169,8 @@ class GatePolicy:
     slower at 64 rows (9.23 / 9.19 -> 9.34 / 9.32) and 512 (15.81 / 15.07 -> 16.00 /
     15.17), where one row on 4 warps tied or won (9.22 / 9.21, 15.60 / 14.80) but lost at
     2-32 rows and 4,096 (66.60 / 66.62): one rule, not one per row count. The H200 has not
-    timed it. ``mid`` (32 experts) is unchanged;
+    timed it. ``mid`` (32 experts) keeps 2 rows per selecting program (one row lost there at
+    4,096 rows: gate_tiles_h100_session43_select_warps_mid_1.md);
     ``max_splits``: most D splits per row block (the module docstring says why);
     ``block_m``: rows per program (0: by row count, 16 with ``one_program``); ``num_stages``:
     the D loop's pipelined stages (0: Triton's default). Both are sweep options, untimed

@@ -272,7 +272,10 @@ class MhcPolicy:
     at ``flash`` in 1 of 2 (3 rows 8.96 -> 9.28 and 8.92 -> 8.83), so from 8. Above decode
     rows "tf32x2" lost (64 rows and up, the module docstring), and at 1-2 rows it lost to
     the multiply-adds (``mid`` one row 5.72 -> 7.65 us). Its precision equals "tf32x3"'s
-    (mhc_precision_h200_fma_mix.md). Not timed on the H200;
+    (mhc_precision_h200_fma_mix.md). Static sm_90 under Triton 3.6 (the GPU machine's;
+    tests/runtime/compile_sm90.py): the 8- and 16-row sweep loop 1,276 -> 749 instructions,
+    255 registers and no stack either way; Triton 3.9 keeps 8 bytes of stack in ``flash``'s
+    8-row sweep with it (untimed on that Triton). Not timed on the H200;
     ``dependent_finish_to``:
     calls of at most this many rows launch their second (finishing) launch dependent on the sweep
     (Hopper's programmatic dependent launch, runtime/kernels/pdl.py; CUDA only; 0: never).
