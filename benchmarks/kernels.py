@@ -176,7 +176,7 @@ def alternate_medians(timers: dict, rounds: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in readings.items()}
 
 
-def interleaved_graph_ms(fns: list, reps: int = 20, rounds: int = 9) -> list[float | None]:
+def interleaved_graph_ms(fns: list, reps: int = 20, rounds: int = 9, most: int = 16) -> list[float | None]:
     """Per-call device time of each of ``fns``, each replayed from its own CUDA graph of
     ``reps`` calls, the graphs replayed in turn for ``rounds`` rounds (``alternate_medians``
     of 3-replay medians); None for a call that cannot be captured.
@@ -184,12 +184,27 @@ def interleaved_graph_ms(fns: list, reps: int = 20, rounds: int = 9) -> list[flo
     Why: variants read one after another each meet the machine as it is at their turn
     (the empty launch read alone through one run moved 0.69-0.93 us,
     kernels_h200_session20_runs.md), so the ranking of two variants a few percent apart
-    can be the drift's. Read in turn, a drift reaches every variant alike."""
-    graphs = [capture([fn] * reps) for fn in fns]
-    timers = {i: (lambda g=g: median_ms(g.replay, warmup=1, iters=3) / reps)
-              for i, g in enumerate(graphs) if g is not None}
-    medians = alternate_medians(timers, rounds) if timers else {}
-    return [medians.get(i) for i in range(len(fns))]
+    can be the drift's. Read in turn, a drift reaches every variant alike.
+
+    At most ``most`` graphs are alive at once: each keeps one call's outputs (an attention
+    candidate's float32 partials at 512 queries and 16 splits are about 1 GB), so a long
+    sweep is read in groups, each group's graphs freed before the next is captured. The
+    first of ``fns`` (the tools' default or table row) is replayed in every group, so each
+    variant is read in turn beside it; its time is its first group's."""
+    out: list[float | None] = [None] * len(fns)
+    others = list(range(1, len(fns)))
+    step = max(1, most - 1)
+    for start in range(0, max(1, len(others)), step):
+        group = ([0] if fns else []) + others[start:start + step]
+        graphs = {i: capture([fns[i]] * reps) for i in group}
+        timers = {i: (lambda g=g: median_ms(g.replay, warmup=1, iters=3) / reps)
+                  for i, g in graphs.items() if g is not None}
+        medians = alternate_medians(timers, rounds) if timers else {}
+        for i in group:
+            if i or not start:
+                out[i] = medians.get(i)
+        del graphs, timers  # this group's graph pools go back before the next group's capture
+    return out
 
 
 def kernel_breakdown(fn, calls: int = 20) -> dict[str, float]:

@@ -15,8 +15,9 @@ question.
 
 Device time per call from CUDA-graph replay, the variants of a case in turn
 (``benchmarks/kernels.py``'s ``interleaved_graph_ms``: each variant's graph of 20 calls,
-replayed one after another for 9 rounds, medians; before session 43 each variant was
-read alone, one after another), next to an empty Triton kernel and a one-load-one-store
+replayed one after another for 9 rounds, medians, at most 16 graphs alive at once, the
+first variant in every group; before session 43 each variant was read alone, one after
+another), next to an empty Triton kernel and a one-load-one-store
 kernel replayed the same way (the floor of an op that touches memory at all). Writes
 tile_sweep_<gpu>.json and .md.
 

@@ -58,3 +58,44 @@ def test_alternating_readings_are_taken_in_turn_and_summarised_by_their_medians(
     medians = alternate_medians({"op": timer("op"), "empty": timer("empty")}, rounds=4)
     assert order == ["op", "empty"] * 4
     assert medians == {"op": statistics.median([5.0, 1.0, 3.0, 9.0]), "empty": statistics.median([2.0, 2.5, 0.5, 7.0])}
+
+
+def test_interleaved_graph_ms_reads_long_lists_in_groups_beside_the_first(monkeypatch):
+    """More calls than ``most``: groups of at most ``most`` graphs alive at once, the first
+    call in every group, each group's graphs replayed in turn; every call gets its own
+    group's median, the first its first group's; a call that cannot be captured gets None.
+    The CUDA graph and its timing are stand-ins (no GPU): a "graph" is the call's index."""
+    from benchmarks import kernels
+
+    captured, replays, alive = [], [], []
+
+    class Graph:
+        def __init__(self, i):
+            self.i = i
+            alive.append(i)
+
+        def __del__(self):
+            alive.remove(self.i)
+
+        def replay(self):
+            replays.append(self.i)
+
+    def capture(fns):
+        i = fns[0]()
+        captured.append(i)
+        assert len(alive) < 4, "more than `most` graphs alive at once"
+        return None if i == 5 else Graph(i)
+
+    def median_ms(replay, warmup, iters):
+        replay()
+        return float(replays[-1])
+
+    monkeypatch.setattr(kernels, "capture", capture)
+    monkeypatch.setattr(kernels, "median_ms", median_ms)
+    fns = [lambda i=i: i for i in range(7)]
+    got = kernels.interleaved_graph_ms(fns, reps=1, rounds=3, most=4)
+    assert captured == [0, 1, 2, 3, 0, 4, 5, 6]  # groups (0, 1, 2, 3) and (0, 4, 5, 6)
+    assert replays[:12] == [0, 1, 2, 3] * 3  # in turn within a group
+    assert replays[12:] == [0, 4, 6] * 3  # 5 could not be captured
+    assert got[5] is None and got[0] == 0.0 and got[1:5] == [1.0, 2.0, 3.0, 4.0] and got[6] == 6.0
+    assert kernels.interleaved_graph_ms([], most=4) == []
