@@ -249,6 +249,18 @@ set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
 el() { echo "[$1 rc=$2 at $(( $(date +%s) - T0 )) s]"; tar -cf "$OUT/res.tar" --exclude='*.ncu-rep' -C /tmp res; }  # reports: too large to come back
+# ncu's stall samples per source line of profile_ops.py's cases (parts 21, 35, 42, 67):
+# ncu_lines TAG SECONDS TOP CASE... profiles into $R/TAG.ncu-rep, keeps its details and its
+# CUDA + SASS source CSV beside it, prints each launch's duration, stalls, registers,
+# occupancy and DRAM throughput, and the TOP source lines (also $OUT/source_lines_TAG.txt)
+ncu_lines() {
+  local tag=$1 secs=$2 top=$3; shift 3
+  timeout "$secs" ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/$tag" python benchmarks/profile_ops.py "$@" > "$OUT/ncu_$tag.log" 2>&1; el "ncu $tag" $?
+  ncu -i "$R/$tag.ncu-rep" --page details 2>/dev/null > "$R/${tag}_details.txt"; el "details $tag" $?
+  ncu -i "$R/$tag.ncu-rep" --page source --print-source cuda,sass --csv > "$R/${tag}_cuda_sass.csv" 2> "$R/${tag}_cuda_sass.err"; el "source $tag" $?
+  grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|DRAM Throughput" "$R/${tag}_details.txt" | head -60
+  python benchmarks/ncu_source_lines.py "$R/${tag}_cuda_sass.csv" --top "$top" | tee "$OUT/source_lines_$tag.txt"
+}
 for PART in "${@:-1}"; do  # several parts in one call run in turn
 if [ "$PART" = 1 ]; then
 timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py -k "packed_ring_attention_gpu or mhc_finish_forms_parity_gpu or column_blocks_parity_gpu or attention_parity_gpu or mhc_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
@@ -451,11 +463,7 @@ grep -hE "^\| compress" "$R"/comp_*/*.md | cut -d'|' -f2-9
 # where decode attention's ~10 us go (1 and 8 queries: two launches, the key gather behind the
 # top-k ids, the merge), and compress's smallest call (the registry's form): ncu's stall samples
 # per source line (as part 8 did for the gate and mHC: ncu_h200_session16.md)
-timeout 240 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/src" python benchmarks/profile_ops.py attention:mid:1 attention:mid:8 attention:flash:8 compress:mid:2 > "$OUT/ncu.log" 2>&1; el ncu $?
-ncu -i "$R/src.ncu-rep" --page details 2>/dev/null > "$R/src_details.txt"; el details $?
-ncu -i "$R/src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/src_cuda_sass.csv" 2> "$R/src_cuda_sass.err"; el source $?
-grep -E "_kernel \(|Duration|Warp Cycles Per Issued" "$R/src_details.txt" | head -40
-python benchmarks/ncu_source_lines.py "$R/src_cuda_sass.csv" --top 8 | tee "$OUT/source_lines.txt"
+ncu_lines src 240 8 attention:mid:1 attention:mid:8 attention:flash:8 compress:mid:2
 elif [ "$PART" = 22 ]; then
 # session 21 (no device): mHC's sweep with the mixing, collapse and sum of squares as fused
 # multiply-adds (MhcPolicy(fma_mix=True): the kernel compiles without FMA contraction, so the
@@ -603,11 +611,7 @@ elif [ "$PART" = 35 ]; then
 # session 28: where flash attention's 64-head program spends its ~77 us at 512 queries (20 tiles of
 # 32 keys, ~3.8 us each: far above one memory trip and the tile's 4.2 MFLOP of wgmma) and at 64
 # queries: ncu's stall samples per source line (the table's tiles)
-timeout 300 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/att_src" python benchmarks/profile_ops.py attention:flash:512 attention:flash:64 > "$OUT/ncu.log" 2>&1; el ncu $?
-ncu -i "$R/att_src.ncu-rep" --page details 2>/dev/null > "$R/att_src_details.txt"; el details $?
-ncu -i "$R/att_src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/att_src_cuda_sass.csv" 2> "$R/att_src_cuda_sass.err"; el source $?
-grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|DRAM Throughput" "$R/att_src_details.txt" | head -40
-python benchmarks/ncu_source_lines.py "$R/att_src_cuda_sass.csv" --top 10 | tee "$OUT/source_lines.txt"
+ncu_lines att_src 300 10 attention:flash:512 attention:flash:64
 elif [ "$PART" = 36 ]; then
 # session 28's flips (RowBound: first tile, 4 maxima per k; attention's prefill rows prefetch their
 # ids; their exactness and bit identity ran in parts 32-33) in the kernel table's attention and indexer + top-k rows
@@ -917,11 +921,7 @@ for run in $(seq 1 "${RUNS:-2}"); do
   timeout 90 python benchmarks/gate_tiles.py --stages --scales flash --rows 1,8,64 --only new "groups 2" "groups 4" "select w8" --out "$R/g67_$run" > "$OUT/g67_$run.log" 2>&1; el g67_$run $?
   grep -hE "^\| flash \|" "$R"/g67_$run/*.md | cut -d'|' -f2-5,8
 done
-timeout 200 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/sel67" python benchmarks/profile_ops.py gate:flash:1 gate:flash:8 > "$OUT/ncu67.log" 2>&1; el ncu67 $?
-ncu -i "$R/sel67.ncu-rep" --page details 2>/dev/null > "$R/sel67_details.txt"; el details67 $?
-ncu -i "$R/sel67.ncu-rep" --page source --print-source cuda,sass --csv > "$R/sel67_cuda_sass.csv" 2> "$R/sel67_cuda_sass.err"; el source67 $?
-grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy" "$R/sel67_details.txt" | head -40
-python benchmarks/ncu_source_lines.py "$R/sel67_cuda_sass.csv" --top 10 | tee "$OUT/source_lines67.txt"
+ncu_lines sel67 200 10 gate:flash:1 gate:flash:8
 elif [ "$PART" = 68 ]; then
 # session 43, with the sweeps now interleaved: the mid gate at decode (its second launch won
 # at 8 rows in four sequential H100 runs, session 41, but lost at 1 row and was mixed at 16),
@@ -994,11 +994,7 @@ elif [ "$PART" = 42 ]; then
 # GFLOP; a decode batch of 64 requests on bf16 and on packed ring caches at mid): ncu's stall
 # samples per source line, as part 35 did for prefill (run after 41's flip, if any); and one query
 # of one request against one request of a batch (the same keys: 9.6 vs 13.0 us in the table)
-timeout 300 ncu --clock-control none --profile-from-start off --set full --import-source yes -o "$R/dec_src" python benchmarks/profile_ops.py attention:flash:8 attention_ring:mid:64 attention_packed:mid:64 attention:mid:1 attention_ring:mid:1 > "$OUT/ncu42.log" 2>&1; el ncu42 $?
-ncu -i "$R/dec_src.ncu-rep" --page details 2>/dev/null > "$R/dec_src_details.txt"; el details42 $?
-ncu -i "$R/dec_src.ncu-rep" --page source --print-source cuda,sass --csv > "$R/dec_src_cuda_sass.csv" 2> "$R/dec_src_cuda_sass.err"; el source42 $?
-grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|DRAM Throughput" "$R/dec_src_details.txt" | head -60
-python benchmarks/ncu_source_lines.py "$R/dec_src_cuda_sass.csv" --top 8 | tee "$OUT/source_lines42.txt"
+ncu_lines dec_src 300 8 attention:flash:8 attention_ring:mid:64 attention_packed:mid:64 attention:mid:1 attention_ring:mid:1
 elif [ "$PART" = 37 ]; then
 # the gate's tilings at 16-64 rows at both scales (part 34: 64 experts per program won at flash, 64 rows)
 timeout 300 python benchmarks/gate_tiles.py --sweep --scales mid,flash --rows 16,32,64 --out "$R/gate_e" > "$OUT/gate_e.log" 2>&1; el gate_e $?
