@@ -189,8 +189,9 @@ def interleaved_graph_ms(fns: list, reps: int = 20, rounds: int = 9, most: int =
     At most ``most`` graphs are alive at once: each keeps one call's outputs (an attention
     candidate's float32 partials at 512 queries and 16 splits are about 1 GB), so a long
     sweep is read in groups, each group's graphs freed before the next is captured. The
-    first of ``fns`` (the tools' default or table row) is replayed in every group, so each
-    variant is read in turn beside it; its time is its first group's."""
+    first of ``fns`` (attention_tiles' table row, tile_sweep's mHC default, gate_tiles'
+    first variant) is replayed in every group, so each variant is read in turn beside it;
+    its time is its first group's."""
     out: list[float | None] = [None] * len(fns)
     others = list(range(1, len(fns)))
     step = max(1, most - 1)
