@@ -61,6 +61,8 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 69  # session 43's second gate flip (every call selects in a second launch): GPU parity, new vs the rules before twice, the table's gate rows; mHC tf32x2 at 8-16 rows again
 #   OUT=/path bash benchmarks/h200_checklist.sh 70  # session 43: mHC's "tf32x2" at the decode rows that take a dot (3-16): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 71  # session 43's mHC flip ("tf32x2" at 8-16 decode rows): the default's GPU parity, the table's mHC rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 72  # session 44: mHC's "bf16x3" projection (fn's three bf16 parts; untimed): GPU parity, precision against float64
+#   OUT=/path bash benchmarks/h200_checklist.sh 73  # session 44: "bf16x3" against the default at 64-4,096 rows (and its 4-warp tilings) and at decode, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -968,6 +970,28 @@ timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runti
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par71.log" | tail -6
 timeout 150 python benchmarks/kernels.py --ops mhc --out "$R/k71" > "$OUT/k71.log" 2>&1; el k71 $?
 grep -hE "^\| mhc|met on" "$R"/k71/kernels_*.md | cut -d'|' -f2-5,8,11,13,14,17
+elif [ "$PART" = 72 ]; then
+# session 44: mHC's "bf16x3" projection (runtime/kernels/mhc.py, bf16_split3: fn as three bf16
+# parts split once per weight on the host, three bf16 tensor-core products on X' as stored, no
+# split of X' in the kernel). Static sm_90 under Triton 3.6 (mid 4,096 rows, the default's
+# tiles): the sweep loop 1,344 -> 690 instructions, 250 -> 146 registers, 30 -> 39 KB shared.
+# GPU parity (in the mixing loop, re-reading X', pinned bits, the interpreter's tests compiled),
+# then the coefficients against float64 beside the other modes
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=line -m "gpu or not gpu" tests/runtime/test_kernels_parity.py -k "bf16x3" > "$OUT/par72.log" 2>&1; el par72 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par72.log" | tail -8
+timeout 120 python benchmarks/mhc_precision.py --out "$R/prec72" > "$OUT/prec72.log" 2>&1; el prec72 $?
+grep -hE "^\|" "$R"/prec72/*.md
+elif [ "$PART" = 73 ]; then
+# session 44: "bf16x3" against the default (tf32x3 above decode, tf32x2 at 8-16 rows, the
+# multiply-adds at 1-2) with the variants of a case read in turn; above decode also on 4 warps
+# (489 static loop instructions, 135 registers) and the tail on 64-row blocks of 4 warps
+# (Hopper's warp-group MMAs), RUNS times (default 2)
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 64 512 4096 --only default bf16x3 "bf16x3 w4" "bf16x3 tail t64 w4" --out "$R/m73_$run" > "$OUT/m73_$run.log" 2>&1; el m73_$run $?
+  grep -hE "^\| mhc" "$R"/m73_$run/*.md | cut -d'|' -f3-8
+  timeout 100 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 16 --only default bf16x3 --out "$R/m73d_$run" > "$OUT/m73d_$run.log" 2>&1; el m73d_$run $?
+  grep -hE "^\| mhc" "$R"/m73d_$run/*.md | cut -d'|' -f3-8
+done
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,

@@ -1,7 +1,8 @@
 """How far the fused mHC site's coefficients (pre, post, comb) are from a float64 oracle,
 with each projection mode of runtime/kernels/mhc_tiles.py (float32 FMA as ``tl.dot``
 "ieee" or without a dot "fma", three TF32 products "tf32x3", two on fn split on the host
-"tf32x2"; in the mixing loop or on X' re-read), next to the float32
+"tf32x2", three bf16 ones on fn's three bf16 parts "bf16x3"; in the mixing loop or on X'
+re-read), next to the float32
 reference op, on the same bf16 streams (what the GPU parity test's "same
 streams" check compares). Two cases, as in that test: the site alone, and the site that
 first applies the previous site's mixing (``out``, ``prev``), whose coefficients are then
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     for projection in PROJECTIONS:  # projected in the mixing loop (a dot's X' pinned: MhcPolicy.pin_mix)
         variants[f"fused {projection}"] = FusedMhc(MhcPolicy(projection=projection, decode_projection=projection,
                                                              reload_d=0, tail_reload_d=0))
-    for projection in ("tf32x3", "tf32x2"):
+    for projection in ("tf32x3", "tf32x2", "bf16x3"):
         variants[f"fused {projection} reload"] = FusedMhc(MhcPolicy(projection=projection, decode_projection=projection,
                                                                     reload_d=128, tail_reload_d=128))
     variants["fused tf32x3 not pinned"] = FusedMhc(MhcPolicy(projection="tf32x3", decode_projection="tf32x3",

@@ -132,6 +132,9 @@ MHC_DECODE = (
     # and never (the decode default before session 43: from 8 rows since)
     ("tf32x2 from 3 rows", MhcPolicy(decode_tf32x2_from=3)),
     ("tf32x3 decode", MhcPolicy(decode_tf32x2_from=1 << 30)),
+    # fn as three bf16 parts, bf16 tensor-core products on X' as stored (untimed before
+    # session 44; runtime/kernels/mhc.py, bf16_split3), at every decode row count
+    ("bf16x3", MhcPolicy(decode_projection="bf16x3")),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),
@@ -144,6 +147,13 @@ MHC_MANY = (
     ("reload 128", MhcPolicy(reload_d=128)),  # below the tail the projection re-reads X'
     ("tf32x2", MhcPolicy(projection="tf32x2")),
     ("tf32x2 tail d32", MhcPolicy(projection="tf32x2", tail_block_d=32)),
+    # fn as three bf16 parts (untimed before session 44): static sm_90 under Triton 3.6 at
+    # 4,096 mid rows, the sweep loop 1,344 -> 690 instructions and 250 -> 146 registers on
+    # the default's tiles; on 4 warps 489 (135 registers); 64-row blocks on 4 warps take
+    # Hopper's warp-group MMAs
+    ("bf16x3", MhcPolicy(projection="bf16x3")),
+    ("bf16x3 w4", MhcPolicy(projection="bf16x3", num_warps=4)),
+    ("bf16x3 tail t64 w4", MhcPolicy(projection="bf16x3", num_warps=4, tail_block_t=64)),
     ("t32", MhcPolicy(block_t=32)),
     # above decode up to 256 rows the decode finish (1-row programs, 1 warp, the register
     # coefficients), above that 8-row programs with the register coefficients

@@ -81,13 +81,27 @@ def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return head, rna(x - head)
 
 
+def bf16_split3(x: torch.Tensor) -> torch.Tensor:
+    """float32 ``x`` as three bf16 parts [3, *x.shape] (hi, mid, lo), each the bf16 nearest
+    (ties to even) to what the parts before it leave: hi + mid + lo is within 2^-24 |x| of x
+    (each remainder is exact in float32). The "bf16x3" projection's ``fn``: X' is bf16, so
+    X' * part is exact in float32 and the three products lose nothing of fn but that, as
+    bf16 tensor-core products (half the operand bytes of TF32, no split of X' in the
+    kernel). Stacked, so the kernel reads the three parts from one pointer."""
+    hi = x.bfloat16()
+    rest = x - hi.float()
+    mid = rest.bfloat16()
+    return torch.stack([hi, mid, (rest - mid.float()).bfloat16()])
+
+
 def capturing() -> bool:
     """Whether the current CUDA stream is capturing a graph (False without CUDA)."""
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
 
-class Tf32Splits:
-    """``tf32_split`` of each ``fn`` weight, computed once per weight and version.
+class WeightSplits:
+    """``split`` of each ``fn`` weight, computed once per weight and version (the
+    "tf32x2" and "bf16x3" projections' operands: :class:`Tf32Splits`, :class:`Bf16Splits`).
 
     Why: fn is a weight, the same tensor at every call, and splitting it on every call put
     five elementwise launches on the 24 x 4D float32 weight in front of each "tf32x2" site
@@ -100,14 +114,15 @@ class Tf32Splits:
     A caller passing a fresh tensor each call (fn not float32 and contiguous) gets no
     reuse, only the same result."""
 
-    def __init__(self) -> None:
+    def __init__(self, split) -> None:
+        self._split = split
         self._by_weight: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
-    def get(self, fn: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def get(self, fn: torch.Tensor):
         cached = self._by_weight.get(fn)
         if cached is not None and cached[0] == fn._version:
             return cached[1]
-        split = tf32_split(fn)
+        split = self._split(fn)
         if capturing():
             # inside a CUDA-graph capture nothing runs: the split is recorded into the graph
             # (each replay computes it), and kept it would be unwritten memory to an eager
@@ -115,6 +130,36 @@ class Tf32Splits:
             return split
         self._by_weight[fn] = (fn._version, split)
         return split
+
+
+class Tf32Splits(WeightSplits):
+    """``tf32_split`` (head, remainder) of each fn weight: the "tf32x2" projection's."""
+
+    def __init__(self) -> None:
+        super().__init__(tf32_split)
+
+
+class Bf16Splits(WeightSplits):
+    """``bf16_split3`` ([3, 24, 4D] bf16) of each fn weight: the "bf16x3" projection's."""
+
+    def __init__(self) -> None:
+        super().__init__(bf16_split3)
+
+
+def _bf16x3_dot(x, hi, mid, lo, BF16_OPERANDS: tl.constexpr):
+    """x @ (hi + mid + lo): [rows, BLOCK_D] bf16-exact float32 X' against the three bf16
+    parts of a [BLOCK_D, 32] fn tile, the products summed from zero smallest part first
+    and returned for the caller to add to its running sum (as "tf32x2" does; added
+    straight into the running sum such products measured 10x further from a float64
+    oracle, mhc_tiles.py). ``BF16_OPERANDS``: the tensor cores' bf16 products (CUDA);
+    off, the same exact products in float32 (Triton's interpreter runs a bf16 ``dot`` on
+    the bits: runtime/kernels/backend.py)."""
+    if BF16_OPERANDS:
+        a = x.to(tl.bfloat16)
+        return tl.dot(a, hi, tl.dot(a, mid, tl.dot(a, lo)))
+    lo_part = tl.dot(x, lo.to(tl.float32), input_precision="ieee")
+    mid_part = tl.dot(x, mid.to(tl.float32), lo_part, input_precision="ieee")
+    return tl.dot(x, hi.to(tl.float32), mid_part, input_precision="ieee")
 
 
 def _mhc_site_kernel(
@@ -125,7 +170,7 @@ def _mhc_site_kernel(
     BLOCK_D: tl.constexpr, PROJ: tl.constexpr, TAIL_T: tl.constexpr, CHUNK: tl.constexpr,
     NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
     PIN_MIX: tl.constexpr, FAST_RCP: tl.constexpr, FMA_MIX: tl.constexpr, PDL: tl.constexpr = False,
-    PDL_AT_EXIT: tl.constexpr = False,
+    PDL_AT_EXIT: tl.constexpr = False, BF16_OPERANDS: tl.constexpr = False,
 ):
     """One launch of a site, by PHASE:
 
@@ -276,6 +321,17 @@ def _mhc_site_kernel(
                         m += tl.dot(x1, f1, tl.dot(x1, lo1, input_precision="tf32"), input_precision="tf32")
                         m += tl.dot(x2, f2, tl.dot(x2, lo2, input_precision="tf32"), input_precision="tf32")
                         m += tl.dot(x3, f3, tl.dot(x3, lo3, input_precision="tf32"), input_precision="tf32")
+                    elif PROJ == "bf16x3":  # f0..f3 are fn's bf16 high parts; its middle and low parts follow
+                        mcol = fcol + 6 * HC * width  # [3, 24, 4D]: one part further
+                        lcol = mcol + 6 * HC * width
+                        m += _bf16x3_dot(x0, f0, tl.load(mcol + 0 * D, mask=f_ok, other=0.0),
+                                         tl.load(lcol + 0 * D, mask=f_ok, other=0.0), BF16_OPERANDS)
+                        m += _bf16x3_dot(x1, f1, tl.load(mcol + 1 * D, mask=f_ok, other=0.0),
+                                         tl.load(lcol + 1 * D, mask=f_ok, other=0.0), BF16_OPERANDS)
+                        m += _bf16x3_dot(x2, f2, tl.load(mcol + 2 * D, mask=f_ok, other=0.0),
+                                         tl.load(lcol + 2 * D, mask=f_ok, other=0.0), BF16_OPERANDS)
+                        m += _bf16x3_dot(x3, f3, tl.load(mcol + 3 * D, mask=f_ok, other=0.0),
+                                         tl.load(lcol + 3 * D, mask=f_ok, other=0.0), BF16_OPERANDS)
                     else:
                         m += tl.dot(x0, f0, input_precision=PROJ)
                         m += tl.dot(x1, f1, input_precision=PROJ)
@@ -309,6 +365,10 @@ def _mhc_site_kernel(
                         if PROJ == "tf32x2":  # fn's TF32 remainder, then its head, summed from zero, then added
                             f_lo = tl.load(fn_lo_ptr + cols[None, :] * width + ds[:, None] + s * D, mask=f_ok, other=0.0)
                             m += tl.dot(a, f, tl.dot(a, f_lo, input_precision="tf32"), input_precision="tf32")
+                        elif PROJ == "bf16x3":
+                            at_part = fcol + s * D + 6 * HC * width
+                            m += _bf16x3_dot(a, f, tl.load(at_part, mask=f_ok, other=0.0),
+                                             tl.load(at_part + 6 * HC * width, mask=f_ok, other=0.0), BF16_OPERANDS)
                         else:
                             m += tl.dot(a, f, input_precision=PROJ)
         part = part_ptr + (split * T + rows64) * PART  # [BLOCK_T] row starts
@@ -500,6 +560,9 @@ def _mhc_site_kernel(
                 tl.store(n_ptr, (w[None, :] * y).to(DTYPE), mask=n_ok)
 
 
+SITE_HELPERS = (_bf16x3_dot,)  # what the site kernel calls (runtime/kernels/backend.py's jit binds them)
+
+
 def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.dtype,
                   pdl: bool = False, at_exit: bool = False) -> list[tuple[tuple, dict]]:
     """(grid, keyword arguments) of each launch of one call, in order: the sweep (with the
@@ -513,7 +576,7 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
     common = dict(HAS_OUT=has_out, DTYPE=TL_DTYPES[dtype], BLOCK_D=tiles.block_d, PROJ=tiles.projection,
                   CHUNK=tiles.chunk, RELOAD_D=tiles.reload_d,
                   REG_FINISH=tiles.finish_registers, PIN_MIX=tiles.pin_mix, FAST_RCP=tiles.fast_reciprocal,
-                  FMA_MIX=tiles.fma_mix, enable_fp_fusion=False)
+                  FMA_MIX=tiles.fma_mix, BF16_OPERANDS=tiles.bf16_operands, enable_fp_fusion=False)
     sweep = dict(PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t,
                  NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
     if tiles.tail:
@@ -527,15 +590,17 @@ class FusedMhc:
     """Callable with :func:`runtime.kernels.reference.mhc_site`'s signature (hc = 4).
 
     Holds the row-block ticket counters (``runtime/kernels/tickets.py``) and the "tf32x2"
-    projection's split of each fn weight (:class:`Tf32Splits`)."""
+    projection's split of each fn weight (:class:`Tf32Splits`) and the "bf16x3" projection's
+    parts (:class:`Bf16Splits`)."""
 
     def __init__(self, policy: MhcPolicy | None = None) -> None:
         """``policy``: how calls are tiled (default :class:`MhcPolicy`, or one program per row
         block when interpreted); benchmarks and tests pass others."""
-        self.kernel = jit(_mhc_site_kernel)
+        self.kernel = jit(_mhc_site_kernel, helpers=SITE_HELPERS)
         self.policy = policy or (INTERPRETED if interpret_requested() else MhcPolicy())
         self.tickets = TicketCounters()
         self.fn_splits = Tf32Splits()
+        self.fn_parts = Bf16Splits()
 
     def __call__(self, streams, out, prev: HcMix | None, pre_shift, fn, base, scale, norm_weight,
                  config: V41Config, num: Numerics) -> tuple[torch.Tensor, HcMix, torch.Tensor]:
@@ -560,7 +625,14 @@ class FusedMhc:
         tiles = self.policy.tiling(t, d, cuda=dev.type == "cuda")
         if tiles.projection == "tf32x2" and streams.dtype == torch.float32:
             tiles = replace(tiles, projection="tf32x3")  # float32 X' is not exact in TF32
-        fn, fn_lo = self.fn_splits.get(fn) if tiles.projection == "tf32x2" else (fn, fn)
+        if tiles.projection == "bf16x3" and streams.dtype != torch.bfloat16:
+            tiles = replace(tiles, projection="tf32x3", bf16_operands=False)  # nor X' of others in bf16
+        if tiles.projection == "tf32x2":
+            fn, fn_lo = self.fn_splits.get(fn)
+        elif tiles.projection == "bf16x3":
+            fn = fn_lo = self.fn_parts.get(fn)  # [3, 24, 4D]: the kernel finds the parts from fn_ptr
+        else:
+            fn_lo = fn
         base, scale, norm_weight = base.float().contiguous(), scale.float().contiguous(), norm_weight.contiguous()
         grid = tiles.grid(t, d)
         part = torch.empty(grid[1], t, MIX_COLS + 2, dtype=torch.float32, device=dev)

@@ -176,7 +176,7 @@ from dataclasses import dataclass
 
 from runtime.kernels.backend import cdiv, next_pow2
 
-PROJECTIONS = ("ieee", "tf32x3", "tf32x2", "fma")
+PROJECTIONS = ("ieee", "tf32x3", "tf32x2", "bf16x3", "fma")
 DOT_ROWS = 16  # tl.dot's smallest row tile
 FMA_ROWS = 8
 
@@ -203,6 +203,7 @@ class MhcTiling:
     pin_mix: bool = False
     fast_reciprocal: bool = False
     fma_mix: bool = False
+    bf16_operands: bool = False
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -379,7 +380,7 @@ class MhcPolicy:
                          finish_registers=registers,
                          pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0,
                          fast_reciprocal=self.fast_reciprocal and cuda and registers,
-                         fma_mix=t >= self.fma_mix_from)
+                         fma_mix=t >= self.fma_mix_from, bf16_operands=cuda and projection == "bf16x3")
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

@@ -114,6 +114,22 @@ def sweep_candidate_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[s
     return [launch for launch in site_launches(rows, d, other) if launch[1]["PHASE"] != FINISH.value]
 
 
+def bf16x3_sweep_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
+    """The sweeping launch with the "bf16x3" projection (fn's three bf16 parts:
+    ``runtime.kernels.mhc.bf16_split3``; not a default yet) from 512 rows, where it is
+    meant for. Its fn pointers are bf16: ``BF16X3_SITE_SIGNATURE``."""
+    from runtime.kernels.mhc import FINISH
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    if rows < 512:
+        return []
+    return [launch for launch in site_launches(rows, d, MhcPolicy(projection="bf16x3"))
+            if launch[1]["PHASE"] != FINISH.value]
+
+
+BF16X3_SITE_SIGNATURE = {**SITE_SIGNATURE, "fn_ptr": "*bf16", "fn_lo_ptr": "*bf16"}
+
+
 ROPE_QUANT_SIGNATURE = {"x_ptr": "*bf16", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "V": "i32", "H": "i32",
                         "HEAD_PROGRAMS": "i32"}
 
@@ -499,9 +515,12 @@ def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
     from runtime.kernels import gate, indexer, mhc, rope_quant
     from runtime.kernels.backend import jit
 
-    launches = [(name, mhc._mhc_site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in cases
+    site_kernel = jit(mhc._mhc_site_kernel, helpers=mhc.SITE_HELPERS)
+    launches = [(name, site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in cases
                 for name, kwargs, multiples in site_launches(*case) + finish_candidate_launches(*case)
                 + sweep_candidate_launches(*case)]
+    launches += [(name, site_kernel, BF16X3_SITE_SIGNATURE, kwargs, multiples) for case in cases
+                 for name, kwargs, multiples in bf16x3_sweep_launches(*case)]
     launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, multiples)
                  for name, signature, kwargs, multiples in rope_quant_launches()]
     gate_kernel = jit(gate._gate_kernel, helpers=gate.GATE_HELPERS)

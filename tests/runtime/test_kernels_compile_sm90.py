@@ -35,7 +35,8 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # and the 4 sweeps again with the mixing's other form: fused multiply-adds at 1 row,
     # plain at 8, 512 and 4,096 rows, where the default's every launch says fma-mix (8: sweep,
     # both finishes and the 8-row finish; 512: sweep and both finishes, 4,096: both sweeps
-    # with the tail), so 1 + 9 fma-mix;
+    # with the tail), so 1 + 9 fma-mix; the "bf16x3" sweeps at 512 and 4,096 rows (fn's bf16
+    # parts: bf16 pointers), register-finish and fma-mix by name, 2 more of each;
     # RoPE + quant: 3 formats + 2 packed; gate: every call two launches (partials, then the
     # selection: session 43), mid and flash at 1 / 8 / 64 / 512 rows (16), and each of the 8
     # selecting launches again with the rounds' other form (pairs at mid, max and sum at
@@ -48,14 +49,15 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # with the group decode, and all three; all three on the 8-query row and on 16 heads x 32
     # keys), mid's engine rows of 1 and 64 queries with split sources, and the 64-query rows
     # with the merge tail (mid engine, mid packed ring, flash engine: 3)
-    assert run.stdout.count("ok ") == 21 + 24 + 6 + 20 + 3, run.stdout
+    assert run.stdout.count("ok ") == 21 + 2 + 24 + 6 + 20 + 3, run.stdout
+    assert run.stdout.count(" bf16x3") == 2, run.stdout
     assert run.stdout.count(" paired |") == 8, run.stdout
     assert run.stdout.count("ok indexer ") == 6, run.stdout
-    assert run.stdout.count(" register-finish") == 12 and run.stdout.count(" fma-mix") == 10, run.stdout
+    assert run.stdout.count(" register-finish") == 14 and run.stdout.count(" fma-mix") == 12, run.stdout
     assert run.stdout.count(" 1-row-finish") == 4 and run.stdout.count(" 8-row-finish") == 1, run.stdout
     # --sass: every launch's resources were read back from its cubin
     found = re.findall(r"^ok .* \| registers (\d+) stack \d+ shared \d+ \| instructions (\d+) ", run.stdout, re.M)
-    assert len(found) == 74 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
+    assert len(found) == 76 and all(int(r) > 0 and int(n) > 0 for r, n in found), run.stdout
     # the prefetch is in the prefetching launches' code (CCTL), and in no other attention launch
     cctl = dict(re.findall(r"^ok (attention .*?) \|.* CCTL (\d+)$", run.stdout, re.M))
     assert int(cctl.pop("attention option flash h64 n32 w8 s2 prefetch ids")) > 0, run.stdout

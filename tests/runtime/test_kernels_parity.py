@@ -432,6 +432,53 @@ def test_mhc_reloaded_projection_matches_the_reference(fused, gen, projection, t
     check_mhc(fused, gen, TINY, t, torch.float32, with_out=False)
 
 
+@pytest.mark.parametrize("t,tail_rows,reload_d", [(5, 1024, 0), (40, 1, 0), (20, 1024, 48)])
+def test_mhc_bf16x3_matches_the_reference(fused, gen, t, tail_rows, reload_d):
+    """"bf16x3" (fn's three bf16 parts, each product exact on bf16 X') on bf16 streams:
+    both finishes, in the mixing loop and re-reading X', against the reference; and its
+    coefficients as close to a float64 recompute from the same mixed streams as the float32
+    dot's ("ieee": the same site with a float32 projection), within 2x + 1e-7. Dropping
+    the low part alone measured 5x the float32 dot's distance here (5e-6 against 7e-7 on
+    ``post``), which the usual 5e-5 "same streams" bound would not see."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    def policy(projection):
+        return MhcPolicy(projection=projection, decode_projection=projection, decode_rows=8, programs=8,
+                         block_d=16, decode_block_d=16, tail_block_d=16, reload_d=reload_d,
+                         tail_reload_d=reload_d, tail_rows=tail_rows)
+
+    tiles = policy("bf16x3").tiling(t, TINY.hidden_size, cuda=False)
+    assert tiles.projection == "bf16x3" and tiles.splits(TINY.hidden_size) > 1 and tiles.reload_d == reload_d
+    fused.mhc = FusedMhc(policy("bf16x3"))
+    check_mhc(fused, gen, TINY, t, torch.bfloat16, with_out=True)
+    check_mhc(fused, gen, TINY, t, torch.bfloat16, with_out=False)
+    args = mhc_args(gen, TINY, t, torch.bfloat16, with_out=True)
+    _, _, _, pre_shift, fn, base, scale, norm_w, _, _ = args
+    got, float32_dot = fused.mhc(*args), FusedMhc(policy("ieee"))(*args)
+    assert torch.equal(got[0], float32_dot[0])  # the same mixed streams: only the projection differs
+    f64 = [v.double() for v in (pre_shift, fn, base, scale, norm_w)]
+    oracle = REFERENCE_OPS["mhc"](got[0].double(), None, None, *f64, TINY, NUM)
+    for name in ("pre", "post", "comb"):
+        want = getattr(oracle[1], name)
+        err = float((getattr(got[1], name).double() - want).abs().max())
+        bound = 2 * float((getattr(float32_dot[1], name).double() - want).abs().max()) + 1e-7
+        assert err <= bound, f"bf16x3 {name} {err:.2e} from float64, float32 dot's x2 + 1e-7 {bound:.2e} " \
+                             f"(seed {gen.initial_seed()})"
+
+
+def test_mhc_bf16x3_falls_back_to_tf32x3_off_bf16_streams(fused, gen):
+    """float32 (and float16) X' is not exact in bf16: "bf16x3" takes "tf32x3" there, and
+    matches the reference at the float32 tolerances."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    fused.mhc = FusedMhc(MhcPolicy(projection="bf16x3", decode_projection="bf16x3", programs=8, block_d=32,
+                                   decode_block_d=32))
+    check_mhc(fused, gen, TINY, 5, torch.float32, with_out=True)
+    assert len(fused.mhc.fn_parts._by_weight) == 0  # no parts were made
+
+
 def test_mhc_tf32x2_splits_fn_again_after_an_in_place_update(fused, gen):
     """"tf32x2" (bf16 streams: float32 ones fall back to "tf32x3") keeps fn's split per
     weight (``Tf32Splits``); the same fn tensor scaled in place by -0.75 between two calls
@@ -537,7 +584,8 @@ def test_mhc_finish_forms_parity_gpu(fused, gen, finish_registers, finish_rows, 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("projection,reload_d", [("ieee", 0), ("tf32x3", 0), ("fma", 0), ("tf32x2", 0),
-                                                ("tf32x3", 128), ("tf32x2", 128)])
+                                                ("bf16x3", 0), ("tf32x3", 128), ("tf32x2", 128),
+                                                ("bf16x3", 128)])
 @pytest.mark.parametrize("config,t", [(MID, 1), (MID, 8), (MID, 2048), (FLASH, 64)])
 def test_mhc_projection_modes_parity_gpu(fused, gen, projection, reload_d, config, t):
     """Every projection mode, compiled, on bf16 streams, with both finishes (2,048 rows: the
@@ -568,7 +616,7 @@ def test_mhc_fma_mixing_parity_gpu(fused, gen, config, t, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("projection", ["tf32x3", "tf32x2", "ieee"])
+@pytest.mark.parametrize("projection", ["tf32x3", "tf32x2", "bf16x3", "ieee"])
 @pytest.mark.parametrize("config,t", [(MID, 8), (MID, 2048), (FLASH, 64)])
 def test_mhc_pinned_mixing_gives_the_same_bits_gpu(gen, projection, config, t):
     """Pinning the mixing (PIN_MIX) only stops the compiler computing X' twice: the mixed
