@@ -63,6 +63,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 71  # session 43's mHC flip ("tf32x2" at 8-16 decode rows): the default's GPU parity, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 72  # session 44: mHC's "bf16x3" projection (fn's three bf16 parts; untimed): GPU parity, precision against float64
 #   OUT=/path bash benchmarks/h200_checklist.sh 73  # session 44: "bf16x3" against the default at 64-4,096 rows (and its 4-warp tilings) and at decode, in turn, twice
+#   OUT=/path bash benchmarks/h200_checklist.sh 74  # session 44: ncu of "bf16x3" against the default at mid 512 / 4,096 rows; its decode rows again with 3-4 rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -992,6 +993,13 @@ for run in $(seq 1 "${RUNS:-2}"); do
   timeout 100 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 16 --only default bf16x3 --out "$R/m73d_$run" > "$OUT/m73d_$run.log" 2>&1; el m73d_$run $?
   grep -hE "^\| mhc" "$R"/m73d_$run/*.md | cut -d'|' -f3-8
 done
+elif [ "$PART" = 74 ]; then
+# session 44: why "bf16x3" (half the sweep's instructions) is slower from 64 rows (part 73,
+# H100: mid 4,096 rows 133.8 -> 155.6 us): ncu of the tail beside the default's at mid 4,096
+# rows (and 512); then its decode rows against the default's again, with 3-4 rows
+ncu_lines mhc_bf16x3 200 12 mhc:mid:4096 mhc:mid:4096:bf16x3 mhc:mid:512 mhc:mid:512:bf16x3
+timeout 100 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default bf16x3 --out "$R/m74d" > "$OUT/m74d.log" 2>&1; el m74d $?
+grep -hE "^\| mhc" "$R"/m74d/*.md | cut -d'|' -f3-8
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,

@@ -12,7 +12,9 @@ A case is op:scale:rows (the benchmark's own case builders; ``attention_ring`` /
 op:scale:rows:fmt, the indexer op:scale:rows:keys; ``topk:scale:rows:keys[:form]`` is the
 top-k alone on the indexer's scores of that case, computed once before profiling, with the
 registry's top-k or the form named: ``chained`` (``topk_tiles.CHAINED``), ``resident``
-(its register-resident twin) or ``row_bound`` (the default policy)). Every case is run once before
+(its register-resident twin) or ``row_bound`` (the default policy); ``mhc:scale:rows:projection``
+is the site with that projection mode at every row count, ``runtime/kernels/mhc_tiles.py``'s
+``PROJECTIONS``). Every case is run once before
 profiling starts (Triton compiles then), then ``--calls`` times inside the profiled
 range, one NVTX range per case. A reading: benchmarks/results/ncu_h200_attention_gate_mhc.md.
 """
@@ -29,6 +31,8 @@ from benchmarks import kernels as bench
 from runtime.config import V41Config
 from runtime.errors import ConfigError
 from runtime.kernels import KernelRegistry
+from runtime.kernels.mhc import FusedMhc
+from runtime.kernels.mhc_tiles import PROJECTIONS, MhcPolicy
 from runtime.kernels.topk import FusedTopk
 from runtime.kernels.topk_tiles import CHAINED, TopkSplitPolicy
 
@@ -72,6 +76,13 @@ def build(ops, spec: str):
         _, args = bench.attention_ring_case(ops, c, scale, rows, packed=op == "attention_packed")
         call = bench.fused_call(ops, op)
         return spec, lambda: call(args)
+    elif op == "mhc" and len(parts) == 4:  # a projection mode of the site (mhc_tiles.PROJECTIONS)
+        if parts[3] not in PROJECTIONS:
+            raise SystemExit(f"profile_ops: case {spec!r}: expected mhc:scale:rows[:projection], projection one "
+                             f"of {list(PROJECTIONS)}")
+        _, args = bench.mhc_case(ops, c, scale, rows)
+        site = FusedMhc(MhcPolicy(projection=parts[3], decode_projection=parts[3]))
+        return spec, lambda: site(*args)
     elif op in BUILDERS:
         _, args = BUILDERS[op](ops, c, scale, rows)
     else:

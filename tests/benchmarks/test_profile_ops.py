@@ -18,6 +18,8 @@ from benchmarks.profile_ops import build
     ("gate:huge:1", "preset: expected one of ['flash', 'mid', 'testbed', 'tiny'], got 'huge'"),
     ("gate:mid:x", "expected whole numbers of rows (and keys), got ['x']"),
     ("indexer:mid:1:many", "expected whole numbers of rows (and keys), got ['1', 'many']"),
+    ("mhc:mid:4096:bf16x2", "expected mhc:scale:rows[:projection], projection one of ['ieee', 'tf32x3', "
+                            "'tf32x2', 'bf16x3', 'fma']"),
 ])
 def test_a_malformed_case_is_one_line(spec, expected):
     with pytest.raises(SystemExit) as exc:
