@@ -64,6 +64,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 72  # session 44: mHC's "bf16x3" projection (fn's three bf16 parts; untimed): GPU parity, precision against float64
 #   OUT=/path bash benchmarks/h200_checklist.sh 73  # session 44: "bf16x3" against the default at 64-4,096 rows (and its 4-warp tilings) and at decode, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 74  # session 44: ncu of "bf16x3" against the default at mid 512 / 4,096 rows; its decode rows again with 3-4 rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -1000,6 +1001,15 @@ elif [ "$PART" = 74 ]; then
 ncu_lines mhc_bf16x3 200 12 mhc:mid:4096 mhc:mid:4096:bf16x3 mhc:mid:512 mhc:mid:512:bf16x3
 timeout 100 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default bf16x3 --out "$R/m74d" > "$OUT/m74d.log" 2>&1; el m74d $?
 grep -hE "^\| mhc" "$R"/m74d/*.md | cut -d'|' -f3-8
+elif [ "$PART" = 75 ]; then
+# session 44: the mHC sweep's pipelining stages (MhcPolicy.stages; Triton's default 3), with
+# "tf32x3" (the default above decode; registers keep it to 4 programs an SM at any stage count)
+# and "bf16x3" (146 registers: 22 KB of shared memory at 2 stages lets 7 programs an SM in,
+# 39 KB at 3 lets 5), at 64-4,096 rows, read in turn, RUNS times (default 2)
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 200 python benchmarks/tile_sweep.py --ops mhc --rows 64 512 4096 --only default s1 s2 s4 bf16x3 "bf16x3 s1" "bf16x3 s2" --out "$R/m75_$run" > "$OUT/m75_$run.log" 2>&1; el m75_$run $?
+  grep -hE "^\| mhc" "$R"/m75_$run/*.md | cut -d'|' -f3-8
+done
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,

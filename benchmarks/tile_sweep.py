@@ -154,6 +154,14 @@ MHC_MANY = (
     ("bf16x3", MhcPolicy(projection="bf16x3")),
     ("bf16x3 w4", MhcPolicy(projection="bf16x3", num_warps=4)),
     ("bf16x3 tail t64 w4", MhcPolicy(projection="bf16x3", num_warps=4, tail_block_t=64)),
+    # the sweep's pipelining stages (Triton's default 3; untimed before session 44): fewer
+    # buffers in shared memory, more programs per SM where registers allow (bf16x3: 146
+    # registers, 22 KB at 2 stages against 39), 1 stage loading into registers
+    ("s1", MhcPolicy(stages=1)),
+    ("s2", MhcPolicy(stages=2)),
+    ("s4", MhcPolicy(stages=4)),
+    ("bf16x3 s1", MhcPolicy(projection="bf16x3", stages=1)),
+    ("bf16x3 s2", MhcPolicy(projection="bf16x3", stages=2)),
     ("t32", MhcPolicy(block_t=32)),
     # above decode up to 256 rows the decode finish (1-row programs, 1 warp, the register
     # coefficients), above that 8-row programs with the register coefficients

@@ -579,6 +579,8 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
                   FMA_MIX=tiles.fma_mix, BF16_OPERANDS=tiles.bf16_operands, enable_fp_fusion=False)
     sweep = dict(PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t,
                  NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
+    if tiles.stages:
+        sweep["num_stages"] = tiles.stages
     if tiles.tail:
         return [(tiles.grid(t, d), sweep)]
     finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,

@@ -142,9 +142,20 @@ ncu_h200_session14.md). On the H200 (tile_sweep_h200_mhc_pin.md) the tail at 4,0
 mid 147.7 -> 131.9 us, flash 323.2 -> 289.2 us. The mixed streams and x are the same bits
 either way; the coefficients moved in their last bits (the dot now takes X' as stored).
 
-A bf16x3 mode (fn cut into three exact bf16 parts, each a bf16 tensor-core product) timed
-within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 4-6x further from the oracle; it
-was not kept.
+A bf16x3 mode (fn cut into three exact bf16 parts in the kernel, each a bf16 tensor-core
+product) timed within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 3x further from the
+oracle (mhc_precision_h200_first.md); it was not kept. Session 44's "bf16x3" projection
+(``projection`` / ``decode_projection``; bf16 streams only, others take "tf32x3") splits fn
+once per weight on the host (runtime.kernels.mhc.bf16_split3) and sums each tile's three
+products from zero, smallest part first, as "tf32x2" does: as close to the float64 oracle as
+"tf32x3" (4.7e-7 / 7.8e-7 / 3.2e-7 against 5.0e-7 / 8.6e-7 / 4.1e-7,
+mhc_precision_h100_session44.md). Static sm_90 under Triton 3.6 (mid 4,096 rows, the tail's
+tiles): its sweep loop 690 instructions and 146 registers against 1,344 and 250; yet on an
+H100 it was slower than the default in every case from 64 rows (``mid`` 4,096 rows 133.8 ->
+155.6 us, ``flash`` 305.9 -> 364.9; tile_sweep_h100_session44_bf16x3_1.md), as "tf32x2"
+was. Both read more bytes of fn per D tile than "tf32x3" (6 and 8 bytes per weight against
+4), and in these tiles fn is the larger part of what a program loads (at 32 rows x 16
+columns, 9 KB of fn parts against 5 KB of streams and output). Not a default.
 
 A CUDA-core projection for many rows (session 36, compiled for sm_90 with Triton 3.6 on a
 CPU, not kept): each stream's products accumulated with ``tl.fma`` into a [rows, D tile, 32]
@@ -186,7 +197,8 @@ class MhcTiling:
     """One call's tiles: ``split_d`` D columns per sweeping program (a multiple of
     ``block_d``). Finishing reads ``chunk`` splits' partials at once for ``tail_t`` rows; with
     ``tail`` the last program of a row block finishes it (``tail_d`` columns at a time),
-    otherwise a second launch of ``tail_t``-row programs with ``finish_warps`` warps."""
+    otherwise a second launch of ``tail_t``-row programs with ``finish_warps`` warps.
+    ``stages``: the sweeping launch's ``num_stages`` (0: Triton's default)."""
 
     projection: str
     block_t: int
@@ -204,6 +216,7 @@ class MhcTiling:
     fast_reciprocal: bool = False
     fma_mix: bool = False
     bf16_operands: bool = False
+    stages: int = 0
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -287,7 +300,10 @@ class MhcPolicy:
     finishing launch's programs, resident early and waiting, take the slots its later
     programs need; ``finish_at_exit_from``: dependent calls of at least this many rows let
     the finish launch as the sweep's programs exit instead of from their start (pdl.py;
-    untimed, so from 2^30);
+    untimed, so from 2^30); ``stages``: the sweep's software-pipelining stages (Triton's
+    ``num_stages``; 0: Triton's default, 3 on sm_90): its loads are copied ahead into shared
+    memory, one buffer per stage (static sm_90, Triton 3.6, mid 4,096 rows: "tf32x3" 4 / 17 /
+    31 KB at 1 / 2 / 3 stages, "bf16x3" 10 / 22 / 39 KB; 1 stage loads into registers);
     ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
     and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
     columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
@@ -333,6 +349,7 @@ class MhcPolicy:
     fma_mix_from: int = 8
     dependent_finish_to: int = 64
     finish_at_exit_from: int = 1 << 30
+    stages: int = 0
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):
@@ -347,6 +364,8 @@ class MhcPolicy:
                      "decode_tf32x2_from"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected a row count >= 0, got {getattr(self, name)}")
+        if self.stages < 0:
+            raise ValueError(f"MhcPolicy.stages: expected >= 0 (0 = Triton's default), got {self.stages}")
         for name in ("reload_d", "tail_reload_d"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected >= 0 (0 = project in the mixing loop), "
@@ -380,7 +399,8 @@ class MhcPolicy:
                          finish_registers=registers,
                          pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0,
                          fast_reciprocal=self.fast_reciprocal and cuda and registers,
-                         fma_mix=t >= self.fma_mix_from, bf16_operands=cuda and projection == "bf16x3")
+                         fma_mix=t >= self.fma_mix_from, bf16_operands=cuda and projection == "bf16x3",
+                         stages=self.stages)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

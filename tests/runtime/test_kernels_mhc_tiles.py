@@ -191,3 +191,23 @@ def test_fma_mixing_is_taken_from_its_row_count(t):
         assert not plain.fma_mix
         assert MhcPolicy(fma_mix_from=0).tiling(t, 2048, cuda=cuda) == replace(plain, fma_mix=True)
         assert MhcPolicy().tiling(t, 2048, cuda=cuda) == replace(plain, fma_mix=t >= 8)
+
+
+def test_stages_reach_the_sweeping_launch_only():
+    """``stages``: the sweep's ``num_stages`` (the finishing launch keeps Triton's default);
+    0 leaves it to Triton; a negative count is refused by name."""
+    import torch
+
+    from runtime.kernels.mhc import FINISH, site_launches
+
+    for t in (8, 512, 4096):  # a second launch, and the tail's one launch
+        tiles = MhcPolicy(stages=2).tiling(t, 2048, cuda=True)
+        assert tiles.stages == 2
+        launches = site_launches(tiles, t, 2048, True, torch.bfloat16)
+        assert len(launches) == (1 if tiles.tail else 2)
+        for _, kwargs in launches:
+            assert kwargs.get("num_stages") == (None if kwargs["PHASE"] == FINISH.value else 2)
+        default = site_launches(MhcPolicy().tiling(t, 2048, cuda=True), t, 2048, True, torch.bfloat16)
+        assert all("num_stages" not in kwargs for _, kwargs in default)
+    with pytest.raises(ValueError, match="MhcPolicy.stages: expected >= 0"):
+        MhcPolicy(stages=-1)
