@@ -65,6 +65,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 73  # session 44: "bf16x3" against the default at 64-4,096 rows (and its 4-warp tilings) and at decode, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 74  # session 44: ncu of "bf16x3" against the default at mid 512 / 4,096 rows; its decode rows again with 3-4 rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
+#   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 3-16 decode rows): the default's GPU parity, against the rule before twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -1010,6 +1011,19 @@ for run in $(seq 1 "${RUNS:-2}"); do
   timeout 200 python benchmarks/tile_sweep.py --ops mhc --rows 64 512 4096 --only default s1 s2 s4 bf16x3 "bf16x3 s1" "bf16x3 s2" --out "$R/m75_$run" > "$OUT/m75_$run.log" 2>&1; el m75_$run $?
   grep -hE "^\| mhc" "$R"/m75_$run/*.md | cut -d'|' -f3-8
 done
+elif [ "$PART" = 76 ]; then
+# session 44's flip (MhcPolicy.decode_bf16x3_from = 3: "bf16x3" at 3-16 decode rows): the
+# default's GPU parity and the host splits' capture test, the default against the rule before
+# it ("tf32x2 from 8 rows": "tf32x3" at 3-7 rows, "tf32x2" at 8-16) RUNS times (default 2),
+# then the table's mHC rows
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py tests/runtime/test_mhc_tf32_split.py -k "test_mhc_parity_gpu or capture or bf16x3" > "$OUT/par76.log" 2>&1; el par76 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par76.log" | tail -6
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 8 rows" --out "$R/m76_$run" > "$OUT/m76_$run.log" 2>&1; el m76_$run $?
+  grep -hE "^\| mhc" "$R"/m76_$run/*.md | cut -d'|' -f3-8
+done
+timeout 150 python benchmarks/kernels.py --ops mhc --out "$R/k76" > "$OUT/k76.log" 2>&1; el k76 $?
+grep -hE "^\| mhc|met on" "$R"/k76/kernels_*.md | cut -d'|' -f2-5,8,11,13,14,17
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,

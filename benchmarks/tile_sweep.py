@@ -130,11 +130,14 @@ MHC_DECODE = (
     ("no fma mix", MhcPolicy(fma_mix_from=1 << 30)),  # the decode default before session 41
     # "tf32x2" for the decode rows that take a dot from 3 rows (the multiply-adds kept at 1-2),
     # and never (the decode default before session 43: from 8 rows since)
-    ("tf32x2 from 3 rows", MhcPolicy(decode_tf32x2_from=3)),
-    ("tf32x3 decode", MhcPolicy(decode_tf32x2_from=1 << 30)),
-    # fn as three bf16 parts, bf16 tensor-core products on X' as stored (untimed before
-    # session 44; runtime/kernels/mhc.py, bf16_split3), at every decode row count
+    ("tf32x2 from 3 rows", MhcPolicy(decode_bf16x3_from=1 << 30, decode_tf32x2_from=3)),
+    ("tf32x3 decode", MhcPolicy(decode_bf16x3_from=1 << 30, decode_tf32x2_from=1 << 30)),
+    # fn as three bf16 parts, bf16 tensor-core products on X' as stored (runtime/kernels/mhc.py,
+    # bf16_split3): at every decode row count, from 8 rows, and never (the rule before
+    # session 44: "tf32x2" from 8 rows, "tf32x3" at 3-7)
     ("bf16x3", MhcPolicy(decode_projection="bf16x3")),
+    ("bf16x3 from 8 rows", MhcPolicy(decode_bf16x3_from=8)),
+    ("tf32x2 from 8 rows", MhcPolicy(decode_bf16x3_from=1 << 30)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),

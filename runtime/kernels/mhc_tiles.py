@@ -78,7 +78,8 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
   in the sweep kernel, although its 4,096-row loop is 732 static sm_90 instructions (168
   registers) against 1,344 (250); it asks 51 KB of shared memory against 30 KB and reads
   fn's remainder from L2 beside its head. At decode (8-16 rows) it is faster, read in turn
-  (session 43), and the default there since: ``MhcPolicy.decode_tf32x2_from``.
+  (session 43), and was the default there until "bf16x3" (below) took every decode call from
+  3 rows in session 44 (``MhcPolicy.decode_tf32x2_from``, ``decode_bf16x3_from``).
 
 The re-read (``reload_d``): the sweep mixes and writes ``reload_d`` columns of X', then
 projects them from memory (runtime/kernels/mhc.py says why). Without the pin (below) it
@@ -155,7 +156,8 @@ H100 it was slower than the default in every case from 64 rows (``mid`` 4,096 ro
 155.6 us, ``flash`` 305.9 -> 364.9; tile_sweep_h100_session44_bf16x3_1.md), as "tf32x2"
 was. Both read more bytes of fn per D tile than "tf32x3" (6 and 8 bytes per weight against
 4), and in these tiles fn is the larger part of what a program loads (at 32 rows x 16
-columns, 9 KB of fn parts against 5 KB of streams and output). Not a default.
+columns, 9 KB of fn parts against 5 KB of streams and output). Above decode it is not the
+default; at 3-16 decode rows it is (``MhcPolicy.decode_bf16x3_from``).
 
 A CUDA-core projection for many rows (session 36, compiled for sm_90 with Triton 3.6 on a
 CPU, not kept): each stream's products accumulated with ``tl.fma`` into a [rows, D tile, 32]
@@ -235,7 +237,8 @@ class MhcPolicy:
     """Chooses an :class:`MhcTiling` per call from (T, D) and whether it runs on CUDA.
 
     ``projection`` / ``decode_projection``: "" = "fma" up to ``fma_rows`` rows, else "tf32x3"
-    on CUDA ("tf32x2" for decode calls of at least ``decode_tf32x2_from`` rows), else "ieee"; ``decode_rows``: calls of at most this many rows use the
+    on CUDA ("bf16x3" for decode calls of at least ``decode_bf16x3_from`` rows, else "tf32x2"
+    from ``decode_tf32x2_from``), else "ieee"; ``decode_rows``: calls of at most this many rows use the
     ``decode_*`` tiles; ``block_t`` 0 = as few rows as the projection allows (the row count
     rounded up to a power of two for "fma", 16 for a dot); ``programs``: split D until row
     blocks x splits reaches this; ``split``: None = split as ``programs`` asks, False = one
@@ -290,6 +293,17 @@ class MhcPolicy:
     tests/runtime/compile_sm90.py): the 8- and 16-row sweep loop 1,276 -> 749 instructions,
     255 registers and no stack either way; Triton 3.9 keeps 8 bytes of stack in ``flash``'s
     8-row sweep with it (untimed on that Triton). Not timed on the H200;
+    ``decode_bf16x3_from``: decode calls of at least this many rows project with "bf16x3"
+    (fn's three bf16 parts; bf16 streams: others take "tf32x3"), ahead of the two rules
+    above. On an H100 with the variants of a case read in turn (session 44, us, the rule
+    before -> "bf16x3"): ``mid`` 8 rows 9.81 / 8.12 -> 9.59 / 7.89, 16 rows 9.36 / 8.29 ->
+    9.14 / 8.04, ``flash`` 8 rows 9.88 / 8.91 -> 9.70 / 8.69, 16 rows 10.88 / 9.33 -> 10.85 /
+    9.23 (tile_sweep_h100_session44_bf16x3_decode_1.md, tile_sweep_h100_session44_bf16x3_rows.md),
+    against "tf32x3" at 3-4 rows (one run) ``mid`` 7.87 / 8.53 -> 7.45 / 8.10, ``flash`` 9.00 /
+    9.03 -> 8.62 / 8.68: faster in 16 of 16; at one row it lost to the multiply-adds (``mid``
+    5.74 -> 7.58 us), which keep 1-2 rows. As close to the float64 oracle as "tf32x3"
+    (mhc_precision_h100_session44.md). Static sm_90 under Triton 3.6: the 8-row ``mid``
+    sweep's loop 749 -> 699 instructions, 255 -> 128 registers. Not timed on the H200;
     ``dependent_finish_to``:
     calls of at most this many rows launch their second (finishing) launch dependent on the sweep
     (Hopper's programmatic dependent launch, runtime/kernels/pdl.py; CUDA only; 0: never).
@@ -325,6 +339,7 @@ class MhcPolicy:
     decode_rows: int = 16
     decode_projection: str = ""
     decode_tf32x2_from: int = 8
+    decode_bf16x3_from: int = 3
     decode_block_t: int = 0
     decode_block_d: int = 64
     decode_warps: int = 4
@@ -361,7 +376,7 @@ class MhcPolicy:
             if rows < 1 or rows & (rows - 1):
                 raise ValueError(f"MhcPolicy.{name}: expected a power of two >= 1, got {rows}")
         for name in ("decode_finish_to", "fma_mix_from", "dependent_finish_to", "finish_at_exit_from",
-                     "decode_tf32x2_from"):
+                     "decode_tf32x2_from", "decode_bf16x3_from"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected a row count >= 0, got {getattr(self, name)}")
         if self.stages < 0:
@@ -374,7 +389,8 @@ class MhcPolicy:
     def tiling(self, t: int, d: int, cuda: bool) -> MhcTiling:
         decode = t <= self.decode_rows
         asked = self.decode_projection if decode else self.projection
-        dot = "tf32x2" if decode and t >= self.decode_tf32x2_from else "tf32x3"
+        dot = ("bf16x3" if decode and t >= self.decode_bf16x3_from else
+               "tf32x2" if decode and t >= self.decode_tf32x2_from else "tf32x3")
         projection = asked or ("fma" if t <= self.fma_rows else dot if cuda else "ieee")
         tail = t >= self.tail_rows
         block_t = self.decode_block_t if decode else self.tail_block_t if tail else self.block_t

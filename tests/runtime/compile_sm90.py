@@ -516,11 +516,10 @@ def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
     from runtime.kernels.backend import jit
 
     site_kernel = jit(mhc._mhc_site_kernel, helpers=mhc.SITE_HELPERS)
-    launches = [(name, site_kernel, SITE_SIGNATURE, kwargs, multiples) for case in cases
+    launches = [(name, site_kernel, BF16X3_SITE_SIGNATURE if kwargs["PROJ"] == "bf16x3" else SITE_SIGNATURE,
+                 kwargs, multiples) for case in cases
                 for name, kwargs, multiples in site_launches(*case) + finish_candidate_launches(*case)
-                + sweep_candidate_launches(*case)]
-    launches += [(name, site_kernel, BF16X3_SITE_SIGNATURE, kwargs, multiples) for case in cases
-                 for name, kwargs, multiples in bf16x3_sweep_launches(*case)]
+                + sweep_candidate_launches(*case) + bf16x3_sweep_launches(*case)]
     launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, multiples)
                  for name, signature, kwargs, multiples in rope_quant_launches()]
     gate_kernel = jit(gate._gate_kernel, helpers=gate.GATE_HELPERS)

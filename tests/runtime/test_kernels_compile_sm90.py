@@ -36,7 +36,8 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # plain at 8, 512 and 4,096 rows, where the default's every launch says fma-mix (8: sweep,
     # both finishes and the 8-row finish; 512: sweep and both finishes, 4,096: both sweeps
     # with the tail), so 1 + 9 fma-mix; the "bf16x3" sweeps at 512 and 4,096 rows (fn's bf16
-    # parts: bf16 pointers), register-finish and fma-mix by name, 2 more of each;
+    # parts: bf16 pointers), register-finish and fma-mix by name, 2 more of each; the 8-row
+    # call's 5 launches project with "bf16x3" too (the decode default from 3 rows), so 7;
     # RoPE + quant: 3 formats + 2 packed; gate: every call two launches (partials, then the
     # selection: session 43), mid and flash at 1 / 8 / 64 / 512 rows (16), and each of the 8
     # selecting launches again with the rounds' other form (pairs at mid, max and sum at
@@ -50,7 +51,7 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # keys), mid's engine rows of 1 and 64 queries with split sources, and the 64-query rows
     # with the merge tail (mid engine, mid packed ring, flash engine: 3)
     assert run.stdout.count("ok ") == 21 + 2 + 24 + 6 + 20 + 3, run.stdout
-    assert run.stdout.count(" bf16x3") == 2, run.stdout
+    assert run.stdout.count(" bf16x3") == 7, run.stdout
     assert run.stdout.count(" paired |") == 8, run.stdout
     assert run.stdout.count("ok indexer ") == 6, run.stdout
     assert run.stdout.count(" register-finish") == 14 and run.stdout.count(" fma-mix") == 12, run.stdout

@@ -192,8 +192,8 @@ PDL_PTX = textwrap.dedent("""
                                                                     **dep)))
         tiles = MhcPolicy().tiling(1, 2048, cuda=True)
         launches = mhc.site_launches(tiles, 1, 2048, True, torch.bfloat16, pdl, at_exit)
-        yield ("mhc", (mhc._mhc_site_kernel, SITE_SIGNATURE, launches[0][1]),
-               (mhc._mhc_site_kernel, SITE_SIGNATURE, launches[1][1]))
+        site = jit(mhc._mhc_site_kernel, helpers=mhc.SITE_HELPERS)
+        yield ("mhc", (site, SITE_SIGNATURE, launches[0][1]), (site, SITE_SIGNATURE, launches[1][1]))
         if at_exit:
             return
         tiles = gate.GatePolicy(select_from=0).tiling(8, flash.hidden_size, flash.n_routed_experts)
