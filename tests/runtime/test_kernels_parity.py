@@ -439,7 +439,13 @@ def test_mhc_bf16x3_matches_the_reference(fused, gen, t, tail_rows, reload_d):
     coefficients as close to a float64 recompute from the same mixed streams as the float32
     dot's ("ieee": the same site with a float32 projection), within 2x + 1e-7. Dropping
     the low part alone measured 5x the float32 dot's distance here (5e-6 against 7e-7 on
-    ``post``), which the usual 5e-5 "same streams" bound would not see."""
+    ``post``), which the usual 5e-5 "same streams" bound would not see.
+
+    With a previous output to mix in, the coefficients are compared given the same mixed
+    streams only: Triton's interpreter rounds float32 to bf16 toward zero where the
+    reference rounds to nearest, so its mixed streams differ from the reference's in many
+    last bits (at 40 rows enough to move ``post`` past check_mhc's 1e-2, with a float32
+    projection as well); compiled, check_mhc covers it (the GPU parity tests)."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
@@ -451,12 +457,16 @@ def test_mhc_bf16x3_matches_the_reference(fused, gen, t, tail_rows, reload_d):
     tiles = policy("bf16x3").tiling(t, TINY.hidden_size, cuda=False)
     assert tiles.projection == "bf16x3" and tiles.splits(TINY.hidden_size) > 1 and tiles.reload_d == reload_d
     fused.mhc = FusedMhc(policy("bf16x3"))
-    check_mhc(fused, gen, TINY, t, torch.bfloat16, with_out=True)
+    check_mhc(fused, gen, TINY, t, torch.bfloat16, with_out=CUDA)  # (interpreted: the docstring)
     check_mhc(fused, gen, TINY, t, torch.bfloat16, with_out=False)
     args = mhc_args(gen, TINY, t, torch.bfloat16, with_out=True)
     _, _, _, pre_shift, fn, base, scale, norm_w, _, _ = args
     got, float32_dot = fused.mhc(*args), FusedMhc(policy("ieee"))(*args)
     assert torch.equal(got[0], float32_dot[0])  # the same mixed streams: only the projection differs
+    same = REFERENCE_OPS["mhc"](got[0], None, None, pre_shift, fn, base, scale, norm_w, TINY, NUM)
+    for name in ("pre", "post", "comb"):
+        close(getattr(got[1], name), getattr(same[1], name), 5e-5, what=f"bf16x3 {name} | same streams",
+              seed=gen.initial_seed())
     f64 = [v.double() for v in (pre_shift, fn, base, scale, norm_w)]
     oracle = REFERENCE_OPS["mhc"](got[0].double(), None, None, *f64, TINY, NUM)
     for name in ("pre", "post", "comb"):
