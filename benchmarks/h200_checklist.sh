@@ -66,6 +66,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 74  # session 44: ncu of "bf16x3" against the default at mid 512 / 4,096 rows; its decode rows again with 3-4 rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 3-16 decode rows): the default's GPU parity, against the rule before twice, the table's mHC rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -1024,6 +1025,14 @@ for run in $(seq 1 "${RUNS:-2}"); do
 done
 timeout 150 python benchmarks/kernels.py --ops mhc --out "$R/k76" > "$OUT/k76.log" 2>&1; el k76 $?
 grep -hE "^\| mhc|met on" "$R"/k76/kernels_*.md | cut -d'|' -f2-5,8,11,13,14,17
+elif [ "$PART" = 77 ]; then
+# part 76 cut to under 4 minutes (session 44 had 346 s of device time left after failed
+# starts): the default's mHC GPU parity (its 8- and 16-row cases take "bf16x3" now), then the
+# default against the rule before once
+timeout 120 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu" > "$OUT/par77.log" 2>&1; el par77 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par77.log" | tail -6
+timeout 60 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 8 rows" --out "$R/m77" > "$OUT/m77.log" 2>&1; el m77 $?
+grep -hE "^\| mhc" "$R"/m77/*.md | cut -d'|' -f3-8
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,
