@@ -249,8 +249,14 @@
 # rows), 69 (the flip to a second launch for every gate call: parity 72 passed, faster at every
 # mid row count in both runs), 70-71 ("tf32x2" from 8 decode rows: parity, two runs, the
 # table's mHC rows). 210 s of device time left, given back.
-# Next session: on an H200, 4 (the whole table), then 60, 69 and 70 (every flip since session 35
-# is timed only on H100s).
+# Session 44 (an H100 at both starts that came; eight starts failed, 90-210 s of budget each):
+# 72-73 ("bf16x3": GPU parity 15 passed, as close to float64 as tf32x3; slower from 64 rows,
+# faster at 8-16 decode rows), 74 (ncu of bf16x3 beside the default at mid 512 / 4,096 rows; its
+# decode rows again, with 3-4: faster in 8 of 8) and 75 (pipelining stages: nothing over Triton's
+# 3). The flip to "bf16x3" at 3-16 decode rows is committed; 76 / 77 (its confirmation) found no
+# machine.
+# Next session: 76 (or 77), then on an H200 4 (the whole table), 60, 69 and 70 (every flip
+# since session 35 is timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
