@@ -477,16 +477,21 @@ def test_mhc_bf16x3_matches_the_reference(fused, gen, t, tail_rows, reload_d):
                              f"(seed {gen.initial_seed()})"
 
 
-def test_mhc_bf16x3_falls_back_to_tf32x3_off_bf16_streams(fused, gen):
-    """float32 (and float16) X' is not exact in bf16: "bf16x3" takes "tf32x3" there, and
-    matches the reference at the float32 tolerances."""
+def test_mhc_bf16x3_falls_back_off_bf16_streams(fused, gen):
+    """X' of float32 or float16 streams is not exact in bf16: "bf16x3" takes "tf32x3" for
+    float32 and "tf32x2" for float16 (exact in TF32), and matches the reference at the
+    tolerances of those dtypes; no bf16 parts are made, and float16 made fn's TF32 split."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
     fused.mhc = FusedMhc(MhcPolicy(projection="bf16x3", decode_projection="bf16x3", programs=8, block_d=32,
                                    decode_block_d=32))
     check_mhc(fused, gen, TINY, 5, torch.float32, with_out=True)
-    assert len(fused.mhc.fn_parts._by_weight) == 0  # no parts were made
+    check_mhc(fused, gen, TINY, 5, torch.float16, with_out=False)
+    for dtype, tf32_splits in ((torch.float32, 0), (torch.float16, 1)):  # fn held, so its cache entry stays
+        args = mhc_args(gen, TINY, 5, dtype, with_out=False)
+        fused.mhc(*args)
+        assert len(fused.mhc.fn_parts._by_weight) == 0 and len(fused.mhc.fn_splits._by_weight) == tf32_splits
 
 
 def test_mhc_tf32x2_splits_fn_again_after_an_in_place_update(fused, gen):
