@@ -65,7 +65,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 73  # session 44: "bf16x3" against the default at 64-4,096 rows (and its 4-warp tilings) and at decode, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 74  # session 44: ncu of "bf16x3" against the default at mid 512 / 4,096 rows; its decode rows again with 3-4 rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
-#   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 3-16 decode rows): the default's GPU parity, against the rule before twice, the table's mHC rows
+#   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
@@ -253,8 +253,8 @@
 # 72-73 ("bf16x3": GPU parity 15 passed, as close to float64 as tf32x3; slower from 64 rows,
 # faster at 8-16 decode rows), 74 (ncu of bf16x3 beside the default at mid 512 / 4,096 rows; its
 # decode rows again, with 3-4: faster in 8 of 8) and 75 (pipelining stages: nothing over Triton's
-# 3). The flip to "bf16x3" at 3-16 decode rows is committed; 76 / 77 (its confirmation) found no
-# machine.
+# 3). The flip to "bf16x3" at 8-16 decode rows (two runs agree) is committed; 3-7 rows (one run)
+# wait for 76 / 77, which found no machine.
 # Next session: 76 (or 77), then on an H200 4 (the whole table), 60, 69 and 70 (every flip
 # since session 35 is timed only on H100s).
 set -u
@@ -1019,14 +1019,14 @@ for run in $(seq 1 "${RUNS:-2}"); do
   grep -hE "^\| mhc" "$R"/m75_$run/*.md | cut -d'|' -f3-8
 done
 elif [ "$PART" = 76 ]; then
-# session 44's flip (MhcPolicy.decode_bf16x3_from = 3: "bf16x3" at 3-16 decode rows): the
+# session 44's flip (MhcPolicy.decode_bf16x3_from = 8: "bf16x3" at 8-16 decode rows): the
 # default's GPU parity and the host splits' capture test, the default against the rule before
-# it ("tf32x2 from 8 rows": "tf32x3" at 3-7 rows, "tf32x2" at 8-16) RUNS times (default 2),
-# then the table's mHC rows
+# it ("tf32x2 from 8 rows") and against "bf16x3" from 3 rows (4 of 4 faster than "tf32x3" at
+# 3-4 rows in one run) RUNS times (default 2), then the table's mHC rows
 timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py tests/runtime/test_mhc_tf32_split.py -k "test_mhc_parity_gpu or capture or bf16x3" > "$OUT/par76.log" 2>&1; el par76 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par76.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
-  timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 8 rows" --out "$R/m76_$run" > "$OUT/m76_$run.log" 2>&1; el m76_$run $?
+  timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 8 rows" "bf16x3 from 3 rows" --out "$R/m76_$run" > "$OUT/m76_$run.log" 2>&1; el m76_$run $?
   grep -hE "^\| mhc" "$R"/m76_$run/*.md | cut -d'|' -f3-8
 done
 timeout 150 python benchmarks/kernels.py --ops mhc --out "$R/k76" > "$OUT/k76.log" 2>&1; el k76 $?
@@ -1034,10 +1034,10 @@ grep -hE "^\| mhc|met on" "$R"/k76/kernels_*.md | cut -d'|' -f2-5,8,11,13,14,17
 elif [ "$PART" = 77 ]; then
 # part 76 cut to under 4 minutes (session 44 had 346 s of device time left after failed
 # starts): the default's mHC GPU parity (its 8- and 16-row cases take "bf16x3" now), then the
-# default against the rule before once
+# default against the rule before and "bf16x3" from 3 rows once
 timeout 120 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu" > "$OUT/par77.log" 2>&1; el par77 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par77.log" | tail -6
-timeout 60 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 8 rows" --out "$R/m77" > "$OUT/m77.log" 2>&1; el m77 $?
+timeout 60 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 8 rows" "bf16x3 from 3 rows" --out "$R/m77" > "$OUT/m77.log" 2>&1; el m77 $?
 grep -hE "^\| mhc" "$R"/m77/*.md | cut -d'|' -f3-8
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about

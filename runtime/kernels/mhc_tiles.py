@@ -78,8 +78,8 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
   in the sweep kernel, although its 4,096-row loop is 732 static sm_90 instructions (168
   registers) against 1,344 (250); it asks 51 KB of shared memory against 30 KB and reads
   fn's remainder from L2 beside its head. At decode (8-16 rows) it is faster, read in turn
-  (session 43), and was the default there until "bf16x3" (below) took every decode call from
-  3 rows in session 44 (``MhcPolicy.decode_tf32x2_from``, ``decode_bf16x3_from``).
+  (session 43), and was the default there until "bf16x3" (below) took those rows in session
+  44 (``MhcPolicy.decode_tf32x2_from``, ``decode_bf16x3_from``).
 
 The re-read (``reload_d``): the sweep mixes and writes ``reload_d`` columns of X', then
 projects them from memory (runtime/kernels/mhc.py says why). Without the pin (below) it
@@ -157,7 +157,7 @@ H100 it was slower than the default in every case from 64 rows (``mid`` 4,096 ro
 was. Both read more bytes of fn per D tile than "tf32x3" (6 and 8 bytes per weight against
 4), and in these tiles fn is the larger part of what a program loads (at 32 rows x 16
 columns, 9 KB of fn parts against 5 KB of streams and output). Above decode it is not the
-default; at 3-16 decode rows it is (``MhcPolicy.decode_bf16x3_from``).
+default; at 8-16 decode rows it is (``MhcPolicy.decode_bf16x3_from``).
 
 A CUDA-core projection for many rows (session 36, compiled for sm_90 with Triton 3.6 on a
 CPU, not kept): each stream's products accumulated with ``tl.fma`` into a [rows, D tile, 32]
@@ -294,14 +294,17 @@ class MhcPolicy:
     255 registers and no stack either way; Triton 3.9 keeps 8 bytes of stack in ``flash``'s
     8-row sweep with it (untimed on that Triton). Not timed on the H200;
     ``decode_bf16x3_from``: decode calls of at least this many rows project with "bf16x3"
-    (fn's three bf16 parts; bf16 streams: others take "tf32x3"), ahead of the two rules
-    above. On an H100 with the variants of a case read in turn (session 44, us, the rule
-    before -> "bf16x3"): ``mid`` 8 rows 9.81 / 8.12 -> 9.59 / 7.89, 16 rows 9.36 / 8.29 ->
-    9.14 / 8.04, ``flash`` 8 rows 9.88 / 8.91 -> 9.70 / 8.69, 16 rows 10.88 / 9.33 -> 10.85 /
-    9.23 (tile_sweep_h100_session44_bf16x3_decode_1.md, tile_sweep_h100_session44_bf16x3_rows.md),
-    against "tf32x3" at 3-4 rows (one run) ``mid`` 7.87 / 8.53 -> 7.45 / 8.10, ``flash`` 9.00 /
-    9.03 -> 8.62 / 8.68: faster in 16 of 16; at one row it lost to the multiply-adds (``mid``
-    5.74 -> 7.58 us), which keep 1-2 rows. As close to the float64 oracle as "tf32x3"
+    (fn's three bf16 parts; bf16 streams: float32 ones take "tf32x3", float16 ones
+    "tf32x2"), ahead of the two rules above. On an H100 with the variants of a case read in
+    turn (session 44, us, "tf32x2" -> "bf16x3"): ``mid`` 8 rows 9.81 / 8.12 -> 9.59 / 7.89,
+    16 rows 9.36 / 8.29 -> 9.14 / 8.04, ``flash`` 8 rows 9.88 / 8.91 -> 9.70 / 8.69, 16 rows
+    10.88 / 9.33 -> 10.85 / 9.23 (tile_sweep_h100_session44_bf16x3_decode_1.md,
+    tile_sweep_h100_session44_bf16x3_rows.md): faster in 8 of 8 over two runs, so from 8.
+    Against "tf32x3" at 3-4 rows it was faster in 4 of 4 of one run (``mid`` 7.87 / 8.53 ->
+    7.45 / 8.10, ``flash`` 9.00 / 9.03 -> 8.62 / 8.68), by about as much as identical
+    configurations have read apart in one run (0.4 us, session 43), so 3-7 rows wait for a
+    second run (the sweep variant "bf16x3 from 3 rows"). At one row it lost to the
+    multiply-adds (``mid`` 5.74 -> 7.58 us). As close to the float64 oracle as "tf32x3"
     (mhc_precision_h100_session44.md). Static sm_90 under Triton 3.6: the 8-row ``mid``
     sweep's loop 749 -> 699 instructions, 255 -> 128 registers. Not timed on the H200;
     ``dependent_finish_to``:
@@ -339,7 +342,7 @@ class MhcPolicy:
     decode_rows: int = 16
     decode_projection: str = ""
     decode_tf32x2_from: int = 8
-    decode_bf16x3_from: int = 3
+    decode_bf16x3_from: int = 8
     decode_block_t: int = 0
     decode_block_d: int = 64
     decode_warps: int = 4
