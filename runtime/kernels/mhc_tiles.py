@@ -144,9 +144,10 @@ mid 147.7 -> 131.9 us, flash 323.2 -> 289.2 us. The mixed streams and x are the 
 either way; the coefficients moved in their last bits (the dot now takes X' as stored).
 
 A bf16x3 mode (fn cut into three exact bf16 parts in the kernel, each a bf16 tensor-core
-product) timed within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 3x further from the
-oracle (mhc_precision_h200_first.md); it was not kept. Session 44's "bf16x3" projection
-(``projection`` / ``decode_projection``; bf16 streams only, others take "tf32x3") splits fn
+product) timed within 4 % of "tf32x3" (tile_sweep_h200_mhc_2.md) and was 3-4x further from
+the oracle (mhc_precision_h200_first.md); it was not kept. Session 44's "bf16x3" projection
+(``projection`` / ``decode_projection``; bf16 streams only: float32 ones take "tf32x3",
+float16 ones "tf32x2", whose X' is exact in TF32) splits fn
 once per weight on the host (runtime.kernels.mhc.bf16_split3) and sums each tile's three
 products from zero, smallest part first, as "tf32x2" does: as close to the float64 oracle as
 "tf32x3" (4.7e-7 / 7.8e-7 / 3.2e-7 against 5.0e-7 / 8.6e-7 / 4.1e-7,
