@@ -629,8 +629,7 @@ class FusedMhc:
             tiles = replace(tiles, projection="tf32x3")  # float32 X' is not exact in TF32
         if tiles.projection == "bf16x3" and streams.dtype != torch.bfloat16:
             # X' of other dtypes is not exact in bf16; float16 X' is in TF32 ("tf32x2")
-            tiles = replace(tiles, projection="tf32x2" if streams.dtype == torch.float16 else "tf32x3",
-                            bf16_operands=False)
+            tiles = replace(tiles, projection="tf32x2" if streams.dtype == torch.float16 else "tf32x3")
         if tiles.projection == "tf32x2":
             fn, fn_lo = self.fn_splits.get(fn)
         elif tiles.projection == "bf16x3":

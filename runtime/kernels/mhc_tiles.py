@@ -201,7 +201,10 @@ class MhcTiling:
     ``block_d``). Finishing reads ``chunk`` splits' partials at once for ``tail_t`` rows; with
     ``tail`` the last program of a row block finishes it (``tail_d`` columns at a time),
     otherwise a second launch of ``tail_t``-row programs with ``finish_warps`` warps.
-    ``stages``: the sweeping launch's ``num_stages`` (0: Triton's default)."""
+    ``stages``: the sweeping launch's ``num_stages`` (0: Triton's default).
+    ``bf16_operands``: "bf16x3" may hand the tensor cores bf16 operands (compiled on CUDA;
+    Triton's interpreter runs a bf16 dot on the bits); read by that projection only, so a
+    call falling back to another keeps it."""
 
     projection: str
     block_t: int
@@ -419,7 +422,7 @@ class MhcPolicy:
                          finish_registers=registers,
                          pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0,
                          fast_reciprocal=self.fast_reciprocal and cuda and registers,
-                         fma_mix=t >= self.fma_mix_from, bf16_operands=cuda and projection == "bf16x3",
+                         fma_mix=t >= self.fma_mix_from, bf16_operands=cuda,
                          stages=self.stages)
 
 
