@@ -129,7 +129,8 @@ MHC_DECODE = (
     ("fma mix", MhcPolicy(fma_mix_from=0)),  # the sweep's mixing as fused multiply-adds (mhc_tiles.py)
     ("no fma mix", MhcPolicy(fma_mix_from=1 << 30)),  # the decode default before session 41
     # "tf32x2" for the decode rows that take a dot from 3 rows (the multiply-adds kept at 1-2),
-    # and never (the decode default before session 43: from 8 rows since)
+    # and never (the decode default before session 43; from 8 rows in session 43, until
+    # "bf16x3" took those rows in session 44)
     ("tf32x2 from 3 rows", MhcPolicy(decode_bf16x3_from=1 << 30, decode_tf32x2_from=3)),
     ("tf32x3 decode", MhcPolicy(decode_bf16x3_from=1 << 30, decode_tf32x2_from=1 << 30)),
     # fn as three bf16 parts, bf16 tensor-core products on X' as stored (runtime/kernels/mhc.py,
