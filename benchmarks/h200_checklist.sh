@@ -67,6 +67,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
+#   OUT=/path bash benchmarks/h200_checklist.sh 78  # session 45: mHC's "bf16x3" sweep on 64-row blocks with the coefficients loaded per tile (untimed): GPU parity, against the default at 512 / 4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 59  # session 40: on an H200 with under 10 minutes: the H200-only rows (compress, RoPE + quant, inverse RoPE), then gate and mHC
@@ -1039,6 +1040,20 @@ timeout 120 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runti
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par77.log" | tail -6
 timeout 60 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 8 rows" "bf16x3 from 3 rows" --out "$R/m77" > "$OUT/m77.log" 2>&1; el m77 $?
 grep -hE "^\| mhc" "$R"/m77/*.md | cut -d'|' -f3-8
+elif [ "$PART" = 78 ]; then
+# session 45: MhcPolicy.coefficients_per_tile (the previous post and combination loaded in
+# every D tile, not held through the loop) lets the "bf16x3" sweep take 64-row blocks on 2
+# warps without spills (static sm_90, Triton 3.6, mid 4,096 rows: 182 registers, 63 KB of
+# shared memory; at 2 stages 197 and 36 KB, 5 programs an SM), reading fn's parts once per 64
+# rows: its GPU parity (and bits against the same tiles held), then against the default, "bf16x3"
+# on its 32-row tiles and the same 64-row tiles held (they spill) at 512 / 4,096 rows, read in
+# turn, RUNS times (default 2)
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "coefficients_per_tile" > "$OUT/par78.log" 2>&1; el par78 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par78.log" | tail -6
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 512 4096 --only default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2" --out "$R/m78_$run" > "$OUT/m78_$run.log" 2>&1; el m78_$run $?
+  grep -hE "^\| mhc" "$R"/m78_$run/*.md | cut -d'|' -f3-8
+done
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,

@@ -162,6 +162,23 @@ def _bf16x3_dot(x, hi, mid, lo, BF16_OPERANDS: tl.constexpr):
     return tl.dot(x, hi.to(tl.float32), mid_part, input_precision="ieee")
 
 
+def _mix_coefficients(prev_post_ptr, prev_comb_ptr, rows64, r_ok):
+    """The previous sublayer's post (4) and combination (4 x 4, row-major) of each row, as
+    [rows, 1] columns: q0..q3, then c00..c33."""
+    cb = prev_comb_ptr + rows64 * 16
+    pp = prev_post_ptr + rows64 * 4
+    return (tl.load(pp + 0, mask=r_ok, other=0.0)[:, None], tl.load(pp + 1, mask=r_ok, other=0.0)[:, None],
+            tl.load(pp + 2, mask=r_ok, other=0.0)[:, None], tl.load(pp + 3, mask=r_ok, other=0.0)[:, None],
+            tl.load(cb + 0, mask=r_ok, other=0.0)[:, None], tl.load(cb + 1, mask=r_ok, other=0.0)[:, None],
+            tl.load(cb + 2, mask=r_ok, other=0.0)[:, None], tl.load(cb + 3, mask=r_ok, other=0.0)[:, None],
+            tl.load(cb + 4, mask=r_ok, other=0.0)[:, None], tl.load(cb + 5, mask=r_ok, other=0.0)[:, None],
+            tl.load(cb + 6, mask=r_ok, other=0.0)[:, None], tl.load(cb + 7, mask=r_ok, other=0.0)[:, None],
+            tl.load(cb + 8, mask=r_ok, other=0.0)[:, None], tl.load(cb + 9, mask=r_ok, other=0.0)[:, None],
+            tl.load(cb + 10, mask=r_ok, other=0.0)[:, None], tl.load(cb + 11, mask=r_ok, other=0.0)[:, None],
+            tl.load(cb + 12, mask=r_ok, other=0.0)[:, None], tl.load(cb + 13, mask=r_ok, other=0.0)[:, None],
+            tl.load(cb + 14, mask=r_ok, other=0.0)[:, None], tl.load(cb + 15, mask=r_ok, other=0.0)[:, None])
+
+
 def _mhc_site_kernel(
     streams_ptr, out_ptr, prev_post_ptr, prev_comb_ptr, pre_shift_ptr, fn_ptr, fn_lo_ptr, base_ptr, scale_ptr, norm_w_ptr,
     new_streams_ptr, x_ptr, part_ptr, count_ptr, pre_ptr, post_ptr, comb_ptr,
@@ -170,7 +187,7 @@ def _mhc_site_kernel(
     BLOCK_D: tl.constexpr, PROJ: tl.constexpr, TAIL_T: tl.constexpr, CHUNK: tl.constexpr,
     NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
     PIN_MIX: tl.constexpr, FAST_RCP: tl.constexpr, FMA_MIX: tl.constexpr, PDL: tl.constexpr = False,
-    PDL_AT_EXIT: tl.constexpr = False, BF16_OPERANDS: tl.constexpr = False,
+    PDL_AT_EXIT: tl.constexpr = False, BF16_OPERANDS: tl.constexpr = False, COEF_IN_LOOP: tl.constexpr = False,
 ):
     """One launch of a site, by PHASE:
 
@@ -190,7 +207,9 @@ def _mhc_site_kernel(
     split), TAIL_T rows at a time, reading through L2 (.cg: other programs wrote them).
     ``PROJ``: the projection mode (mhc_tiles.PROJECTIONS). ``PDL``: FINISH is launched
     dependent on SWEEP (runtime/kernels/pdl.py): SWEEP lets it launch from the start
-    (``PDL_AT_EXIT``: as it exits), FINISH waits for SWEEP before any load."""
+    (``PDL_AT_EXIT``: as it exits), FINISH waits for SWEEP before any load.
+    ``COEF_IN_LOOP``: SWEEP loads the previous post and combination in every D tile, not
+    once before its loop (fewer registers held; the same values, so the same bits)."""
     if PDL:
         gdc_enter(PHASE == FINISH, PDL_AT_EXIT)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
@@ -216,29 +235,9 @@ def _mhc_site_kernel(
         # would hold two more tiles of registers per thread through the loop
         sq = tl.zeros((BLOCK_T,), dtype=tl.float32)
         xsq = tl.zeros((BLOCK_T,), dtype=tl.float32)
-        if HAS_OUT:  # the previous sublayer's post and combination, loaded once (not per D tile)
-            cb = prev_comb_ptr + rows64 * HC * HC
-            pp = prev_post_ptr + rows64 * HC
-            q0 = tl.load(pp + 0, mask=r_ok, other=0.0)[:, None]
-            q1 = tl.load(pp + 1, mask=r_ok, other=0.0)[:, None]
-            q2 = tl.load(pp + 2, mask=r_ok, other=0.0)[:, None]
-            q3 = tl.load(pp + 3, mask=r_ok, other=0.0)[:, None]
-            c00 = tl.load(cb + 0, mask=r_ok, other=0.0)[:, None]
-            c01 = tl.load(cb + 1, mask=r_ok, other=0.0)[:, None]
-            c02 = tl.load(cb + 2, mask=r_ok, other=0.0)[:, None]
-            c03 = tl.load(cb + 3, mask=r_ok, other=0.0)[:, None]
-            c10 = tl.load(cb + 4, mask=r_ok, other=0.0)[:, None]
-            c11 = tl.load(cb + 5, mask=r_ok, other=0.0)[:, None]
-            c12 = tl.load(cb + 6, mask=r_ok, other=0.0)[:, None]
-            c13 = tl.load(cb + 7, mask=r_ok, other=0.0)[:, None]
-            c20 = tl.load(cb + 8, mask=r_ok, other=0.0)[:, None]
-            c21 = tl.load(cb + 9, mask=r_ok, other=0.0)[:, None]
-            c22 = tl.load(cb + 10, mask=r_ok, other=0.0)[:, None]
-            c23 = tl.load(cb + 11, mask=r_ok, other=0.0)[:, None]
-            c30 = tl.load(cb + 12, mask=r_ok, other=0.0)[:, None]
-            c31 = tl.load(cb + 13, mask=r_ok, other=0.0)[:, None]
-            c32 = tl.load(cb + 14, mask=r_ok, other=0.0)[:, None]
-            c33 = tl.load(cb + 15, mask=r_ok, other=0.0)[:, None]
+        if HAS_OUT and not COEF_IN_LOOP:  # the previous sublayer's post and combination, once (not per D tile)
+            q0, q1, q2, q3, c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 = \
+                _mix_coefficients(prev_post_ptr, prev_comb_ptr, rows64, r_ok)
         d_lo = split * SPLIT_D
         d_hi = d_lo + SPLIT_D
         for c0 in range(d_lo, d_hi, RELOAD_D if RELOAD_D > 0 else SPLIT_D):
@@ -253,6 +252,9 @@ def _mhc_site_kernel(
                 x2 = tl.load(streams_ptr + base + 2 * D, mask=ok, other=0.0).to(tl.float32)
                 x3 = tl.load(streams_ptr + base + 3 * D, mask=ok, other=0.0).to(tl.float32)
                 if HAS_OUT:
+                    if COEF_IN_LOOP:  # per tile, from L1: not held in registers through the loop
+                        q0, q1, q2, q3, c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 = \
+                            _mix_coefficients(prev_post_ptr, prev_comb_ptr, rows64, r_ok)
                     o = tl.load(out_ptr + rows64[:, None] * D + ds[None, :], mask=ok, other=0.0).to(tl.float32)
                     # X'_j = post_j * out + sum_i comb[i, j] * X_i (comb [hc, hc] row-major)
                     if FMA_MIX:  # the same sums in the same order, each product-and-add one rounding
@@ -560,7 +562,7 @@ def _mhc_site_kernel(
                 tl.store(n_ptr, (w[None, :] * y).to(DTYPE), mask=n_ok)
 
 
-SITE_HELPERS = (_bf16x3_dot,)  # what the site kernel calls (runtime/kernels/backend.py's jit binds them)
+SITE_HELPERS = (_bf16x3_dot, _mix_coefficients)  # what the site kernel calls (runtime/kernels/backend.py's jit binds them)
 
 
 def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.dtype,
@@ -576,7 +578,8 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
     common = dict(HAS_OUT=has_out, DTYPE=TL_DTYPES[dtype], BLOCK_D=tiles.block_d, PROJ=tiles.projection,
                   CHUNK=tiles.chunk, RELOAD_D=tiles.reload_d,
                   REG_FINISH=tiles.finish_registers, PIN_MIX=tiles.pin_mix, FAST_RCP=tiles.fast_reciprocal,
-                  FMA_MIX=tiles.fma_mix, BF16_OPERANDS=tiles.bf16_operands, enable_fp_fusion=False)
+                  FMA_MIX=tiles.fma_mix, BF16_OPERANDS=tiles.bf16_operands,
+                  COEF_IN_LOOP=tiles.coefficients_per_tile, enable_fp_fusion=False)
     sweep = dict(PHASE=(SWEEP_AND_TAIL if tiles.tail else SWEEP).value, BLOCK_T=tiles.block_t, TAIL_T=tiles.tail_t,
                  NORM_D=tiles.tail_d, num_warps=tiles.num_warps, **common)
     if tiles.stages:

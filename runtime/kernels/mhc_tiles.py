@@ -204,7 +204,9 @@ class MhcTiling:
     ``stages``: the sweeping launch's ``num_stages`` (0: Triton's default).
     ``bf16_operands``: "bf16x3" may hand the tensor cores bf16 operands (compiled on CUDA;
     Triton's interpreter runs a bf16 dot on the bits); read by that projection only, so a
-    call falling back to another keeps it."""
+    call falling back to another keeps it. ``coefficients_per_tile``: the sweep re-reads
+    the previous sublayer's post and combination (20 floats a row) in every D tile
+    instead of holding them through the loop (``MhcPolicy.coefficients_per_tile``)."""
 
     projection: str
     block_t: int
@@ -223,6 +225,7 @@ class MhcTiling:
     fma_mix: bool = False
     bf16_operands: bool = False
     stages: int = 0
+    coefficients_per_tile: bool = False
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
@@ -325,8 +328,16 @@ class MhcPolicy:
     ``num_stages``; 0: Triton's default, 3 on sm_90): its loads are copied ahead into shared
     memory, one buffer per stage (static sm_90, Triton 3.6, mid 4,096 rows: "tf32x3" 4 / 17 /
     31 KB at 1 / 2 / 3 stages, "bf16x3" 10 / 22 / 39 KB; 1 stage loads into registers);
-    ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at once,
-    and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
+    ``coefficients_per_tile``: the sweep loads the previous sublayer's post and combination
+    (20 floats a row) in every D tile, from L1, instead of once before its loop. Why: held
+    through the loop they cost about two registers per coefficient per row a thread holds,
+    and at 64 rows on 2 warps that pushed the sweep past 255 registers into spills. Static
+    sm_90 under Triton 3.6, ``mid`` 4,096 rows, "bf16x3" on 64 x 16 tiles: 255 registers and
+    64 bytes of stack -> 182 and none (2 stages: 255 + 40 -> 197 + none, 31 -> 36 KB of
+    shared memory, so 5 programs of 64 rows an SM against the default's 4 of 32); at the
+    default's own tiles it costs (250 -> 255 registers, loop 1,344 -> 1,431 instructions).
+    Untimed, so off; ``tail_elements``: most partials (rows x splits x 16) a finishing
+    program loads at once, and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
     columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
     (0 = project in the mixing loop; rounded up to whole D tiles; multiply-add tilings never
     re-read).
@@ -372,6 +383,7 @@ class MhcPolicy:
     dependent_finish_to: int = 64
     finish_at_exit_from: int = 1 << 30
     stages: int = 0
+    coefficients_per_tile: bool = False
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):
@@ -423,7 +435,7 @@ class MhcPolicy:
                          pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0,
                          fast_reciprocal=self.fast_reciprocal and cuda and registers,
                          fma_mix=t >= self.fma_mix_from, bf16_operands=cuda,
-                         stages=self.stages)
+                         stages=self.stages, coefficients_per_tile=self.coefficients_per_tile)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

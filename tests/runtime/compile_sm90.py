@@ -79,7 +79,8 @@ def site_launches(rows: int, d: int, policy=None) -> list[tuple[str, dict, tuple
     multiples = divisible_by_16(T=rows, D=d, SPLIT_D=tiles.split_d)
     decode_finish = not tiles.tail and 1 < rows <= policy.decode_rows  # rows per finishing program vary here
     form = (" register-finish" if tiles.finish_registers else "") + (
-        f" {tiles.tail_t}-row-finish" if decode_finish else "") + (" fma-mix" if tiles.fma_mix else "")
+        f" {tiles.tail_t}-row-finish" if decode_finish else "") + (" fma-mix" if tiles.fma_mix else "") + (
+        " per-tile" if tiles.coefficients_per_tile else "")
     return [(f"mhc T={rows} D={d} phase {kwargs['PHASE']} {tiles.projection}{form}", kwargs, multiples)
             for _, kwargs in mhc.site_launches(tiles, rows, d, True, torch.bfloat16)]
 
@@ -126,6 +127,21 @@ def bf16x3_sweep_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str,
         return []
     return [launch for launch in site_launches(rows, d, MhcPolicy(projection="bf16x3"))
             if launch[1]["PHASE"] != FINISH.value]
+
+
+def per_tile_sweep_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
+    """From 512 rows, the sweeping launch on 64-row blocks of 2 warps with "bf16x3" and 2
+    stages, the mixing's coefficients loaded in every D tile
+    (``MhcPolicy.coefficients_per_tile``, the sweep variant "bf16x3 t64 per-tile s2" of
+    benchmarks/tile_sweep.py): held through the loop instead, these tiles spill."""
+    from runtime.kernels.mhc import FINISH
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    if rows < 512:
+        return []
+    policy = MhcPolicy(projection="bf16x3", block_t=64, block_d=16, tail_block_t=64, stages=2,
+                       coefficients_per_tile=True)
+    return [launch for launch in site_launches(rows, d, policy) if launch[1]["PHASE"] != FINISH.value]
 
 
 BF16X3_SITE_SIGNATURE = {**SITE_SIGNATURE, "fn_ptr": "*bf16", "fn_lo_ptr": "*bf16"}
@@ -520,7 +536,7 @@ def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
     launches = [(name, site_kernel, BF16X3_SITE_SIGNATURE if kwargs["PROJ"] == "bf16x3" else SITE_SIGNATURE,
                  kwargs, multiples) for case in cases
                 for name, kwargs, multiples in site_launches(*case) + finish_candidate_launches(*case)
-                + sweep_candidate_launches(*case) + bf16x3_sweep_launches(*case)]
+                + sweep_candidate_launches(*case) + bf16x3_sweep_launches(*case) + per_tile_sweep_launches(*case)]
     launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, multiples)
                  for name, signature, kwargs, multiples in rope_quant_launches()]
     gate_kernel = jit(gate._gate_kernel, helpers=gate.GATE_HELPERS)

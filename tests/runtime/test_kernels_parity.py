@@ -494,6 +494,28 @@ def test_mhc_bf16x3_falls_back_off_bf16_streams(fused, gen):
         assert len(fused.mhc.fn_parts._by_weight) == 0 and len(fused.mhc.fn_splits._by_weight) == tf32_splits
 
 
+@pytest.mark.parametrize("t,tail_rows", [(5, 1024), (40, 1)])
+def test_mhc_coefficients_per_tile_give_the_same_bits(fused, gen, t, tail_rows):
+    """Loading the previous post and combination in every D tile
+    (``MhcPolicy.coefficients_per_tile``) moves only where they are read: interpreted,
+    every output bit for bit as with them held through the loop, in both finishes and over
+    several D tiles and splits; and within the reference's tolerances."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    kw = dict(programs=8, block_d=16, decode_block_d=16, tail_block_d=16, decode_rows=8, tail_rows=tail_rows)
+    per_tile, held = FusedMhc(MhcPolicy(coefficients_per_tile=True, **kw)), FusedMhc(MhcPolicy(**kw))
+    tiles = per_tile.policy.tiling(t, TINY.hidden_size, cuda=CUDA)
+    assert tiles.coefficients_per_tile and tiles.split_d > tiles.block_d and tiles.splits(TINY.hidden_size) > 1
+    for dtype in (torch.float32, torch.bfloat16):
+        args = mhc_args(gen, TINY, t, dtype, with_out=True)
+        for name, a, b in zip(("streams", "pre", "post", "comb", "x"), flat(per_tile(*args)), flat(held(*args)),
+                              strict=True):
+            assert torch.equal(a, b), f"per-tile and held coefficients: {name} differs ({dtype}, seed {gen.initial_seed()})"
+    fused.mhc = per_tile
+    check_mhc(fused, gen, TINY, t, torch.float32, with_out=True)
+
+
 def test_mhc_tf32x2_splits_fn_again_after_an_in_place_update(fused, gen):
     """"tf32x2" (bf16 streams: float32 ones fall back to "tf32x3") keeps fn's split per
     weight (``Tf32Splits``); the same fn tensor scaled in place by -0.75 between two calls
@@ -651,6 +673,28 @@ def test_mhc_pinned_mixing_gives_the_same_bits_gpu(gen, projection, config, t):
             assert torch.equal(a, b), f"pinned and plain {name} differ (seed {gen.initial_seed()})"
         else:
             close(a, b, 5e-5, what=f"pinned vs plain {name}", seed=gen.initial_seed())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("config,t", [(MID, 512), (MID, 4096), (FLASH, 64), (FLASH, 4096)])
+def test_mhc_coefficients_per_tile_parity_gpu(fused, gen, config, t):
+    """The "bf16x3" sweep on 64-row blocks with the coefficients loaded per D tile (the sweep
+    variant "bf16x3 t64 per-tile s2"), compiled: within the reference's tolerances, and the
+    mixed streams bit for bit as with the coefficients held (the same tiles; they spill there),
+    the rest within 5e-5 (the compiler may order the row sums differently)."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    kw = dict(projection="bf16x3", block_t=64, block_d=16, tail_block_t=64, stages=2)
+    fused.mhc = FusedMhc(MhcPolicy(coefficients_per_tile=True, **kw))
+    check_mhc(fused, gen, config, t, torch.bfloat16, with_out=True)
+    args = mhc_args(gen, config, t, torch.bfloat16, with_out=True)
+    got, want = flat(fused.mhc(*args)), flat(FusedMhc(MhcPolicy(**kw))(*args))
+    assert torch.equal(got[0], want[0]), f"per-tile vs held streams (seed {gen.initial_seed()})"
+    for name, a, b in zip(("pre", "post", "comb", "x"), got[1:], want[1:], strict=True):
+        close(a, b, 5e-5 if name != "x" else 2.0**-7, rel=name == "x", what=f"per-tile vs held {name}",
+              seed=gen.initial_seed())
 
 
 # ---------------------------------------------------------------------------- indexer + topk
