@@ -67,6 +67,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
+#   OUT=/path bash benchmarks/h200_checklist.sh 79  # session 45: the second runs after "RUNS=1 ... 77 78" (the decode rows of 76, the 64-row sweep of 78), then the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 78  # session 45: mHC's "bf16x3" sweep on 64-row blocks with the coefficients loaded per tile (untimed): GPU parity, against the default at 512 / 4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 60  # session 41's flips (mHC fma mixing from 8 rows, flash gate on 32 experts from 8 rows): GPU parity, new vs old twice
@@ -1054,6 +1055,15 @@ for run in $(seq 1 "${RUNS:-2}"); do
   timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 512 4096 --only default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2" --out "$R/m78_$run" > "$OUT/m78_$run.log" 2>&1; el m78_$run $?
   grep -hE "^\| mhc" "$R"/m78_$run/*.md | cut -d'|' -f3-8
 done
+elif [ "$PART" = 79 ]; then
+# session 45: "RUNS=1 ... 77 78" fits one call; this is the second call: part 76's decode rows
+# and part 78's 512 / 4,096 rows once more, then the table's mHC rows
+timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 8 rows" "bf16x3 from 3 rows" --out "$R/m79d" > "$OUT/m79d.log" 2>&1; el m79d $?
+grep -hE "^\| mhc" "$R"/m79d/*.md | cut -d'|' -f3-8
+timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 512 4096 --only default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2" --out "$R/m79" > "$OUT/m79.log" 2>&1; el m79 $?
+grep -hE "^\| mhc" "$R"/m79/*.md | cut -d'|' -f3-8
+timeout 150 python benchmarks/kernels.py --ops mhc --out "$R/k79" > "$OUT/k79.log" 2>&1; el k79 $?
+grep -hE "^\| mhc|met on" "$R"/k79/kernels_*.md | cut -d'|' -f2-5,8,11,13,14,17
 elif [ "$PART" = 59 ]; then
 # session 40: an H200 at last, with little device time left (part 4, the whole table, needs about
 # 10 minutes): first the rows only an H200 can settle (compress and RoPE + quant at 4,096 rows,
