@@ -252,7 +252,7 @@ def _mhc_site_kernel(
                 x2 = tl.load(streams_ptr + base + 2 * D, mask=ok, other=0.0).to(tl.float32)
                 x3 = tl.load(streams_ptr + base + 3 * D, mask=ok, other=0.0).to(tl.float32)
                 if HAS_OUT:
-                    if COEF_IN_LOOP:  # per tile, from L1: not held in registers through the loop
+                    if COEF_IN_LOOP:  # per tile: not held in registers through the loop
                         q0, q1, q2, q3, c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 = \
                             _mix_coefficients(prev_post_ptr, prev_comb_ptr, rows64, r_ok)
                     o = tl.load(out_ptr + rows64[:, None] * D + ds[None, :], mask=ok, other=0.0).to(tl.float32)

@@ -329,16 +329,19 @@ class MhcPolicy:
     memory, one buffer per stage (static sm_90, Triton 3.6, mid 4,096 rows: "tf32x3" 4 / 17 /
     31 KB at 1 / 2 / 3 stages, "bf16x3" 10 / 22 / 39 KB; 1 stage loads into registers);
     ``coefficients_per_tile``: the sweep loads the previous sublayer's post and combination
-    (20 floats a row) in every D tile, from L1, instead of once before its loop. Why: held
-    through the loop they cost about two registers per coefficient per row a thread holds,
-    and at 64 rows on 2 warps that pushed the sweep past 255 registers into spills. Static
-    sm_90 under Triton 3.6, ``mid`` 4,096 rows, "bf16x3" on 64 x 16 tiles: 255 registers and
-    64 bytes of stack -> 182 and none (2 stages: 255 + 40 -> 197 + none, 31 -> 36 KB of
-    shared memory, so 5 programs of 64 rows an SM against the default's 4 of 32); at the
-    default's own tiles it costs (250 -> 255 registers, loop 1,344 -> 1,431 instructions).
-    Untimed, so off; ``tail_elements``: most partials (rows x splits x 16) a finishing
-    program loads at once, and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``: the
-    columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
+    (20 floats a row) in every D tile instead of once before its loop. Why: held through the
+    loop they cost about two registers per coefficient per row a thread holds, and at 64
+    rows on 2 warps that pushed the sweep past 255 registers into spills. Static sm_90
+    under Triton 3.6, ``mid`` 4,096 rows, "bf16x3" on 64 x 16 tiles: 255 registers and 64
+    bytes of stack -> 182 and none (2 stages: 255 + 40 -> 197 + none, 31 -> 36 KB of shared
+    memory, so 5 programs of 64 rows an SM against the default's 4 of 32); at the default's
+    own tiles it costs (250 -> 255 registers, loop 1,344 -> 1,431 instructions). The
+    pipeliner copies them ahead with the tiles, four bytes a copy (cp.async.ca, which
+    caches in L1: a program re-reads its own rows' coefficients, 5 KB at 64 rows, from L1
+    while they stay there), and a stage's shared memory grows by those 5 KB. Untimed, so
+    off; ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at
+    once, and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``:
+    the columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
     (0 = project in the mixing loop; rounded up to whole D tiles; multiply-add tilings never
     re-read).
 
