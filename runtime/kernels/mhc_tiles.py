@@ -338,8 +338,11 @@ class MhcPolicy:
     own tiles it costs (250 -> 255 registers, loop 1,344 -> 1,431 instructions). The
     pipeliner copies them ahead with the tiles, four bytes a copy (cp.async.ca, which
     caches in L1: a program re-reads its own rows' coefficients, 5 KB at 64 rows, from L1
-    while they stay there), and a stage's shared memory grows by those 5 KB. Untimed, so
-    off; ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at
+    while they stay there), and a stage's shared memory grows by those 5 KB. Off: on an H100
+    every 64-row "bf16x3" sweep was 1.5-2.2x slower than the default (``mid`` 4,096 rows
+    131.4 us against 201.8 per tile at 3 stages, 234.7 per tile and 232.1 held at 2;
+    tile_sweep_h100_session45_per_tile.md), and per tile or held made no difference at 2
+    stages; ``tail_elements``: most partials (rows x splits x 16) a finishing program loads at
     once, and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``:
     the columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
     (0 = project in the mixing loop; rounded up to whole D tiles; multiply-add tilings never
