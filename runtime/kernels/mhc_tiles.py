@@ -56,8 +56,8 @@ The projections (``projection``), [T, 4D] x [4D, 24] with a float32 ``fn``:
 - "tf32x2": X' is bf16, so exact in TF32; fn as its TF32 head plus remainder, both rounded
   to nearest on the host (``runtime.kernels.mhc.tf32_split``), two TF32 products instead of
   three, and no operand split in the kernel (float32 streams fall back to "tf32x3": their
-  X' is not exact in TF32). Not the default until session 43 (now at 8-16 decode rows,
-  below): 6.1e-6 from the float64 oracle against 5.0e-7
+  X' is not exact in TF32). Not the default until session 43 (at 8-16 decode rows until
+  session 44, below): 6.1e-6 from the float64 oracle against 5.0e-7
   for "tf32x3" (mhc_precision_h200_pin.md), as the first form (head truncated to fn's top 19
   bits, split in the kernel: 6.6e-6, mhc_precision_h200_reload.md), so the rounding of the
   split was not the cause; and slower than "tf32x3" in every case but the ``flash`` tail
@@ -158,7 +158,7 @@ H100 it was slower than the default in every case from 64 rows (``mid`` 4,096 ro
 was. Both read more bytes of fn per D tile than "tf32x3" (6 and 8 bytes per weight against
 4), and in these tiles fn is the larger part of what a program loads (at 32 rows x 16
 columns, 9 KB of fn parts against 5 KB of streams and output). Above decode it is not the
-default; at 8-16 decode rows it is (``MhcPolicy.decode_bf16x3_from``).
+default; at 3-16 decode rows it is (``MhcPolicy.decode_bf16x3_from``: 8-16 in session 44).
 
 A CUDA-core projection for many rows (session 36, compiled for sm_90 with Triton 3.6 on a
 CPU, not kept): each stream's products accumulated with ``tl.fma`` into a [rows, D tile, 32]
@@ -309,8 +309,12 @@ class MhcPolicy:
     tile_sweep_h100_session44_bf16x3_rows.md): faster in 8 of 8 over two runs, so from 8.
     Against "tf32x3" at 3-4 rows it was faster in 4 of 4 of one run (``mid`` 7.87 / 8.53 ->
     7.45 / 8.10, ``flash`` 9.00 / 9.03 -> 8.62 / 8.68), by about as much as identical
-    configurations have read apart in one run (0.4 us, session 43), so 3-7 rows wait for a
-    second run (the sweep variant "bf16x3 from 3 rows"). At one row it lost to the
+    configurations have read apart in one run (0.4 us, session 43), so 3-7 rows waited for
+    a second run. Session 45 (another H100; tile_sweep_h100_session45_decode_*.md) had it
+    faster there in two more runs, 8 of 8 ("tf32x3" -> "bf16x3": ``mid`` 3 rows 7.88 / 8.48
+    -> 7.46 / 8.06, 4 rows 8.55 / 8.52 -> 8.08 / 8.09, ``flash`` 3 rows 8.96 / 8.89 -> 8.58
+    / 8.54, 4 rows 9.02 / 9.01 -> 8.68 / 8.68), while the same configuration read twice
+    moved 0.00-0.04 us, so from 3. At one row it lost to the
     multiply-adds (``mid`` 5.74 -> 7.58 us). As close to the float64 oracle as "tf32x3"
     (mhc_precision_h100_session44.md). Static sm_90 under Triton 3.6: the 8-row ``mid``
     sweep's loop 749 -> 699 instructions, 255 -> 128 registers. Not timed on the H200;
@@ -363,7 +367,7 @@ class MhcPolicy:
     decode_rows: int = 16
     decode_projection: str = ""
     decode_tf32x2_from: int = 8
-    decode_bf16x3_from: int = 8
+    decode_bf16x3_from: int = 3
     decode_block_t: int = 0
     decode_block_d: int = 64
     decode_warps: int = 4

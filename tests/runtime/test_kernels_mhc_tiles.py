@@ -52,17 +52,16 @@ def test_the_projection_follows_the_row_count_and_device_unless_asked():
     assert policy.tiling(4096, 2048, cuda=False).projection == "ieee"  # interpreted
     assert policy.tiling(1, 2048, cuda=True).projection == "fma"  # decode rows: no 16-row dot tile
     assert policy.tiling(2, 2048, cuda=True).projection == "fma"
-    # decode calls from decode_bf16x3_from (8) rows: fn's three bf16 parts; 3-7 rows and
-    # above decode tf32x3
+    # decode calls from decode_bf16x3_from (3) rows: fn's three bf16 parts; above decode tf32x3
     assert [policy.tiling(t, 5120, cuda=True).projection for t in (3, 7, 8, 16, 17, 64)] == [
-        "tf32x3", "tf32x3", "bf16x3", "bf16x3", "tf32x3", "tf32x3"]
+        "bf16x3", "bf16x3", "bf16x3", "bf16x3", "tf32x3", "tf32x3"]
     assert policy.tiling(8, 2048, cuda=True).bf16_operands
     assert policy.tiling(8, 2048, cuda=False).projection == "ieee"
     # without it: "tf32x2" from decode_tf32x2_from (8) rows (the rule before session 44)
     before = MhcPolicy(decode_bf16x3_from=1 << 30)
     assert [before.tiling(t, 2048, cuda=True).projection for t in (3, 7, 8, 16, 17)] == [
         "tf32x3", "tf32x3", "tf32x2", "tf32x2", "tf32x3"]
-    assert MhcPolicy(decode_bf16x3_from=3).tiling(3, 2048, cuda=True).projection == "bf16x3"
+    assert MhcPolicy(decode_bf16x3_from=8).tiling(3, 2048, cuda=True).projection == "tf32x3"
     assert MhcPolicy(decode_bf16x3_from=1 << 30, decode_tf32x2_from=3).tiling(3, 2048, cuda=True).projection == "tf32x2"
     for name in ("decode_tf32x2_from", "decode_bf16x3_from"):
         with pytest.raises(ValueError, match=name):
