@@ -67,6 +67,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
+#   OUT=/path bash benchmarks/h200_checklist.sh 80  # session 45's flips (mHC "bf16x3" from 3 decode rows, decode tiles to 48 rows): the default's GPU parity, against the tiles above decode and "tf32x3" on decode tiles at 17-48 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 79  # session 45: the second runs after "RUNS=1 ... 77 78" (the decode rows of 76, the 64-row sweep of 78), then the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 78  # session 45: mHC's "bf16x3" sweep on 64-row blocks with the coefficients loaded per tile (untimed): GPU parity, against the default at 512 / 4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 61  # session 42: mHC "tf32x2" with fn split once per weight (was per call, inside the timed graphs): GPU parity, against the default twice
@@ -1054,6 +1055,17 @@ grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par78.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 512 4096 --only default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2" --out "$R/m78_$run" > "$OUT/m78_$run.log" 2>&1; el m78_$run $?
   grep -hE "^\| mhc" "$R"/m78_$run/*.md | cut -d'|' -f3-8
+done
+elif [ "$PART" = 80 ]; then
+# session 45's flips (MhcPolicy.decode_bf16x3_from 8 -> 3, decode_rows 16 -> 48): the default's
+# GPU parity (now with 3, 33 rows at mid and 4, 48 at flash), then at 17-48 rows the default
+# against the tiles above decode ("decode tiles to 16", the rule before) and the decode tiles
+# with "tf32x3" (is it the tiles or the projection?), read in turn, RUNS times (default 2)
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu" > "$OUT/par80.log" 2>&1; el par80 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par80.log" | tail -6
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 100 python benchmarks/tile_sweep.py --ops mhc --rows 17 24 32 40 48 --only default "decode tiles to 16" "tf32x3 decode" --out "$R/m80_$run" > "$OUT/m80_$run.log" 2>&1; el m80_$run $?
+  grep -hE "^\| mhc" "$R"/m80_$run/*.md | cut -d'|' -f3-8
 done
 elif [ "$PART" = 79 ]; then
 # session 45: "RUNS=1 ... 77 78" fits one call; this is the second call: part 76's decode rows

@@ -134,13 +134,17 @@ MHC_DECODE = (
     ("tf32x2 from 3 rows", MhcPolicy(decode_bf16x3_from=1 << 30, decode_tf32x2_from=3)),
     ("tf32x3 decode", MhcPolicy(decode_bf16x3_from=1 << 30, decode_tf32x2_from=1 << 30)),
     # fn as three bf16 parts, bf16 tensor-core products on X' as stored (runtime/kernels/mhc.py,
-    # bf16_split3): at every decode row count; from 3 rows (the decode rows that take a dot:
-    # the default since session 45) and from 8 (session 44's rule); never (the rule before
-    # session 44: "tf32x2" from 8 rows)
+    # bf16_split3): at every decode row count; from 3 rows (the decode rows that take a dot)
+    # and from 8 on the decode tiles up to 16 rows (sessions 45's and 44's rules before the
+    # decode tiles went to 48 rows); never, up to 16 rows (the rule before session 44:
+    # "tf32x2" from 8 rows)
     ("bf16x3", MhcPolicy(decode_projection="bf16x3")),
-    ("bf16x3 from 3 rows", MhcPolicy(decode_bf16x3_from=3)),
-    ("bf16x3 from 8 rows", MhcPolicy(decode_bf16x3_from=8)),
-    ("tf32x2 from 8 rows", MhcPolicy(decode_bf16x3_from=1 << 30)),
+    ("bf16x3 from 3 rows", MhcPolicy(decode_bf16x3_from=3, decode_rows=16)),
+    ("bf16x3 from 8 rows", MhcPolicy(decode_bf16x3_from=8, decode_rows=16)),
+    ("tf32x2 from 8 rows", MhcPolicy(decode_bf16x3_from=1 << 30, decode_rows=16)),
+    # the decode tiles and projections up to 16 rows (the default before session 45; 17-48
+    # rows then take the tiles above decode with "tf32x3")
+    ("decode tiles to 16", MhcPolicy(decode_rows=16)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),

@@ -158,7 +158,8 @@ H100 it was slower than the default in every case from 64 rows (``mid`` 4,096 ro
 was. Both read more bytes of fn per D tile than "tf32x3" (6 and 8 bytes per weight against
 4), and in these tiles fn is the larger part of what a program loads (at 32 rows x 16
 columns, 9 KB of fn parts against 5 KB of streams and output). Above decode it is not the
-default; at 3-16 decode rows it is (``MhcPolicy.decode_bf16x3_from``: 8-16 in session 44).
+default; at 3-48 decode rows it is (``MhcPolicy.decode_bf16x3_from`` and ``decode_rows``:
+8-16 in session 44).
 
 A CUDA-core projection for many rows (session 36, compiled for sm_90 with Triton 3.6 on a
 CPU, not kept): each stream's products accumulated with ``tl.fma`` into a [rows, D tile, 32]
@@ -245,9 +246,16 @@ class MhcPolicy:
 
     ``projection`` / ``decode_projection``: "" = "fma" up to ``fma_rows`` rows, else "tf32x3"
     on CUDA ("bf16x3" for decode calls of at least ``decode_bf16x3_from`` rows, else "tf32x2"
-    from ``decode_tf32x2_from``), else "ieee"; ``decode_rows``: calls of at most this many rows use the
-    ``decode_*`` tiles; ``block_t`` 0 = as few rows as the projection allows (the row count
-    rounded up to a power of two for "fma", 16 for a dot); ``programs``: split D until row
+    from ``decode_tf32x2_from``), else "ieee"; ``decode_rows``: calls of at most this many
+    rows use the ``decode_*`` tiles and projections (48 since session 45: on an H100, 24 /
+    32 / 48 rows, the decode tiles with "bf16x3" against the tiles above decode with
+    "tf32x3", two runs each, us: ``mid`` 9.78 / 11.08 / 10.08 -> 7.48 / 8.27 / 8.43 and 9.74
+    / 11.03 / 10.04 -> 7.44 / 8.20 / 8.39, ``flash`` 12.19 / 14.04 / 18.02 -> 11.76 / 11.95
+    / 13.28 and 12.22 / 14.08 / 18.02 -> 11.80 / 11.97 / 13.32; at 64 rows a tie at ``mid``
+    (10.28 -> 10.32) and slower at ``flash`` (15.03 -> 17.22):
+    tile_sweep_h100_session45_decode_rows_{1,2}.md; 16 before); ``block_t`` 0 = as few rows
+    as the projection allows (the row count rounded up to a power of two for "fma", 16 for a
+    dot); ``programs``: split D until row
     blocks x splits reaches this; ``split``: None = split as ``programs`` asks, False = one
     program per row block over all of D (the interpreter's default: there every program
     costs time, not parallelism); ``tail_rows``: calls of at least this many rows are
@@ -364,7 +372,7 @@ class MhcPolicy:
     block_t: int = 16
     block_d: int = 32
     num_warps: int = 2
-    decode_rows: int = 16
+    decode_rows: int = 48
     decode_projection: str = ""
     decode_tf32x2_from: int = 8
     decode_bf16x3_from: int = 3

@@ -52,13 +52,17 @@ def test_the_projection_follows_the_row_count_and_device_unless_asked():
     assert policy.tiling(4096, 2048, cuda=False).projection == "ieee"  # interpreted
     assert policy.tiling(1, 2048, cuda=True).projection == "fma"  # decode rows: no 16-row dot tile
     assert policy.tiling(2, 2048, cuda=True).projection == "fma"
-    # decode calls from decode_bf16x3_from (3) rows: fn's three bf16 parts; above decode tf32x3
-    assert [policy.tiling(t, 5120, cuda=True).projection for t in (3, 7, 8, 16, 17, 64)] == [
-        "bf16x3", "bf16x3", "bf16x3", "bf16x3", "tf32x3", "tf32x3"]
+    # decode calls (up to decode_rows, 48) from decode_bf16x3_from (3) rows: fn's three bf16
+    # parts, on the decode tiles; above decode tf32x3
+    assert [policy.tiling(t, 5120, cuda=True).projection for t in (3, 7, 8, 16, 48, 49, 64)] == [
+        "bf16x3", "bf16x3", "bf16x3", "bf16x3", "bf16x3", "tf32x3", "tf32x3"]
+    assert [policy.tiling(t, 5120, cuda=True).num_warps for t in (3, 48, 49)] == [
+        policy.decode_warps, policy.decode_warps, policy.num_warps]
     assert policy.tiling(8, 2048, cuda=True).bf16_operands
     assert policy.tiling(8, 2048, cuda=False).projection == "ieee"
-    # without it: "tf32x2" from decode_tf32x2_from (8) rows (the rule before session 44)
-    before = MhcPolicy(decode_bf16x3_from=1 << 30)
+    # without it: "tf32x2" from decode_tf32x2_from (8) rows, decode tiles up to 16 rows (the
+    # rules before session 44 / 45)
+    before = MhcPolicy(decode_bf16x3_from=1 << 30, decode_rows=16)
     assert [before.tiling(t, 2048, cuda=True).projection for t in (3, 7, 8, 16, 17)] == [
         "tf32x3", "tf32x3", "tf32x2", "tf32x2", "tf32x3"]
     assert MhcPolicy(decode_bf16x3_from=8).tiling(3, 2048, cuda=True).projection == "tf32x3"
@@ -68,8 +72,8 @@ def test_the_projection_follows_the_row_count_and_device_unless_asked():
             MhcPolicy(**{name: -1})
     asked = MhcPolicy(projection="ieee", decode_projection="fma")
     assert asked.tiling(4096, 2048, cuda=True).projection == "ieee"
-    assert asked.tiling(16, 2048, cuda=True).projection == "fma"
-    assert asked.tiling(17, 2048, cuda=True).projection == "ieee"
+    assert asked.tiling(48, 2048, cuda=True).projection == "fma"
+    assert asked.tiling(49, 2048, cuda=True).projection == "ieee"
 
 
 @pytest.mark.parametrize("t,block_t", [(1, 1), (2, 2), (3, 4), (9, 8), (16, 8), (4096, 8)])
@@ -134,8 +138,9 @@ def test_the_reload_applies_to_dot_tilings_below_the_tail(t, expected):
                                              (17, 1, 8), (512, 1, 8)])
 def test_decode_finishes_take_decode_finish_rows_per_program(t, rows, expected):
     """A row's coefficients are a serial chain, so decode calls finish a row (or a few) per
-    program; above decode_rows (``decode_finish_to`` 0) the finish keeps 8-row programs."""
-    tiles = MhcPolicy(decode_finish_rows=rows, decode_finish_to=0).tiling(t, 2048, cuda=True)
+    program; above decode_rows (``decode_finish_to`` 0) the finish keeps 8-row programs
+    (decode_rows 16 here, the default before session 45: 17 rows is the first above)."""
+    tiles = MhcPolicy(decode_rows=16, decode_finish_rows=rows, decode_finish_to=0).tiling(t, 2048, cuda=True)
     assert not tiles.tail and tiles.tail_t == expected
     assert tiles.finish_grid(t, 2048)[0] == -(-t // expected)
 
@@ -148,14 +153,14 @@ def test_the_decode_finish_serves_calls_up_to_decode_finish_to(t, to, decode_fin
     finishes as decode does: ``decode_finish_rows`` per program, ``decode_finish_warps``,
     ``decode_finish_registers``; above, ``finish_rows`` / ``finish_warps`` /
     ``finish_registers``; the ticket's tail (from ``tail_rows``) never. The sweep's tiles
-    stay those of the row count."""
-    policy = MhcPolicy(decode_finish_to=to, decode_finish_rows=2, decode_finish_warps=1, finish_rows=8,
-                       finish_warps=2, decode_finish_registers=True, finish_registers=False)
+    stay those of the row count (decode_rows 16 here, the default before session 45)."""
+    policy = MhcPolicy(decode_rows=16, decode_finish_to=to, decode_finish_rows=2, decode_finish_warps=1,
+                       finish_rows=8, finish_warps=2, decode_finish_registers=True, finish_registers=False)
     tiles = policy.tiling(t, 2048, cuda=True)
     assert tiles.tail == (t >= policy.tail_rows)
     assert (tiles.tail_t, tiles.finish_warps, tiles.finish_registers) == ((2, 1, True) if decode_finish else
                                                                           (8, 2, False))
-    sweep = MhcPolicy(decode_finish_to=0).tiling(t, 2048, cuda=True)
+    sweep = MhcPolicy(decode_rows=16, decode_finish_to=0).tiling(t, 2048, cuda=True)
     assert (tiles.block_t, tiles.block_d, tiles.split_d, tiles.num_warps) == (sweep.block_t, sweep.block_d,
                                                                               sweep.split_d, sweep.num_warps)
 
@@ -165,8 +170,8 @@ def test_the_decode_finish_serves_calls_up_to_decode_finish_to(t, to, decode_fin
 def test_finishes_above_decode_take_finish_rows_per_program(t, rows, expected):
     """Above decode_rows the finishing launch's programs hold ``finish_rows`` rows (at most
     the row count rounded up to a power of two); decode calls keep decode_finish_rows and the
-    ticket's tail its own 8."""
-    tiles = MhcPolicy(finish_rows=rows, decode_finish_to=0).tiling(t, 2048, cuda=True)
+    ticket's tail its own 8 (decode_rows 16 here, the default before session 45)."""
+    tiles = MhcPolicy(decode_rows=16, finish_rows=rows, decode_finish_to=0).tiling(t, 2048, cuda=True)
     assert tiles.tail_t == expected
     if not tiles.tail:
         assert tiles.finish_grid(t, 2048)[0] == -(-t // expected)

@@ -596,8 +596,8 @@ def test_mhc_sinkhorn_eps_placement_matches_the_reference(fused, gen, finish_reg
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("config,t", [(MID, 1), (MID, 3), (MID, 16), (MID, 64), (MID, 333), (MID, 2048), (FLASH, 4),
-                                      (FLASH, 8)])
+@pytest.mark.parametrize("config,t", [(MID, 1), (MID, 3), (MID, 16), (MID, 33), (MID, 64), (MID, 333), (MID, 2048),
+                                      (FLASH, 4), (FLASH, 8), (FLASH, 48)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_mhc_parity_gpu(fused, gen, config, t, dtype):
     check_mhc(fused, gen, config, t, dtype, with_out=True)
