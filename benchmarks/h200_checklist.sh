@@ -258,8 +258,14 @@
 # decode rows again, with 3-4: faster in 8 of 8) and 75 (pipelining stages: nothing over Triton's
 # 3). The flip to "bf16x3" at 8-16 decode rows (two runs agree) is committed; 3-7 rows (one run)
 # wait for 76 / 77, which found no machine.
-# Next session: 76 (or 77), then on an H200 4 (the whole table), 60, 69 and 70 (every flip
-# since session 35 is timed only on H100s).
+# Session 45 (an H100 at the one start that came; five starts failed): "RUNS=1 ... 78 77" (the
+# 64-row "bf16x3" sweeps, coefficients per tile or held: 1.5-2.2x slower, not kept; the
+# default's GPU parity 12 passed, "bf16x3" at 3-4 rows faster again), then by hand on the warm
+# machine: the table's mHC rows, 3-4 rows a third time (flip: "bf16x3" from 3 decode rows; its
+# parity 48 passed), the whole table twice (36 of 92 both times), "bf16x3" at 24-48 rows and
+# the decode tiles there (6 of 6 faster in both runs: flip, decode tiles to 48 rows).
+# Next session: 80 (the second flip's GPU parity and a confirming run), then on an H200 4 (the
+# whole table), 60, 69, 70 and 80 (every flip since session 35 is timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
