@@ -253,7 +253,12 @@ class MhcPolicy:
     / 11.03 / 10.04 -> 7.44 / 8.20 / 8.39, ``flash`` 12.19 / 14.04 / 18.02 -> 11.76 / 11.95
     / 13.28 and 12.22 / 14.08 / 18.02 -> 11.80 / 11.97 / 13.32; at 64 rows a tie at ``mid``
     (10.28 -> 10.32) and slower at ``flash`` (15.03 -> 17.22):
-    tile_sweep_h100_session45_decode_rows_{1,2}.md; 16 before); ``block_t`` 0 = as few rows
+    tile_sweep_h100_session45_decode_rows_{1,2}.md; 16 before). Confirmed after the flip on
+    another machine start, three runs (tile_sweep_h100_session45_decode48_{1,2,3}.md; its
+    GPU parity with 33 and 48 rows passed): faster at every ``mid`` row count from 17 and at
+    ``flash`` from 24, but 0.3-0.6 us slower at ``flash`` 17-20 rows, where "tf32x3" on the
+    decode tiles also beat "bf16x3" from 20 rows (neither split by hidden size yet);
+    ``block_t`` 0 = as few rows
     as the projection allows (the row count rounded up to a power of two for "fma", 16 for a
     dot); ``programs``: split D until row
     blocks x splits reaches this; ``split``: None = split as ``programs`` asks, False = one
