@@ -67,6 +67,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
+#   OUT=/path bash benchmarks/h200_checklist.sh 81  # session 45: mHC's decode sweep in one wave at flash 17-48 rows (2 stages, 32-column tiles; untimed): GPU parity, against the default and "tf32x3 decode" at 8-48 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 80  # session 45's flips (mHC "bf16x3" from 3 decode rows, decode tiles to 48 rows): the default's GPU parity, against the tiles above decode and "tf32x3" on decode tiles at 17-48 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 79  # session 45: the second runs after "RUNS=1 ... 77 78" (the decode rows of 76, the 64-row sweep of 78), then the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 78  # session 45: mHC's "bf16x3" sweep on 64-row blocks with the coefficients loaded per tile (untimed): GPU parity, against the default at 512 / 4,096 rows, in turn, twice
@@ -266,8 +267,9 @@
 # the decode tiles there (6 of 6 faster in both runs: flip, decode tiles to 48 rows). A second
 # start (an H100): 80 (parity 20 passed; three runs: faster at mid 17-48 and flash 24-48, flash
 # 17-20 rows 0.3-0.6 us slower, and "tf32x3" beat "bf16x3" on flash's decode tiles from 20 rows).
-# Next session, on an H200: 4 (the whole table), 60, 69, 70 and 80 (every flip since session 35
-# is timed only on H100s); whether flash's 17-48 rows want a rule by hidden size (80's reading).
+# Next session: 81 (the decode sweep in one wave: 2 stages or 32-column tiles; the likelier
+# answer to 80's flash rows than a rule by hidden size); on an H200 4 (the whole table), 60, 69,
+# 70, 80 and 81 (every flip since session 35 is timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -1063,6 +1065,19 @@ grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par78.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 512 4096 --only default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2" --out "$R/m78_$run" > "$OUT/m78_$run.log" 2>&1; el m78_$run $?
   grep -hE "^\| mhc" "$R"/m78_$run/*.md | cut -d'|' -f3-8
+done
+elif [ "$PART" = 81 ]; then
+# session 45: the "bf16x3" decode sweep asks 124 KB of shared memory at 3 stages (static sm_90,
+# Triton 3.6), one program an SM, so flash's 160-240 programs at 17-48 rows take two waves on
+# 132 SMs (part 80: flash 17-20 rows slower than the tiles above decode, "tf32x3" on the decode
+# tiles, 92 KB, ahead from 20 rows). 2 stages (MhcPolicy.decode_stages: 66 KB) or 32-column D
+# tiles (62 KB): GPU parity, then against the default and "tf32x3 decode" at 8-48 rows, read in
+# turn, RUNS times (default 2)
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_decode_tilings_parity_gpu" > "$OUT/par81.log" 2>&1; el par81 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par81.log" | tail -6
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 120 python benchmarks/tile_sweep.py --ops mhc --rows 8 16 17 24 32 48 --only default "decode s2" "decode d32" "d32 w2" "tf32x3 decode" "decode tiles to 16" --out "$R/m81_$run" > "$OUT/m81_$run.log" 2>&1; el m81_$run $?
+  grep -hE "^\| mhc" "$R"/m81_$run/*.md | cut -d'|' -f3-8
 done
 elif [ "$PART" = 80 ]; then
 # session 45's flips (MhcPolicy.decode_bf16x3_from 8 -> 3, decode_rows 16 -> 48): the default's

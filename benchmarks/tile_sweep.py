@@ -145,6 +145,12 @@ MHC_DECODE = (
     # the decode tiles and projections up to 16 rows (the default before session 45; 17-48
     # rows then take the tiles above decode with "tf32x3")
     ("decode tiles to 16", MhcPolicy(decode_rows=16)),
+    # decode sweeps in one wave at flash's 17-48 rows (untimed, session 45): at 3 stages
+    # the "bf16x3" decode sweep asks 124 KB of shared memory, one program an SM, and flash's
+    # 160-240 programs take two waves on 132 SMs; 2 stages (66 KB, three an SM) or 32-column
+    # D tiles (62 KB, 96 registers; 160 splits, so 160-480 programs)
+    ("decode s2", MhcPolicy(decode_stages=2)),
+    ("decode d32", MhcPolicy(decode_block_d=32)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),

@@ -345,6 +345,13 @@ class MhcPolicy:
     ``num_stages``; 0: Triton's default, 3 on sm_90): its loads are copied ahead into shared
     memory, one buffer per stage (static sm_90, Triton 3.6, mid 4,096 rows: "tf32x3" 4 / 17 /
     31 KB at 1 / 2 / 3 stages, "bf16x3" 10 / 22 / 39 KB; 1 stage loads into registers);
+    ``decode_stages``: the same for decode calls (0: as ``stages``). Why: the decode tiles
+    copy 64-column tiles of fn's three bf16 parts ahead, and at 3 stages the sweep asks 124
+    KB of shared memory (static sm_90, Triton 3.6, "bf16x3", 16 x 64 tiles on 4 warps), so
+    one program an SM; at ``flash`` (80 splits over D) 17-48 rows make 160-240 programs, two
+    waves on 132 SMs, where "tf32x3" (92 KB, two an SM) fits one, which may be why it beat
+    "bf16x3" there (tile_sweep_h100_session45_decode48_1.md). At 2 stages 66 KB, three an
+    SM. Untimed, so 0;
     ``coefficients_per_tile``: the sweep loads the previous sublayer's post and combination
     (20 floats a row) in every D tile instead of once before its loop. Why: held through the
     loop they cost about two registers per coefficient per row a thread holds, and at 64
@@ -406,6 +413,7 @@ class MhcPolicy:
     dependent_finish_to: int = 64
     finish_at_exit_from: int = 1 << 30
     stages: int = 0
+    decode_stages: int = 0
     coefficients_per_tile: bool = False
 
     def __post_init__(self) -> None:
@@ -423,6 +431,8 @@ class MhcPolicy:
                 raise ValueError(f"MhcPolicy.{name}: expected a row count >= 0, got {getattr(self, name)}")
         if self.stages < 0:
             raise ValueError(f"MhcPolicy.stages: expected >= 0 (0 = Triton's default), got {self.stages}")
+        if self.decode_stages < 0:
+            raise ValueError(f"MhcPolicy.decode_stages: expected >= 0 (0 = as ``stages``), got {self.decode_stages}")
         for name in ("reload_d", "tail_reload_d"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected >= 0 (0 = project in the mixing loop), "
@@ -458,7 +468,8 @@ class MhcPolicy:
                          pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0,
                          fast_reciprocal=self.fast_reciprocal and cuda and registers,
                          fma_mix=t >= self.fma_mix_from, bf16_operands=cuda,
-                         stages=self.stages, coefficients_per_tile=self.coefficients_per_tile)
+                         stages=(self.decode_stages or self.stages) if decode else self.stages,
+                         coefficients_per_tile=self.coefficients_per_tile)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

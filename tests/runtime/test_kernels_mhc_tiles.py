@@ -220,3 +220,15 @@ def test_stages_reach_the_sweeping_launch_only():
         assert all("num_stages" not in kwargs for _, kwargs in default)
     with pytest.raises(ValueError, match="MhcPolicy.stages: expected >= 0"):
         MhcPolicy(stages=-1)
+
+
+@pytest.mark.parametrize("t,decode", [(1, True), (48, True), (49, False), (4096, False)])
+def test_decode_stages_apply_to_decode_calls_only(t, decode):
+    """``decode_stages``: the sweep's ``num_stages`` for decode calls (up to ``decode_rows``),
+    0 following ``stages``; calls above decode keep ``stages``."""
+    policy = MhcPolicy(stages=4, decode_stages=2)
+    assert policy.tiling(t, 5120, cuda=True).stages == (2 if decode else 4)
+    assert MhcPolicy(stages=4).tiling(t, 5120, cuda=True).stages == 4
+    assert MhcPolicy(decode_stages=2).tiling(t, 5120, cuda=True).stages == (2 if decode else 0)
+    with pytest.raises(ValueError, match="MhcPolicy.decode_stages: expected >= 0"):
+        MhcPolicy(decode_stages=-1)
