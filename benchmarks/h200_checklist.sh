@@ -259,7 +259,7 @@
 # decode rows again, with 3-4: faster in 8 of 8) and 75 (pipelining stages: nothing over Triton's
 # 3). The flip to "bf16x3" at 8-16 decode rows (two runs agree) is committed; 3-7 rows (one run)
 # wait for 76 / 77, which found no machine.
-# Session 45 (an H100 at the one start that came; five starts failed): "RUNS=1 ... 78 77" (the
+# Session 45 (an H100 at both starts that came; six starts failed): "RUNS=1 ... 78 77" (the
 # 64-row "bf16x3" sweeps, coefficients per tile or held: 1.5-2.2x slower, not kept; the
 # default's GPU parity 12 passed, "bf16x3" at 3-4 rows faster again), then by hand on the warm
 # machine: the table's mHC rows, 3-4 rows a third time (flip: "bf16x3" from 3 decode rows; its
