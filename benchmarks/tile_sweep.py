@@ -180,10 +180,11 @@ MHC_MANY = (
     ("bf16x3 s2", MhcPolicy(projection="bf16x3", stages=2)),
     # 64-row blocks on 2 warps with the mixing's coefficients loaded per D tile (untimed
     # before session 45): fn's parts read once per 64 rows, not 32 (0.75x the default's L2
-    # bytes of fn; the coefficients are re-read from L1); static sm_90 under Triton 3.6, mid 4,096 rows: 182 registers, no stack,
-    # 63 KB of shared memory (3 programs an SM), at 2 stages 197 and 36 KB (5 an SM, against
-    # the default's 4 of 32 rows); held through the loop the same tiles spill. All three
-    # 1.5-2.2x slower than the default on an H100 (tile_sweep_h100_session45_per_tile.md)
+    # bytes of fn; the coefficients are re-read from L1); static sm_90 under Triton 3.6, mid
+    # 4,096 rows: 182 registers, no stack, 63 KB of shared memory (3 programs an SM), at 2
+    # stages 197 and 36 KB (5 an SM, against the default's 4 of 32 rows); held through the
+    # loop the same tiles spill. All three 1.5-2.2x slower than the default on an H100
+    # (tile_sweep_h100_session45_per_tile.md)
     ("bf16x3 t64 per-tile", MhcPolicy(projection="bf16x3", block_t=64, block_d=16, tail_block_t=64,
                                       coefficients_per_tile=True)),
     ("bf16x3 t64 per-tile s2", MhcPolicy(projection="bf16x3", block_t=64, block_d=16, tail_block_t=64,

@@ -258,10 +258,9 @@ class MhcPolicy:
     GPU parity with 33 and 48 rows passed): faster at every ``mid`` row count from 17 and at
     ``flash`` from 24, but 0.3-0.6 us slower at ``flash`` 17-20 rows, where "tf32x3" on the
     decode tiles also beat "bf16x3" from 20 rows (neither split by hidden size yet);
-    ``block_t`` 0 = as few rows
-    as the projection allows (the row count rounded up to a power of two for "fma", 16 for a
-    dot); ``programs``: split D until row
-    blocks x splits reaches this; ``split``: None = split as ``programs`` asks, False = one
+    ``block_t`` 0 = as few rows as the projection allows (the row count rounded up to a
+    power of two for "fma", 16 for a dot); ``programs``: split D until row blocks x splits
+    reaches this; ``split``: None = split as ``programs`` asks, False = one
     program per row block over all of D (the interpreter's default: there every program
     costs time, not parallelism); ``tail_rows``: calls of at least this many rows are
     finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,

@@ -606,16 +606,15 @@ def test_mhc_parity_gpu(fused, gen, config, t, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("policy", ["decode_stages=2", "decode_block_d=32"])
+@pytest.mark.parametrize("tiling", [dict(decode_stages=2), dict(decode_block_d=32)], ids=["s2", "d32"])
 @pytest.mark.parametrize("config,t", [(MID, 8), (MID, 33), (FLASH, 17), (FLASH, 48)])
-def test_mhc_decode_tilings_parity_gpu(fused, gen, policy, config, t):
+def test_mhc_decode_tilings_parity_gpu(fused, gen, tiling, config, t):
     """The decode sweep's candidate tilings at flash's two-wave row counts (the sweep variants
     "decode s2" and "decode d32"), compiled, on bf16 streams."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    name, value = policy.split("=")
-    fused.mhc = FusedMhc(MhcPolicy(**{name: int(value)}))
+    fused.mhc = FusedMhc(MhcPolicy(**tiling))
     check_mhc(fused, gen, config, t, torch.bfloat16, with_out=True)
     check_mhc(fused, gen, config, t, torch.bfloat16, with_out=False)
 
