@@ -76,8 +76,27 @@ def cold_graph_ms(call, args, bytes_moved: float, graph_calls_ms, hot_ms: float 
     ``graph_calls_ms`` (benchmarks/kernels.py's). One copy: a call already moves
     ``L2_FOOTPRINTS`` L2s, so the hot replay (``hot_ms``) was a cold one and is not measured
     again. None where the graph could not be captured."""
+    times, copies = cold_readings_ms([call], args, bytes_moved, lambda lists: [graph_calls_ms(calls) for calls in lists],
+                                     [hot_ms], reps)
+    return times[0], copies
+
+
+def cold_readings_ms(calls: list, args, bytes_moved: float, lists_ms, hot_ms: list[float | None],
+                     reps: int = 20) -> tuple[list[float | None], int]:
+    """(per-call device time with cold inputs of each of ``calls``, the copies they cycled
+    through): every ``call(args)`` on the same ``args`` and clones of them, each call's
+    cycle one list for ``lists_ms`` (benchmarks/kernels.py's ``interleaved_lists_ms`` reads
+    the variants of a sweep in turn, so a drift of the machine reaches them alike; the
+    clones are made once and shared). One copy: each hot replay (``hot_ms``) was a cold one
+    and is not measured again. A call whose hot replay could not be captured (None) is not
+    read cold either."""
     copies = cold_copies(bytes_moved, l2_bytes())
     if copies == 1:
-        return hot_ms, copies
+        return list(hot_ms), copies
     arg_sets = [args] + [clone_tensors(args) for _ in range(copies - 1)]
-    return graph_calls_ms(cycled_calls(call, arg_sets, reps)), copies
+    ready = [i for i, ms in enumerate(hot_ms) if ms is not None]
+    times = lists_ms([cycled_calls(calls[i], arg_sets, reps) for i in ready])
+    out: list[float | None] = [None] * len(calls)
+    for i, ms in zip(ready, times, strict=True):
+        out[i] = ms
+    return out, copies

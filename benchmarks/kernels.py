@@ -192,13 +192,22 @@ def interleaved_graph_ms(fns: list, reps: int = 20, rounds: int = 9, most: int =
     first of ``fns`` (attention_tiles' table row, tile_sweep's mHC default, gate_tiles'
     first variant) is replayed in every group, so each variant is read in turn beside it;
     its time is its first group's."""
-    out: list[float | None] = [None] * len(fns)
-    others = list(range(1, len(fns)))
+    return interleaved_lists_ms([[fn] * reps for fn in fns], rounds, most)
+
+
+def interleaved_lists_ms(call_lists: list[list], rounds: int = 9, most: int = 16) -> list[float | None]:
+    """Per-call device time of each list of calls in ``call_lists``, each list captured as one
+    CUDA graph and the graphs replayed in turn as ``interleaved_graph_ms`` says (its groups
+    of at most ``most``, the first list in every group); None for a list that cannot be
+    captured. A list may hold different calls: a cold reading's calls cycle through copies
+    of their inputs (benchmarks/cold.py)."""
+    out: list[float | None] = [None] * len(call_lists)
+    others = list(range(1, len(call_lists)))
     step = max(1, most - 1)
     for start in range(0, max(1, len(others)), step):
-        group = ([0] if fns else []) + others[start:start + step]
-        graphs = {i: capture([fns[i]] * reps) for i in group}
-        timers = {i: (lambda g=g: median_ms(g.replay, warmup=1, iters=3) / reps)
+        group = ([0] if call_lists else []) + others[start:start + step]
+        graphs = {i: capture(call_lists[i]) for i in group}
+        timers = {i: (lambda g=g, n=len(call_lists[i]): median_ms(g.replay, warmup=1, iters=3) / n)
                   for i, g in graphs.items() if g is not None}
         medians = alternate_medians(timers, rounds) if timers else {}
         for i in group:

@@ -24,7 +24,8 @@ tile_sweep_<gpu>.json and .md.
 ``--cold``: every case held to the roofline (memory-bound, >= 4 MiB) is also read with its
 inputs out of L2 (``benchmarks/cold.py``: calls cycling through copies of them), as the kernel
 table reads it; a sweep replays one case's inputs, which below the L2's 50 MB then come
-from L2, and a tiling's rank may differ cold.
+from L2, and a tiling's rank may differ cold. The variants' cold readings are taken in turn
+too, on one set of copies (before session 46 one after another, each on its own copies).
 
 ``--sinkhorn-iters N``: the mHC cases with ``hc_sinkhorn_iters`` = N (the release: 20),
 reference included, as a diagnostic: the finishing launch's Sinkhorn is a chain of
@@ -46,17 +47,17 @@ from pathlib import Path
 import torch
 import triton.language as tl
 
-from benchmarks.cold import cold_graph_ms
+from benchmarks.cold import cold_readings_ms
 from benchmarks.kernels import (
     HBM_BYTES_PER_S,
     ROPE_QUANT_USES,
     compress_case,
     empty_launch_ms,
     environment,
-    graph_calls_ms,
     graph_ms,
     indexer_case,
     interleaved_graph_ms,
+    interleaved_lists_ms,
     inv_rope_case,
     kernel_breakdown,
     mhc_case,
@@ -223,35 +224,49 @@ def worst_rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 @dataclass(frozen=True)
+class ColdCall:
+    """How a variant is read cold (benchmarks/cold.py): ``call(args)`` on the case's
+    ``args`` and clones of them, the case moving ``bytes_moved`` bytes a call."""
+
+    call: Callable
+    args: tuple
+    bytes_moved: float
+
+
+@dataclass(frozen=True)
 class Variant:
     """One variant of a case, ready to time: ``fn`` runs it on the case's inputs, ``got`` is
-    its output (checked against ``want``, the reference's), ``cold`` a function of the hot
-    ms giving (ms, copies) of the cold reading (benchmarks/cold.py), or None."""
+    its output (checked against ``want``, the reference's), ``cold`` how it is read with
+    its inputs out of L2, or None."""
 
     config: str
     fn: Callable
     got: object
     want: object
-    cold: Callable | None = None
+    cold: ColdCall | None = None
 
 
 def timed(op_name: str, scale: str, rows: int, mb: float, variants: list[Variant],
-          timer: Callable = interleaved_graph_ms) -> list[dict]:
+          timer: Callable = interleaved_graph_ms, lists_timer: Callable = interleaved_lists_ms) -> list[dict]:
     """The sweep rows of one case: every variant checked against the reference, then all of
     them timed together by ``timer`` (fns -> ms per call each, or None where a call cannot
     be captured: benchmarks/kernels.py's graph replays in turn, so a drift of the machine
-    through the case reaches every variant alike), then the cold readings where asked."""
+    through the case reaches every variant alike), then the cold readings where asked, again
+    all together (``lists_timer``: lists of calls -> ms per call each; before session 46 each
+    variant's cold reading was taken alone, one after another)."""
     errs = []
     for v in variants:
         pairs = list(zip(v.got, v.want, strict=True)) if isinstance(v.want, tuple) else [(v.got, v.want)]
         errs.append(max(worst_rel(a, b) for a, b in pairs))
+    hot = timer([v.fn for v in variants])
+    colds = cold_readings(variants, hot, lists_timer)
     out = []
-    for v, err, ms in zip(variants, errs, timer([v.fn for v in variants]), strict=True):
+    for v, err, ms, cold in zip(variants, errs, hot, colds, strict=True):
         row = {"op": op_name, "scale": scale, "rows": rows, "config": v.config, "mb": mb,
                "us": None if ms is None else ms * 1e3,
                "roofline": None if ms is None else mb * 1e6 / HBM_BYTES_PER_S / (ms * 1e-3), "max_rel_err": err}
-        if v.cold is not None and ms is not None:
-            cold_ms, copies = v.cold(ms)
+        if cold is not None and cold[0] is not None:
+            cold_ms, copies = cold
             row.update(cold_us=cold_ms * 1e3, cold_copies=copies,
                        cold_roofline=mb * 1e6 / HBM_BYTES_PER_S / (cold_ms * 1e-3))
         print(row, flush=True)
@@ -259,12 +274,32 @@ def timed(op_name: str, scale: str, rows: int, mb: float, variants: list[Variant
     return out
 
 
-def cold_reading(case, op, args, cold: bool):
-    """The cold reading of ``op`` on ``args`` (a function for ``timed``) where asked and the
-    case is held to the roofline (memory-bound, >= 4 MiB: benchmarks/kernels.py), else None."""
+def cold_readings(variants: list[Variant], hot_ms: list[float | None],
+                  lists_timer: Callable) -> list[tuple[float | None, int] | None]:
+    """(cold ms, copies) of each variant that asks for a cold reading and was captured hot,
+    else None: all of them read in turn on one set of clones of the case's inputs
+    (benchmarks/cold.py's ``cold_readings_ms``)."""
+    asked = [i for i, v in enumerate(variants) if v.cold is not None and hot_ms[i] is not None]
+    out: list[tuple[float | None, int] | None] = [None] * len(variants)
+    if not asked:
+        return out
+    first = variants[asked[0]].cold
+    if any(variants[i].cold.args is not first.args or variants[i].cold.bytes_moved != first.bytes_moved
+           for i in asked):
+        raise ValueError("tile_sweep.timed: the variants of one case must share its inputs for their cold readings")
+    times, copies = cold_readings_ms([variants[i].cold.call for i in asked], first.args, first.bytes_moved,
+                                     lists_timer, [hot_ms[i] for i in asked])
+    for i, ms in zip(asked, times, strict=True):
+        out[i] = (ms, copies)
+    return out
+
+
+def cold_reading(case, op, args, cold: bool) -> ColdCall | None:
+    """How ``op`` on ``args`` is read cold where asked and the case is held to the roofline
+    (memory-bound, >= 4 MiB: benchmarks/kernels.py), else None."""
     if not (cold and case.holds_to_roofline):
         return None
-    return lambda hot_ms: cold_graph_ms(lambda a: op(*a), args, case.bytes, graph_calls_ms, hot_ms)
+    return ColdCall(lambda a, op=op: op(*a), args, case.bytes)
 
 
 def flat_mhc(result) -> tuple:

@@ -1,34 +1,45 @@
 """benchmarks/tile_sweep.py's ``timed``: the variants of one case are timed together (one
 timer call over all of them, which on the GPU replays their graphs in turn), each row gets
 its own variant's time and error, and a variant that could not be captured has no time
-and no cold reading instead of a crash. The timer here is a stand-in (no GPU): it records
-what it was given and answers known times."""
+and no cold reading instead of a crash; the cold readings are taken together too, on one
+set of clones of the case's inputs. The timers here are stand-ins (no GPU): they record
+what they were given and answer known times."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from benchmarks import cold as cold_module
 from benchmarks.kernels import HBM_BYTES_PER_S
-from benchmarks.tile_sweep import Variant, markdown, timed
+from benchmarks.tile_sweep import ColdCall, Variant, markdown, timed
 
 
-def test_the_variants_of_a_case_are_timed_in_one_call_each_row_with_its_own_time():
+def test_the_variants_of_a_case_are_timed_in_one_call_each_row_with_its_own_time(monkeypatch):
+    monkeypatch.setattr(cold_module, "l2_bytes", lambda: 2**21)  # 4.3 MB a call: 1 + ceil(6 MiB / 4.3 MB) = 3 copies
     want = torch.tensor([1.0, -2.0, 4.0])
-    calls, colds = [], []
+    x = torch.arange(3.0)
+    args = (x,)
+    calls, cold_lists, seen = [], [], []
 
     def timer(fns):
         calls.append(list(fns))
         return [0.002, None, 0.004]
 
-    def cold(hot_ms):
-        colds.append(hot_ms)
-        return 2 * hot_ms, 5
+    def lists_timer(lists):
+        cold_lists.append(lists)
+        for calls_of_one in lists:
+            for call in calls_of_one:
+                call()
+        return [0.008] * len(lists)
 
     fns = [lambda: 1, lambda: 2, lambda: 3]
-    variants = [Variant("a", fns[0], want + torch.tensor([0.0, 0.0, 0.5]), want, cold),
-                Variant("b", fns[1], want, want, cold),
+    a_cold = ColdCall(lambda a: seen.append(("a", a[0].data_ptr())), args, 4.3e6)
+    b_cold = ColdCall(lambda a: seen.append(("b", a[0].data_ptr())), args, 4.3e6)
+    variants = [Variant("a", fns[0], want + torch.tensor([0.0, 0.0, 0.5]), want, a_cold),
+                Variant("b", fns[1], want, want, b_cold),
                 Variant("c", fns[2], (want, want * 2 + 0.25), (want, want * 2))]
-    rows = timed("inv_rope", "mid", 8, 4.3, variants, timer=timer)
+    rows = timed("inv_rope", "mid", 8, 4.3, variants, timer=timer, lists_timer=lists_timer)
     assert calls == [fns]  # one call, every variant, in order
     assert [r["config"] for r in rows] == ["a", "b", "c"]
     assert [r["us"] for r in rows] == [2.0, None, 4.0]
@@ -36,10 +47,46 @@ def test_the_variants_of_a_case_are_timed_in_one_call_each_row_with_its_own_time
     assert rows[1]["roofline"] is None
     # worst |got - want| / max |want| over the outputs: 0.5 / 4, 0, 0.25 / 8
     assert [r["max_rel_err"] for r in rows] == [0.125, 0.0, 0.03125]
-    assert colds == [0.002]  # b has no time, so no cold reading; c asked for none
-    assert rows[0]["cold_us"] == 4.0 and rows[0]["cold_copies"] == 5
+    # b has no time, so no cold reading; c asked for none: one list, a's 21 calls (whole cycles of 3 copies)
+    assert len(cold_lists) == 1 and [len(calls_of_one) for calls_of_one in cold_lists[0]] == [21]
+    assert [who for who, _ in seen] == ["a"] * 21 and seen[0][1] == x.data_ptr()
+    assert len({ptr for _, ptr in seen}) == 3 and seen[0::3] == [seen[0]] * 7
+    assert rows[0]["cold_us"] == 8.0 and rows[0]["cold_copies"] == 3
     assert "cold_us" not in rows[1] and "cold_us" not in rows[2]
     doc = markdown({"gpu": "g", "torch": "t", "triton": "tr", "cuda": "c"}, rows,
                    {"empty_us": 1.0, "load_store_us": 1.5}, "cmd")
     assert "| inv_rope | mid | 8 | b | 4.30 | n/a | n/a | 0.0e+00 | - | - |" in doc
-    assert "| inv_rope | mid | 8 | a | 4.30 | 2.00 | 50% | 1.2e-01 | 4.00 | 25% |" in doc
+    assert "| inv_rope | mid | 8 | a | 4.30 | 2.00 | 50% | 1.2e-01 | 8.00 | 12% |" in doc
+
+
+def test_cold_readings_of_a_case_are_read_in_one_timer_call_on_shared_clones(monkeypatch):
+    """Every variant's cold cycle goes to one ``lists_timer`` call (read in turn on the GPU),
+    all cycling through the same copies; a case that moves 3 L2s a call keeps its hot times."""
+    monkeypatch.setattr(cold_module, "l2_bytes", lambda: 2**20)
+    x = torch.arange(3.0)
+    args = (x,)
+    seen, cold_lists = {}, []
+
+    def lists_timer(lists):
+        cold_lists.append(lists)
+        for calls_of_one in lists:
+            for call in calls_of_one:
+                call()
+        return [0.010 + i for i in range(len(lists))]
+
+    def variant(name, args, bytes_moved=2e6):
+        call = ColdCall(lambda a: seen.setdefault(name, []).append(a[0].data_ptr()), args, bytes_moved)
+        return Variant(name, lambda: None, x, x, call)
+
+    rows = timed("mhc", "mid", 512, 2.0, [variant("p", args), variant("q", args)],
+                 timer=lambda fns: [0.001, 0.002], lists_timer=lists_timer)
+    # 2 MB a call: 1 + ceil(3 MiB / 2 MB) = 3 copies, 21 calls (whole cycles) each, one timer call
+    assert len(cold_lists) == 1 and [len(c) for c in cold_lists[0]] == [21, 21]
+    assert seen["p"] == seen["q"] and len(set(seen["p"])) == 3  # the same clones, in the same order
+    assert [r["cold_us"] for r in rows] == [10.0, 1010.0] and [r["cold_copies"] for r in rows] == [3, 3]
+    rows = timed("mhc", "mid", 4096, 4.0, [variant("p", args, 4e6)], timer=lambda fns: [0.05],
+                 lists_timer=lists_timer)
+    assert len(cold_lists) == 1 and rows[0]["cold_us"] == 50.0 and rows[0]["cold_copies"] == 1
+    with pytest.raises(ValueError, match="must share its inputs"):
+        timed("mhc", "mid", 512, 2.0, [variant("p", args), variant("q", (x.clone(),))],
+              timer=lambda fns: [0.001, 0.002], lists_timer=lists_timer)
