@@ -140,18 +140,22 @@ MHC_DECODE = (
     # decode tiles went to 48 rows); never, up to 16 rows (the rule before session 44:
     # "tf32x2" from 8 rows)
     ("bf16x3", MhcPolicy(decode_projection="bf16x3")),
-    ("bf16x3 from 3 rows", MhcPolicy(decode_bf16x3_from=3, decode_rows=16)),
-    ("bf16x3 from 8 rows", MhcPolicy(decode_bf16x3_from=8, decode_rows=16)),
-    ("tf32x2 from 8 rows", MhcPolicy(decode_bf16x3_from=1 << 30, decode_rows=16)),
+    ("bf16x3 from 3 rows", MhcPolicy(decode_bf16x3_from=3, decode_rows=16, decode_stages=3)),
+    ("bf16x3 from 8 rows", MhcPolicy(decode_bf16x3_from=8, decode_rows=16, decode_stages=3)),
+    ("tf32x2 from 8 rows", MhcPolicy(decode_bf16x3_from=1 << 30, decode_rows=16, decode_stages=3)),
     # the decode tiles and projections up to 16 rows (the default before session 45; 17-48
     # rows then take the tiles above decode with "tf32x3")
-    ("decode tiles to 16", MhcPolicy(decode_rows=16)),
-    # decode sweeps in one wave at flash's 17-48 rows (untimed, session 45): at 3 stages
+    ("decode tiles to 16", MhcPolicy(decode_rows=16, decode_stages=3)),
+    # the decode tiles to 48 rows at 3 stages (session 45's rule, before session 46's flips)
+    ("decode to 48 s3", MhcPolicy(decode_rows=48, decode_stages=3)),
+    # decode sweeps in one wave at flash's 17-48 rows (session 45's question): at 3 stages
     # the "bf16x3" decode sweep asks 124 KB of shared memory, one program an SM, and flash's
     # 160-240 programs take two waves on 132 SMs; 2 stages (66 KB, three an SM) or 32-column
-    # D tiles (62 KB, 96 registers; 160 splits, so 160-480 programs)
+    # D tiles (62 KB, 96 registers; 160 splits, so 160-480 programs), both timed against 3
+    # stages in session 46; 2 stages is the default since (mhc_tiles.py)
     ("decode s2", MhcPolicy(decode_stages=2)),
-    ("decode d32", MhcPolicy(decode_block_d=32)),
+    ("decode s3", MhcPolicy(decode_stages=3)),
+    ("decode d32", MhcPolicy(decode_block_d=32, decode_stages=3)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),

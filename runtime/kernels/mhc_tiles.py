@@ -158,7 +158,7 @@ H100 it was slower than the default in every case from 64 rows (``mid`` 4,096 ro
 was. Both read more bytes of fn per D tile than "tf32x3" (6 and 8 bytes per weight against
 4), and in these tiles fn is the larger part of what a program loads (at 32 rows x 16
 columns, 9 KB of fn parts against 5 KB of streams and output). Above decode it is not the
-default; at 3-48 decode rows it is (``MhcPolicy.decode_bf16x3_from`` and ``decode_rows``:
+default; at 3-192 decode rows it is (``MhcPolicy.decode_bf16x3_from`` and ``decode_rows``:
 8-16 in session 44).
 
 A CUDA-core projection for many rows (session 36, compiled for sm_90 with Triton 3.6 on a
@@ -247,7 +247,16 @@ class MhcPolicy:
     ``projection`` / ``decode_projection``: "" = "fma" up to ``fma_rows`` rows, else "tf32x3"
     on CUDA ("bf16x3" for decode calls of at least ``decode_bf16x3_from`` rows, else "tf32x2"
     from ``decode_tf32x2_from``), else "ieee"; ``decode_rows``: calls of at most this many
-    rows use the ``decode_*`` tiles and projections (48 since session 45: on an H100, 24 /
+    rows use the ``decode_*`` tiles and projections (192 since session 46, with
+    ``decode_stages`` 2: on an H100, against the tiles above decode, two runs each, faster
+    at every count from 64 to 192 rows but ``flash`` 96, e.g. ``mid`` 128 rows 14.31 / 14.25
+    -> 10.56 / 10.51 us, ``flash`` 144 rows 20.30 / 20.28 -> 16.64 / 16.62; ``flash`` 96
+    rows 0.24-0.33 us slower in all four runs; from 208 to 256 rows slower in both runs at
+    ``mid`` (0.06-1.2 us) and at ``flash`` but 224 rows (24.3 -> 20.0 us, both runs)
+    (tile_sweep_h100_session46_decode_tiles_{64_256,80_192,96_240}_{1,2}.md).
+    Against the rule before (48 rows, 3 stages), three runs: faster in 55 of 60 cases from 3
+    to 192 rows, ``flash`` 96 rows slower in all three
+    (tile_sweep_h100_session46_flipped_{1,2,3}.md). 48 in session 45: on an H100, 24 /
     32 / 48 rows, the decode tiles with "bf16x3" against the tiles above decode with
     "tf32x3", two runs each, us: ``mid`` 9.78 / 11.08 / 10.08 -> 7.48 / 8.27 / 8.43 and 9.74
     / 11.03 / 10.04 -> 7.44 / 8.20 / 8.39, ``flash`` 12.19 / 14.04 / 18.02 -> 11.76 / 11.95
@@ -350,7 +359,17 @@ class MhcPolicy:
     one program an SM; at ``flash`` (80 splits over D) 17-48 rows make 160-240 programs, two
     waves on 132 SMs, where "tf32x3" (92 KB, two an SM) fits one, which may be why it beat
     "bf16x3" there (tile_sweep_h100_session45_decode48_1.md). At 2 stages 66 KB, three an
-    SM. Untimed, so 0;
+    SM. 2 since session 46: on an H100 faster than 3 stages in all 24 cases of two runs at
+    8-48 rows (``flash`` 17 rows 12.87 / 11.68 -> 11.68 / 10.60 us, 48 rows 13.34 / 13.30 ->
+    11.64 / 11.60; ``mid`` 8 rows 7.26 / 7.24 -> 7.06 / 7.04) and at 3-4 rows (0.1-0.4 us),
+    a tie at 1-2 rows, which multiply-add (tile_sweep_h100_session46_decode_stages_*.md);
+    32-column tiles instead ("decode d32", 62 KB) were slower than 3 stages at every
+    ``flash`` count and at ``mid`` from 17 rows (at ``mid`` 8 rows 0.05 us ahead of 2
+    stages). With 2 stages the decode tiles also beat the tiles above decode at ``flash``
+    17-20 rows (session 45's one regression; 17 rows 11.32 / 12.26 -> 10.75 / 11.67 us,
+    tile_sweep_h100_session46_s2_17_48_{1,2}.md), "bf16x3" beat "tf32x3" on them at every
+    count from 17 to 48 rows at both scales (by 0.7-1.1 us; in session 45 "tf32x3" won at
+    ``flash`` from 20 rows), and the decode tiles reach further (``decode_rows``);
     ``coefficients_per_tile``: the sweep loads the previous sublayer's post and combination
     (20 floats a row) in every D tile instead of once before its loop. Why: held through the
     loop they cost about two registers per coefficient per row a thread holds, and at 64
@@ -383,7 +402,7 @@ class MhcPolicy:
     block_t: int = 16
     block_d: int = 32
     num_warps: int = 2
-    decode_rows: int = 48
+    decode_rows: int = 192
     decode_projection: str = ""
     decode_tf32x2_from: int = 8
     decode_bf16x3_from: int = 3
@@ -412,7 +431,7 @@ class MhcPolicy:
     dependent_finish_to: int = 64
     finish_at_exit_from: int = 1 << 30
     stages: int = 0
-    decode_stages: int = 0
+    decode_stages: int = 2
     coefficients_per_tile: bool = False
 
     def __post_init__(self) -> None:

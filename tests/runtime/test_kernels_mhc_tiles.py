@@ -52,12 +52,14 @@ def test_the_projection_follows_the_row_count_and_device_unless_asked():
     assert policy.tiling(4096, 2048, cuda=False).projection == "ieee"  # interpreted
     assert policy.tiling(1, 2048, cuda=True).projection == "fma"  # decode rows: no 16-row dot tile
     assert policy.tiling(2, 2048, cuda=True).projection == "fma"
-    # decode calls (up to decode_rows, 48) from decode_bf16x3_from (3) rows: fn's three bf16
+    # decode calls (up to decode_rows, 192) from decode_bf16x3_from (3) rows: fn's three bf16
     # parts, on the decode tiles; above decode tf32x3
-    assert [policy.tiling(t, 5120, cuda=True).projection for t in (3, 7, 8, 16, 48, 49, 64)] == [
-        "bf16x3", "bf16x3", "bf16x3", "bf16x3", "bf16x3", "tf32x3", "tf32x3"]
-    assert [policy.tiling(t, 5120, cuda=True).num_warps for t in (3, 48, 49)] == [
+    assert [policy.tiling(t, 5120, cuda=True).projection for t in (3, 7, 8, 16, 48, 192, 193, 256)] == [
+        "bf16x3", "bf16x3", "bf16x3", "bf16x3", "bf16x3", "bf16x3", "tf32x3", "tf32x3"]
+    assert [policy.tiling(t, 5120, cuda=True).num_warps for t in (3, 192, 193)] == [
         policy.decode_warps, policy.decode_warps, policy.num_warps]
+    assert [policy.tiling(t, 5120, cuda=True).block_d for t in (3, 192, 193)] == [
+        policy.decode_block_d, policy.decode_block_d, policy.block_d]
     assert policy.tiling(8, 2048, cuda=True).bf16_operands
     assert policy.tiling(8, 2048, cuda=False).projection == "ieee"
     # without it: "tf32x2" from decode_tf32x2_from (8) rows, decode tiles up to 16 rows (the
@@ -72,8 +74,8 @@ def test_the_projection_follows_the_row_count_and_device_unless_asked():
             MhcPolicy(**{name: -1})
     asked = MhcPolicy(projection="ieee", decode_projection="fma")
     assert asked.tiling(4096, 2048, cuda=True).projection == "ieee"
-    assert asked.tiling(48, 2048, cuda=True).projection == "fma"
-    assert asked.tiling(49, 2048, cuda=True).projection == "ieee"
+    assert asked.tiling(192, 2048, cuda=True).projection == "fma"
+    assert asked.tiling(193, 2048, cuda=True).projection == "ieee"
 
 
 @pytest.mark.parametrize("t,block_t", [(1, 1), (2, 2), (3, 4), (9, 8), (16, 8), (4096, 8)])
@@ -204,7 +206,8 @@ def test_fma_mixing_is_taken_from_its_row_count(t):
 
 def test_stages_reach_the_sweeping_launch_only():
     """``stages``: the sweep's ``num_stages`` (the finishing launch keeps Triton's default);
-    0 leaves it to Triton; a negative count is refused by name."""
+    0 leaves it to Triton (above decode by default; decode calls take ``decode_stages``, 2);
+    a negative count is refused by name."""
     import torch
 
     from runtime.kernels.mhc import FINISH, site_launches
@@ -217,18 +220,21 @@ def test_stages_reach_the_sweeping_launch_only():
         for _, kwargs in launches:
             assert kwargs.get("num_stages") == (None if kwargs["PHASE"] == FINISH.value else 2)
         default = site_launches(MhcPolicy().tiling(t, 2048, cuda=True), t, 2048, True, torch.bfloat16)
-        assert all("num_stages" not in kwargs for _, kwargs in default)
+        decode = t <= MhcPolicy().decode_rows
+        assert [kwargs.get("num_stages") for _, kwargs in default] == (
+            [2 if decode and kwargs["PHASE"] != FINISH.value else None for _, kwargs in default])
+        assert decode == (t == 8)
     with pytest.raises(ValueError, match="MhcPolicy.stages: expected >= 0"):
         MhcPolicy(stages=-1)
 
 
-@pytest.mark.parametrize("t,decode", [(1, True), (48, True), (49, False), (4096, False)])
+@pytest.mark.parametrize("t,decode", [(1, True), (48, True), (192, True), (193, False), (4096, False)])
 def test_decode_stages_apply_to_decode_calls_only(t, decode):
-    """``decode_stages``: the sweep's ``num_stages`` for decode calls (up to ``decode_rows``),
-    0 following ``stages``; calls above decode keep ``stages``."""
-    policy = MhcPolicy(stages=4, decode_stages=2)
-    assert policy.tiling(t, 5120, cuda=True).stages == (2 if decode else 4)
-    assert MhcPolicy(stages=4).tiling(t, 5120, cuda=True).stages == 4
-    assert MhcPolicy(decode_stages=2).tiling(t, 5120, cuda=True).stages == (2 if decode else 0)
+    """``decode_stages``: the sweep's ``num_stages`` for decode calls (up to ``decode_rows``,
+    192), 2 by default, 0 following ``stages``; calls above decode keep ``stages``."""
+    policy = MhcPolicy(stages=4, decode_stages=3)
+    assert policy.tiling(t, 5120, cuda=True).stages == (3 if decode else 4)
+    assert MhcPolicy(stages=4, decode_stages=0).tiling(t, 5120, cuda=True).stages == 4
+    assert MhcPolicy().tiling(t, 5120, cuda=True).stages == (2 if decode else 0)
     with pytest.raises(ValueError, match="MhcPolicy.decode_stages: expected >= 0"):
         MhcPolicy(decode_stages=-1)

@@ -597,7 +597,7 @@ def test_mhc_sinkhorn_eps_placement_matches_the_reference(fused, gen, finish_reg
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("config,t", [(MID, 1), (MID, 3), (MID, 16), (MID, 33), (MID, 64), (MID, 333), (MID, 2048),
-                                      (FLASH, 4), (FLASH, 8), (FLASH, 48)])
+                                      (FLASH, 4), (FLASH, 8), (FLASH, 48), (FLASH, 192)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_mhc_parity_gpu(fused, gen, config, t, dtype):
     check_mhc(fused, gen, config, t, dtype, with_out=True)
@@ -606,11 +606,12 @@ def test_mhc_parity_gpu(fused, gen, config, t, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("tiling", [dict(decode_stages=2), dict(decode_block_d=32)], ids=["s2", "d32"])
+@pytest.mark.parametrize("tiling", [dict(decode_stages=3), dict(decode_block_d=32, decode_stages=3)], ids=["s3", "d32"])
 @pytest.mark.parametrize("config,t", [(MID, 8), (MID, 33), (FLASH, 17), (FLASH, 48)])
 def test_mhc_decode_tilings_parity_gpu(fused, gen, tiling, config, t):
-    """The decode sweep's candidate tilings at flash's two-wave row counts (the sweep variants
-    "decode s2" and "decode d32"), compiled, on bf16 streams."""
+    """The decode sweep's other tilings at flash's two-wave row counts (the sweep variants
+    "decode s3", the default before session 46, and "decode d32"), compiled, on bf16
+    streams."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
