@@ -67,6 +67,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
+#   OUT=/path bash benchmarks/h200_checklist.sh 82  # session 46's flips (mHC decode sweeps at 2 stages, decode tiles to 192 rows): the default's GPU parity (now flash 192 rows), against the rule before and 3 stages at 3-192 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 81  # session 45: mHC's decode sweep in one wave at flash 17-48 rows (2 stages, 32-column tiles; untimed): GPU parity, against the default and "tf32x3 decode" at 8-48 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 80  # session 45's flips (mHC "bf16x3" from 3 decode rows, decode tiles to 48 rows): the default's GPU parity, against the tiles above decode and "tf32x3" on decode tiles at 17-48 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 79  # session 45: the second runs after "RUNS=1 ... 77 78" (the decode rows of 76, the 64-row sweep of 78), then the table's mHC rows
@@ -267,9 +268,16 @@
 # the decode tiles there (6 of 6 faster in both runs: flip, decode tiles to 48 rows). A second
 # start (an H100): 80 (parity 20 passed; three runs: faster at mid 17-48 and flash 24-48, flash
 # 17-20 rows 0.3-0.6 us slower, and "tf32x3" beat "bf16x3" on flash's decode tiles from 20 rows).
-# Next session: 81 (the decode sweep in one wave: 2 stages or 32-column tiles; the likelier
-# answer to 80's flash rows than a rule by hidden size); on an H200 4 (the whole table), 60, 69,
-# 70, 80 and 81 (every flip since session 35 is timed only on H100s).
+# Session 46 (an H100 at the one start that came, the sixth try: four failed, one refused): 81 (parity 8
+# passed; 2 stages faster than 3 in all 24 cases of two runs at 8-48 rows, 32-column tiles
+# slower at flash: flip, decode_stages 2), then by hand on the warm machine with the flip set in
+# the device's copy: 1-4 rows (3-4 faster, 1-2 a tie), the table's mHC rows twice, 17-48 rows
+# against the tiles above decode (flash 17-20 rows now faster too), the decode tiles at 64-256
+# rows at 2 stages (faster from 64 to 192 but flash 96, slower from 208: flip, decode_rows 192;
+# GPU parity with both flips: 28 passed, then every mHC GPU test: 100 passed), against the rule
+# before three times (55 of 60 faster) and the whole table twice (36 and 35 of 92).
+# Next session: 82 (session 46's flips again, on another start); on an H200 4 (the whole
+# table), 60, 69, 70, 80 and 82 (every flip since session 35 is timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -1065,6 +1073,18 @@ grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par78.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 512 4096 --only default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2" --out "$R/m78_$run" > "$OUT/m78_$run.log" 2>&1; el m78_$run $?
   grep -hE "^\| mhc" "$R"/m78_$run/*.md | cut -d'|' -f3-8
+done
+elif [ "$PART" = 82 ]; then
+# session 46's flips, timed on an H100 only (MhcPolicy.decode_stages 0 -> 2, decode_rows 48 ->
+# 192): the default's GPU parity (test_mhc_parity_gpu now with flash 192 rows, not yet run on
+# a GPU; the decode tilings test now 3 stages and 32-column tiles), then the default against
+# the rule before ("decode to 48 s3") and against 3 stages on the same tiles ("decode s3") at
+# 3-192 rows, read in turn, RUNS times (default 2); flash 96 rows read slower in every H100 run
+timeout 280 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu or test_mhc_decode_tilings_parity_gpu" > "$OUT/par82.log" 2>&1; el par82 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par82.log" | tail -6
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 3 8 16 17 32 48 64 96 128 192 --only default "decode to 48 s3" "decode s3" --out "$R/m82_$run" > "$OUT/m82_$run.log" 2>&1; el m82_$run $?
+  grep -hE "^\| mhc" "$R"/m82_$run/*.md | cut -d'|' -f3-8
 done
 elif [ "$PART" = 81 ]; then
 # session 45: the "bf16x3" decode sweep asks 124 KB of shared memory at 3 stages (static sm_90,
