@@ -67,6 +67,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
+#   OUT=/path bash benchmarks/h200_checklist.sh 83  # session 46: mHC's decode split in one wave (decode_programs 396 / 264; untimed): GPU parity, against the default at 64-192 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 82  # session 46's flips (mHC decode sweeps at 2 stages, decode tiles to 192 rows): the default's GPU parity (now flash 192 rows), against the rule before and 3 stages at 3-192 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 81  # session 45: mHC's decode sweep in one wave at flash 17-48 rows (2 stages, 32-column tiles; untimed): GPU parity, against the default and "tf32x3 decode" at 8-48 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 80  # session 45's flips (mHC "bf16x3" from 3 decode rows, decode tiles to 48 rows): the default's GPU parity, against the tiles above decode and "tf32x3" on decode tiles at 17-48 rows, twice
@@ -276,8 +277,9 @@
 # rows at 2 stages (faster from 64 to 192 but flash 96, slower from 208: flip, decode_rows 192;
 # GPU parity with both flips: 28 passed, then every mHC GPU test: 100 passed), against the rule
 # before three times (55 of 60 faster) and the whole table twice (36 and 35 of 92).
-# Next session: 82 (session 46's flips again, on another start); on an H200 4 (the whole
-# table), 60, 69, 70, 80 and 82 (every flip since session 35 is timed only on H100s).
+# Next session: "RUNS=1 ... 82 83" (session 46's flips again on another start; the decode
+# split in one wave), then 83 once more; on an H200 4 (the whole table), 60, 69, 70, 80, 82
+# and 83 (every flip since session 35 is timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -1073,6 +1075,18 @@ grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par78.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 512 4096 --only default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2" --out "$R/m78_$run" > "$OUT/m78_$run.log" 2>&1; el m78_$run $?
   grep -hE "^\| mhc" "$R"/m78_$run/*.md | cut -d'|' -f3-8
+done
+elif [ "$PART" = 83 ]; then
+# session 46: the decode sweep (static sm_90, Triton 3.6: 128 registers, 66 KB of shared memory
+# at 2 stages) fits three programs an SM, 396 on 132 SMs; flash 96 and 192 rows make 480, and
+# the decode tiles lost to the tiles above decode at 96 only, won where the split fit one wave
+# (MhcPolicy.decode_programs says which): GPU parity of the decode tilings, then the default
+# against "decode p396" and "decode p264" at 64-192 rows, read in turn, RUNS times (default 2)
+timeout 280 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_decode_tilings_parity_gpu" > "$OUT/par83.log" 2>&1; el par83 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par83.log" | tail -6
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 64 80 96 128 160 192 --only default "decode p396" "decode p264" --out "$R/m83_$run" > "$OUT/m83_$run.log" 2>&1; el m83_$run $?
+  grep -hE "^\| mhc" "$R"/m83_$run/*.md | cut -d'|' -f3-8
 done
 elif [ "$PART" = 82 ]; then
 # session 46's flips, timed on an H100 only (MhcPolicy.decode_stages 0 -> 2, decode_rows 48 ->

@@ -269,7 +269,18 @@ class MhcPolicy:
     decode tiles also beat "bf16x3" from 20 rows (neither split by hidden size yet);
     ``block_t`` 0 = as few rows as the projection allows (the row count rounded up to a
     power of two for "fma", 16 for a dot); ``programs``: split D until row blocks x splits
-    reaches this; ``split``: None = split as ``programs`` asks, False = one
+    reaches this; ``decode_programs``: the same for decode calls (0: as ``programs``). Why:
+    the decode sweep (static sm_90, Triton 3.6: "bf16x3" on 16 x 64 tiles, 4 warps, 2
+    stages) holds 128 registers and asks 66 KB of shared memory, so three programs an SM,
+    396 on 132 SMs; at ``flash`` 512 programs split D into 80 tiles up to 96 rows (480
+    programs at 96: a second wave of 84) and into 40 of 128 columns at 128-192 rows (320 /
+    480). The H100 readings follow the waves (session 46): the decode tiles beat the tiles
+    above decode at ``flash`` 64 and 128 rows (320 programs) by 1.2-3.2 us, lost at 96 (480)
+    by 0.24-0.33, won at 192 (480) by 0.6 and at 80 / 160 (400: a second wave of four) by 0.6
+    / 1.5; and above 192 rows, with ``decode_rows`` raised, lost at 208 (520) and 240 (405)
+    but won at 224 by 4.2 us, the one count there whose 378 programs fit one wave
+    (tile_sweep_h100_session46_decode_tiles_*.md). 396 would take ``flash`` 96 rows to 240
+    programs of two D tiles each and 192 rows to 324 of three. Untimed, so 0; ``split``: None = split as ``programs`` asks, False = one
     program per row block over all of D (the interpreter's default: there every program
     costs time, not parallelism); ``tail_rows``: calls of at least this many rows are
     finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,
@@ -415,6 +426,7 @@ class MhcPolicy:
     decode_finish_to: int = 256
     fma_rows: int = 2
     programs: int = 512
+    decode_programs: int = 0
     tail_rows: int = 1024
     tail_block_t: int = 32
     tail_block_d: int = 16
@@ -449,6 +461,8 @@ class MhcPolicy:
                 raise ValueError(f"MhcPolicy.{name}: expected a row count >= 0, got {getattr(self, name)}")
         if self.stages < 0:
             raise ValueError(f"MhcPolicy.stages: expected >= 0 (0 = Triton's default), got {self.stages}")
+        if self.decode_programs < 0:
+            raise ValueError(f"MhcPolicy.decode_programs: expected >= 0 (0 = as ``programs``), got {self.decode_programs}")
         if self.decode_stages < 0:
             raise ValueError(f"MhcPolicy.decode_stages: expected >= 0 (0 = as ``stages``), got {self.decode_stages}")
         for name in ("reload_d", "tail_reload_d"):
@@ -471,7 +485,8 @@ class MhcPolicy:
         block_d = self.decode_block_d if decode else self.tail_block_d if tail else self.block_d
         warps = self.decode_warps if decode else self.num_warps
         chunks = cdiv(d, block_d)
-        splits = 1 if self.split is False else min(chunks, cdiv(self.programs, cdiv(t, block_t)))
+        programs = (self.decode_programs or self.programs) if decode else self.programs
+        splits = 1 if self.split is False else min(chunks, cdiv(programs, cdiv(t, block_t)))
         split_d = cdiv(chunks, max(1, splits)) * block_d
         decode_finish = not tail and t <= max(self.decode_rows, self.decode_finish_to)
         tail_t = min(block_t, 8) if tail else min(self.decode_finish_rows if decode_finish else self.finish_rows,

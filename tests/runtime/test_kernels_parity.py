@@ -606,12 +606,13 @@ def test_mhc_parity_gpu(fused, gen, config, t, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("tiling", [dict(decode_stages=3), dict(decode_block_d=32, decode_stages=3)], ids=["s3", "d32"])
-@pytest.mark.parametrize("config,t", [(MID, 8), (MID, 33), (FLASH, 17), (FLASH, 48)])
+@pytest.mark.parametrize("tiling", [dict(decode_stages=3), dict(decode_block_d=32, decode_stages=3),
+                                    dict(decode_programs=396)], ids=["s3", "d32", "p396"])
+@pytest.mark.parametrize("config,t", [(MID, 8), (MID, 33), (FLASH, 17), (FLASH, 48), (FLASH, 96), (FLASH, 192)])
 def test_mhc_decode_tilings_parity_gpu(fused, gen, tiling, config, t):
     """The decode sweep's other tilings at flash's two-wave row counts (the sweep variants
-    "decode s3", the default before session 46, and "decode d32"), compiled, on bf16
-    streams."""
+    "decode s3", the default before session 46, "decode d32" and "decode p396": at flash
+    96 / 192 rows two / three D tiles a program), compiled, on bf16 streams."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
