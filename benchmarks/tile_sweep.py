@@ -331,8 +331,24 @@ def sweep_mhc(name: str, c: V41Config, t: int, baseline: list[tuple[str, object]
     # call would allocate ticket counters each time)
     for row, (_, op) in zip(rows, variants, strict=True):
         row["kernels_us"] = kernel_breakdown(lambda op=op, a=args: op(*a))
-        print(f"mhc {name} T={t} {row['config']}, per launch (us):", row["kernels_us"], flush=True)
+        grids = mhc_grids(op, t, c.hidden_size)
+        if grids is not None:
+            row["grids"] = grids
+        print(f"mhc {name} T={t} {row['config']}, per launch (us):", row["kernels_us"], "grids", grids, flush=True)
     return rows
+
+
+def mhc_grids(op, t: int, d: int) -> list[list[int]] | None:
+    """The grid of each launch an mHC op makes on CUDA for ``t`` rows of hidden size ``d``
+    (its policy's tiles: the sweep, then the finish unless the tail finishes), or None for
+    an op without a policy (an earlier revision's module may have none). Why: a program
+    count past what the GPU holds at once takes a second wave, which the per-launch times
+    alone do not show (runtime/kernels/mhc_tiles.py, ``decode_programs``)."""
+    policy = getattr(op, "policy", None)
+    if policy is None or not hasattr(policy, "tiling"):
+        return None
+    tiles = policy.tiling(t, d, cuda=True)
+    return [list(tiles.grid(t, d))] + ([] if tiles.tail else [list(tiles.finish_grid(t, d))])
 
 
 def chosen(variants: list[tuple[str, object]], only: tuple[str, ...] | None) -> list[tuple[str, object]]:
@@ -445,11 +461,13 @@ def markdown(env: dict, rows: list[dict], floors: dict, command: str, sinkhorn_i
         lines.append(f"| {r['op']} | {r['scale']} | {r['rows']} | {r['config']} | {r['mb']:.2f} | {us} | "
                      f"{roof} | {r['max_rel_err']:.1e} | {cold} |")
     lines += ["", "mHC, device time per launch of a call (torch.profiler, eager; "
-              "#n: the call's n-th launch):", ""]
+              "#n: the call's n-th launch; grids: each launch's programs, row blocks x D splits (+ 1 for "
+              "the finish's coefficient program), from the variant's policy):", ""]
     for r in rows:
         if "kernels_us" in r:
             parts = ", ".join(f"{k} {v:.2f} us" for k, v in r["kernels_us"].items())
-            lines.append(f"- {r['scale']} T={r['rows']} {r['config']}: {parts}")
+            grids = ", ".join(" x ".join(map(str, g)) for g in r.get("grids", []))
+            lines.append(f"- {r['scale']} T={r['rows']} {r['config']}: {parts}" + (f"; grids {grids}" if grids else ""))
     return "\n".join(lines) + "\n"
 
 

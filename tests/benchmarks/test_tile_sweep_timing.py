@@ -90,3 +90,29 @@ def test_cold_readings_of_a_case_are_read_in_one_timer_call_on_shared_clones(mon
     with pytest.raises(ValueError, match="must share its inputs"):
         timed("mhc", "mid", 512, 2.0, [variant("p", args), variant("q", (x.clone(),))],
               timer=lambda fns: [0.001, 0.002], lists_timer=lists_timer)
+
+
+def test_mhc_rows_carry_their_launch_grids():
+    """Each mHC variant's launch grids come from its policy (row blocks of 16 x D splits;
+    the finish one program per row for decode calls, its splits + 1), a module without a
+    policy gets none, and the Markdown's per-launch line shows them."""
+    from types import SimpleNamespace
+
+    from benchmarks.tile_sweep import mhc_grids
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    # flash (5120 = 80 D tiles of 64) at 96 rows: 6 row blocks; 512 programs -> 80 splits, 396 -> 40
+    assert mhc_grids(SimpleNamespace(policy=MhcPolicy()), 96, 5120) == [[6, 80], [96, 81]]
+    assert mhc_grids(SimpleNamespace(policy=MhcPolicy(decode_programs=396)), 96, 5120) == [[6, 40], [96, 41]]
+    # mid 4,096 rows: the tail (32-row blocks, 128 of them, 4 splits), one launch
+    assert mhc_grids(SimpleNamespace(policy=MhcPolicy()), 4096, 2048) == [[128, 4]]
+    assert mhc_grids(SimpleNamespace(), 8, 2048) is None
+    row = {"op": "mhc", "scale": "flash", "rows": 96, "config": "default", "mb": 11.82, "us": 19.0,
+           "roofline": 0.14, "max_rel_err": 1e-3, "kernels_us": {"k #1": 10.21, "k #2": 8.88},
+           "grids": [[6, 80], [96, 81]]}
+    doc = markdown({"gpu": "g", "torch": "t", "triton": "tr", "cuda": "c"}, [row],
+                   {"empty_us": 1.0, "load_store_us": 1.5}, "cmd")
+    assert "- flash T=96 default: k #1 10.21 us, k #2 8.88 us; grids 6 x 80, 96 x 81" in doc
+    assert "- flash T=96 default: k #1 10.21 us, k #2 8.88 us\n" in markdown(
+        {"gpu": "g", "torch": "t", "triton": "tr", "cuda": "c"}, [{k: v for k, v in row.items() if k != "grids"}],
+        {"empty_us": 1.0, "load_store_us": 1.5}, "cmd")
