@@ -296,6 +296,20 @@ ncu_lines() {
   grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|DRAM Throughput" "$R/${tag}_details.txt" | head -60
   python benchmarks/ncu_source_lines.py "$R/${tag}_cuda_sass.csv" --top "$top" | tee "$OUT/source_lines_$tag.txt"
 }
+# An mHC check in two steps (parts 78 and 80-83): the GPU parity tests that -k PATTERN picks
+# in tests/runtime/test_kernels_parity.py (log $OUT/parTAG.log), then RUNS times (default 2)
+# tile_sweep.py's mHC variants LABEL... at ROWS ("8 16 17"), read in turn (mTAG_<run>):
+# mhc_check TAG PARITY_SECS PATTERN SWEEP_SECS ROWS LABEL...
+mhc_check() {
+  local tag=$1 parity_secs=$2 pattern=$3 sweep_secs=$4 rows=$5; shift 5
+  timeout "$parity_secs" python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "$pattern" > "$OUT/par$tag.log" 2>&1; el "par$tag" $?
+  grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par$tag.log" | tail -6
+  for run in $(seq 1 "${RUNS:-2}"); do
+    # shellcheck disable=SC2086  # ROWS: one argument per row count
+    timeout "$sweep_secs" python benchmarks/tile_sweep.py --ops mhc --rows $rows --only "$@" --out "$R/m${tag}_$run" > "$OUT/m${tag}_$run.log" 2>&1; el "m${tag}_$run" $?
+    grep -hE "^\| mhc" "$R"/m${tag}_$run/*.md | cut -d'|' -f3-8
+  done
+}
 for PART in "${@:-1}"; do  # several parts in one call run in turn
 if [ "$PART" = 1 ]; then
 timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py -k "packed_ring_attention_gpu or mhc_finish_forms_parity_gpu or column_blocks_parity_gpu or attention_parity_gpu or mhc_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
@@ -1070,12 +1084,7 @@ elif [ "$PART" = 78 ]; then
 # rows: its GPU parity (and bits against the same tiles held), then against the default, "bf16x3"
 # on its 32-row tiles and the same 64-row tiles held (they spill) at 512 / 4,096 rows, read in
 # turn, RUNS times (default 2)
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "coefficients_per_tile" > "$OUT/par78.log" 2>&1; el par78 $?
-grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par78.log" | tail -6
-for run in $(seq 1 "${RUNS:-2}"); do
-  timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 512 4096 --only default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2" --out "$R/m78_$run" > "$OUT/m78_$run.log" 2>&1; el m78_$run $?
-  grep -hE "^\| mhc" "$R"/m78_$run/*.md | cut -d'|' -f3-8
-done
+mhc_check 78 150 "coefficients_per_tile" 170 "512 4096" default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2"
 elif [ "$PART" = 83 ]; then
 # session 46: the decode sweep (static sm_90, Triton 3.6: 128 registers, 66 KB of shared memory
 # at 2 stages) fits three programs an SM, 396 on 132 SMs; flash 96 and 192 rows make 480, and
@@ -1084,24 +1093,14 @@ elif [ "$PART" = 83 ]; then
 # against "decode p396" and "decode p264" at 64-192 rows, and "finish 8 rows" (the finish's
 # programs: one per row and split + 1, 96 x 81 at flash 96 rows, where it took 8.88 us against
 # 5.72 at 128 rows' 128 x 41), read in turn, RUNS times (default 2)
-timeout 280 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_decode_tilings_parity_gpu" > "$OUT/par83.log" 2>&1; el par83 $?
-grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par83.log" | tail -6
-for run in $(seq 1 "${RUNS:-2}"); do
-  timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 64 80 96 128 160 192 --only default "decode p396" "decode p264" "finish 8 rows" --out "$R/m83_$run" > "$OUT/m83_$run.log" 2>&1; el m83_$run $?
-  grep -hE "^\| mhc" "$R"/m83_$run/*.md | cut -d'|' -f3-8
-done
+mhc_check 83 280 "test_mhc_decode_tilings_parity_gpu" 150 "64 80 96 128 160 192" default "decode p396" "decode p264" "finish 8 rows"
 elif [ "$PART" = 82 ]; then
 # session 46's flips, timed on an H100 only (MhcPolicy.decode_stages 0 -> 2, decode_rows 48 ->
 # 192): the default's GPU parity (test_mhc_parity_gpu now with flash 192 rows, not yet run on
 # a GPU; the decode tilings test now 3 stages and 32-column tiles), then the default against
 # the rule before ("decode to 48 s3") and against 3 stages on the same tiles ("decode s3") at
 # 3-192 rows, read in turn, RUNS times (default 2); flash 96 rows read slower in every H100 run
-timeout 280 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu or test_mhc_decode_tilings_parity_gpu" > "$OUT/par82.log" 2>&1; el par82 $?
-grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par82.log" | tail -6
-for run in $(seq 1 "${RUNS:-2}"); do
-  timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 3 8 16 17 32 48 64 96 128 192 --only default "decode to 48 s3" "decode s3" --out "$R/m82_$run" > "$OUT/m82_$run.log" 2>&1; el m82_$run $?
-  grep -hE "^\| mhc" "$R"/m82_$run/*.md | cut -d'|' -f3-8
-done
+mhc_check 82 280 "test_mhc_parity_gpu or test_mhc_decode_tilings_parity_gpu" 150 "3 8 16 17 32 48 64 96 128 192" default "decode to 48 s3" "decode s3"
 elif [ "$PART" = 81 ]; then
 # session 45: the "bf16x3" decode sweep asks 124 KB of shared memory at 3 stages (static sm_90,
 # Triton 3.6), one program an SM, so flash's 160-240 programs at 17-48 rows take two waves on
@@ -1109,23 +1108,13 @@ elif [ "$PART" = 81 ]; then
 # tiles, 92 KB, ahead from 20 rows). 2 stages (MhcPolicy.decode_stages: 66 KB) or 32-column D
 # tiles (62 KB): GPU parity, then against the default and "tf32x3 decode" at 8-48 rows, read in
 # turn, RUNS times (default 2)
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_decode_tilings_parity_gpu" > "$OUT/par81.log" 2>&1; el par81 $?
-grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par81.log" | tail -6
-for run in $(seq 1 "${RUNS:-2}"); do
-  timeout 120 python benchmarks/tile_sweep.py --ops mhc --rows 8 16 17 24 32 48 --only default "decode s2" "decode d32" "d32 w2" "tf32x3 decode" "decode tiles to 16" --out "$R/m81_$run" > "$OUT/m81_$run.log" 2>&1; el m81_$run $?
-  grep -hE "^\| mhc" "$R"/m81_$run/*.md | cut -d'|' -f3-8
-done
+mhc_check 81 200 "test_mhc_decode_tilings_parity_gpu" 120 "8 16 17 24 32 48" default "decode s2" "decode d32" "d32 w2" "tf32x3 decode" "decode tiles to 16"
 elif [ "$PART" = 80 ]; then
 # session 45's flips (MhcPolicy.decode_bf16x3_from 8 -> 3, decode_rows 16 -> 48): the default's
 # GPU parity (now with 3, 33 rows at mid and 4, 48 at flash), then at 17-48 rows the default
 # against the tiles above decode ("decode tiles to 16", the rule before) and the decode tiles
 # with "tf32x3" (is it the tiles or the projection?), read in turn, RUNS times (default 2)
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu" > "$OUT/par80.log" 2>&1; el par80 $?
-grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par80.log" | tail -6
-for run in $(seq 1 "${RUNS:-2}"); do
-  timeout 100 python benchmarks/tile_sweep.py --ops mhc --rows 17 24 32 40 48 --only default "decode tiles to 16" "tf32x3 decode" --out "$R/m80_$run" > "$OUT/m80_$run.log" 2>&1; el m80_$run $?
-  grep -hE "^\| mhc" "$R"/m80_$run/*.md | cut -d'|' -f3-8
-done
+mhc_check 80 200 "test_mhc_parity_gpu" 100 "17 24 32 40 48" default "decode tiles to 16" "tf32x3 decode"
 elif [ "$PART" = 79 ]; then
 # session 45: "RUNS=1 ... 77 78" fits one call; this is the second call: part 76's decode rows
 # and part 78's 512 / 4,096 rows once more, then the table's mHC rows
