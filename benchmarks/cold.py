@@ -93,10 +93,12 @@ def cold_readings_ms(calls: list, args, bytes_moved: float, lists_ms, hot_ms: li
     copies = cold_copies(bytes_moved, l2_bytes())
     if copies == 1:
         return list(hot_ms), copies
-    arg_sets = [args] + [clone_tensors(args) for _ in range(copies - 1)]
-    ready = [i for i, ms in enumerate(hot_ms) if ms is not None]
-    times = lists_ms([cycled_calls(calls[i], arg_sets, reps) for i in ready])
     out: list[float | None] = [None] * len(calls)
+    ready = [i for i, ms in enumerate(hot_ms) if ms is not None]
+    if not ready:
+        return out, copies
+    arg_sets = [args] + [clone_tensors(args) for _ in range(copies - 1)]
+    times = lists_ms([cycled_calls(calls[i], arg_sets, reps) for i in ready])
     for i, ms in zip(ready, times, strict=True):
         out[i] = ms
     return out, copies

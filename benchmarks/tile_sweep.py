@@ -285,10 +285,10 @@ def timed(op_name: str, scale: str, rows: int, mb: float, variants: list[Variant
 
 def cold_readings(variants: list[Variant], hot_ms: list[float | None],
                   lists_timer: Callable) -> list[tuple[float | None, int] | None]:
-    """(cold ms, copies) of each variant that asks for a cold reading and was captured hot,
-    else None: all of them read in turn on one set of clones of the case's inputs
-    (benchmarks/cold.py's ``cold_readings_ms``)."""
-    asked = [i for i, v in enumerate(variants) if v.cold is not None and hot_ms[i] is not None]
+    """(cold ms, copies) of each variant that asks for a cold reading, else None: all of them
+    read in turn on one set of clones of the case's inputs (benchmarks/cold.py's
+    ``cold_readings_ms``, which reads none cold that was not captured hot: ms None)."""
+    asked = [i for i, v in enumerate(variants) if v.cold is not None]
     out: list[tuple[float | None, int] | None] = [None] * len(variants)
     if not asked:
         return out

@@ -134,3 +134,6 @@ def test_the_cold_reading_replays_clones_and_reuses_a_replay_that_was_cold(monke
     assert len(set(seen)) == 3 and seen[:3] == seen[3:6] and seen[0] == x.data_ptr()
     ms, copies = cold.cold_graph_ms(lambda a: None, (x,), 160 * 2**20, graph_calls_ms, 0.1)
     assert (ms, copies) == (0.1, 1) and len(replayed) == 1
+    # a call whose hot replay was not captured is not read cold: nothing replayed, no clones
+    ms, copies = cold.cold_graph_ms(lambda a: seen.append(a), (x,), 100 * 2**20, graph_calls_ms, None)
+    assert (ms, copies) == (None, 3) and len(replayed) == 1 and len(seen) == 21

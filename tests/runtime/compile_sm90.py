@@ -118,7 +118,7 @@ def sweep_candidate_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[s
 def bf16x3_sweep_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
     """The sweeping launch with the "bf16x3" projection (fn's three bf16 parts:
     ``runtime.kernels.mhc.bf16_split3``) from 512 rows, where it is not the default (it is
-    at 3-48 decode rows, compiled with the default's launches). Its fn pointers are bf16:
+    at 3-192 decode rows, compiled with the default's launches). Its fn pointers are bf16:
     ``BF16X3_SITE_SIGNATURE``."""
     from runtime.kernels.mhc import FINISH
     from runtime.kernels.mhc_tiles import MhcPolicy

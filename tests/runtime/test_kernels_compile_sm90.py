@@ -37,7 +37,7 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # both finishes and the 8-row finish; 512: sweep and both finishes, 4,096: both sweeps
     # with the tail), so 1 + 9 fma-mix; the "bf16x3" sweeps at 512 and 4,096 rows (fn's bf16
     # parts: bf16 pointers), register-finish and fma-mix by name, 2 more of each; the 8-row
-    # call's 5 launches project with "bf16x3" too (the decode default from 8 rows), so 7;
+    # call's 5 launches project with "bf16x3" too (the decode default from 3 rows), so 7;
     # the "bf16x3" sweeps on 64-row blocks with the coefficients loaded per tile at 512 and
     # 4,096 rows, 2 more bf16x3, register-finish and fma-mix (9, 16, 14);
     # RoPE + quant: 3 formats + 2 packed; gate: every call two launches (partials, then the
