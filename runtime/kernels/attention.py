@@ -390,7 +390,8 @@ def _attn_partial_kernel(
 
 # the partial kernel's helpers, jitted with it (runtime/kernels/backend.py's ``jit``)
 PARTIAL_HELPERS = (_tile_ids, _fp8_window_keys, _e4m3_bits_magnitude, _e2m1_bits_value, _nvfp4_global_keys,
-                   _decoded_once, _tile_keys, _online_softmax_step, _attend_keys, _merge_tail)
+                   _decoded_once, _tile_keys, _online_softmax_step, _attend_keys, _merge_tail, gdc_enter)
+MERGE_HELPERS = (gdc_enter,)  # the merge kernel's
 
 
 def _attn_merge_kernel(
@@ -468,7 +469,7 @@ class FusedSparseAttention:
         self.dependent_merge = dependent_merge
         self.merge_at_exit = merge_at_exit
         self.partial = jit(_attn_partial_kernel, helpers=PARTIAL_HELPERS)
-        self.merge = jit(_attn_merge_kernel)
+        self.merge = jit(_attn_merge_kernel, helpers=MERGE_HELPERS)
         self.tickets = TicketCounters()  # the merge tail's, one per (query, head block); twins share them
 
     def with_tile(self, tile: AttentionTile) -> FusedSparseAttention:

@@ -80,12 +80,17 @@ def jit(fn, helpers: tuple = ()):
     interpreter vs compiler for good (the module docstring says why not), so they are
     jitted here, with the kernel, and the kernel and the helpers are bound to a copy of
     the kernel's module namespace in which those names are the jitted helpers (so a helper
-    may call another); the module itself keeps its plain functions."""
+    may call another); the module itself keeps its plain functions. A helper from another
+    module (runtime/kernels/pdl.py's ``gdc_enter``) also reads that module's names where
+    the kernel's module has none of its own."""
     import triton
 
     if not helpers:
         return triton.jit(fn)
     scope = dict(fn.__globals__)
+    for helper in helpers:
+        for name, value in helper.__globals__.items():
+            scope.setdefault(name, value)
     for helper in helpers:
         scope[helper.__name__] = triton.jit(_bound(helper, scope))
     return triton.jit(_bound(fn, scope))

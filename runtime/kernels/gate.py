@@ -52,7 +52,7 @@ def _larger_key(key_a, score_a, key_b, score_b):
     return tl.where(a_wins, key_a, key_b), tl.where(a_wins, score_a, score_b)
 
 
-GATE_HELPERS = (_larger_key,)  # jitted with the kernel (runtime/kernels/backend.py's jit)
+GATE_HELPERS = (_larger_key, gdc_enter)  # jitted with the kernel (runtime/kernels/backend.py's jit)
 
 
 def _gate_kernel(

@@ -562,7 +562,7 @@ def _mhc_site_kernel(
                 tl.store(n_ptr, (w[None, :] * y).to(DTYPE), mask=n_ok)
 
 
-SITE_HELPERS = (_bf16x3_dot, _mix_coefficients)  # what the site kernel calls (runtime/kernels/backend.py's jit binds them)
+SITE_HELPERS = (_bf16x3_dot, _mix_coefficients, gdc_enter)  # what the site kernel calls (runtime/kernels/backend.py's jit binds them)
 
 
 def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.dtype,

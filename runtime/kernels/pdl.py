@@ -38,22 +38,30 @@ benchmarks/results/dependent_launch_h200.md: the gate, and mHC up to 64 rows).
 from __future__ import annotations
 
 import torch
-from triton.language import core
+import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 __all__ = ["dependent_launch", "gdc_enter"]
 
 
-@core.extern
-def gdc_enter(dependent, at_exit=False, _semantic=None):
-    """A kernel's first step when its op launches dependently, by its role (``dependent``, a
-    constexpr): the dependent launch waits for the grid before it; the first launch lets
-    the dependent one launch, now or (``at_exit``, a constexpr) by exiting. Called as
-    ``if PDL: gdc_enter(ROLE, AT_EXIT)`` at a kernel's start."""
-    if core._unwrap_if_constexpr(dependent):
-        gdc_wait(_semantic=_semantic)
-    elif not core._unwrap_if_constexpr(at_exit):
-        gdc_launch_dependents(_semantic=_semantic)
+def gdc_enter(DEPENDENT: tl.constexpr, AT_EXIT: tl.constexpr = False):
+    """A kernel's first step when its op launches dependently, by its role: the dependent
+    launch (``DEPENDENT``) waits for the grid before it; the first launch lets the dependent
+    one launch, now or (``AT_EXIT``) by exiting. Called as ``if PDL: gdc_enter(ROLE,
+    AT_EXIT)`` at a kernel's start, and jitted with the kernel (each kernel lists it among
+    its helpers: runtime/kernels/backend.py's ``jit``).
+
+    Why a jitted helper and not a ``core.extern`` builtin: when a torch.compile'd region
+    calls a kernel, Inductor re-emits the kernel's source in a module of its own, copying
+    the jitted functions it calls and importing only what it names from ``triton``; a
+    builtin of this module was neither, and the gate's kernel failed to compile there
+    (``NameError: gdc_enter``; the H100, session 47: the static step with
+    ``decode_compile``). Jitted, it is copied, and the two names it calls come from
+    ``triton``."""
+    if DEPENDENT:
+        gdc_wait()
+    elif not AT_EXIT:
+        gdc_launch_dependents()
 
 
 def dependent_launch(asked: bool, device: torch.device) -> bool:

@@ -234,6 +234,9 @@ def _topk_kernel(scores_ptr, cand_key_ptr, cand_id_ptr, out_ptr, out_score_ptr, 
                      mask=pad)
 
 
+CHAINED_HELPERS = (*RADIX_HELPERS, gdc_enter)  # the chained kernel's, jitted with it
+
+
 class FusedTopk:
     """Callable with :func:`runtime.kernels.reference.topk_entries`'s signature. ``policy``
     decides per call whether rows are split over programs (runtime/kernels/topk_tiles.py);
@@ -242,7 +245,7 @@ class FusedTopk:
     def __init__(self, tiling: TopkTiling | None = None, policy: TopkSplitPolicy | None = None) -> None:
         self.tiling = tiling or TopkTiling()
         self.policy = policy or TopkSplitPolicy()
-        self.kernel = jit(_topk_kernel, helpers=RADIX_HELPERS)
+        self.kernel = jit(_topk_kernel, helpers=CHAINED_HELPERS)
         self.resident_kernel = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
         self.tickets = TicketCounters()  # the one-launch resident split's row counters
         self.row_bound_kernels = tuple(jit(kernel, helpers=ROW_BOUND_HELPERS) for kernel in (

@@ -134,7 +134,7 @@ def _emit(keys, finite, v, left, need, ids, values, K, dst, dst_scores, KEYS: tl
             tl.store(dst_scores + pad_at, tl.full((KEYS,), float("-inf"), dtype=tl.float32), mask=pad)
 
 
-RESIDENT_HELPERS = (_keys_of, _radix_select, _select, _emit)  # jitted with the kernel (runtime/kernels/backend.py's jit)
+RESIDENT_HELPERS = (_keys_of, _radix_select, _select, _emit, gdc_enter)  # jitted with the kernel (runtime/kernels/backend.py's jit)
 
 
 def _topk_resident_kernel(scores_ptr, scratch_ptr, out_ptr, out_score_ptr, id_map_ptr, cand_ptr, cand_score_ptr,

@@ -114,7 +114,7 @@ def _select_listed(gt_keys, gt_ids, gt_n, gt, need, dst, K, CAP, TILE: tl.conste
 
 
 ROW_BOUND_HELPERS = (*RADIX_HELPERS, _chunk_keys, _list_place, _radix_select, _emit,
-                     _select_listed)  # jitted with each kernel
+                     _select_listed, gdc_enter)  # jitted with each kernel
 
 
 def _row_maxima_kernel(scores_ptr, maxima_ptr, finite_ptr, ROW_N, CHUNK,

@@ -19,6 +19,11 @@ with the shared memory each asks for, and an error for any over sm_90's 232,448 
 such a launch compiles but cannot run (the H100 refused float32 64-head tiles of 3 stages
 in session 31).
 
+``--inductor`` (alone): instead, one launch of each kernel whose op launches dependently
+(the gate, the mHC site, attention's partial and merge), in its PDL form, compiled as
+torch.compile re-emits a kernel that a compiled region calls (``as_inductor_emits``), each
+"ok" line with the count of griddepcontrol instructions in its PTX.
+
 ``--sass``: each "ok" line also gives the compiled kernel's static resources, read with
 the cuobjdump Triton's wheel ships: registers per thread, stack bytes (spills), static
 shared bytes, SASS instructions and counts of a few opcodes (tensor-core MMAs, shuffles,
@@ -353,7 +358,8 @@ def attention_launches(table: bool) -> list[tuple[str, object, dict, dict]]:
          dict(SPLIT=True, RING=False, PACKED=False, VD=128, **common)),
         ("attention option ring value_d 256", partial, ATTENTION_SIGNATURE,
          dict(SPLIT=False, RING=True, PACKED=False, VD=256, **common)),
-        ("attention option merge merge_d 128", attention._attn_merge_kernel, MERGE_SIGNATURE,
+        ("attention option merge merge_d 128", jit(attention._attn_merge_kernel, helpers=attention.MERGE_HELPERS),
+         MERGE_SIGNATURE,
          dict(HD=512, SPLITS_P2=16, MERGE_D=128)),
     ] + [  # all 64 of flash's heads in one program: wgmma's 64 rows (mma.sync below them), and the
         # 32-head prefill tile that flash used before its wide rows (runtime/kernels/attention_tiles.py)
@@ -549,6 +555,68 @@ def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
     return launches
 
 
+def as_inductor_emits(kernel, directory: Path):
+    """``kernel`` as torch.compile compiles it when a compiled region calls it: Inductor
+    writes the kernel's source and the closure of what it calls (the jitted helpers it
+    copies, the names from ``triton`` it imports: torch/_inductor/codegen/wrapper.py,
+    ``user_defined_triton_kernel_transitive_closure_source_code``) under its own Triton
+    imports into a module of its own, and compiles that, not the original function. A name
+    the kernel reads from its own module that Inductor neither copies nor imports is
+    undefined there (the gate's PDL step was so: session 47). The module is written to
+    ``directory`` (Triton reads a kernel's source from its file)."""
+    import importlib.util
+
+    from torch._inductor.codegen.triton import TritonKernel
+    from torch._inductor.codegen.wrapper import (
+        user_defined_triton_kernel_transitive_closure_source_code,
+    )
+
+    jitted = kernel if isinstance(kernel, triton.runtime.jit.JITFunction) else triton.jit(kernel)
+    name = jitted.fn.__name__
+    path = directory / f"inductor_{name}.py"
+    path.write_text(TritonKernel.gen_common_triton_imports() + "\n@triton.jit\n"
+                    + user_defined_triton_kernel_transitive_closure_source_code(jitted) + "\n")
+    spec = importlib.util.spec_from_file_location(f"inductor_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def inductor_launches(directory: Path) -> list[tuple[str, object, dict, dict, tuple[str, ...]]]:
+    """One launch of each kernel whose op launches dependently (runtime/kernels/pdl.py), in
+    its dependent form where it has one, with the kernel as torch.compile re-emits it
+    (``as_inductor_emits``): the gate's partials and selection at ``flash`` 8 rows, the
+    mHC site's sweep and finish at one row, attention's partial and merge, as those ops
+    launch them on an sm_90 GPU (PDL on)."""
+    import torch
+
+    from runtime.config import V41Config
+    from runtime.kernels import attention, gate, mhc
+    from runtime.kernels.backend import jit
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    flash = V41Config.preset("flash")
+    d, e = flash.hidden_size, flash.n_routed_experts
+    gate_kernel = as_inductor_emits(jit(gate._gate_kernel, helpers=gate.GATE_HELPERS), directory)
+    tiles = gate.GatePolicy(select_from=0).tiling(8, d, e)
+    out = [(f"inductor gate flash T=8 phase {kwargs['PHASE']} pdl", gate_kernel, {**GATE_SIGNATURE, "count_ptr": "*i64"},
+            kwargs, divisible_by_16(T=8, E=e, D=d, SPLIT_D=tiles.split_d))
+           for _, kwargs in gate.gate_launches(tiles, 8, d, e, flash, ieee=False, pdl=True)]
+    site = as_inductor_emits(jit(mhc._mhc_site_kernel, helpers=mhc.SITE_HELPERS), directory)
+    tiles = MhcPolicy().tiling(1, 2048, cuda=True)
+    out += [(f"inductor mhc T=1 D=2048 phase {kwargs['PHASE']} pdl", site, SITE_SIGNATURE, kwargs,
+             divisible_by_16(T=1, D=2048, SPLIT_D=tiles.split_d))
+            for _, kwargs in mhc.site_launches(tiles, 1, 2048, True, torch.bfloat16, pdl=True)]
+    partial = as_inductor_emits(jit(attention._attn_partial_kernel, helpers=attention.PARTIAL_HELPERS), directory)
+    merge = as_inductor_emits(jit(attention._attn_merge_kernel, helpers=attention.MERGE_HELPERS), directory)
+    common = dict(HD=512, BLOCK_H=16, BLOCK_N=16, HAS_TOPK=True, IEEE=False, RING=False, PACKED=False, VD=512,
+                  num_warps=4, num_stages=3)
+    return out + [("inductor attention partial pdl", partial, ATTENTION_SIGNATURE, dict(SPLIT=True, PDL=True, **common),
+                   ("H",)),
+                  ("inductor attention merge pdl", merge, MERGE_SIGNATURE,
+                   dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=True, launch_pdl=True), ("H",))]
+
+
 def sass_markdown(rows: list[dict], command: str) -> str:
     lines = ["# Static sm_90 resources of the fused kernels' launches (compiled on a CPU)", "",
              f"- Triton {triton.__version__}; ptxas and cuobjdump from its wheel; no GPU involved.",
@@ -602,12 +670,21 @@ def main(argv: list[str]) -> int:
     if "--table-shared" in args:
         return 1 if table_shared_memory() else 0
     failed, rows = 0, []
-    for name, kernel, signature, kwargs, multiples in all_launches([tuple(int(v) for v in a.split(":")) for a in args], table):
+    inductor = "--inductor" in args
+    if inductor:
+        scratch = tempfile.TemporaryDirectory()
+        launches = inductor_launches(Path(scratch.name))
+    else:
+        launches = all_launches([tuple(int(v) for v in a.split(":")) for a in args], table)
+    for name, kernel, signature, kwargs, multiples in launches:
         try:
             compiled = compile_sm90(kernel, signature, kwargs, multiples)
         except Exception as e:  # noqa: BLE001 - reported per launch
             failed += 1
             print(f"error {name}: {type(e).__name__}: {str(e)[:2000]}")
+            continue
+        if inductor:  # the PDL step compiled in: griddepcontrol instructions in its PTX
+            print(f"ok {name} | griddepcontrol {compiled.asm['ptx'].count('griddepcontrol.')}")
             continue
         if not sass:
             print(f"ok {name}")

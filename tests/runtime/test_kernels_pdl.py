@@ -160,8 +160,7 @@ PDL_PTX = textwrap.dedent("""
     from runtime.kernels import attention, gate, mhc
     from runtime.kernels.backend import jit
     from runtime.kernels.mhc_tiles import MhcPolicy
-    from runtime.kernels.topk import _topk_kernel
-    from runtime.kernels.topk_radix import RADIX_HELPERS
+    from runtime.kernels.topk import CHAINED_HELPERS, _topk_kernel
     from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
     from runtime.kernels.topk_rowbound import (ROW_BOUND_HELPERS, _row_candidates_kernel, _row_maxima_kernel,
                                                _row_select_kernel)
@@ -188,8 +187,8 @@ PDL_PTX = textwrap.dedent("""
         partial = jit(attention._attn_partial_kernel, helpers=attention.PARTIAL_HELPERS)
         yield ("attention", (partial, ATTENTION_SIGNATURE,
                              dict(SPLIT=True, PDL=pdl, PDL_AT_EXIT=at_exit, **common)),
-               (attention._attn_merge_kernel, MERGE_SIGNATURE, dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=pdl,
-                                                                    **dep)))
+               (jit(attention._attn_merge_kernel, helpers=attention.MERGE_HELPERS), MERGE_SIGNATURE,
+                dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=pdl, **dep)))
         tiles = MhcPolicy().tiling(1, 2048, cuda=True)
         launches = mhc.site_launches(tiles, 1, 2048, True, torch.bfloat16, pdl, at_exit)
         site = jit(mhc._mhc_site_kernel, helpers=mhc.SITE_HELPERS)
@@ -202,7 +201,7 @@ PDL_PTX = textwrap.dedent("""
         sig = {**GATE_SIGNATURE, "count_ptr": "*i64"}
         yield ("gate", (kernel, sig, launches[0][1]), (kernel, sig, launches[1][1]))
         chained = dict(GROUPS=1024, BLOCK=1024, UNROLL=2, num_warps=8, PDL=pdl)
-        kernel = jit(_topk_kernel, helpers=RADIX_HELPERS)
+        kernel = jit(_topk_kernel, helpers=CHAINED_HELPERS)
         yield ("topk chained", (kernel, CHAINED, dict(SCORES=True, MAPPED=False, **chained)),
                (kernel, CHAINED, dict(SCORES=False, MAPPED=True, **chained, **dep)))
         resident = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)

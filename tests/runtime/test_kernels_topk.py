@@ -384,9 +384,8 @@ COMPILE = textwrap.dedent("""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from runtime.kernels.backend import jit
-    from runtime.kernels.topk import _topk_kernel
-    from runtime.kernels.topk_radix import RADIX_HELPERS
-    chained = jit(_topk_kernel, helpers=RADIX_HELPERS)
+    from runtime.kernels.topk import CHAINED_HELPERS, _topk_kernel
+    chained = jit(_topk_kernel, helpers=CHAINED_HELPERS)
     for scores, mapped, groups in ((False, False, 4096), (True, True, 1024)):
         sig = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
                "out_score_ptr": "*fp32", "id_map_ptr": "*i64", "ROW_N": "i32", "CHUNK": "i32", "K": "i32",
