@@ -67,6 +67,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
+#   OUT=/path bash benchmarks/h200_checklist.sh 84  # session 47's flip (mHC decode split to 264 programs): the default's GPU parity, against 512 (the rule before) and 396 at 48-192 rows and against 132 / 198 / 330 at 64-192, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 83  # session 46: mHC's decode split in one wave (decode_programs 396 / 264; untimed): GPU parity, against the default at 64-192 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 82  # session 46's flips (mHC decode sweeps at 2 stages, decode tiles to 192 rows): the default's GPU parity (now flash 192 rows), against the rule before and 3 stages at 3-192 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 81  # session 45: mHC's decode sweep in one wave at flash 17-48 rows (2 stages, 32-column tiles; untimed): GPU parity, against the default and "tf32x3 decode" at 8-48 rows, twice
@@ -277,9 +278,20 @@
 # rows at 2 stages (faster from 64 to 192 but flash 96, slower from 208: flip, decode_rows 192;
 # GPU parity with both flips: 28 passed, then every mHC GPU test: 100 passed), against the rule
 # before three times (55 of 60 faster) and the whole table twice (36 and 35 of 92).
-# Next session: "RUNS=1 ... 82 83" (session 46's flips again on another start; the decode
-# split in one wave), then 83 once more; on an H200 4 (the whole table), 60, 69, 70, 80, 82
-# and 83 (every flip since session 35 is timed only on H100s).
+# Session 47 (an H100 at the third try: two starts failed, one refused): 82 with RUNS=1 (parity
+# 40 passed, flash 192 rows the first time; session 46's flips faster again at every count but
+# flash 96), 83 twice (the decode split at 264 or 396 programs: flash 96 rows 20.4 -> 14.6 us
+# in both runs), then by hand with the flip set in the device's copy (decode_programs 264):
+# GPU parity 40 passed, against 512 and 396 three times, the whole table twice (37 of 92 both
+# times), 132 / 198 / 330 twice, and the mHC, e2e and static-step GPU tests: every one passed
+# but test_graphs_equal_the_static_step_bit_for_bit_on_the_gpu, whose compiled helpers
+# (decode_compile) failed to compile the gate's kernel (NameError: gdc_enter, a builtin
+# Inductor neither copies nor imports; fixed since as a jitted helper, and checked statically:
+# tests/runtime/compile_sm90.py --inductor). Part 84 is those runs as one part.
+# Next session: 84 (the flip's parity and timings on another start), then the static-step GPU
+# test above (tests/runtime/test_static_model.py -m gpu: the fix's first run on a GPU); on an
+# H200 4 (the whole table), 60, 69, 70, 80, 82, 83 and 84 (every flip since session 35 is
+# timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -1085,6 +1097,21 @@ elif [ "$PART" = 78 ]; then
 # on its 32-row tiles and the same 64-row tiles held (they spill) at 512 / 4,096 rows, read in
 # turn, RUNS times (default 2)
 mhc_check 78 150 "coefficients_per_tile" 170 "512 4096" default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2"
+elif [ "$PART" = 84 ]; then
+# session 47's flip (MhcPolicy.decode_programs 512 -> 264, H100 only): the decode sweep fits
+# two programs an SM at its 264 (three at 396), and flash 80-192 rows were 0.9-6 us faster
+# than at 512, mid 144 rows 0.5 slower: the default's GPU parity (test_mhc_parity_gpu, the
+# decode tilings with "p512"), the static step's GPU tests (its compiled helpers: the gate's
+# PDL step as Inductor re-emits it, fixed in session 47 and not yet run on a GPU), then the
+# default against 512 and 396 at 48-192 rows, and against 132 / 198 / 330 at 64-192 rows,
+# read in turn, RUNS times (default 2)
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_static_model.py > "$OUT/static84.log" 2>&1; el static84 $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/static84.log" | tail -6
+mhc_check 84 200 "test_mhc_parity_gpu or test_mhc_decode_tilings_parity_gpu" 130 "48 64 80 96 112 128 144 160 176 192" default "decode p512" "decode p396"
+for run in $(seq 1 "${RUNS:-2}"); do
+  timeout 130 python benchmarks/tile_sweep.py --ops mhc --rows 64 80 96 112 128 144 160 176 192 --only default "decode p132" "decode p198" "decode p330" --out "$R/m84t_$run" > "$OUT/m84t_$run.log" 2>&1; el "m84t_$run" $?
+  grep -hE "^\| mhc" "$R"/m84t_$run/*.md | cut -d'|' -f3-8
+done
 elif [ "$PART" = 83 ]; then
 # session 46: the decode sweep (static sm_90, Triton 3.6: 128 registers, 66 KB of shared memory
 # at 2 stages) fits three programs an SM, 396 on 132 SMs; flash 96 and 192 rows make 480, and

@@ -156,11 +156,16 @@ MHC_DECODE = (
     ("decode s2", MhcPolicy(decode_stages=2)),
     ("decode s3", MhcPolicy(decode_stages=3)),
     ("decode d32", MhcPolicy(decode_block_d=32, decode_stages=3)),
-    # the decode split in one wave (untimed, session 46): at 2 stages three decode programs fit
-    # an SM, 396 on 132 SMs; flash 96 rows makes 480 (mhc_tiles.py, decode_programs), 396
-    # makes 240 of two D tiles, and 264 (two an SM) takes 192 rows to 240 of four
+    # the decode split in one wave (session 46): at 2 stages three decode programs fit an SM,
+    # 396 on 132 SMs; flash 96 rows made 480 at 512 (the rule before; mhc_tiles.py,
+    # decode_programs), 396 makes 240 of two D tiles, and 264 (two an SM, the default since
+    # session 47) takes 192 rows to 240 of four; 132 / 198 / 330 beside it (session 47)
     ("decode p396", MhcPolicy(decode_programs=396)),
     ("decode p264", MhcPolicy(decode_programs=264)),
+    ("decode p512", MhcPolicy(decode_programs=512)),
+    ("decode p132", MhcPolicy(decode_programs=132)),
+    ("decode p198", MhcPolicy(decode_programs=198)),
+    ("decode p330", MhcPolicy(decode_programs=330)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),

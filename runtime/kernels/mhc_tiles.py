@@ -279,10 +279,25 @@ class MhcPolicy:
     by 0.24-0.33, won at 192 (480) by 0.6 and at 80 / 160 (400: a second wave of four) by 0.6
     / 1.5; and above 192 rows, with ``decode_rows`` raised, lost at 208 (520) and 240 (405)
     but won at 224 by 4.2 us, the one count there whose 378 programs fit one wave
-    (tile_sweep_h100_session46_decode_tiles_*.md). 396 would take ``flash`` 96 rows to 240
-    programs of two D tiles each and 192 rows to 324 of three. Untimed, so 0; ``split``: None = split as ``programs`` asks, False = one
-    program per row block over all of D (the interpreter's default: there every program
-    costs time, not parallelism); ``tail_rows``: calls of at least this many rows are
+    (tile_sweep_h100_session46_decode_tiles_*.md). So 264 since session 47 (two programs an
+    SM): ``flash`` 64 / 96 / 192 rows take 160 / 240 / 240 programs of two / two / four D
+    tiles. On an H100, the variants read in turn, against 512 (the rule before) in three
+    runs at 64-192 rows (tile_sweep_h100_session47_p264_{1,2,3}.md): ``flash`` 96 rows
+    19.69 / 20.39 / 19.53 -> 13.84 / 14.60 / 13.81 us, 80 rows 17.01 / 17.17 -> 13.68 / 13.83,
+    160 21.23 / 21.03 / 20.57 -> 19.28 / 18.99 / 18.60, 192 23.60 / 23.48 / 23.40 -> 20.07 /
+    20.11 / 19.38, 64 13.92 / 14.12 / 13.93 -> 13.31 / 13.95 / 13.28; within 0.13 at 112 and
+    128; at ``mid`` (32 D tiles) 192 rows 0.41-0.47 us faster in all three, but 144 rows
+    0.46-0.54 slower in all three (16 splits of two tiles, 144 programs, against 32 of one),
+    the other counts within 0.16 either way (96 rows once 0.6 faster). 396 was as fast at
+    ``flash`` 96 and 176-192 rows but 1.9-3.4 us slower at 80 and 160 (the same runs, and
+    tile_sweep_h100_session47_decode_programs_{1,2}.md against 512); 132 was faster than
+    264 at ``mid`` 80-192 rows (0.05-0.37 us) and ``flash`` 64 (0.9), slower at every other
+    ``flash`` count by up to 5.2 us, and 330 within 0.3 us of 264 at ``flash`` 80-192 rows,
+    slower at 64, faster at ``mid`` 144 (tile_sweep_h100_session47_p264_targets_{1,2}.md).
+    Below 64 rows 264 and 512 make the same grids (at most 3 row blocks, every D tile
+    split); ``split``: None = split as ``programs`` asks, False = one program per row block
+    over all of D (the interpreter's default: there every program costs time, not
+    parallelism); ``tail_rows``: calls of at least this many rows are
     finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,
     smaller ones finished by a second launch (``decode_finish_warps`` / ``finish_warps``) of
     programs of ``decode_finish_rows`` rows up to ``decode_finish_to`` rows (or
@@ -426,7 +441,7 @@ class MhcPolicy:
     decode_finish_to: int = 256
     fma_rows: int = 2
     programs: int = 512
-    decode_programs: int = 0
+    decode_programs: int = 264
     tail_rows: int = 1024
     tail_block_t: int = 32
     tail_block_d: int = 16

@@ -101,9 +101,9 @@ def test_mhc_rows_carry_their_launch_grids():
     from benchmarks.tile_sweep import mhc_grids
     from runtime.kernels.mhc_tiles import MhcPolicy
 
-    # flash (5120 = 80 D tiles of 64) at 96 rows: 6 row blocks; 512 programs -> 80 splits, 396 -> 40
-    assert mhc_grids(SimpleNamespace(policy=MhcPolicy()), 96, 5120) == [[6, 80], [96, 81]]
-    assert mhc_grids(SimpleNamespace(policy=MhcPolicy(decode_programs=396)), 96, 5120) == [[6, 40], [96, 41]]
+    # flash (5120 = 80 D tiles of 64) at 96 rows: 6 row blocks; 512 programs -> 80 splits, 264 -> 40
+    assert mhc_grids(SimpleNamespace(policy=MhcPolicy(decode_programs=512)), 96, 5120) == [[6, 80], [96, 81]]
+    assert mhc_grids(SimpleNamespace(policy=MhcPolicy()), 96, 5120) == [[6, 40], [96, 41]]
     # mid 4,096 rows: the tail (32-row blocks, 128 of them, 4 splits), one launch
     assert mhc_grids(SimpleNamespace(policy=MhcPolicy()), 4096, 2048) == [[128, 4]]
     assert mhc_grids(SimpleNamespace(), 8, 2048) is None

@@ -240,20 +240,23 @@ def test_decode_stages_apply_to_decode_calls_only(t, decode):
         MhcPolicy(decode_stages=-1)
 
 
-@pytest.mark.parametrize("t,d,grid_default,grid_396", [
-    (96, 5120, (6, 80), (6, 40)),  # 480 programs -> 240 of two D tiles
-    (192, 5120, (12, 40), (12, 27)),  # 480 -> 324 of three
-    (48, 5120, (3, 80), (3, 80)),  # 240 already fits
-    (192, 2048, (12, 32), (12, 32)),  # mid: 32 D tiles, 384 programs either way
+@pytest.mark.parametrize("t,d,grid_default,grid_396,grid_512", [
+    (96, 5120, (6, 40), (6, 40), (6, 80)),  # 480 programs at 512 -> 240 of two D tiles
+    (192, 5120, (12, 20), (12, 27), (12, 40)),  # 480 at 512 -> 324 of three, 240 of four
+    (48, 5120, (3, 80), (3, 80), (3, 80)),  # 240 fits every target
+    (144, 2048, (9, 16), (9, 32), (9, 32)),  # mid: 32 D tiles; 288 programs, or 144 of two tiles
+    (192, 2048, (12, 16), (12, 32), (12, 32)),
 ])
-def test_decode_programs_size_the_decode_split_only(t, d, grid_default, grid_396):
-    """``decode_programs``: the program target of decode calls' D split (0: ``programs``);
-    calls above decode keep ``programs``. The grids: row blocks of 16, D tiles of 64 split
-    until row blocks x splits reaches the target, a split of whole tiles."""
+def test_decode_programs_size_the_decode_split_only(t, d, grid_default, grid_396, grid_512):
+    """``decode_programs``: the program target of decode calls' D split (264 by default; 0:
+    ``programs``, 512); calls above decode keep ``programs``. The grids: row blocks of 16, D
+    tiles of 64 split until row blocks x splits reaches the target, a split of whole tiles."""
     assert MhcPolicy().tiling(t, d, cuda=True).grid(t, d) == grid_default
-    tiles = MhcPolicy(decode_programs=396).tiling(t, d, cuda=True)
-    assert tiles.grid(t, d) == grid_396
-    assert tiles.split_d * grid_396[1] >= d > tiles.split_d * (grid_396[1] - 1)
+    assert MhcPolicy(decode_programs=0).tiling(t, d, cuda=True).grid(t, d) == grid_512
+    for target, grid in ((396, grid_396), (512, grid_512), (264, grid_default)):
+        tiles = MhcPolicy(decode_programs=target).tiling(t, d, cuda=True)
+        assert tiles.grid(t, d) == grid
+        assert tiles.split_d * grid[1] >= d > tiles.split_d * (grid[1] - 1)
     above = MhcPolicy().decode_rows + 1
     assert MhcPolicy(decode_programs=8).tiling(above, d, cuda=True) == MhcPolicy().tiling(above, d, cuda=True)
     with pytest.raises(ValueError, match="MhcPolicy.decode_programs: expected >= 0"):

@@ -607,12 +607,14 @@ def test_mhc_parity_gpu(fused, gen, config, t, dtype):
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("tiling", [dict(decode_stages=3), dict(decode_block_d=32, decode_stages=3),
-                                    dict(decode_programs=396)], ids=["s3", "d32", "p396"])
+                                    dict(decode_programs=396), dict(decode_programs=512)],
+                         ids=["s3", "d32", "p396", "p512"])
 @pytest.mark.parametrize("config,t", [(MID, 8), (MID, 33), (FLASH, 17), (FLASH, 48), (FLASH, 96), (FLASH, 192)])
 def test_mhc_decode_tilings_parity_gpu(fused, gen, tiling, config, t):
     """The decode sweep's other tilings at flash's two-wave row counts (the sweep variants
-    "decode s3", the default before session 46, "decode d32" and "decode p396": at flash
-    96 / 192 rows two / three D tiles a program), compiled, on bf16 streams."""
+    "decode s3", the default before session 46, "decode d32", "decode p396" and "decode
+    p512", the split before session 47: at flash 96 / 192 rows one / two D tiles a program,
+    three at 192 under 396; the default's 264 makes two / four), compiled, on bf16 streams."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
