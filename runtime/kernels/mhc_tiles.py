@@ -269,7 +269,9 @@ class MhcPolicy:
     decode tiles also beat "bf16x3" from 20 rows (neither split by hidden size yet);
     ``block_t`` 0 = as few rows as the projection allows (the row count rounded up to a
     power of two for "fma", 16 for a dot); ``programs``: split D until row blocks x splits
-    reaches this; ``decode_programs``: the same for decode calls (0: as ``programs``). Why:
+    reaches this; ``decode_programs``: the same for decode calls, at most ``programs`` (0: as
+    ``programs``; so a policy that asks fewer ``programs``, as tests and sweeps do to split
+    less, splits its decode calls less too). Why:
     the decode sweep (static sm_90, Triton 3.6: "bf16x3" on 16 x 64 tiles, 4 warps, 2
     stages) holds 128 registers and asks 66 KB of shared memory, so three programs an SM,
     396 on 132 SMs; at ``flash`` 512 programs split D into 80 tiles up to 96 rows (480
@@ -500,7 +502,7 @@ class MhcPolicy:
         block_d = self.decode_block_d if decode else self.tail_block_d if tail else self.block_d
         warps = self.decode_warps if decode else self.num_warps
         chunks = cdiv(d, block_d)
-        programs = (self.decode_programs or self.programs) if decode else self.programs
+        programs = min(self.programs, self.decode_programs or self.programs) if decode else self.programs
         splits = 1 if self.split is False else min(chunks, cdiv(programs, cdiv(t, block_t)))
         split_d = cdiv(chunks, max(1, splits)) * block_d
         decode_finish = not tail and t <= max(self.decode_rows, self.decode_finish_to)

@@ -259,5 +259,9 @@ def test_decode_programs_size_the_decode_split_only(t, d, grid_default, grid_396
         assert tiles.split_d * grid[1] >= d > tiles.split_d * (grid[1] - 1)
     above = MhcPolicy().decode_rows + 1
     assert MhcPolicy(decode_programs=8).tiling(above, d, cuda=True) == MhcPolicy().tiling(above, d, cuda=True)
+    # at most ``programs``: a policy that asks fewer programs splits decode calls less too
+    assert MhcPolicy(programs=8).tiling(t, d, cuda=True) == MhcPolicy(programs=8, decode_programs=8).tiling(t, d, cuda=True)
+    rows, splits = MhcPolicy(programs=8).tiling(t, d, cuda=True).grid(t, d)
+    assert splits == min(d // 64, -(-8 // rows))  # 8 programs over the row blocks, whole D tiles
     with pytest.raises(ValueError, match="MhcPolicy.decode_programs: expected >= 0"):
         MhcPolicy(decode_programs=-1)
