@@ -308,19 +308,24 @@ ncu_lines() {
   grep -E "_kernel \(|Duration|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|DRAM Throughput" "$R/${tag}_details.txt" | head -60
   python benchmarks/ncu_source_lines.py "$R/${tag}_cuda_sass.csv" --top "$top" | tee "$OUT/source_lines_$tag.txt"
 }
-# An mHC check in two steps (parts 78 and 80-83): the GPU parity tests that -k PATTERN picks
-# in tests/runtime/test_kernels_parity.py (log $OUT/parTAG.log), then RUNS times (default 2)
-# tile_sweep.py's mHC variants LABEL... at ROWS ("8 16 17"), read in turn (mTAG_<run>):
-# mhc_check TAG PARITY_SECS PATTERN SWEEP_SECS ROWS LABEL...
-mhc_check() {
-  local tag=$1 parity_secs=$2 pattern=$3 sweep_secs=$4 rows=$5; shift 5
-  timeout "$parity_secs" python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "$pattern" > "$OUT/par$tag.log" 2>&1; el "par$tag" $?
-  grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par$tag.log" | tail -6
+# RUNS times (default 2) tile_sweep.py's mHC variants LABEL... at ROWS ("8 16 17"), read in
+# turn (mTAG_<run>): mhc_sweeps TAG SWEEP_SECS ROWS LABEL...
+mhc_sweeps() {
+  local tag=$1 sweep_secs=$2 rows=$3; shift 3
   for run in $(seq 1 "${RUNS:-2}"); do
     # shellcheck disable=SC2086  # ROWS: one argument per row count
     timeout "$sweep_secs" python benchmarks/tile_sweep.py --ops mhc --rows $rows --only "$@" --out "$R/m${tag}_$run" > "$OUT/m${tag}_$run.log" 2>&1; el "m${tag}_$run" $?
     grep -hE "^\| mhc" "$R"/m${tag}_$run/*.md | cut -d'|' -f3-8
   done
+}
+# An mHC check in two steps (parts 78 and 80-84): the GPU parity tests that -k PATTERN picks
+# in tests/runtime/test_kernels_parity.py (log $OUT/parTAG.log), then mhc_sweeps:
+# mhc_check TAG PARITY_SECS PATTERN SWEEP_SECS ROWS LABEL...
+mhc_check() {
+  local tag=$1 parity_secs=$2 pattern=$3; shift 3
+  timeout "$parity_secs" python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "$pattern" > "$OUT/par$tag.log" 2>&1; el "par$tag" $?
+  grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par$tag.log" | tail -6
+  mhc_sweeps "$tag" "$@"
 }
 for PART in "${@:-1}"; do  # several parts in one call run in turn
 if [ "$PART" = 1 ]; then
@@ -1108,10 +1113,7 @@ elif [ "$PART" = 84 ]; then
 timeout 200 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_static_model.py > "$OUT/static84.log" 2>&1; el static84 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/static84.log" | tail -6
 mhc_check 84 200 "test_mhc_parity_gpu or test_mhc_decode_tilings_parity_gpu" 130 "48 64 80 96 112 128 144 160 176 192" default "decode p512" "decode p396"
-for run in $(seq 1 "${RUNS:-2}"); do
-  timeout 130 python benchmarks/tile_sweep.py --ops mhc --rows 64 80 96 112 128 144 160 176 192 --only default "decode p132" "decode p198" "decode p330" --out "$R/m84t_$run" > "$OUT/m84t_$run.log" 2>&1; el "m84t_$run" $?
-  grep -hE "^\| mhc" "$R"/m84t_$run/*.md | cut -d'|' -f3-8
-done
+mhc_sweeps 84t 130 "64 80 96 112 128 144 160 176 192" default "decode p132" "decode p198" "decode p330"
 elif [ "$PART" = 83 ]; then
 # session 46: the decode sweep (static sm_90, Triton 3.6: 128 registers, 66 KB of shared memory
 # at 2 stages) fits three programs an SM, 396 on 132 SMs; flash 96 and 192 rows make 480, and

@@ -19,8 +19,9 @@ with the shared memory each asks for, and an error for any over sm_90's 232,448 
 such a launch compiles but cannot run (the H100 refused float32 64-head tiles of 3 stages
 in session 31).
 
-``--inductor`` (alone): instead, one launch of each kernel whose op launches dependently
-(the gate, the mHC site, attention's partial and merge), in its PDL form, compiled as
+``--inductor`` (alone): instead, every launch of each op that launches dependently
+(``pdl_launch_pairs``: attention, the mHC site, the gate, the three top-k forms), in its PDL
+form, compiled as
 torch.compile re-emits a kernel that a compiled region calls (``as_inductor_emits``), each
 "ok" line with the count of griddepcontrol instructions in its PTX.
 
@@ -582,39 +583,90 @@ def as_inductor_emits(kernel, directory: Path):
     return getattr(module, name)
 
 
-def inductor_launches(directory: Path) -> list[tuple[str, object, dict, dict, tuple[str, ...]]]:
-    """One launch of each kernel whose op launches dependently (runtime/kernels/pdl.py), in
-    its dependent form where it has one, with the kernel as torch.compile re-emits it
-    (``as_inductor_emits``): the gate's partials and selection at ``flash`` 8 rows, the
-    mHC site's sweep and finish at one row, attention's partial and merge, as those ops
-    launch them on an sm_90 GPU (PDL on)."""
+# the chained and resident top-k kernels' runtime arguments (runtime/kernels/topk.py, topk_resident.py)
+CHAINED_SIGNATURE = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
+                     "out_score_ptr": "*fp32", "id_map_ptr": "*i64", "ROW_N": "i32", "CHUNK": "i32", "K": "i32",
+                     "STRIDE": "i32"}
+RESIDENT_SIGNATURE = {"scores_ptr": "*fp32", "scratch_ptr": "*i32", "out_ptr": "*i64", "out_score_ptr": "*fp32",
+                      "id_map_ptr": "*i64", "cand_ptr": "*i64", "cand_score_ptr": "*fp32", "count_ptr": "*i32",
+                      "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "SCRATCH": "i32"}
+
+
+def pdl_launch_pairs(pdl: bool, at_exit: bool):
+    """Each op that launches dependently (runtime/kernels/pdl.py), as (op, (kernel,
+    signature, keyword arguments) per launch): the first launch, then the dependent, or a
+    middle one that is both (the row-bound top-k's second of three); ``pdl``: the PDL forms;
+    ``at_exit``: the two ops with a trigger-at-exit switch only (attention, mHC). Read by
+    test_kernels_pdl.py (where each PDL step sits in the PTX) and ``--inductor``."""
     import torch
 
     from runtime.config import V41Config
     from runtime.kernels import attention, gate, mhc
     from runtime.kernels.backend import jit
     from runtime.kernels.mhc_tiles import MhcPolicy
+    from runtime.kernels.topk import CHAINED_HELPERS, _topk_kernel
+    from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
+    from runtime.kernels.topk_rowbound import (
+        ROW_BOUND_HELPERS,
+        _row_candidates_kernel,
+        _row_maxima_kernel,
+        _row_select_kernel,
+    )
 
     flash = V41Config.preset("flash")
-    d, e = flash.hidden_size, flash.n_routed_experts
-    gate_kernel = as_inductor_emits(jit(gate._gate_kernel, helpers=gate.GATE_HELPERS), directory)
-    tiles = gate.GatePolicy(select_from=0).tiling(8, d, e)
-    out = [(f"inductor gate flash T=8 phase {kwargs['PHASE']} pdl", gate_kernel, {**GATE_SIGNATURE, "count_ptr": "*i64"},
-            kwargs, divisible_by_16(T=8, E=e, D=d, SPLIT_D=tiles.split_d))
-           for _, kwargs in gate.gate_launches(tiles, 8, d, e, flash, ieee=False, pdl=True)]
-    site = as_inductor_emits(jit(mhc._mhc_site_kernel, helpers=mhc.SITE_HELPERS), directory)
+    dep = {"launch_pdl": True} if pdl else {}
+    common = dict(HD=512, BLOCK_H=16, BLOCK_N=16, HAS_TOPK=True, IEEE=False, RING=False, PACKED=False,
+                  VD=512, num_warps=4, num_stages=3)
+    partial = jit(attention._attn_partial_kernel, helpers=attention.PARTIAL_HELPERS)
+    yield ("attention", (partial, ATTENTION_SIGNATURE,
+                         dict(SPLIT=True, PDL=pdl, PDL_AT_EXIT=at_exit, **common)),
+           (jit(attention._attn_merge_kernel, helpers=attention.MERGE_HELPERS), MERGE_SIGNATURE,
+            dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=pdl, **dep)))
     tiles = MhcPolicy().tiling(1, 2048, cuda=True)
-    out += [(f"inductor mhc T=1 D=2048 phase {kwargs['PHASE']} pdl", site, SITE_SIGNATURE, kwargs,
-             divisible_by_16(T=1, D=2048, SPLIT_D=tiles.split_d))
-            for _, kwargs in mhc.site_launches(tiles, 1, 2048, True, torch.bfloat16, pdl=True)]
-    partial = as_inductor_emits(jit(attention._attn_partial_kernel, helpers=attention.PARTIAL_HELPERS), directory)
-    merge = as_inductor_emits(jit(attention._attn_merge_kernel, helpers=attention.MERGE_HELPERS), directory)
-    common = dict(HD=512, BLOCK_H=16, BLOCK_N=16, HAS_TOPK=True, IEEE=False, RING=False, PACKED=False, VD=512,
-                  num_warps=4, num_stages=3)
-    return out + [("inductor attention partial pdl", partial, ATTENTION_SIGNATURE, dict(SPLIT=True, PDL=True, **common),
-                   ("H",)),
-                  ("inductor attention merge pdl", merge, MERGE_SIGNATURE,
-                   dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=True, launch_pdl=True), ("H",))]
+    launches = mhc.site_launches(tiles, 1, 2048, True, torch.bfloat16, pdl, at_exit)
+    site = jit(mhc._mhc_site_kernel, helpers=mhc.SITE_HELPERS)
+    yield ("mhc", (site, SITE_SIGNATURE, launches[0][1]), (site, SITE_SIGNATURE, launches[1][1]))
+    if at_exit:
+        return
+    tiles = gate.GatePolicy(select_from=0).tiling(8, flash.hidden_size, flash.n_routed_experts)
+    launches = gate.gate_launches(tiles, 8, flash.hidden_size, flash.n_routed_experts, flash, False, pdl)
+    kernel = jit(gate._gate_kernel, helpers=gate.GATE_HELPERS)
+    sig = {**GATE_SIGNATURE, "count_ptr": "*i64"}
+    yield ("gate", (kernel, sig, launches[0][1]), (kernel, sig, launches[1][1]))
+    chained = dict(GROUPS=1024, BLOCK=1024, UNROLL=2, num_warps=8, PDL=pdl)
+    kernel = jit(_topk_kernel, helpers=CHAINED_HELPERS)
+    yield ("topk chained", (kernel, CHAINED_SIGNATURE, dict(SCORES=True, MAPPED=False, **chained)),
+           (kernel, CHAINED_SIGNATURE, dict(SCORES=False, MAPPED=True, **chained, **dep)))
+    resident = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
+    shape = dict(KEYS=8192, GROUPS=1024, LIST=1024, TICKET=False, CAND_KEYS=1024, CAND_GROUPS=1024,
+                 CAND_LIST=1024, num_warps=8, PDL=pdl)
+    yield ("topk resident", (resident, RESIDENT_SIGNATURE, dict(SCORES=True, MAPPED=False, **shape)),
+           (resident, RESIDENT_SIGNATURE, dict(SCORES=False, MAPPED=True, **shape, **dep)))
+    row = dict(KEYS=8192, GROUPS=256, num_warps=8, PDL=pdl)
+    yield ("topk row bound", (jit(_row_maxima_kernel, helpers=ROW_BOUND_HELPERS), ROW_MAXIMA_SIGNATURE, row),
+           (jit(_row_candidates_kernel, helpers=ROW_BOUND_HELPERS), ROW_CANDIDATES_SIGNATURE,
+            dict(CH_P2=16, **row, **dep)),
+           (jit(_row_select_kernel, helpers=ROW_BOUND_HELPERS), ROW_SELECT_SIGNATURE,
+            dict(CH_P2=16, LOG2_CH=4, LIST=4096, K_P2=512, BLOCK=1024, num_warps=8, PDL=pdl, **dep)))
+
+
+def pdl_roles(launches: list) -> list[str]:
+    """Each launch's role in an op's chain: "first", "middle" (waits, then triggers the
+    next), "dependent"."""
+    return ["first"] + ["middle"] * (len(launches) - 2) + ["dependent"]
+
+
+def inductor_launches(directory: Path) -> list[tuple[str, object, dict, dict, tuple[str, ...]]]:
+    """Every launch of ``pdl_launch_pairs`` in its PDL form, the kernel as torch.compile
+    re-emits it (``as_inductor_emits``; each kernel once), named "inductor <op> <role>"."""
+    emitted: dict[int, object] = {}
+    out = []
+    for op, *launches in pdl_launch_pairs(pdl=True, at_exit=False):
+        for role, (kernel, signature, kwargs) in zip(pdl_roles(launches), launches, strict=True):
+            if id(kernel) not in emitted:
+                emitted[id(kernel)] = as_inductor_emits(kernel, directory)
+            out.append((f"inductor {op} {role}", emitted[id(kernel)], signature, kwargs, ()))
+    return out
 
 
 def sass_markdown(rows: list[dict], command: str) -> str:

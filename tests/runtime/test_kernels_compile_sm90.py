@@ -103,8 +103,9 @@ def test_dependent_launches_compile_for_sm90_as_torch_compile_re_emits_them():
     pytest.importorskip("torch._inductor.codegen.wrapper")
     out = run_script("--inductor")
     found = dict(re.findall(r"^ok inductor (.*) \| griddepcontrol (\d+)$", out, re.M))
-    assert set(found) == {"gate flash T=8 phase 1 pdl", "gate flash T=8 phase 2 pdl", "mhc T=1 D=2048 phase 0 pdl",
-                          "mhc T=1 D=2048 phase 2 pdl", "attention partial pdl", "attention merge pdl"}, out
+    ops = ("attention", "mhc", "gate", "topk chained", "topk resident")
+    assert set(found) == {f"{op} {role}" for op in ops for role in ("first", "dependent")} | {
+        "topk row bound first", "topk row bound middle", "topk row bound dependent"}, out
     assert all(int(n) > 0 for n in found.values()), found
 
 

@@ -155,74 +155,16 @@ def test_dependent_launches_match_on_gpu(kernels, gen, name, t):
 
 PDL_PTX = textwrap.dedent("""
     import re
-    import torch
-    from runtime.config import V41Config
-    from runtime.kernels import attention, gate, mhc
-    from runtime.kernels.backend import jit
-    from runtime.kernels.mhc_tiles import MhcPolicy
-    from runtime.kernels.topk import CHAINED_HELPERS, _topk_kernel
-    from runtime.kernels.topk_resident import RESIDENT_HELPERS, _topk_resident_kernel
-    from runtime.kernels.topk_rowbound import (ROW_BOUND_HELPERS, _row_candidates_kernel, _row_maxima_kernel,
-                                               _row_select_kernel)
-    from tests.runtime.compile_sm90 import (ATTENTION_SIGNATURE, GATE_SIGNATURE, MERGE_SIGNATURE,
-                                            ROW_CANDIDATES_SIGNATURE, ROW_MAXIMA_SIGNATURE, ROW_SELECT_SIGNATURE,
-                                            SITE_SIGNATURE, compile_sm90)
+    from tests.runtime.compile_sm90 import compile_sm90, pdl_launch_pairs, pdl_roles
 
     MEMORY = re.compile(r"\\b(ld\\.global|st\\.global|cp\\.async|atom\\.|red\\.)")
-    flash = V41Config.preset("flash")
-    CHAINED = {"scores_ptr": "*fp32", "cand_key_ptr": "*i32", "cand_id_ptr": "*i32", "out_ptr": "*i64",
-               "out_score_ptr": "*fp32", "id_map_ptr": "*i64", "ROW_N": "i32", "CHUNK": "i32", "K": "i32",
-               "STRIDE": "i32"}
-    RESIDENT = {"scores_ptr": "*fp32", "scratch_ptr": "*i32", "out_ptr": "*i64", "out_score_ptr": "*fp32",
-                "id_map_ptr": "*i64", "cand_ptr": "*i64", "cand_score_ptr": "*fp32", "count_ptr": "*i32",
-                "ROW_N": "i32", "CHUNK": "i32", "K": "i32", "SCRATCH": "i32"}
-
-    def pairs(pdl, at_exit):
-        # (op, (role, (kernel, signature, kwargs)) per launch): the first launch, then the
-        # dependent, or a middle one that is both (the row-bound top-k's second of three);
-        # at_exit: the two ops with a trigger-at-exit switch only
-        dep = {"launch_pdl": True} if pdl else {}
-        common = dict(HD=512, BLOCK_H=16, BLOCK_N=16, HAS_TOPK=True, IEEE=False, RING=False, PACKED=False,
-                      VD=512, num_warps=4, num_stages=3)
-        partial = jit(attention._attn_partial_kernel, helpers=attention.PARTIAL_HELPERS)
-        yield ("attention", (partial, ATTENTION_SIGNATURE,
-                             dict(SPLIT=True, PDL=pdl, PDL_AT_EXIT=at_exit, **common)),
-               (jit(attention._attn_merge_kernel, helpers=attention.MERGE_HELPERS), MERGE_SIGNATURE,
-                dict(HD=512, SPLITS_P2=16, MERGE_D=512, PDL=pdl, **dep)))
-        tiles = MhcPolicy().tiling(1, 2048, cuda=True)
-        launches = mhc.site_launches(tiles, 1, 2048, True, torch.bfloat16, pdl, at_exit)
-        site = jit(mhc._mhc_site_kernel, helpers=mhc.SITE_HELPERS)
-        yield ("mhc", (site, SITE_SIGNATURE, launches[0][1]), (site, SITE_SIGNATURE, launches[1][1]))
-        if at_exit:
-            return
-        tiles = gate.GatePolicy(select_from=0).tiling(8, flash.hidden_size, flash.n_routed_experts)
-        launches = gate.gate_launches(tiles, 8, flash.hidden_size, flash.n_routed_experts, flash, False, pdl)
-        kernel = jit(gate._gate_kernel, helpers=gate.GATE_HELPERS)
-        sig = {**GATE_SIGNATURE, "count_ptr": "*i64"}
-        yield ("gate", (kernel, sig, launches[0][1]), (kernel, sig, launches[1][1]))
-        chained = dict(GROUPS=1024, BLOCK=1024, UNROLL=2, num_warps=8, PDL=pdl)
-        kernel = jit(_topk_kernel, helpers=CHAINED_HELPERS)
-        yield ("topk chained", (kernel, CHAINED, dict(SCORES=True, MAPPED=False, **chained)),
-               (kernel, CHAINED, dict(SCORES=False, MAPPED=True, **chained, **dep)))
-        resident = jit(_topk_resident_kernel, helpers=RESIDENT_HELPERS)
-        shape = dict(KEYS=8192, GROUPS=1024, LIST=1024, TICKET=False, CAND_KEYS=1024, CAND_GROUPS=1024,
-                     CAND_LIST=1024, num_warps=8, PDL=pdl)
-        yield ("topk resident", (resident, RESIDENT, dict(SCORES=True, MAPPED=False, **shape)),
-               (resident, RESIDENT, dict(SCORES=False, MAPPED=True, **shape, **dep)))
-        row = dict(KEYS=8192, GROUPS=256, num_warps=8, PDL=pdl)
-        yield ("topk row bound", (jit(_row_maxima_kernel, helpers=ROW_BOUND_HELPERS), ROW_MAXIMA_SIGNATURE, row),
-               (jit(_row_candidates_kernel, helpers=ROW_BOUND_HELPERS), ROW_CANDIDATES_SIGNATURE,
-                dict(CH_P2=16, **row, **dep)),
-               (jit(_row_select_kernel, helpers=ROW_BOUND_HELPERS), ROW_SELECT_SIGNATURE,
-                dict(CH_P2=16, LOG2_CH=4, LIST=4096, K_P2=512, BLOCK=1024, num_warps=8, PDL=pdl, **dep)))
 
     def first(lines, pattern):
         return next((i for i, line in enumerate(lines) if re.search(pattern, line)), -1)
 
     for pdl, at_exit in ((False, False), (True, False), (True, True)):
-        for op, *launches in pairs(pdl, at_exit):
-            roles = ["first"] + ["middle"] * (len(launches) - 2) + ["dependent"]
-            for role, (kernel, sig, kwargs) in zip(roles, launches):
+        for op, *launches in pdl_launch_pairs(pdl, at_exit):
+            for role, (kernel, sig, kwargs) in zip(pdl_roles(launches), launches):
                 compiled = compile_sm90(kernel, sig, kwargs)
                 lines = compiled.asm["ptx"].splitlines()
                 memory = next(i for i, line in enumerate(lines) if MEMORY.search(line))
