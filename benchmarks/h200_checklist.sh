@@ -67,6 +67,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
+#   OUT=/path bash benchmarks/h200_checklist.sh 85  # session 48's flip (mHC decode split to 132 programs up to mid's 2048): the default's GPU parity (mid 144 rows now), against "decode p264" (the rule before) and 330 at 64-192 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 84  # session 47's flip (mHC decode split to 264 programs): the default's GPU parity, against 512 (the rule before) and 396 at 48-192 rows and against 132 / 198 / 330 at 64-192, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 83  # session 46: mHC's decode split in one wave (decode_programs 396 / 264; untimed): GPU parity, against the default at 64-192 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 82  # session 46's flips (mHC decode sweeps at 2 stages, decode tiles to 192 rows): the default's GPU parity (now flash 192 rows), against the rule before and 3 stages at 3-192 rows, twice
@@ -288,10 +289,16 @@
 # (decode_compile) failed to compile the gate's kernel (NameError: gdc_enter, a builtin
 # Inductor neither copies nor imports; fixed since as a jitted helper, and checked statically:
 # tests/runtime/compile_sm90.py --inductor). Part 84 is those runs as one part.
-# Next session: 84 (the flip's parity and timings on another start), then the static-step GPU
-# test above (tests/runtime/test_static_model.py -m gpu: the fix's first run on a GPU); on an
-# H200 4 (the whole table), 60, 69, 70, 80, 82, 83 and 84 (every flip since session 35 is
-# timed only on H100s).
+# Session 48 (an H100 at the sixth try: four starts failed or were refused, one machine was
+# taken back mid-call): 84 with RUNS=1: the static-step GPU test passed (the decode_compile
+# fix's first GPU run), mHC parity 46 passed, 264 against 512 a fourth time (flash 80-192 rows
+# 2.0-5.7 us faster, mid 144 rows 0.57 slower again) and 132 / 198 / 330 a third time (132
+# faster at every mid count from 80 to 192 rows in all three runs: flip, narrow_decode_programs
+# 132 up to a hidden size of 2048); then by hand: the e2e, static-decode, batched and tf32-split
+# GPU tests (8 passed) and the gate, indexer, top-k and inverse RoPE GPU parity (140 passed);
+# attention's GPU parity was cut by the budget (no result).
+# Next session: 85 (the flip's parity and timings); on an H200 4 (the whole table), 60, 69, 70,
+# 80, 82, 83, 84 and 85 (every flip since session 35 is timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -1102,6 +1109,14 @@ elif [ "$PART" = 78 ]; then
 # on its 32-row tiles and the same 64-row tiles held (they spill) at 512 / 4,096 rows, read in
 # turn, RUNS times (default 2)
 mhc_check 78 150 "coefficients_per_tile" 170 "512 4096" default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2"
+elif [ "$PART" = 85 ]; then
+# session 48's flip (MhcPolicy.narrow_decode_programs 132 up to narrow_d 2048, H100 only): mid's
+# 32 D tiles split 80-192 decode rows into 80-132 programs of two or three tiles, faster than
+# 264's 144-192 at every count in three runs: the default's GPU parity (test_mhc_parity_gpu now
+# with mid 144 rows, the decode tilings with "p264", the rule before), then the default against
+# "decode p264" and "decode p330" at 64-192 rows, read in turn, RUNS times (default 2); at flash
+# the default and "decode p264" make the same grids (a check of the timer's spread)
+mhc_check 85 200 "test_mhc_parity_gpu or test_mhc_decode_tilings_parity_gpu" 130 "64 80 96 112 128 144 160 176 192" default "decode p264" "decode p330"
 elif [ "$PART" = 84 ]; then
 # session 47's flip (MhcPolicy.decode_programs 512 -> 264, H100 only): the decode sweep fits
 # two programs an SM at its 264 (three at 396), and flash 80-192 rows were 0.9-6 us faster

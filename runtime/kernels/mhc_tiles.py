@@ -297,7 +297,14 @@ class MhcPolicy:
     ``flash`` count by up to 5.2 us, and 330 within 0.3 us of 264 at ``flash`` 80-192 rows,
     slower at 64, faster at ``mid`` 144 (tile_sweep_h100_session47_p264_targets_{1,2}.md).
     Below 64 rows 264 and 512 make the same grids (at most 3 row blocks, every D tile
-    split); ``split``: None = split as ``programs`` asks, False = one program per row block
+    split); ``narrow_decode_programs``: the decode target instead for hidden sizes up to
+    ``narrow_d`` (0: ``decode_programs`` at every size). Why 132 up to 2048 since session 48:
+    ``mid``'s 32 D tiles split 80-192 rows into 80-132 programs of two or three tiles
+    instead of 144-192 of one or two, and 132 beat 264 at every ``mid`` count from 80 to 192
+    rows in three runs on two machine starts (0.05-0.37, 0.10-0.32 and 0.04-0.38 us; a tie at
+    64 rows, where both split every tile; tile_sweep_h100_session47_p264_targets_{1,2}.md,
+    tile_sweep_h100_session48_p264_targets_3.md), while at ``flash`` (80 tiles) it was
+    slower at every count from 80 rows; sizes between 2048 and 5120 are untimed; ``split``: None = split as ``programs`` asks, False = one program per row block
     over all of D (the interpreter's default: there every program costs time, not
     parallelism); ``tail_rows``: calls of at least this many rows are
     finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,
@@ -444,6 +451,8 @@ class MhcPolicy:
     fma_rows: int = 2
     programs: int = 512
     decode_programs: int = 264
+    narrow_decode_programs: int = 132
+    narrow_d: int = 2048
     tail_rows: int = 1024
     tail_block_t: int = 32
     tail_block_d: int = 16
@@ -480,6 +489,11 @@ class MhcPolicy:
             raise ValueError(f"MhcPolicy.stages: expected >= 0 (0 = Triton's default), got {self.stages}")
         if self.decode_programs < 0:
             raise ValueError(f"MhcPolicy.decode_programs: expected >= 0 (0 = as ``programs``), got {self.decode_programs}")
+        if self.narrow_decode_programs < 0:
+            raise ValueError("MhcPolicy.narrow_decode_programs: expected >= 0 (0 = as ``decode_programs``), "
+                             f"got {self.narrow_decode_programs}")
+        if self.narrow_d < 0:
+            raise ValueError(f"MhcPolicy.narrow_d: expected a hidden size >= 0, got {self.narrow_d}")
         if self.decode_stages < 0:
             raise ValueError(f"MhcPolicy.decode_stages: expected >= 0 (0 = as ``stages``), got {self.decode_stages}")
         for name in ("reload_d", "tail_reload_d"):
@@ -502,7 +516,9 @@ class MhcPolicy:
         block_d = self.decode_block_d if decode else self.tail_block_d if tail else self.block_d
         warps = self.decode_warps if decode else self.num_warps
         chunks = cdiv(d, block_d)
-        programs = min(self.programs, self.decode_programs or self.programs) if decode else self.programs
+        target = (self.narrow_decode_programs if self.narrow_decode_programs and d <= self.narrow_d else
+                  self.decode_programs or self.programs)
+        programs = min(self.programs, target) if decode else self.programs
         splits = 1 if self.split is False else min(chunks, cdiv(programs, cdiv(t, block_t)))
         split_d = cdiv(chunks, max(1, splits)) * block_d
         decode_finish = not tail and t <= max(self.decode_rows, self.decode_finish_to)

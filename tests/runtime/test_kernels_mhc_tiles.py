@@ -240,28 +240,43 @@ def test_decode_stages_apply_to_decode_calls_only(t, decode):
         MhcPolicy(decode_stages=-1)
 
 
-@pytest.mark.parametrize("t,d,grid_default,grid_396,grid_512", [
-    (96, 5120, (6, 40), (6, 40), (6, 80)),  # 480 programs at 512 -> 240 of two D tiles
-    (192, 5120, (12, 20), (12, 27), (12, 40)),  # 480 at 512 -> 324 of three, 240 of four
-    (48, 5120, (3, 80), (3, 80), (3, 80)),  # 240 fits every target
-    (144, 2048, (9, 16), (9, 32), (9, 32)),  # mid: 32 D tiles; 288 programs, or 144 of two tiles
-    (192, 2048, (12, 16), (12, 32), (12, 32)),
+@pytest.mark.parametrize("t,d,grid_default,grid_264,grid_396,grid_512", [
+    (96, 5120, (6, 40), (6, 40), (6, 40), (6, 80)),  # 480 programs at 512 -> 240 of two D tiles
+    (192, 5120, (12, 20), (12, 20), (12, 27), (12, 40)),  # 480 at 512 -> 324 of three, 240 of four
+    (48, 5120, (3, 80), (3, 80), (3, 80), (3, 80)),  # 240 fits every target
+    # mid (32 D tiles, up to 2048 the narrow target, 132): 99 programs of three tiles, 144 of
+    # two at 264, 288 of one at 396 / 512
+    (144, 2048, (9, 11), (9, 16), (9, 32), (9, 32)),
+    (192, 2048, (12, 11), (12, 16), (12, 32), (12, 32)),
+    (64, 2048, (4, 32), (4, 32), (4, 32), (4, 32)),  # 128 fits 132: every tile split
 ])
-def test_decode_programs_size_the_decode_split_only(t, d, grid_default, grid_396, grid_512):
+def test_decode_programs_size_the_decode_split_only(t, d, grid_default, grid_264, grid_396, grid_512):
     """``decode_programs``: the program target of decode calls' D split (264 by default; 0:
-    ``programs``, 512); calls above decode keep ``programs``. The grids: row blocks of 16, D
-    tiles of 64 split until row blocks x splits reaches the target, a split of whole tiles."""
+    ``programs``, 512), and ``narrow_decode_programs`` instead up to ``narrow_d`` (132 up to
+    2048; 0: ``decode_programs`` everywhere); calls above decode keep ``programs``. The
+    grids: row blocks of 16, D tiles of 64 split until row blocks x splits reaches the
+    target, a split of whole tiles."""
     assert MhcPolicy().tiling(t, d, cuda=True).grid(t, d) == grid_default
-    assert MhcPolicy(decode_programs=0).tiling(t, d, cuda=True).grid(t, d) == grid_512
-    for target, grid in ((396, grid_396), (512, grid_512), (264, grid_default)):
-        tiles = MhcPolicy(decode_programs=target).tiling(t, d, cuda=True)
+    everywhere = dict(narrow_decode_programs=0)
+    assert MhcPolicy(decode_programs=0, **everywhere).tiling(t, d, cuda=True).grid(t, d) == grid_512
+    for target, grid in ((396, grid_396), (512, grid_512), (264, grid_264)):
+        tiles = MhcPolicy(decode_programs=target, **everywhere).tiling(t, d, cuda=True)
         assert tiles.grid(t, d) == grid
         assert tiles.split_d * grid[1] >= d > tiles.split_d * (grid[1] - 1)
+    # the narrow target up to narrow_d only: just below the hidden size, decode_programs again
+    assert MhcPolicy(narrow_d=d - 1).tiling(t, d, cuda=True).grid(t, d) == grid_264
+    assert MhcPolicy(narrow_d=d).tiling(t, d, cuda=True).grid(t, d) == (
+        MhcPolicy(decode_programs=132, **everywhere).tiling(t, d, cuda=True).grid(t, d))
     above = MhcPolicy().decode_rows + 1
-    assert MhcPolicy(decode_programs=8).tiling(above, d, cuda=True) == MhcPolicy().tiling(above, d, cuda=True)
+    assert MhcPolicy(decode_programs=8, narrow_decode_programs=8).tiling(above, d, cuda=True) == (
+        MhcPolicy().tiling(above, d, cuda=True))
     # at most ``programs``: a policy that asks fewer programs splits decode calls less too
     assert MhcPolicy(programs=8).tiling(t, d, cuda=True) == MhcPolicy(programs=8, decode_programs=8).tiling(t, d, cuda=True)
     rows, splits = MhcPolicy(programs=8).tiling(t, d, cuda=True).grid(t, d)
     assert splits == min(d // 64, -(-8 // rows))  # 8 programs over the row blocks, whole D tiles
     with pytest.raises(ValueError, match="MhcPolicy.decode_programs: expected >= 0"):
         MhcPolicy(decode_programs=-1)
+    with pytest.raises(ValueError, match="MhcPolicy.narrow_decode_programs: expected >= 0"):
+        MhcPolicy(narrow_decode_programs=-1)
+    with pytest.raises(ValueError, match="MhcPolicy.narrow_d: expected a hidden size >= 0"):
+        MhcPolicy(narrow_d=-1)

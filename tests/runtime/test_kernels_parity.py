@@ -596,8 +596,8 @@ def test_mhc_sinkhorn_eps_placement_matches_the_reference(fused, gen, finish_reg
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("config,t", [(MID, 1), (MID, 3), (MID, 16), (MID, 33), (MID, 64), (MID, 333), (MID, 2048),
-                                      (FLASH, 4), (FLASH, 8), (FLASH, 48), (FLASH, 192)])
+@pytest.mark.parametrize("config,t", [(MID, 1), (MID, 3), (MID, 16), (MID, 33), (MID, 64), (MID, 144), (MID, 333),
+                                      (MID, 2048), (FLASH, 4), (FLASH, 8), (FLASH, 48), (FLASH, 192)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_mhc_parity_gpu(fused, gen, config, t, dtype):
     check_mhc(fused, gen, config, t, dtype, with_out=True)
@@ -607,14 +607,17 @@ def test_mhc_parity_gpu(fused, gen, config, t, dtype):
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("tiling", [dict(decode_stages=3), dict(decode_block_d=32, decode_stages=3),
-                                    dict(decode_programs=396), dict(decode_programs=512)],
-                         ids=["s3", "d32", "p396", "p512"])
-@pytest.mark.parametrize("config,t", [(MID, 8), (MID, 33), (FLASH, 17), (FLASH, 48), (FLASH, 96), (FLASH, 192)])
+                                    *(dict(decode_programs=n, narrow_decode_programs=0) for n in (264, 396, 512))],
+                         ids=["s3", "d32", "p264", "p396", "p512"])
+@pytest.mark.parametrize("config,t", [(MID, 8), (MID, 33), (MID, 144), (FLASH, 17), (FLASH, 48), (FLASH, 96),
+                                      (FLASH, 192)])
 def test_mhc_decode_tilings_parity_gpu(fused, gen, tiling, config, t):
     """The decode sweep's other tilings at flash's two-wave row counts (the sweep variants
     "decode s3", the default before session 46, "decode d32", "decode p396" and "decode
     p512", the split before session 47: at flash 96 / 192 rows one / two D tiles a program,
-    three at 192 under 396; the default's 264 makes two / four), compiled, on bf16 streams."""
+    three at 192 under 396; the default's 264 makes two / four) and at ``mid`` 144 rows
+    ("decode p264", the rule there before session 48: two tiles a program, where the
+    default's narrow target makes three), compiled, on bf16 streams."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
