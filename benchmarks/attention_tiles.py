@@ -10,7 +10,7 @@ roofline counted in the packed sizes), every candidate tiling is timed as CUDA-g
 benchmarks/kernels.py's ``interleaved_graph_ms``; before session 43 each was read alone,
 10 replays) and
 checked against the reference (max |fused - reference| <= 2e-2 of max |reference|, the
-bf16 parity tolerance of tests/runtime/test_kernels_parity.py). An empty Triton kernel is
+bf16 parity tolerance of tests/runtime/test_kernels_parity_attention.py). An empty Triton kernel is
 timed the same way, in the same run: the issue-16 goal for an op moving < 4 MiB is a
 device time within 2x of it, and >= 60 % of the 4.3 TB/s roofline for >= 4 MiB
 (benchmarks/kernels.py's limits and empty kernel). In the ring

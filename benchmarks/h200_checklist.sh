@@ -326,17 +326,17 @@ mhc_sweeps() {
   done
 }
 # An mHC check in two steps (parts 78 and 80-84): the GPU parity tests that -k PATTERN picks
-# in tests/runtime/test_kernels_parity.py (log $OUT/parTAG.log), then mhc_sweeps:
+# in tests/runtime/test_kernels_parity_mhc.py (log $OUT/parTAG.log), then mhc_sweeps:
 # mhc_check TAG PARITY_SECS PATTERN SWEEP_SECS ROWS LABEL...
 mhc_check() {
   local tag=$1 parity_secs=$2 pattern=$3; shift 3
-  timeout "$parity_secs" python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "$pattern" > "$OUT/par$tag.log" 2>&1; el "par$tag" $?
+  timeout "$parity_secs" python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity_mhc.py -k "$pattern" > "$OUT/par$tag.log" 2>&1; el "par$tag" $?
   grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par$tag.log" | tail -6
   mhc_sweeps "$tag" "$@"
 }
 for PART in "${@:-1}"; do  # several parts in one call run in turn
 if [ "$PART" = 1 ]; then
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py -k "packed_ring_attention_gpu or mhc_finish_forms_parity_gpu or column_blocks_parity_gpu or attention_parity_gpu or mhc_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity_*.py tests/runtime/test_static_ring_attention.py -k "packed_ring_attention_gpu or mhc_finish_forms_parity_gpu or column_blocks_parity_gpu or attention_parity_gpu or mhc_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
 timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 1 2 8 64 512 4096 --out "$R" > "$OUT/mhc_sweep.log" 2>&1; el mhc_sweep $?
 grep -E "^\| mhc" "$OUT/mhc_sweep.log" | head -80
@@ -346,7 +346,7 @@ for t in 1 8 64; do
   grep -E "table .* best|AttentionTile" "$OUT/att$t.log"
 done
 elif [ "$PART" = 3 ]; then
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_indexer_tiles.py tests/runtime/test_kernels_parity.py -k "indexer or several_key_tiles" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_indexer_tiles.py tests/runtime/test_kernels_parity_*.py -k "indexer or several_key_tiles" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
 timeout 150 python benchmarks/tile_sweep.py --ops indexer --rows 1 --out "$R/idx" > "$OUT/idx.log" 2>&1; el idx $?
 timeout 150 python benchmarks/gate_tiles.py --sweep --scales mid --rows 4096 --out "$R/gate" > "$OUT/gate.log" 2>&1; el gate $?
@@ -356,7 +356,7 @@ ncu -i "$R/prof.ncu-rep" --page details 2>/dev/null > "$R/ncu_details.txt"; el n
 grep -E "^\| indexer" "$R"/idx/*.md | head -100
 grep -E "^\| mid \| 4096" "$R"/gate/*.md | sort -t'|' -k8 -n | head -12
 elif [ "$PART" = 5 ]; then
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py tests/runtime/test_kernels_indexer_tiles.py -k "mhc or indexer or several_key_tiles" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity_*.py tests/runtime/test_kernels_indexer_tiles.py -k "mhc or indexer or several_key_tiles" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -12
 timeout 100 python benchmarks/mhc_precision.py --out "$R/prec" > "$OUT/prec.log" 2>&1; el prec $?
 grep -E "^\|" "$R"/prec/*.md
@@ -365,7 +365,7 @@ grep -E "^\| mhc" "$R"/mhc/*.md | cut -d'|' -f3-9
 timeout 100 python benchmarks/tile_sweep.py --ops indexer --rows 1 --out "$R/idx" > "$OUT/idx.log" 2>&1; el idx $?
 grep -E "^\| indexer" "$R"/idx/*.md | cut -d'|' -f3-9 | grep -v "N=8192"
 elif [ "$PART" = 6 ]; then
-timeout 300 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py tests/runtime/test_kernels_indexer_tiles.py -k "mhc_pinned or mhc_parity_gpu or indexer_parity_gpu or several_key_tiles or mhc_projection_modes_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 300 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity_*.py tests/runtime/test_kernels_indexer_tiles.py -k "mhc_pinned or mhc_parity_gpu or indexer_parity_gpu or several_key_tiles or mhc_projection_modes_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -12
 timeout 200 python benchmarks/tile_sweep.py --ops mhc --rows 256 512 1024 --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
 grep -E "^\| mhc" "$R"/mhc/*.md | cut -d"|" -f3-9
@@ -389,7 +389,7 @@ elif [ "$PART" = 9 ]; then
 # finish before its loads were reordered, the gate before its bias load was
 BASE=""; [ -f base/mhc.py ] && BASE="--baseline base"
 GBASE=""; [ -f base/gate.py ] && GBASE="--baseline base"
-timeout 240 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned or (gate_parity_gpu and default) or gate_graph_replay" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity_*.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned or (gate_parity_gpu and default) or gate_graph_replay" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
 for it in 20 1; do
   timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 --sinkhorn-iters $it $BASE --out "$R/mhc$it" > "$OUT/mhc$it.log" 2>&1; el mhc$it $?
@@ -406,7 +406,7 @@ elif [ "$PART" = 10 ]; then
 # with NORM_ONCE off): which step of dc1885e made the 64-row finish slower (part 9: mid
 # 10.2 -> 17.4 us per launch); "regs finish" is the register Sinkhorn with FAST_RCP
 BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or (gate_parity_gpu and default) or gate_graph_replay" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity_*.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or (gate_parity_gpu and default) or gate_graph_replay" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
 for it in 20 1; do
   timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 --sinkhorn-iters $it $BIS --out "$R/mhc$it" > "$OUT/mhc$it.log" 2>&1; el mhc$it $?
@@ -418,7 +418,7 @@ elif [ "$PART" = 11 ]; then
 # row per program, NORM_ONCE gone (tile_sweep_h200_finish_steps.md); bis/b0_b2eb990 and
 # bis/b1_skip_xsq as in part 10; then the kernel table
 BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity_*.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
 timeout 170 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 64 $BIS --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
 grep -E "^- (mid|flash) T=[0-9]+ (default|tensor finish|regs finish.*|baseline.*):" "$R"/mhc/*.md
@@ -430,7 +430,7 @@ elif [ "$PART" = 12 ]; then
 # finish timed again next to bis/b0_b2eb990 (part 11's default: mid 3.67 / 3.69 us, flash
 # 4.05 / 4.28 per finishing launch at 1 / 8 rows)
 BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity_*.py -k "mhc_parity_gpu or mhc_finish_forms_parity_gpu or mhc_pinned" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
 timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 1 8 $BIS --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
 grep -E "^- (mid|flash) T=[0-9]+ (default|tensor finish|regs finish.*|baseline.*):" "$R"/mhc/*.md
@@ -439,7 +439,7 @@ elif [ "$PART" = 13 ]; then
 # above decode: finishing programs of one row with the register coefficients ("finish 1
 # row": at 64 rows each coefficients' program of 8 rows reads 8 x 64 splits' partials, 9.7 us
 # per finishing launch at mid), and decode's tiles up to 512 rows ("decode tiles to 512")
-timeout 120 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "mhc_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 120 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity_*.py -k "mhc_parity_gpu" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -5
 timeout 300 python benchmarks/tile_sweep.py --ops mhc --rows 64 512 --out "$R/mhc" > "$OUT/mhc.log" 2>&1; el mhc $?
 grep -E "^- (mid|flash) T=[0-9]+ (default|finish 1 row|decode tiles to 512|regs finish):" "$R"/mhc/*.md
@@ -449,7 +449,7 @@ elif [ "$PART" = 14 ]; then
 # bis/rq_c6e7157 (git show c6e7157:runtime/kernels/rope_quant.py) and bis/rq_e2m1 (that kernel
 # with only the two adds); the mHC decode finish up to 256 rows, the register coefficients above
 BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
-timeout 240 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_rope_quant.py tests/runtime/test_kv_packing.py tests/runtime/test_kernels_compress.py tests/runtime/test_kernels_parity.py -k "rope or pack or compress or mhc_parity_gpu or mhc_finish_forms" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_rope_quant.py tests/runtime/test_kv_packing.py tests/runtime/test_kernels_compress.py tests/runtime/test_kernels_parity_*.py -k "rope or pack or compress or mhc_parity_gpu or mhc_finish_forms" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
 timeout 120 python benchmarks/tile_sweep.py --ops rope_quant --rows 1 8 64 4096 $BIS --out "$R/rq" > "$OUT/rq.log" 2>&1; el rq $?
 grep -E "^\| rope_quant" "$R"/rq/*.md | cut -d"|" -f3-5,7,8
@@ -460,7 +460,7 @@ elif [ "$PART" = 15 ]; then
 # and compress with its norm weight loaded first, next to bis/before_s18 (git show
 # c6e7157:runtime/kernels/inv_rope.py and compress.py: label "baseline")
 BIS=""; [ -d bis ] && BIS="--baseline $(ls -d bis/*/ | tr '\n' ' ')"
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_compress.py tests/runtime/test_kernels_parity.py -k "compress or inv_rope" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_compress.py tests/runtime/test_kernels_parity_*.py -k "compress or inv_rope" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
 timeout 150 python benchmarks/tile_sweep.py --ops inv_rope compress --rows 1 8 64 512 4096 $BIS --out "$R/ic" > "$OUT/ic.log" 2>&1; el ic $?
 grep -E "^\| (inv_rope|compress)" "$R"/ic/*.md | cut -d"|" -f2-5,7,8
@@ -486,7 +486,7 @@ elif [ "$PART" = 18 ]; then
 # (session 20: the first run's parity step, -k gate, ran past 150 s on the interpreter-sized
 # cases, and the sweep stopped at flash T=1 "tail 16K stages 4": 272 KB of shared memory;
 # such a tiling is now skipped and named. Its mid rows: gate_tiles_h200_stages_first.md)
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "gate_parity_gpu or gate_graph_replay" > "$OUT/parity.log" 2>&1; el parity $?
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity_*.py -k "gate_parity_gpu or gate_graph_replay" > "$OUT/parity.log" 2>&1; el parity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/parity.log" | tail -8
 timeout 200 python benchmarks/gate_tiles.py --stages --scales flash --rows 1,8,64,512,4096 --out "$R/gst" > "$OUT/gst.log" 2>&1; el gst $?
 grep -E "^(mid|flash) " "$OUT/gst.log" | cut -c1-150
@@ -547,7 +547,7 @@ elif [ "$PART" = 22 ]; then
 # zero like tf32x3 does (its 6.1e-6 from float64 against 5.0e-7 was the running-sum order:
 # tf32_accumulation_cpu.md; static sm_90 it is 18-24 % fewer instructions than tf32x3): its
 # precision (mhc_precision.py) and the same three timings
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity.py -k "fma_mixing_parity_gpu or mhc_projection_modes_parity_gpu" > "$OUT/mparity.log" 2>&1; el mparity $?
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_parity_*.py -k "fma_mixing_parity_gpu or mhc_projection_modes_parity_gpu" > "$OUT/mparity.log" 2>&1; el mparity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/mparity.log" | tail -4
 timeout 100 python benchmarks/mhc_precision.py --out "$R/prec" > "$OUT/prec.log" 2>&1; el prec $?
 grep -E "^\|" "$R"/prec/*.md
@@ -561,7 +561,7 @@ elif [ "$PART" = 23 ]; then
 # every count made each key load wait for the counts' load (sm_90 PTX: no 16-byte load before
 # the first branch on them), two round trips before the first key tile (8k keys at mid: 2.5 us,
 # one tile per program). GPU parity and bit identity, then the default against it three times.
-timeout 120 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_indexer_tiles.py tests/runtime/test_kernels_parity.py -k "indexer" > "$OUT/iparity.log" 2>&1; el iparity $?
+timeout 120 python -m pytest -q -p no:cacheprovider --tb=short tests/runtime/test_kernels_indexer_tiles.py tests/runtime/test_kernels_parity_*.py -k "indexer" > "$OUT/iparity.log" 2>&1; el iparity $?
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/iparity.log" | tail -4
 for i in 1 2 3; do
   timeout 90 python benchmarks/tile_sweep.py --ops indexer --cold --only default "read all" --out "$R/idx_$i" > "$OUT/idx_$i.log" 2>&1; el idx_$i $?
@@ -639,7 +639,7 @@ elif [ "$PART" = 31 ]; then
 # runtime/kernels/attention_tiles.py) and the row-bound top-k (TopkSplitPolicy.row_bound, its own
 # 4,096-key chunks): their GPU parity tests, then the kernel table's attention and indexer + top-k
 # rows, the chained top-k beside the row-bound one
-timeout 170 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py tests/runtime/test_kernels_parity.py -m gpu -k "row_bound_policy_gpu or attention_parity_gpu" > "$OUT/flip_gpu.log" 2>&1; el flip_gpu $?
+timeout 170 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_topk_rowbound.py tests/runtime/test_kernels_parity_*.py -m gpu -k "row_bound_policy_gpu or attention_parity_gpu" > "$OUT/flip_gpu.log" 2>&1; el flip_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/flip_gpu.log" | tail -8
 timeout 260 python benchmarks/kernels.py --ops attention,indexer+topk --topk-chained --out "$R/kern31" > "$OUT/kern31.log" 2>&1; el kern31 $?
 grep -E "^\||met on|paired" "$R"/kern31/*.md | tail -40
@@ -666,7 +666,7 @@ elif [ "$PART" = 33 ]; then
 # untimed): the sm_90 code loads tile j + 1's ids synchronously at the end of iteration j and only
 # then issues its key copy. GPU parity (bits equal to the same tile without it), then each table
 # row with and without it, at its own stages and the other (2 / 3), twice
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -m gpu -k "prefetched_ids" > "$OUT/pf_gpu.log" 2>&1; el pf_gpu $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity_*.py -m gpu -k "prefetched_ids" > "$OUT/pf_gpu.log" 2>&1; el pf_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/pf_gpu.log" | tail -8
 for i in 1 2; do
   timeout 70 python benchmarks/attention_tiles.py --scales flash --layouts engine --t 64 512 --block-h 64 --block-n 32 --warps 8 --stages 2 3 --splits 1 16 --programs 128 --prefetch-ids 0 1 --out "$R/pf_flash_$i" > "$OUT/pf_flash_$i.log" 2>&1; el pf_flash_$i $?
@@ -721,7 +721,7 @@ elif [ "$PART" = 41 ]; then
 XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"  # the compiles on 8 cores where pytest-xdist is there
 timeout 300 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_static_ring_attention.py -m gpu -k "switch_gpu" > "$OUT/sw_gpu.log" 2>&1; el sw_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/sw_gpu.log" | tail -6
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py -m gpu -k "split_sources" > "$OUT/ss_gpu.log" 2>&1; el ss_gpu $?
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity_*.py -m gpu -k "split_sources" > "$OUT/ss_gpu.log" 2>&1; el ss_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/ss_gpu.log" | tail -6
 elif [ "$PART" = 43 ]; then
 # part 41's switches timed: every table row against its twin with each switch on, twice
@@ -741,7 +741,7 @@ elif [ "$PART" = 45 ]; then
 # once; split sources on the bf16 8- and 64-query rows): the GPU identity and parity tests at the new
 # rows, part 44's packed sweep a second time, then part 42's ncu per source line
 XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
-timeout 240 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_static_ring_attention.py tests/runtime/test_kernels_parity.py -m gpu -k "switch_gpu or packed_ring_attention_gpu or split_sources or attention_parity_gpu" > "$OUT/flip31_gpu.log" 2>&1; el flip31_gpu $?
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_static_ring_attention.py tests/runtime/test_kernels_parity_*.py -m gpu -k "switch_gpu or packed_ring_attention_gpu or split_sources or attention_parity_gpu" > "$OUT/flip31_gpu.log" 2>&1; el flip31_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/flip31_gpu.log" | tail -8
 bash "$0" 44 42
 elif [ "$PART" = 47 ]; then
@@ -750,7 +750,7 @@ elif [ "$PART" = 47 ]; then
 # attention GPU tests (166 passed on the H100 in 173 s), the kernel table's attention rows, and the
 # sweeps around the rows (kernels_h100_session32_attention_final.md, attention_tiles_h100_session32_*)
 XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
-timeout 280 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py -m gpu -k "attention or ring" > "$OUT/flip32_gpu.log" 2>&1; el flip32_gpu $?
+timeout 280 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity_*.py tests/runtime/test_static_ring_attention.py -m gpu -k "attention or ring" > "$OUT/flip32_gpu.log" 2>&1; el flip32_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/flip32_gpu.log" | tail -8
 timeout 120 python benchmarks/kernels.py --ops attention,attention_ring,attention_packed --out "$R/kern47" > "$OUT/kern47.log" 2>&1; el kern47 $?
 grep -E "^\| attention" "$R"/kern47/*.md | cut -d'|' -f2-4,8-9,13-14,17
@@ -765,7 +765,7 @@ elif [ "$PART" = 48 ]; then
 # PACKED_WIDE_TILES): the GPU tests, every decode row against its twin with the tail twice, the
 # 64-query rows with the tail over split counts, and the table's attention rows
 XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py -m gpu -k "merge_tail or packed_ring or switch_gpu" > "$OUT/tail_gpu.log" 2>&1; el tail_gpu $?
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity_*.py tests/runtime/test_static_ring_attention.py -m gpu -k "merge_tail or packed_ring or switch_gpu" > "$OUT/tail_gpu.log" 2>&1; el tail_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/tail_gpu.log" | tail -8
 for run in 1 2; do
   timeout 120 python benchmarks/attention_tiles.py --scales mid flash --layouts engine ring ring_packed --t 1 8 64 --twins merge_tail --out "$R/mt$run" > "$OUT/mt$run.log" 2>&1; el mt$run $?
@@ -793,7 +793,7 @@ elif [ "$PART" = 50 ]; then
 # 49's sweep: 8 mid queries at 8k keys 3.38 -> 2.97 us): the GPU parity tests, then the rule's
 # neighbours twice (4 / 8 warps, 32- and 128-key tiles) at 1-16 queries on 8k-32k keys and at 128k
 # keys, then the kernel table's indexer rows
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_indexer_tiles.py tests/runtime/test_kernels_parity.py -m gpu -k "indexer or several_key_tiles" > "$OUT/ix50_gpu.log" 2>&1; el ix50_gpu $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_indexer_tiles.py tests/runtime/test_kernels_parity_*.py -m gpu -k "indexer or several_key_tiles" > "$OUT/ix50_gpu.log" 2>&1; el ix50_gpu $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/ix50_gpu.log" | tail -6
 for i in 1 2; do
   timeout 100 python benchmarks/tile_sweep.py --ops indexer --indexer-shapes 1:8192 2:8192 4:8192 8:8192 16:8192 8:16384 8:32768 8:131072 --only default w4 w8 n32 n128 "n128 w8" --out "$R/ix50_$i" > "$OUT/ix50_$i.log" 2>&1; el ix50_$i $?
@@ -815,7 +815,7 @@ for i in 1 2; do
   grep -hE "^\| compress" "$R"/comp51_$i/*.md | cut -d'|' -f3-7,9
   if [ $i = 1 ]; then
     XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
-    timeout 150 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_kernels_compress.py -m gpu -k "merge_warps or compress_parity" > "$OUT/gpu51.log" 2>&1; el gpu51 $?
+    timeout 150 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity_*.py tests/runtime/test_kernels_compress.py -m gpu -k "merge_warps or compress_parity" > "$OUT/gpu51.log" 2>&1; el gpu51 $?
     grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu51.log" | tail -6
   fi
 done
@@ -830,7 +830,7 @@ grep -hE "^- (mid|flash) T=" "$R"/mw52/*.md | cut -c1-400
 timeout 100 python benchmarks/tile_sweep.py --ops compress --rows 2 64 512 1024 2048 4096 --only default "tile 512 w4" "tile 512 w8" --out "$R/comp52" > "$OUT/comp52.log" 2>&1; el comp52 $?
 grep -hE "^\| compress" "$R"/comp52/*.md | cut -d'|' -f3-7,9
 XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
-timeout 180 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_kernels_compress.py tests/runtime/test_static_ring_attention.py -m gpu -k "compress_parity or packed" > "$OUT/gpu52.log" 2>&1; el gpu52 $?
+timeout 180 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity_*.py tests/runtime/test_kernels_compress.py tests/runtime/test_static_ring_attention.py -m gpu -k "compress_parity or packed" > "$OUT/gpu52.log" 2>&1; el gpu52 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu52.log" | tail -6
 timeout 150 python benchmarks/kernels.py --ops compress,attention_packed --out "$R/kern52" > "$OUT/kern52.log" 2>&1; el kern52 $?
 grep -E "^\| (compress|attention_packed)" "$R"/kern52/*.md | cut -d'|' -f2-4,8-9,11,13-14,17
@@ -839,7 +839,7 @@ elif [ "$PART" = 53 ]; then
 # faster in parts 51 / 52): the merge-warps GPU parity tests (64 heads at one query included), then the
 # table's attention rows
 XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_attention_tiles.py -m gpu -k "merge_warps or wide" > "$OUT/gpu53.log" 2>&1; el gpu53 $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity_*.py tests/runtime/test_attention_tiles.py -m gpu -k "merge_warps or wide" > "$OUT/gpu53.log" 2>&1; el gpu53 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu53.log" | tail -6
 timeout 150 python benchmarks/kernels.py --ops attention,attention_ring --out "$R/kern53" > "$OUT/kern53.log" 2>&1; el kern53 $?
 grep -E "^\| attention" "$R"/kern53/*.md | cut -d'|' -f2-4,8-9,11,13-14,17
@@ -877,7 +877,7 @@ elif [ "$PART" = 56 ]; then
 # attention GPU tests (the table's rows, merge warps, bf16 and packed rings), then part 4 in the same
 # call ("56 4")
 XD=""; python -c "import xdist" 2>/dev/null && XD="-n 8"
-timeout 240 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity.py tests/runtime/test_static_ring_attention.py tests/runtime/test_attention_tiles.py -m gpu -k "attention_parity_gpu or merge_warps or ring_attention_gpu or packed_ring or wide" > "$OUT/gpu56.log" 2>&1; el gpu56 $?
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=line $XD tests/runtime/test_kernels_parity_*.py tests/runtime/test_static_ring_attention.py tests/runtime/test_attention_tiles.py -m gpu -k "attention_parity_gpu or merge_warps or ring_attention_gpu or packed_ring or wide" > "$OUT/gpu56.log" 2>&1; el gpu56 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/gpu56.log" | tail -6
 elif [ "$PART" = 57 ]; then
 # session 36: the gate's and mHC's decode tilings are the H200's best (gate_tiles_h200_sweep_mid.md,
@@ -905,7 +905,7 @@ elif [ "$PART" = 60 ]; then
 # GatePolicy.wide_experts_rows 17 -> 8): the GPU parity tests of the changed defaults, then
 # each default against the old rule twice ("no fma mix", "wide from 17"), 8-256 rows
 # (RUNS=1: once, for a session with little device time left)
-timeout 200 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu or test_mhc_fma_mixing_parity_gpu or (test_gate_parity_gpu and default)" > "$OUT/par60.log" 2>&1; el par60 $?
+timeout 200 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity_*.py -k "test_mhc_parity_gpu or test_mhc_fma_mixing_parity_gpu or (test_gate_parity_gpu and default)" > "$OUT/par60.log" 2>&1; el par60 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par60.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 8 16 32 64 128 256 --only default "no fma mix" --out "$R/m60_$run" > "$OUT/m60_$run.log" 2>&1; el m60_$run $?
@@ -920,7 +920,7 @@ elif [ "$PART" = 61 ]; then
 # (runtime/kernels/mhc.py, Tf32Splits). Static sm_90 (Triton 3.6, mid 4,096 rows): its
 # sweep loop 732 instructions and 168 registers against the default's 1,344 and 250. Its
 # GPU parity and the in-place update, then the default against it at 8-4,096 rows, twice
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity.py -k "test_mhc_projection_modes_parity_gpu and tf32 or tf32x2_splits" > "$OUT/par61.log" 2>&1; el par61 $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line tests/runtime/test_kernels_parity_*.py -k "test_mhc_projection_modes_parity_gpu and tf32 or tf32x2_splits" > "$OUT/par61.log" 2>&1; el par61 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par61.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 150 python benchmarks/tile_sweep.py --ops mhc --rows 8 16 64 512 1024 4096 --only default tf32x2 "tf32x2 tail d32" --out "$R/m61_$run" > "$OUT/m61_$run.log" 2>&1; el m61_$run $?
@@ -929,7 +929,7 @@ done
 elif [ "$PART" = 62 ]; then
 # session 42, with under 5 minutes of device time: session 41's flips have had no GPU parity
 # run (part 60's first step), then "tf32x2" against the default once (part 61's sweep)
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu or test_mhc_fma_mixing_parity_gpu or (test_gate_parity_gpu and default)" > "$OUT/par62.log" 2>&1; el par62 $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity_*.py -k "test_mhc_parity_gpu or test_mhc_fma_mixing_parity_gpu or (test_gate_parity_gpu and default)" > "$OUT/par62.log" 2>&1; el par62 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par62.log" | tail -6
 timeout 100 python benchmarks/tile_sweep.py --ops mhc --rows 4096 512 64 16 --only default tf32x2 --out "$R/m62" > "$OUT/m62.log" 2>&1; el m62 $?
 grep -hE "^\| mhc" "$R"/m62/*.md | cut -d'|' -f3-7
@@ -974,7 +974,7 @@ elif [ "$PART" = 66 ]; then
 # second launch at every row count, one row per program, 2 warps, 4 at one row): the gate's
 # GPU parity tests, the new default against the rule before ("select 2 rows") at 1-4,096
 # rows twice, then the kernel table's gate rows
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_gate_parity_gpu and (default or select or ticket)" > "$OUT/par66.log" 2>&1; el par66 $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity_*.py -k "test_gate_parity_gpu and (default or select or ticket)" > "$OUT/par66.log" 2>&1; el par66 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par66.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 120 python benchmarks/gate_tiles.py --scales flash --rows 1,2,4,8,16,32,64,512,4096 --only new "select 2 rows" --out "$R/g66_$run" > "$OUT/g66_$run.log" 2>&1; el g66_$run $?
@@ -1012,7 +1012,7 @@ elif [ "$PART" = 69 ]; then
 # against mid's decode in one launch ("one launch at decode") and the rule before session 43
 # ("select 2 rows") at both scales, twice; the table's gate rows; then part 68's one-run lead
 # of mHC's "tf32x2" at 8-16 decode rows, timed again
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_gate_parity_gpu and (default or select or ticket)" > "$OUT/par69.log" 2>&1; el par69 $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity_*.py -k "test_gate_parity_gpu and (default or select or ticket)" > "$OUT/par69.log" 2>&1; el par69 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par69.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 90 python benchmarks/gate_tiles.py --scales mid,flash --rows 1,2,4,8,16,32,64 --only new "one launch at decode" "select 2 rows" --out "$R/g69_$run" > "$OUT/g69_$run.log" 2>&1; el g69_$run $?
@@ -1027,7 +1027,7 @@ elif [ "$PART" = 70 ]; then
 # variants read in turn; session 42's sequential reading had a tie at 16). The candidate
 # rule: "tf32x2" for the decode rows that take a dot (3-16; multiply-adds stay at 1-2):
 # its GPU parity (every projection mode), then the default against it at 3-16 rows, twice
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_projection_modes_parity_gpu and tf32x2" > "$OUT/par70.log" 2>&1; el par70 $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity_*.py -k "test_mhc_projection_modes_parity_gpu and tf32x2" > "$OUT/par70.log" 2>&1; el par70 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par70.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 3 rows" --out "$R/m70_$run" > "$OUT/m70_$run.log" 2>&1; el m70_$run $?
@@ -1037,7 +1037,7 @@ elif [ "$PART" = 71 ]; then
 # session 43's mHC flip (MhcPolicy.decode_tf32x2_from = 8: "tf32x2" at 8-16 decode rows):
 # the default's GPU parity (mid 16 and flash 8 rows now take it) and the split's capture
 # test, then the table's mHC rows
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py tests/runtime/test_mhc_tf32_split.py -k "test_mhc_parity_gpu or capture" > "$OUT/par71.log" 2>&1; el par71 $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity_*.py tests/runtime/test_mhc_tf32_split.py -k "test_mhc_parity_gpu or capture" > "$OUT/par71.log" 2>&1; el par71 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par71.log" | tail -6
 timeout 150 python benchmarks/kernels.py --ops mhc --out "$R/k71" > "$OUT/k71.log" 2>&1; el k71 $?
 grep -hE "^\| mhc|met on" "$R"/k71/kernels_*.md | cut -d'|' -f2-5,8,11,13,14,17
@@ -1048,7 +1048,7 @@ elif [ "$PART" = 72 ]; then
 # tiles): the sweep loop 1,344 -> 690 instructions, 250 -> 146 registers, 30 -> 39 KB shared.
 # GPU parity (in the mixing loop, re-reading X', pinned bits, the interpreter's tests compiled),
 # then the coefficients against float64 beside the other modes
-timeout 240 python -m pytest -q -p no:cacheprovider --tb=line -m "gpu or not gpu" tests/runtime/test_kernels_parity.py -k "bf16x3" > "$OUT/par72.log" 2>&1; el par72 $?
+timeout 240 python -m pytest -q -p no:cacheprovider --tb=line -m "gpu or not gpu" tests/runtime/test_kernels_parity_*.py -k "bf16x3" > "$OUT/par72.log" 2>&1; el par72 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par72.log" | tail -8
 timeout 120 python benchmarks/mhc_precision.py --out "$R/prec72" > "$OUT/prec72.log" 2>&1; el prec72 $?
 grep -hE "^\|" "$R"/prec72/*.md
@@ -1084,7 +1084,7 @@ elif [ "$PART" = 76 ]; then
 # default's GPU parity and the host splits' capture test, the default against the rule before
 # it ("tf32x2 from 8 rows") and against "bf16x3" from 3 rows (4 of 4 faster than "tf32x3" at
 # 3-4 rows in one run) RUNS times (default 2), then the table's mHC rows
-timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py tests/runtime/test_mhc_tf32_split.py -k "test_mhc_parity_gpu or capture or bf16x3" > "$OUT/par76.log" 2>&1; el par76 $?
+timeout 150 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity_*.py tests/runtime/test_mhc_tf32_split.py -k "test_mhc_parity_gpu or capture or bf16x3" > "$OUT/par76.log" 2>&1; el par76 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par76.log" | tail -6
 for run in $(seq 1 "${RUNS:-2}"); do
   timeout 90 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 8 rows" "bf16x3 from 3 rows" --out "$R/m76_$run" > "$OUT/m76_$run.log" 2>&1; el m76_$run $?
@@ -1096,7 +1096,7 @@ elif [ "$PART" = 77 ]; then
 # part 76 cut to under 4 minutes (session 44 had 346 s of device time left after failed
 # starts): the default's mHC GPU parity (its 8- and 16-row cases take "bf16x3" now), then the
 # default against the rule before and "bf16x3" from 3 rows once
-timeout 120 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity.py -k "test_mhc_parity_gpu" > "$OUT/par77.log" 2>&1; el par77 $?
+timeout 120 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity_*.py -k "test_mhc_parity_gpu" > "$OUT/par77.log" 2>&1; el par77 $?
 grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par77.log" | tail -6
 timeout 60 python benchmarks/tile_sweep.py --ops mhc --rows 3 4 8 16 --only default "tf32x2 from 8 rows" "bf16x3 from 3 rows" --out "$R/m77" > "$OUT/m77.log" 2>&1; el m77 $?
 grep -hE "^\| mhc" "$R"/m77/*.md | cut -d'|' -f3-8

@@ -1,6 +1,8 @@
 """Fixtures of the runtime tests: for the server tests one weights pool per module and
 ``v41val serve`` of the module's ``SOURCE`` on a real loopback uvicorn, batching up to 4
-requests; for the kernel tests a runner of sm_90 compile scripts in a fresh process."""
+requests; for the kernel tests a runner of sm_90 compile scripts in a fresh process, and
+for the parity tests (test_kernels_parity_*.py) a registry of fused ops and a fresh input
+seed per test."""
 
 from __future__ import annotations
 
@@ -54,3 +56,28 @@ def run_sm90_script(tmp_path):
         return done.stdout
 
     return run
+
+
+@pytest.fixture
+def fused(monkeypatch):
+    """A registry with every op fused: compiled on CUDA, interpreted on CPU (the env
+    var is set for this test only, before the kernels are wrapped)."""
+    import torch
+
+    from runtime.kernels import KernelRegistry
+
+    cuda = torch.cuda.is_available()
+    if not cuda:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    return KernelRegistry("fused", device="cuda" if cuda else "cpu", on_unavailable="error")
+
+
+@pytest.fixture
+def gen():
+    """A fresh seed per test (inputs differ run to run), printed so a failure's report
+    gives the draw to reproduce it with."""
+    import torch
+
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"input seed {seed}")
+    return torch.Generator().manual_seed(seed)

@@ -21,7 +21,6 @@ Tolerances:
 
 from __future__ import annotations
 
-import os
 import textwrap
 
 import pytest
@@ -61,12 +60,6 @@ def rope_quant(monkeypatch):
     from runtime.kernels.rope_quant import FusedRopeQuant
 
     return FusedRopeQuant()
-
-
-@pytest.fixture
-def gen():
-    seed = int.from_bytes(os.urandom(4), "little")
-    return torch.Generator().manual_seed(seed)
 
 
 def randn(g, *shape, scale=1.0):

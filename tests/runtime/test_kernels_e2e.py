@@ -19,7 +19,7 @@ on seed 1234 (CPU, torch 2.13): both float32 paths within a median 1.3e-6 of the
 oracle (reference 1.28e-6, fused 1.32e-6), worst row 1.4e-2 for both (one of the model's
 FP8/NVFP4 quantisers rounding a value to the next step at float32 and not at float64, a
 step that later rows read), top-1 agreement 12/12; so FLOOR = 1e-3 decides on the CPU.
-Kernel errors per op are in test_kernels_parity.py.
+Kernel errors per op are in test_kernels_parity_*.py.
 
 GPU (``mid``, H200): both paths in bf16, the oracle in float32 with TF32 off; prompts of
 100 / 700 / 1500 tokens, 8 steps; there the ratio decides.

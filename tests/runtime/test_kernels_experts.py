@@ -10,7 +10,6 @@ and replayed from a CUDA graph bit for bit equal to its eager launch.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import pytest
@@ -47,11 +46,6 @@ def experts(monkeypatch):
 def tiny_ffn():
     ffn = V41Weights.random(TINY, seed=5).layers[3].ffn
     return ffn, StackedExperts.from_ffn(ffn, TINY.n_routed_experts)
-
-
-@pytest.fixture
-def gen():
-    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
 
 
 def picked_float64(x, weights, ids, ffn, config) -> torch.Tensor:

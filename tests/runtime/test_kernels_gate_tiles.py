@@ -1,6 +1,6 @@
 """The fused gate's tiling policy (runtime/kernels/gate_tiles.py) keeps the promises its
 docstring makes, on the shapes that matter (mid, flash, tiny) and on odd ones. Pure
-arithmetic: the kernel's parity at these tilings is tests/runtime/test_kernels_parity.py."""
+arithmetic: the kernel's parity at these tilings is tests/runtime/test_kernels_parity_gate.py."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ interpreter (set per test, before the kernel is wrapped), so the shapes are tiny
 from __future__ import annotations
 
 import itertools
-import os
 import textwrap
 
 import pytest
@@ -35,11 +34,6 @@ def fused_with(monkeypatch):
     from runtime.kernels.indexer import FusedIndexLogits
 
     return FusedIndexLogits
-
-
-@pytest.fixture
-def gen():
-    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
 
 
 def case(gen, t, n, heads, dim, counts):

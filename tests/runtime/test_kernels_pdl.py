@@ -14,7 +14,6 @@ top-k's candidates' select.
 
 from __future__ import annotations
 
-import os
 import textwrap
 
 import pytest
@@ -39,11 +38,6 @@ def kernels(monkeypatch):
     from runtime.kernels import attention, gate, mhc, topk
 
     return attention, gate, mhc, topk
-
-
-@pytest.fixture
-def gen():
-    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
 
 
 def test_only_a_hopper_gpu_launches_dependent():

@@ -19,8 +19,6 @@ programs per launch.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
@@ -54,11 +52,6 @@ def kernels(monkeypatch):
     # head / tail programs at every size: the small calls here would otherwise all go whole
     # (test_whole_vectors_bit_for_bit compares the two)
     return {w: FusedRopeQuant(tile_elements=TILE, num_warps=w, whole_below=0) for w in WARPS}
-
-
-@pytest.fixture
-def gen():
-    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
 
 
 def case(gen, rows: int, tail: tuple[int, ...], half: int, dtype: torch.dtype):

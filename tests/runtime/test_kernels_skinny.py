@@ -12,7 +12,6 @@ bit for bit equal to its eager launch.
 from __future__ import annotations
 
 import gc
-import os
 import weakref
 
 import pytest
@@ -39,12 +38,6 @@ def skinny(monkeypatch):
     from runtime.kernels.skinny import FusedLinear
 
     return FusedLinear
-
-
-@pytest.fixture
-def gen():
-    seed = int.from_bytes(os.urandom(4), "little")
-    return torch.Generator().manual_seed(seed)
 
 
 def oracle(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:

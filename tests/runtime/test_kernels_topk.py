@@ -21,7 +21,6 @@ enough (2k maxima, a 2k-key candidate tile) that rows take each of its last laun
 
 from __future__ import annotations
 
-import os
 import textwrap
 
 import numpy as np
@@ -70,12 +69,6 @@ def topk_default(monkeypatch):
     from runtime.kernels.topk import FusedTopk
 
     return FusedTopk()
-
-
-@pytest.fixture
-def gen():
-    seed = int.from_bytes(os.urandom(4), "little")
-    return torch.Generator().manual_seed(seed)
 
 
 def oracle(scores: torch.Tensor, k: int) -> torch.Tensor:

@@ -10,7 +10,6 @@ The oracle is test_kernels_topk.py's float64 lexsort (score descending, index as
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 from pathlib import Path
@@ -22,13 +21,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_kernels_topk import CUDA, NEG_INF, check, few_values  # noqa: E402
 
 from benchmarks.topk_bound import row_bound_path  # noqa: E402
-
-
-@pytest.fixture
-def gen():
-    """A fresh seed every run, printed in every failure (as test_kernels_topk.py's)."""
-    seed = int.from_bytes(os.urandom(4), "little")
-    return torch.Generator().manual_seed(seed)
 
 
 @pytest.fixture

@@ -10,8 +10,6 @@ with bias 7, 3-bit mantissa, exponent 0 subnormal; e2m1: the 8-value grid; ue8m0
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
@@ -22,11 +20,6 @@ CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
 FAKE = {"fp8": (fake_quant_fp8_ue8m0, 32), "nvfp4": (fake_quant_nvfp4, 16)}
 BITS = {torch.float32: torch.int32, torch.bfloat16: torch.int16}
-
-
-@pytest.fixture
-def gen():
-    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
 
 
 @pytest.fixture
