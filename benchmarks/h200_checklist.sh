@@ -1112,7 +1112,7 @@ mhc_check 78 150 "coefficients_per_tile" 170 "512 4096" default bf16x3 "bf16x3 t
 elif [ "$PART" = 85 ]; then
 # session 48's flip (MhcPolicy.narrow_decode_programs 132 up to narrow_d 2048, H100 only): mid's
 # 32 D tiles split 80-192 decode rows into 80-132 programs of two or three tiles, faster than
-# 264's 144-192 at every count in three runs: the default's GPU parity (test_mhc_parity_gpu now
+# 264's 144-256 at every count in three runs: the default's GPU parity (test_mhc_parity_gpu now
 # with mid 144 rows, the decode tilings with "p264", the rule before), then the default against
 # "decode p264" and "decode p330" at 64-192 rows, read in turn, RUNS times (default 2); at flash
 # the default and "decode p264" make the same grids (a check of the timer's spread)

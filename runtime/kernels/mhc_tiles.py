@@ -300,11 +300,12 @@ class MhcPolicy:
     split); ``narrow_decode_programs``: the decode target instead for hidden sizes up to
     ``narrow_d`` (0: ``decode_programs`` at every size). Why 132 up to 2048 since session 48:
     ``mid``'s 32 D tiles split 80-192 rows into 80-132 programs of two or three tiles
-    instead of 144-192 of one or two, and 132 beat 264 at every ``mid`` count from 80 to 192
+    instead of 144-256 of one or two, and 132 beat 264 at every ``mid`` count from 80 to 192
     rows in three runs on two machine starts (0.05-0.37, 0.10-0.32 and 0.04-0.38 us; a tie at
     64 rows, where both split every tile; tile_sweep_h100_session47_p264_targets_{1,2}.md,
     tile_sweep_h100_session48_p264_targets_3.md), while at ``flash`` (80 tiles) it was
-    slower at every count from 80 rows; sizes between 2048 and 5120 are untimed; ``split``: None = split as ``programs`` asks, False = one program per row block
+    slower at every count from 80 rows; sizes between 2048 and 5120 are untimed;
+    ``split``: None = split as ``programs`` asks, False = one program per row block
     over all of D (the interpreter's default: there every program costs time, not
     parallelism); ``tail_rows``: calls of at least this many rows are
     finished by the ticket's tail and swept in ``tail_block_t`` x ``tail_block_d`` tiles,
