@@ -289,7 +289,7 @@
 # (decode_compile) failed to compile the gate's kernel (NameError: gdc_enter, a builtin
 # Inductor neither copies nor imports; fixed since as a jitted helper, and checked statically:
 # tests/runtime/compile_sm90.py --inductor). Part 84 is those runs as one part.
-# Session 48 (an H100 at the sixth try: four starts failed or were refused, one machine was
+# Session 48 (an H100 at the tenth try: five starts failed, three were refused, one machine was
 # taken back mid-call): 84 with RUNS=1: the static-step GPU test passed (the decode_compile
 # fix's first GPU run), mHC parity 46 passed, 264 against 512 a fourth time (flash 80-192 rows
 # 2.0-5.7 us faster, mid 144 rows 0.57 slower again) and 132 / 198 / 330 a third time (132
