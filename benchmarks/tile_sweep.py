@@ -163,7 +163,8 @@ MHC_DECODE = (
     # Each "decode pN" aims at N at every hidden size, as when timed: since session 48 the
     # default aims at 132 up to mid's 2048 (narrow_decode_programs), so "decode p264" is the
     # rule before that
-    *((f"decode p{n}", MhcPolicy(decode_programs=n, narrow_decode_programs=0)) for n in (396, 264, 512, 132, 198, 330)),
+    *((f"decode p{n}", MhcPolicy(decode_programs=n, narrow_decode_programs=0))
+      for n in (396, 264, 512, 132, 198, 330)),
 )
 MHC_MANY = (
     ("default", MhcPolicy()),

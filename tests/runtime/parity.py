@@ -31,7 +31,7 @@ def close(a, b, tol, rel=False, what="", seed=None):
     if a.numel() == 0:
         return
     bound = tol * max(1.0, float(b.abs().max())) if rel else tol
-    err = float((a - b).abs().max()) if a.numel() else 0.0
+    err = float((a - b).abs().max())
     assert err <= bound, f"{what}: max error {err:.3g} > {bound:.3g} (seed {seed})"
 
 
