@@ -67,6 +67,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
+#   OUT=/path bash benchmarks/h200_checklist.sh 86  # session 49: mHC's projection in a launch of its own (MhcPolicy.apart_from, off): its GPU parity, then the "apart" variants against the default at 512 / 4,096 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 85  # session 48's flip (mHC decode split to 132 programs up to mid's 2048): the default's GPU parity (mid 144 rows now), against "decode p264" (the rule before) and 330 at 64-192 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 84  # session 47's flip (mHC decode split to 264 programs): the default's GPU parity, against 512 (the rule before) and 396 at 48-192 rows and against 132 / 198 / 330 at 64-192, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 83  # session 46: mHC's decode split in one wave (decode_programs 396 / 264; untimed): GPU parity, against the default at 64-192 rows, twice
@@ -297,8 +298,14 @@
 # 132 up to a hidden size of 2048); then by hand: the e2e, static-decode, batched and tf32-split
 # GPU tests (8 passed) and the gate, indexer, top-k and inverse RoPE GPU parity (140 passed);
 # attention's GPU parity was cut by the budget (no result).
-# Next session: 85 (the flip's parity and timings); on an H200 4 (the whole table), 60, 69, 70,
-# 80, 82, 83, 84 and 85 (every flip since session 35 is timed only on H100s).
+# Session 49 (an H100 at the first try): 85 with RUNS=2 (mHC GPU parity 59 passed, mid 144 rows
+# and "p264" included; the default 0.23-0.35 us faster than "decode p264" at mid 144-176 rows in
+# both runs, the rest within the timer's spread: the flip stays), attention's GPU parity (122
+# tests: cut at 400 s after 109 passed, the last 19 passed in a call of their own), ncu of the
+# mHC site at mid 64 / 512 and flash 4,096 rows (ncu_h100_session49_mhc.md); a call naming
+# nvidia-h200 came as an H100 (nothing run).
+# Next session: 86 (the projection apart: parity and timings); on an H200 4 (the whole table),
+# 60, 69, 70, 80, 82, 83, 84 and 85 (every flip since session 35 is timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -1109,6 +1116,15 @@ elif [ "$PART" = 78 ]; then
 # on its 32-row tiles and the same 64-row tiles held (they spill) at 512 / 4,096 rows, read in
 # turn, RUNS times (default 2)
 mhc_check 78 150 "coefficients_per_tile" 170 "512 4096" default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2"
+elif [ "$PART" = 86 ]; then
+# session 49: the projection in a launch of its own above decode (MhcPolicy.apart_from, off by
+# default; untimed): the sweep mixes, collapses and sums squares without it (static sm_90,
+# Triton 3.6: about 15 loop instructions per (row, column, stream) element against about 42 in
+# the default's tail), a second launch re-reads X' and projects it per split, then the
+# finishing launch. ncu had the flash 4,096-row tail at 49 % DRAM, 8 warps an SM
+# (ncu_h100_session49_mhc.md). Its GPU parity (tf32x3 and bf16x3, 256-4,096 rows), then the
+# default against "apart" and its tilings at 512 / 4,096 rows, read in turn, RUNS times
+mhc_check 86 200 "projection_apart_parity_gpu" 190 "512 4096" default apart "apart bf16x3" "apart d64 bf16x3" "apart t32 bf16x3"
 elif [ "$PART" = 85 ]; then
 # session 48's flip (MhcPolicy.narrow_decode_programs 132 up to narrow_d 2048, H100 only): mid's
 # 32 D tiles split 80-192 decode rows into 80-132 programs of two or three tiles, faster than

@@ -56,7 +56,7 @@ MIX_COLS = 32  # 24 projections padded to a power of two
 
 
 # The site kernel's PHASE (constexpr globals: compiled Triton reads no other globals).
-SWEEP, SWEEP_AND_TAIL, FINISH = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2)
+SWEEP, SWEEP_AND_TAIL, FINISH, PROJECT = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2), tl.constexpr(3)
 _PIN_ASM: tl.constexpr = tl.constexpr("mov.b32 $0, $1;")  # PIN_MIX's identity
 # FAST_RCP's four reciprocals: what Triton's 1.0 / x (div.full.f32) computes for a sum in
 # the normal range, without its range checks and rescaling on the Sinkhorn's serial chain
@@ -162,6 +162,39 @@ def _bf16x3_dot(x, hi, mid, lo, BF16_OPERANDS: tl.constexpr):
     return tl.dot(x, hi.to(tl.float32), mid_part, input_precision="ieee")
 
 
+def _project_columns(src_ptr, fn_ptr, fn_lo_ptr, rows64, r_ok, d_from, d_to, D, m, PROJ: tl.constexpr,
+                     BLOCK_D: tl.constexpr, BF16_OPERANDS: tl.constexpr):
+    """``m`` ([rows, 32]) plus the 24 projections of columns [d_from, d_to) of each of the
+    four streams of ``src_ptr`` ([T, 4, D], X' as stored), against ``fn`` in the ``PROJ``
+    mode's layout (``fn_lo_ptr``: "tf32x2"'s remainder; "bf16x3" finds its parts from
+    ``fn_ptr``). Shared by the sweep's re-read (``RELOAD_D``) and the projection's own
+    launch (``PROJECT``): a plain load of X' is staged for the tensor cores by the compiler."""
+    HC: tl.constexpr = 4
+    cols = tl.arange(0, 32)
+    c_ok = cols < 6 * HC
+    width = HC * D
+    for d0 in range(d_from, d_to, BLOCK_D):
+        ds = d0 + tl.arange(0, BLOCK_D)
+        d_ok = ds < D
+        ok = r_ok[:, None] & d_ok[None, :]
+        base = rows64[:, None] * width + ds[None, :]
+        f_ok = d_ok[:, None] & c_ok[None, :]
+        fcol = fn_ptr + cols[None, :] * width + ds[:, None]
+        for s in tl.static_range(HC):
+            a = tl.load(src_ptr + base + s * D, mask=ok, other=0.0).to(tl.float32)
+            f = tl.load(fcol + s * D, mask=f_ok, other=0.0)
+            if PROJ == "tf32x2":  # fn's TF32 remainder, then its head, summed from zero, then added
+                f_lo = tl.load(fn_lo_ptr + cols[None, :] * width + ds[:, None] + s * D, mask=f_ok, other=0.0)
+                m += tl.dot(a, f, tl.dot(a, f_lo, input_precision="tf32"), input_precision="tf32")
+            elif PROJ == "bf16x3":
+                at_part = fcol + s * D + 6 * HC * width
+                m += _bf16x3_dot(a, f, tl.load(at_part, mask=f_ok, other=0.0),
+                                 tl.load(at_part + 6 * HC * width, mask=f_ok, other=0.0), BF16_OPERANDS)
+            else:
+                m += tl.dot(a, f, input_precision=PROJ)
+    return m
+
+
 def _mix_coefficients(prev_post_ptr, prev_comb_ptr, rows64, r_ok):
     """The previous sublayer's post (4) and combination (4 x 4, row-major) of each row, as
     [rows, 1] columns: q0..q3, then c00..c33."""
@@ -188,6 +221,7 @@ def _mhc_site_kernel(
     NORM_D: tl.constexpr, RELOAD_D: tl.constexpr, REG_FINISH: tl.constexpr,
     PIN_MIX: tl.constexpr, FAST_RCP: tl.constexpr, FMA_MIX: tl.constexpr, PDL: tl.constexpr = False,
     PDL_AT_EXIT: tl.constexpr = False, BF16_OPERANDS: tl.constexpr = False, COEF_IN_LOOP: tl.constexpr = False,
+    APART: tl.constexpr = False,
 ):
     """One launch of a site, by PHASE:
 
@@ -200,7 +234,10 @@ def _mhc_site_kernel(
       (row block, 0) computes the coefficients and program (row block, s > 0) normalises its
       rows over the sweep's split s - 1, so no program does both one after the other (when
       split 0 did, it set the launch's length: mid, one row, the finish was 4.41 us of a
-      6.86-us site on the H200).
+      6.86-us site on the H200);
+    - PROJECT (with ``APART``, between a SWEEP that did not project and the FINISH): program
+      (row block, split) projects the sweep's split of X' as stored, writing the partials'
+      32 projection columns (the sweep wrote their sums of squares).
 
     Finishing sums the partials of every split in split order (a fixed tree, whoever came
     last: deterministic), CHUNK splits per load (one memory round trip each, not one per
@@ -209,7 +246,8 @@ def _mhc_site_kernel(
     dependent on SWEEP (runtime/kernels/pdl.py): SWEEP lets it launch from the start
     (``PDL_AT_EXIT``: as it exits), FINISH waits for SWEEP before any load.
     ``COEF_IN_LOOP``: SWEEP loads the previous post and combination in every D tile, not
-    once before its loop (fewer registers held; the same values, so the same bits)."""
+    once before its loop (fewer registers held; the same values, so the same bits).
+    ``APART``: SWEEP neither projects nor writes the projection partials (PROJECT does)."""
     if PDL:
         gdc_enter(PHASE == FINISH, PDL_AT_EXIT)
     # an eager launch passes Python floats as fp32, inductor's (torch.compile) as fp64: pin fp32
@@ -219,7 +257,17 @@ def _mhc_site_kernel(
     PART: tl.constexpr = 34
     pid = tl.program_id(0)
     split = tl.program_id(1)
-    if PHASE != FINISH:
+    if PHASE == PROJECT:
+        rows = pid * BLOCK_T + tl.arange(0, BLOCK_T)
+        r_ok = rows < T
+        rows64 = rows.to(tl.int64)
+        cols = tl.arange(0, NCOL)
+        src = new_streams_ptr if HAS_OUT else streams_ptr
+        m = _project_columns(src, fn_ptr, fn_lo_ptr, rows64, r_ok, split * SPLIT_D, split * SPLIT_D + SPLIT_D, D,
+                             tl.zeros((BLOCK_T, NCOL), dtype=tl.float32), PROJ, BLOCK_D, BF16_OPERANDS)
+        part = part_ptr + (split * T + rows64) * PART
+        tl.store(part[:, None] + cols[None, :], m, mask=r_ok[:, None])
+    if (PHASE == SWEEP) | (PHASE == SWEEP_AND_TAIL):
         rows = pid * BLOCK_T + tl.arange(0, BLOCK_T)
         r_ok = rows < T
         rows64 = rows.to(tl.int64)
@@ -288,7 +336,7 @@ def _mhc_site_kernel(
                     sq += tl.sum(tl.fma(x3, x3, tl.fma(x2, x2, tl.fma(x1, x1, x0 * x0))), axis=1)
                 else:
                     sq += tl.sum(x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3, axis=1)
-                if RELOAD_D == 0:
+                if RELOAD_D == 0 and not APART:
                     f_ok = d_ok[:, None] & c_ok[None, :]
                     fcol = fn_ptr + cols[None, :] * width + ds[:, None]  # [BLOCK_D, 32] of stream 0's fn
                     f0 = tl.load(fcol + 0 * D, mask=f_ok, other=0.0)
@@ -354,27 +402,11 @@ def _mhc_site_kernel(
                 # layout (twice the arithmetic, every coefficient held twice: spills).
                 tl.debug_barrier()  # every thread's X' stores are visible to the whole program
                 src = new_streams_ptr if HAS_OUT else streams_ptr
-                for d0 in range(c0, c_hi, BLOCK_D):
-                    ds = d0 + tl.arange(0, BLOCK_D)
-                    d_ok = ds < D
-                    ok = r_ok[:, None] & d_ok[None, :]
-                    base = rows64[:, None] * width + ds[None, :]
-                    f_ok = d_ok[:, None] & c_ok[None, :]
-                    fcol = fn_ptr + cols[None, :] * width + ds[:, None]
-                    for s in tl.static_range(HC):
-                        a = tl.load(src + base + s * D, mask=ok, other=0.0).to(tl.float32)
-                        f = tl.load(fcol + s * D, mask=f_ok, other=0.0)
-                        if PROJ == "tf32x2":  # fn's TF32 remainder, then its head, summed from zero, then added
-                            f_lo = tl.load(fn_lo_ptr + cols[None, :] * width + ds[:, None] + s * D, mask=f_ok, other=0.0)
-                            m += tl.dot(a, f, tl.dot(a, f_lo, input_precision="tf32"), input_precision="tf32")
-                        elif PROJ == "bf16x3":
-                            at_part = fcol + s * D + 6 * HC * width
-                            m += _bf16x3_dot(a, f, tl.load(at_part, mask=f_ok, other=0.0),
-                                             tl.load(at_part + 6 * HC * width, mask=f_ok, other=0.0), BF16_OPERANDS)
-                        else:
-                            m += tl.dot(a, f, input_precision=PROJ)
+                m = _project_columns(src, fn_ptr, fn_lo_ptr, rows64, r_ok, c0, c_hi, D, m, PROJ, BLOCK_D,
+                                     BF16_OPERANDS)
         part = part_ptr + (split * T + rows64) * PART  # [BLOCK_T] row starts
-        tl.store(part[:, None] + cols[None, :], m, mask=r_ok[:, None])
+        if not APART:
+            tl.store(part[:, None] + cols[None, :], m, mask=r_ok[:, None])
         tl.store(part + NCOL, sq, mask=r_ok)
         tl.store(part + NCOL + 1, xsq, mask=r_ok)
     if PHASE == SWEEP_AND_TAIL:
@@ -389,7 +421,7 @@ def _mhc_site_kernel(
         n_sub = (tl.minimum(T - pid * BLOCK_T, BLOCK_T) + TAIL_T - 1) // TAIL_T
         norm_lo = (split - 1) * SPLIT_D  # program 0 computes the coefficients and normalises nothing
         norm_hi = tl.where(split == 0, norm_lo, tl.minimum(norm_lo + SPLIT_D, D))
-    if PHASE != SWEEP:
+    if (PHASE == SWEEP_AND_TAIL) | (PHASE == FINISH):
         if PHASE == FINISH:
             # the sweep's splits (one program more: the coefficients'), known to be >= 1: as
             # num_programs - 1 alone, Triton 3.6 compiled the flash finish to 80 registers
@@ -562,13 +594,14 @@ def _mhc_site_kernel(
                 tl.store(n_ptr, (w[None, :] * y).to(DTYPE), mask=n_ok)
 
 
-SITE_HELPERS = (_bf16x3_dot, _mix_coefficients, gdc_enter)  # what the site kernel calls (runtime/kernels/backend.py's jit binds them)
+SITE_HELPERS = (_bf16x3_dot, _project_columns, _mix_coefficients, gdc_enter)  # what the site kernel calls (runtime/kernels/backend.py's jit binds them)
 
 
 def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.dtype,
                   pdl: bool = False, at_exit: bool = False) -> list[tuple[tuple, dict]]:
     """(grid, keyword arguments) of each launch of one call, in order: the sweep (with the
-    tail from ``tiles.tail_rows``), else the sweep and the finish (``pdl``: launched
+    tail from ``tiles.tail_rows``), the sweep, the projection and the finish
+    (``tiles.apart``), else the sweep and the finish (``pdl``: launched
     dependent on the sweep, runtime/kernels/pdl.py; ``at_exit``: the sweep lets it launch as
     it exits). The sm_90 compile check
     (tests/runtime/compile_sm90.py) compiles exactly these."""
@@ -586,6 +619,13 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
         sweep["num_stages"] = tiles.stages
     if tiles.tail:
         return [(tiles.grid(t, d), sweep)]
+    if tiles.apart:  # sweep, projection, finish; not dependent (the finish follows the projection)
+        finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
+                      num_warps=tiles.finish_warps, **common)
+        project = dict(common, PHASE=PROJECT.value, BLOCK_T=tiles.apart_t, BLOCK_D=tiles.apart_d,
+                       TAIL_T=tiles.tail_t, NORM_D=tiles.block_d, num_warps=tiles.apart_warps)
+        return [(tiles.grid(t, d), dict(sweep, APART=True)), (tiles.project_grid(t, d), project),
+                (tiles.finish_grid(t, d), finish)]
     finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
                   num_warps=tiles.finish_warps, PDL=pdl, launch_pdl=pdl, **common)
     return [(tiles.grid(t, d), dict(sweep, PDL=pdl, PDL_AT_EXIT=pdl and at_exit)), (tiles.finish_grid(t, d), finish)]

@@ -187,6 +187,7 @@ Pure arithmetic on ints, so the policy is tested without running a kernel.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from runtime.kernels.backend import cdiv, next_pow2
@@ -207,7 +208,10 @@ class MhcTiling:
     Triton's interpreter runs a bf16 dot on the bits); read by that projection only, so a
     call falling back to another keeps it. ``coefficients_per_tile``: the sweep re-reads
     the previous sublayer's post and combination (20 floats a row) in every D tile
-    instead of holding them through the loop (``MhcPolicy.coefficients_per_tile``)."""
+    instead of holding them through the loop (``MhcPolicy.coefficients_per_tile``).
+    ``apart_t`` > 0: the sweep does not project; a launch of its own does, in ``apart_t`` x
+    ``apart_d`` tiles on ``apart_warps`` warps, before the finishing launch
+    (``MhcPolicy.apart_from``)."""
 
     projection: str
     block_t: int
@@ -227,12 +231,25 @@ class MhcTiling:
     bf16_operands: bool = False
     stages: int = 0
     coefficients_per_tile: bool = False
+    apart_t: int = 0
+    apart_d: int = 0
+    apart_warps: int = 4
+
+    @property
+    def apart(self) -> bool:
+        """Whether the projection has a launch of its own (``MhcPolicy.apart_from``)."""
+        return self.apart_t > 0
 
     def splits(self, d: int) -> int:
         return cdiv(d, self.split_d)
 
     def grid(self, t: int, d: int) -> tuple[int, int]:
         return cdiv(t, self.block_t), self.splits(d)
+
+    def project_grid(self, t: int, d: int) -> tuple[int, int]:
+        """The projection's own launch (``apart``): ``apart_t`` rows per program, one
+        program per split of the sweep, so its partials line up with the sweep's."""
+        return cdiv(t, self.apart_t), self.splits(d)
 
     def finish_grid(self, t: int, d: int) -> tuple[int, int]:
         """The finishing launch: per ``tail_t`` rows, a program computing the coefficients
@@ -424,7 +441,20 @@ class MhcPolicy:
     once, and most elements the tail normalises at once; ``reload_d`` / ``tail_reload_d``:
     the columns mixed before the projection re-reads them, below / from ``tail_rows`` rows
     (0 = project in the mixing loop; rounded up to whole D tiles; multiply-add tilings never
-    re-read).
+    re-read); ``apart_from``: calls above decode of at least this many rows (and not
+    multiply-add) project in a launch of their own: the sweep mixes, collapses and sums
+    squares without the projection (``apart_sweep_t`` x ``apart_sweep_d`` tiles on
+    ``apart_sweep_warps`` warps, split over D until ``apart_programs``), a second launch
+    re-reads X' and projects each split of it (``apart_t`` x ``apart_d`` tiles, ``apart_d``
+    cut to divide the split, on ``apart_warps`` warps), and the finishing launch follows, no
+    tail. Why try it (session 49): on an H100 ncu found the ``flash`` 4,096-row tail held
+    by latency at low occupancy, not by DRAM: 250 registers, 8 warps an SM, each issuing
+    every 3.6 cycles; DRAM 49 % busy, L2 62 % (benchmarks/results/ncu_h100_session49_mhc.md).
+    Its loop spends about 42 static instructions per (row, column, stream) element; without
+    the projection the sweep compiles to about 15 (benchmarks/tile_sweep.py's "apart"
+    variants have the counts). Apart, the sweep is elementwise work and the projection a
+    skinny GEMM. The price: X' is read once more (a third more bytes) and there are two
+    more launches. Untimed until the GPU's sweep, so off (2^30).
 
     The defaults are the H200's best of benchmarks/results/tile_sweep_h200_mhc_3.md: at 1-8
     rows the finish with 1 warp (mid: 8.2 / 9.3 / 16.8 us at 1 / 2 / 8 rows vs 8.8 / 10.1 /
@@ -472,6 +502,14 @@ class MhcPolicy:
     stages: int = 0
     decode_stages: int = 2
     coefficients_per_tile: bool = False
+    apart_from: int = 1 << 30
+    apart_sweep_t: int = 16
+    apart_sweep_d: int = 128
+    apart_sweep_warps: int = 4
+    apart_programs: int = 2048
+    apart_t: int = 64
+    apart_d: int = 64
+    apart_warps: int = 4
 
     def __post_init__(self) -> None:
         for name in ("projection", "decode_projection"):
@@ -497,6 +535,13 @@ class MhcPolicy:
             raise ValueError(f"MhcPolicy.narrow_d: expected a hidden size >= 0, got {self.narrow_d}")
         if self.decode_stages < 0:
             raise ValueError(f"MhcPolicy.decode_stages: expected >= 0 (0 = as ``stages``), got {self.decode_stages}")
+        if self.apart_from < 0:
+            raise ValueError(f"MhcPolicy.apart_from: expected a row count >= 0, got {self.apart_from}")
+        for name in ("apart_sweep_t", "apart_sweep_d", "apart_t", "apart_d"):
+            size = getattr(self, name)
+            least = 1 if name == "apart_sweep_t" else DOT_ROWS
+            if size < least or size & (size - 1):
+                raise ValueError(f"MhcPolicy.{name}: expected a power of two >= {least}, got {size}")
         for name in ("reload_d", "tail_reload_d"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MhcPolicy.{name}: expected >= 0 (0 = project in the mixing loop), "
@@ -508,18 +553,22 @@ class MhcPolicy:
         dot = ("bf16x3" if decode and t >= self.decode_bf16x3_from else
                "tf32x2" if decode and t >= self.decode_tf32x2_from else "tf32x3")
         projection = asked or ("fma" if t <= self.fma_rows else dot if cuda else "ieee")
-        tail = t >= self.tail_rows
+        apart = not decode and t >= self.apart_from and projection != "fma"
+        tail = t >= self.tail_rows and not apart
         block_t = self.decode_block_t if decode else self.tail_block_t if tail else self.block_t
-        if projection == "fma":
+        if apart:  # the sweep has no dot: any power of two of rows
+            block_t = self.apart_sweep_t
+        elif projection == "fma":
             block_t = min(block_t or FMA_ROWS, FMA_ROWS, next_pow2(t))
         else:
             block_t = max(DOT_ROWS, block_t)
-        block_d = self.decode_block_d if decode else self.tail_block_d if tail else self.block_d
-        warps = self.decode_warps if decode else self.num_warps
+        block_d = (self.apart_sweep_d if apart else self.decode_block_d if decode else
+                   self.tail_block_d if tail else self.block_d)
+        warps = self.apart_sweep_warps if apart else self.decode_warps if decode else self.num_warps
         chunks = cdiv(d, block_d)
         target = (self.narrow_decode_programs if self.narrow_decode_programs and d <= self.narrow_d else
                   self.decode_programs or self.programs)
-        programs = min(self.programs, target) if decode else self.programs
+        programs = min(self.programs, target) if decode else self.apart_programs if apart else self.programs
         splits = 1 if self.split is False else min(chunks, cdiv(programs, cdiv(t, block_t)))
         split_d = cdiv(chunks, max(1, splits)) * block_d
         decode_finish = not tail and t <= max(self.decode_rows, self.decode_finish_to)
@@ -527,16 +576,19 @@ class MhcPolicy:
                                                   next_pow2(t))
         chunk = max(2, min(next_pow2(cdiv(d, split_d)), self.tail_elements // (tail_t * 16)))
         tail_d = max(block_d, min(next_pow2(d), self.tail_elements // tail_t))
-        reload_d = 0 if projection == "fma" else cdiv(self.tail_reload_d if tail else self.reload_d, block_d) * block_d
+        reload_d = 0 if projection == "fma" or apart else cdiv(self.tail_reload_d if tail else self.reload_d,
+                                                               block_d) * block_d
         registers = self.decode_finish_registers if decode_finish else self.finish_registers
         return MhcTiling(projection, block_t, block_d, split_d, warps, tail, tail_t, tail_d, chunk,
                          finish_warps=self.decode_finish_warps if decode_finish else self.finish_warps, reload_d=reload_d,
                          finish_registers=registers,
-                         pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0,
+                         pin_mix=self.pin_mix and cuda and projection != "fma" and reload_d == 0 and not apart,
                          fast_reciprocal=self.fast_reciprocal and cuda and registers,
                          fma_mix=t >= self.fma_mix_from, bf16_operands=cuda,
                          stages=(self.decode_stages or self.stages) if decode else self.stages,
-                         coefficients_per_tile=self.coefficients_per_tile)
+                         coefficients_per_tile=self.coefficients_per_tile,
+                         apart_t=self.apart_t if apart else 0,
+                         apart_d=math.gcd(split_d, self.apart_d) if apart else 0, apart_warps=self.apart_warps)
 
 
 # Interpreted kernels cost time per program, not parallelism: one program per row block.

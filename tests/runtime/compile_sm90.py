@@ -150,6 +150,18 @@ def per_tile_sweep_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[st
     return [launch for launch in site_launches(rows, d, policy) if launch[1]["PHASE"] != FINISH.value]
 
 
+def apart_launches(rows: int, d: int) -> list[tuple[str, dict, tuple[str, ...]]]:
+    """From 512 rows, the projection in a launch of its own (``MhcPolicy.apart_from``, the
+    sweep variants "apart" of benchmarks/tile_sweep.py) with "tf32x3" and "bf16x3": the sweep
+    without the projection, the projection, the finish."""
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    if rows < 512:
+        return []
+    return [(name + " apart", kwargs, multiples) for projection in ("tf32x3", "bf16x3")
+            for name, kwargs, multiples in site_launches(rows, d, MhcPolicy(projection=projection, apart_from=512))]
+
+
 BF16X3_SITE_SIGNATURE = {**SITE_SIGNATURE, "fn_ptr": "*bf16", "fn_lo_ptr": "*bf16"}
 
 
@@ -543,7 +555,8 @@ def all_launches(cases: list[tuple[int, int]], attention_table: bool = False
     launches = [(name, site_kernel, BF16X3_SITE_SIGNATURE if kwargs["PROJ"] == "bf16x3" else SITE_SIGNATURE,
                  kwargs, multiples) for case in cases
                 for name, kwargs, multiples in site_launches(*case) + finish_candidate_launches(*case)
-                + sweep_candidate_launches(*case) + bf16x3_sweep_launches(*case) + per_tile_sweep_launches(*case)]
+                + sweep_candidate_launches(*case) + bf16x3_sweep_launches(*case) + per_tile_sweep_launches(*case)
+                + apart_launches(*case)]
     launches += [(name, rope_quant._rope_quant_kernel, signature, kwargs, multiples)
                  for name, signature, kwargs, multiples in rope_quant_launches()]
     gate_kernel = jit(gate._gate_kernel, helpers=gate.GATE_HELPERS)

@@ -46,7 +46,9 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # parts: bf16 pointers), register-finish and fma-mix by name, 2 more of each; the 8-row
     # call's 5 launches project with "bf16x3" too (the decode default from 3 rows), so 7;
     # the "bf16x3" sweeps on 64-row blocks with the coefficients loaded per tile at 512 and
-    # 4,096 rows, 2 more bf16x3, register-finish and fma-mix (9, 16, 14);
+    # 4,096 rows, 2 more bf16x3, register-finish and fma-mix (9, 16, 14); the projection in a
+    # launch of its own at 512 and 4,096 rows with "tf32x3" and "bf16x3" (sweep, projection,
+    # finish: 12, 6 of them bf16x3, all register-finish and fma-mix by name: 15, 28, 26);
     # RoPE + quant: 3 formats + 2 packed; gate: every call two launches (partials, then the
     # selection: session 43), mid and flash at 1 / 8 / 64 / 512 rows (16), and each of the 8
     # selecting launches again with the rounds' other form (pairs at mid, max and sum at
@@ -59,15 +61,18 @@ def test_the_site_kernel_compiles_for_sm90_as_the_policy_launches_it():
     # with the group decode, and all three; all three on the 8-query row and on 16 heads x 32
     # keys), mid's engine rows of 1 and 64 queries with split sources, and the 64-query rows
     # with the merge tail (mid engine, mid packed ring, flash engine: 3)
-    assert out.count("ok ") == 23 + 2 + 24 + 6 + 20 + 3, out
-    assert out.count(" bf16x3") == 9, out
+    assert out.count("ok ") == 23 + 12 + 2 + 24 + 6 + 20 + 3, out
+    assert out.count(" bf16x3") == 9 + 6, out
     assert out.count(" paired |") == 8, out
     assert out.count("ok indexer ") == 6, out
-    assert out.count(" register-finish") == 16 and out.count(" fma-mix") == 14, out
+    assert out.count(" register-finish") == 16 + 12 and out.count(" fma-mix") == 14 + 12, out
     assert out.count(" 1-row-finish") == 4 and out.count(" 8-row-finish") == 1, out
     # --sass: every launch's resources were read back from its cubin
     found = re.findall(r"^ok .* \| registers (\d+) stack \d+ shared \d+ \| instructions (\d+) ", out, re.M)
-    assert len(found) == 78 and all(int(r) > 0 and int(n) > 0 for r, n in found), out
+    assert len(found) == 90 and all(int(r) > 0 and int(n) > 0 for r, n in found), out
+    # apart, the sweep has no tensor-core instruction left and the projection's launch has them
+    apart = re.findall(r"^ok mhc T=\d+ D=\d+ phase (\d) .* apart \|.* HMMA (\d+) HGMMA (\d+) ", out, re.M)
+    assert len(apart) == 12 and all((int(hmma) + int(hgmma) > 0) == (phase == "3") for phase, hmma, hgmma in apart), out
     # the point of loading the coefficients per tile: 64-row blocks on 2 warps without spills
     # (held through the loop, the same tiles spill 40-80 bytes under Triton 3.6 and 3.9)
     per_tile = re.findall(r"^ok mhc .* per-tile \| registers \d+ stack (\d+) ", out, re.M)

@@ -280,3 +280,42 @@ def test_decode_programs_size_the_decode_split_only(t, d, grid_default, grid_264
         MhcPolicy(narrow_decode_programs=-1)
     with pytest.raises(ValueError, match="MhcPolicy.narrow_d: expected a hidden size >= 0"):
         MhcPolicy(narrow_d=-1)
+
+
+@pytest.mark.parametrize("t,d,sweep_grid,project_grid,apart_d", [
+    # 16-row sweep blocks, 128-column tiles split until 2048 programs; 64-row projection
+    # blocks over the same splits, 64 columns (a divisor of every split here)
+    (4096, 2048, (256, 8), (64, 8), 64),  # 16 tiles in 8 splits of two
+    (4096, 5120, (256, 8), (64, 8), 64),  # 40 tiles in 8 splits of five: 640 columns
+    (512, 2048, (32, 16), (8, 16), 64),  # 16 splits of one tile
+    (300, 5120, (19, 40), (5, 40), 64),
+])
+def test_the_projection_apart_shares_the_sweeps_splits(t, d, sweep_grid, project_grid, apart_d):
+    """``apart_from``: above decode, calls of at least that many rows sweep in the apart
+    tiles and project in a launch of their own on the same splits (its partials line up
+    with the sweep's), in tiles that divide a split; no tail, no pinned mixing, no re-read.
+    Off by default, at decode, and for multiply-add projections."""
+    policy = MhcPolicy(apart_from=256, reload_d=128, tail_reload_d=128)
+    tiles = policy.tiling(t, d, cuda=True)
+    assert tiles.apart and not tiles.tail and not tiles.pin_mix and tiles.reload_d == 0
+    assert (tiles.block_t, tiles.block_d, tiles.num_warps) == (16, 128, 4)
+    assert tiles.grid(t, d) == sweep_grid and tiles.project_grid(t, d) == project_grid
+    assert tiles.apart_d == apart_d and tiles.split_d % tiles.apart_d == 0
+    assert tiles.finish_grid(t, d) == (-(-t // tiles.tail_t), sweep_grid[1] + 1)
+    # the split's columns do not divide the projection's tile: the tile is cut to a divisor
+    cut = MhcPolicy(apart_from=256, apart_d=256, apart_sweep_d=32).tiling(4096, 5120, cuda=True)
+    assert cut.split_d == 640 and cut.apart_d == 128
+    assert not MhcPolicy().tiling(t, d, cuda=True).apart
+    assert not MhcPolicy(apart_from=0).tiling(MhcPolicy().decode_rows, d, cuda=True).apart
+    assert not MhcPolicy(apart_from=0, projection="fma").tiling(t, d, cuda=True).apart
+    assert not MhcPolicy(apart_from=t + 1).tiling(t, d, cuda=True).apart
+
+
+@pytest.mark.parametrize("name,value,expected", [
+    ("apart_from", -1, "a row count >= 0"), ("apart_sweep_t", 3, "a power of two >= 1"),
+    ("apart_sweep_d", 8, "a power of two >= 16"), ("apart_t", 48, "a power of two >= 16"),
+    ("apart_d", 0, "a power of two >= 16"),
+])
+def test_apart_tiles_are_checked(name, value, expected):
+    with pytest.raises(ValueError, match=f"MhcPolicy.{name}: expected {expected}"):
+        MhcPolicy(**{name: value})

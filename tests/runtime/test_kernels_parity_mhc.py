@@ -148,6 +148,26 @@ def test_mhc_reloaded_projection_matches_the_reference(fused, gen, projection, t
     check_mhc(fused, gen, TINY, t, torch.float32, with_out=False)
 
 
+@pytest.mark.parametrize("projection,t,dtype", [("ieee", 20, torch.float32), ("tf32x2", 40, torch.float32),
+                                                ("bf16x3", 40, torch.bfloat16), ("ieee", 33, torch.bfloat16)])
+def test_mhc_projection_apart_matches_the_reference(fused, gen, projection, t, dtype):
+    """The projection in a launch of its own (``MhcPolicy.apart_from``): a sweep that mixes
+    without projecting, the projection re-reading X' per split in tiles cut to divide the
+    split (32 columns of a 96-column split, the last split running past D), then the
+    finishing launch, against the reference at the usual tolerances."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    policy = MhcPolicy(projection=projection, decode_rows=4, apart_from=8, apart_sweep_t=8, apart_sweep_d=16,
+                       apart_programs=3 * -(-t // 8), apart_t=16, apart_d=64)
+    tiles = policy.tiling(t, TINY.hidden_size, cuda=False)
+    assert tiles.apart and not tiles.tail and tiles.split_d % tiles.apart_d == 0 and tiles.apart_d < tiles.split_d
+    assert tiles.splits(TINY.hidden_size) * tiles.split_d > TINY.hidden_size > tiles.split_d
+    fused.mhc = FusedMhc(policy)
+    check_mhc(fused, gen, TINY, t, dtype, with_out=True)
+    check_mhc(fused, gen, TINY, t, dtype, with_out=False)
+
+
 @pytest.mark.parametrize("t,tail_rows,reload_d", [(5, 1024, 0), (40, 1, 0), (20, 1024, 48)])
 def test_mhc_bf16x3_matches_the_reference(fused, gen, t, tail_rows, reload_d):
     """"bf16x3" (fn's three bf16 parts, each product exact on bf16 X') on bf16 streams:
@@ -371,6 +391,21 @@ def test_mhc_projection_modes_parity_gpu(fused, gen, projection, reload_d, confi
 
     fused.mhc = FusedMhc(MhcPolicy(projection=projection, decode_projection=projection, reload_d=reload_d,
                                    tail_reload_d=reload_d))
+    check_mhc(fused, gen, config, t, torch.bfloat16, with_out=True)
+    check_mhc(fused, gen, config, t, torch.bfloat16, with_out=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("projection", ["tf32x3", "bf16x3"])
+@pytest.mark.parametrize("config,t", [(MID, 256), (MID, 512), (MID, 4096), (FLASH, 333), (FLASH, 4096)])
+def test_mhc_projection_apart_parity_gpu(fused, gen, projection, config, t):
+    """The projection in a launch of its own (``MhcPolicy.apart_from``, off by default),
+    compiled, on bf16 streams, from 256 rows (the sweep variants "apart")."""
+    from runtime.kernels.mhc import FusedMhc
+    from runtime.kernels.mhc_tiles import MhcPolicy
+
+    fused.mhc = FusedMhc(MhcPolicy(projection=projection, apart_from=256))
     check_mhc(fused, gen, config, t, torch.bfloat16, with_out=True)
     check_mhc(fused, gen, config, t, torch.bfloat16, with_out=False)
 
