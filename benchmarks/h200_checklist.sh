@@ -1119,12 +1119,12 @@ mhc_check 78 150 "coefficients_per_tile" 170 "512 4096" default bf16x3 "bf16x3 t
 elif [ "$PART" = 86 ]; then
 # session 49: the projection in a launch of its own above decode (MhcPolicy.apart_from, off by
 # default; untimed): the sweep mixes, collapses and sums squares without it (static sm_90,
-# Triton 3.6: about 15 loop instructions per (row, column, stream) element against about 42 in
+# Triton 3.6: 103 registers, about 15 loop instructions per (row, column, stream) element against about 42 in
 # the default's tail), a second launch re-reads X' and projects it per split, then the
 # finishing launch. ncu had the flash 4,096-row tail at 49 % DRAM, 8 warps an SM
 # (ncu_h100_session49_mhc.md). Its GPU parity (tf32x3 and bf16x3, 256-4,096 rows), then the
 # default against "apart" and its tilings at 512 / 4,096 rows, read in turn, RUNS times
-mhc_check 86 200 "projection_apart_parity_gpu" 190 "512 4096" default apart "apart bf16x3" "apart d64 bf16x3" "apart t32 bf16x3"
+mhc_check 86 200 "projection_apart_parity_gpu" 190 "512 4096" default apart "apart bf16x3" "apart d128 bf16x3" "apart t32 bf16x3"
 elif [ "$PART" = 85 ]; then
 # session 48's flip (MhcPolicy.narrow_decode_programs 132 up to narrow_d 2048, H100 only): mid's
 # 32 D tiles split 80-192 decode rows into 80-132 programs of two or three tiles, faster than

@@ -220,14 +220,15 @@ MHC_MANY = (
     ("tail from 256", MhcPolicy(tail_rows=256)),
     # the projection in a launch of its own from 256 rows (untimed before session 49; off by
     # default, MhcPolicy.apart_from): static sm_90 under Triton 3.6 (tests/runtime/compile_sm90.py
-    # --sass), the sweep without it 175 registers and 940 loop instructions per 16 x 128 tile on
-    # 4 warps (about 15 a (row, column, stream) element, against about 42 in the default's tail);
-    # the projection "tf32x3" 244 registers, 1,919 loop instructions per 64 x 64 tile, "bf16x3"
-    # 90 and 457; the sweep's other tiles and the projection's rows beside them
+    # --sass, mid 4,096 rows), the sweep without it 103 registers and 469 loop instructions per
+    # 16 x 64 tile on 4 warps (about 15 a (row, column, stream) element, against about 42 in
+    # the default's tail; 16 x 128: 175 and 940); the projection "tf32x3" 244 registers and
+    # 1,919 loop instructions per 64 x 64 tile, "bf16x3" 90 and 457 (32 rows: 140 and 510); the
+    # sweep's other tiles and the projection's rows beside them
     ("apart", MhcPolicy(apart_from=256)),
     ("apart bf16x3", MhcPolicy(apart_from=256, projection="bf16x3")),
-    ("apart d64", MhcPolicy(apart_from=256, apart_sweep_d=64)),
-    ("apart d64 bf16x3", MhcPolicy(apart_from=256, apart_sweep_d=64, projection="bf16x3")),
+    ("apart d128", MhcPolicy(apart_from=256, apart_sweep_d=128)),
+    ("apart d128 bf16x3", MhcPolicy(apart_from=256, apart_sweep_d=128, projection="bf16x3")),
     ("apart t32 bf16x3", MhcPolicy(apart_from=256, apart_t=32, projection="bf16x3")),
     ("apart p1024 bf16x3", MhcPolicy(apart_from=256, apart_programs=1024, projection="bf16x3")),
 )

@@ -451,8 +451,8 @@ class MhcPolicy:
     by latency at low occupancy, not by DRAM: 250 registers, 8 warps an SM, each issuing
     every 3.6 cycles; DRAM 49 % busy, L2 62 % (benchmarks/results/ncu_h100_session49_mhc.md).
     Its loop spends about 42 static instructions per (row, column, stream) element; without
-    the projection the sweep compiles to about 15 (benchmarks/tile_sweep.py's "apart"
-    variants have the counts). Apart, the sweep is elementwise work and the projection a
+    the projection the sweep compiles to about 15, on 16 x 64 tiles in 103 registers (four
+    programs of 4 warps an SM; benchmarks/tile_sweep.py's "apart" variants have the counts). Apart, the sweep is elementwise work and the projection a
     skinny GEMM. The price: X' is read once more (a third more bytes) and there are two
     more launches. Untimed until the GPU's sweep, so off (2^30).
 
@@ -504,7 +504,7 @@ class MhcPolicy:
     coefficients_per_tile: bool = False
     apart_from: int = 1 << 30
     apart_sweep_t: int = 16
-    apart_sweep_d: int = 128
+    apart_sweep_d: int = 64
     apart_sweep_warps: int = 4
     apart_programs: int = 2048
     apart_t: int = 64

@@ -283,12 +283,12 @@ def test_decode_programs_size_the_decode_split_only(t, d, grid_default, grid_264
 
 
 @pytest.mark.parametrize("t,d,sweep_grid,project_grid,apart_d", [
-    # 16-row sweep blocks, 128-column tiles split until 2048 programs; 64-row projection
-    # blocks over the same splits, 64 columns (a divisor of every split here)
-    (4096, 2048, (256, 8), (64, 8), 64),  # 16 tiles in 8 splits of two
-    (4096, 5120, (256, 8), (64, 8), 64),  # 40 tiles in 8 splits of five: 640 columns
-    (512, 2048, (32, 16), (8, 16), 64),  # 16 splits of one tile
-    (300, 5120, (19, 40), (5, 40), 64),
+    # 16-row sweep blocks, 64-column tiles split until 2048 programs; 64-row projection
+    # blocks over the same splits, 64 columns (a divisor of every split)
+    (4096, 2048, (256, 8), (64, 8), 64),  # 32 tiles in 8 splits of four
+    (4096, 5120, (256, 8), (64, 8), 64),  # 80 tiles in 8 splits of ten: 640 columns
+    (512, 2048, (32, 32), (8, 32), 64),  # 32 splits of one tile
+    (300, 5120, (19, 80), (5, 80), 64),
 ])
 def test_the_projection_apart_shares_the_sweeps_splits(t, d, sweep_grid, project_grid, apart_d):
     """``apart_from``: above decode, calls of at least that many rows sweep in the apart
@@ -298,7 +298,7 @@ def test_the_projection_apart_shares_the_sweeps_splits(t, d, sweep_grid, project
     policy = MhcPolicy(apart_from=256, reload_d=128, tail_reload_d=128)
     tiles = policy.tiling(t, d, cuda=True)
     assert tiles.apart and not tiles.tail and not tiles.pin_mix and tiles.reload_d == 0
-    assert (tiles.block_t, tiles.block_d, tiles.num_warps) == (16, 128, 4)
+    assert (tiles.block_t, tiles.block_d, tiles.num_warps) == (16, 64, 4)
     assert tiles.grid(t, d) == sweep_grid and tiles.project_grid(t, d) == project_grid
     assert tiles.apart_d == apart_d and tiles.split_d % tiles.apart_d == 0
     assert tiles.finish_grid(t, d) == (-(-t // tiles.tail_t), sweep_grid[1] + 1)
