@@ -357,7 +357,8 @@ def sweep_mhc(name: str, c: V41Config, t: int, baseline: list[tuple[str, object]
 
 def mhc_grids(op, t: int, d: int) -> list[list[int]] | None:
     """The grid of each launch an mHC op makes on CUDA for ``t`` rows of hidden size ``d``
-    (its policy's tiles: the sweep, then the finish unless the tail finishes), or None for
+    (its policy's tiles: the sweep, the projection's own launch if apart, then the finish
+    unless the tail finishes), or None for
     an op without a policy (an earlier revision's module may have none). Why: a program
     count past what the GPU holds at once takes a second wave, which the per-launch times
     alone do not show (runtime/kernels/mhc_tiles.py, ``decode_programs``)."""
@@ -365,7 +366,8 @@ def mhc_grids(op, t: int, d: int) -> list[list[int]] | None:
     if policy is None or not hasattr(policy, "tiling"):
         return None
     tiles = policy.tiling(t, d, cuda=True)
-    return [list(tiles.grid(t, d))] + ([] if tiles.tail else [list(tiles.finish_grid(t, d))])
+    apart = [list(tiles.project_grid(t, d))] if getattr(tiles, "apart", False) else []
+    return [list(tiles.grid(t, d))] + apart + ([] if tiles.tail else [list(tiles.finish_grid(t, d))])
 
 
 def chosen(variants: list[tuple[str, object]], only: tuple[str, ...] | None) -> list[tuple[str, object]]:

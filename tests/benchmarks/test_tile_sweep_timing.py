@@ -106,6 +106,8 @@ def test_mhc_rows_carry_their_launch_grids():
     assert mhc_grids(SimpleNamespace(policy=MhcPolicy()), 96, 5120) == [[6, 40], [96, 41]]
     # mid 4,096 rows: the tail (32-row blocks, 128 of them, 4 splits), one launch
     assert mhc_grids(SimpleNamespace(policy=MhcPolicy()), 4096, 2048) == [[128, 4]]
+    # the projection apart: sweep, projection (64-row blocks over the same splits), finish
+    assert mhc_grids(SimpleNamespace(policy=MhcPolicy(apart_from=256)), 4096, 2048) == [[256, 8], [64, 8], [512, 9]]
     assert mhc_grids(SimpleNamespace(), 8, 2048) is None
     row = {"op": "mhc", "scale": "flash", "rows": 96, "config": "default", "mb": 11.82, "us": 19.0,
            "roofline": 0.14, "max_rel_err": 1e-3, "kernels_us": {"k #1": 10.21, "k #2": 8.88},
