@@ -67,6 +67,7 @@
 #   OUT=/path bash benchmarks/h200_checklist.sh 75  # session 44: the mHC sweep's pipelining stages (1 / 2 / 3 / 4) with "tf32x3" and "bf16x3" at 64-4,096 rows, in turn, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 76  # session 44's mHC flip ("bf16x3" at 8-16 decode rows): the default's GPU parity, against the rule before and bf16x3 from 3 rows twice, the table's mHC rows
 #   OUT=/path bash benchmarks/h200_checklist.sh 77  # part 76 in under 4 minutes: the default's mHC GPU parity, against the rule before once
+#   OUT=/path bash benchmarks/h200_checklist.sh 87  # attention's GPU parity, first half (the 48 merge-warps tests); 88: the other 74 (together over 400 s, more than one call holds with a start)
 #   OUT=/path bash benchmarks/h200_checklist.sh 86  # session 49: mHC's projection in a launch of its own (MhcPolicy.apart_from, off): its GPU parity, then the "apart" variants against the default at 512 / 4,096 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 85  # session 48's flip (mHC decode split to 132 programs up to mid's 2048): the default's GPU parity (mid 144 rows now), against "decode p264" (the rule before) and 330 at 64-192 rows, twice
 #   OUT=/path bash benchmarks/h200_checklist.sh 84  # session 47's flip (mHC decode split to 264 programs): the default's GPU parity, against 512 (the rule before) and 396 at 48-192 rows and against 132 / 198 / 330 at 64-192, twice
@@ -304,8 +305,10 @@
 # tests: cut at 400 s after 109 passed, the last 19 passed in a call of their own), ncu of the
 # mHC site at mid 64 / 512 and flash 4,096 rows (ncu_h100_session49_mhc.md); a call naming
 # nvidia-h200 came as an H100 (nothing run).
+# Then five starts failed and four calls were refused (765 s of budget), so part 86 did not
+# run.
 # Next session: 86 (the projection apart: parity and timings); on an H200 4 (the whole table),
-# 60, 69, 70, 80, 82, 83, 84 and 85 (every flip since session 35 is timed only on H100s).
+# 60, 69, 70, 80, 82, 83, 84, 85, 87 and 88 (every flip since session 35 is timed only on H100s).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/res; mkdir -p "$R"
@@ -1116,6 +1119,13 @@ elif [ "$PART" = 78 ]; then
 # on its 32-row tiles and the same 64-row tiles held (they spill) at 512 / 4,096 rows, read in
 # turn, RUNS times (default 2)
 mhc_check 78 150 "coefficients_per_tile" 170 "512 4096" default bf16x3 "bf16x3 t64 per-tile" "bf16x3 t64 per-tile s2" "bf16x3 t64 s2"
+elif [ "$PART" = 87 ] || [ "$PART" = 88 ]; then
+# attention's GPU parity (tests/runtime/test_kernels_parity_attention.py, 122 tests) in two
+# calls: on an H100 in session 49, 109 had passed when a 400 s limit cut it (the last 19 passed
+# in 28 s on the warm machine), so the whole file does not fit one call beside a start
+if [ "$PART" = 87 ]; then SEL="merge_warps"; else SEL="not merge_warps"; fi
+timeout 400 python -m pytest -q -p no:cacheprovider --tb=line -m gpu tests/runtime/test_kernels_parity_attention.py -k "$SEL" > "$OUT/par$PART.log" 2>&1; el "par$PART" $?
+grep -E "^(FAILED|ERROR)|passed|failed|^E " "$OUT/par$PART.log" | tail -6
 elif [ "$PART" = 86 ]; then
 # session 49: the projection in a launch of its own above decode (MhcPolicy.apart_from, off by
 # default; untimed): the sweep mixes, collapses and sums squares without it (static sm_90,
