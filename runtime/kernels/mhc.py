@@ -257,21 +257,18 @@ def _mhc_site_kernel(
     PART: tl.constexpr = 34
     pid = tl.program_id(0)
     split = tl.program_id(1)
-    if PHASE == PROJECT:
+    if PHASE != FINISH:  # the sweep's or the projection's row block
         rows = pid * BLOCK_T + tl.arange(0, BLOCK_T)
         r_ok = rows < T
         rows64 = rows.to(tl.int64)
         cols = tl.arange(0, NCOL)
+    if PHASE == PROJECT:
         src = new_streams_ptr if HAS_OUT else streams_ptr
         m = _project_columns(src, fn_ptr, fn_lo_ptr, rows64, r_ok, split * SPLIT_D, split * SPLIT_D + SPLIT_D, D,
                              tl.zeros((BLOCK_T, NCOL), dtype=tl.float32), PROJ, BLOCK_D, BF16_OPERANDS)
         part = part_ptr + (split * T + rows64) * PART
         tl.store(part[:, None] + cols[None, :], m, mask=r_ok[:, None])
     if (PHASE == SWEEP) | (PHASE == SWEEP_AND_TAIL):
-        rows = pid * BLOCK_T + tl.arange(0, BLOCK_T)
-        r_ok = rows < T
-        rows64 = rows.to(tl.int64)
-        cols = tl.arange(0, NCOL)
         c_ok = cols < 6 * HC
         width = HC * D
         p0 = tl.load(pre_shift_ptr + rows64 * HC + 0, mask=r_ok, other=0.0)
@@ -619,16 +616,15 @@ def site_launches(tiles: MhcTiling, t: int, d: int, has_out: bool, dtype: torch.
         sweep["num_stages"] = tiles.stages
     if tiles.tail:
         return [(tiles.grid(t, d), sweep)]
+    finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
+                  num_warps=tiles.finish_warps, **common)
     if tiles.apart:  # sweep, projection, finish; not dependent (the finish follows the projection)
-        finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
-                      num_warps=tiles.finish_warps, **common)
         project = dict(common, PHASE=PROJECT.value, BLOCK_T=tiles.apart_t, BLOCK_D=tiles.apart_d,
                        TAIL_T=tiles.tail_t, NORM_D=tiles.block_d, num_warps=tiles.apart_warps)
         return [(tiles.grid(t, d), dict(sweep, APART=True)), (tiles.project_grid(t, d), project),
                 (tiles.finish_grid(t, d), finish)]
-    finish = dict(PHASE=FINISH.value, BLOCK_T=tiles.tail_t, TAIL_T=tiles.tail_t, NORM_D=tiles.block_d,
-                  num_warps=tiles.finish_warps, PDL=pdl, launch_pdl=pdl, **common)
-    return [(tiles.grid(t, d), dict(sweep, PDL=pdl, PDL_AT_EXIT=pdl and at_exit)), (tiles.finish_grid(t, d), finish)]
+    return [(tiles.grid(t, d), dict(sweep, PDL=pdl, PDL_AT_EXIT=pdl and at_exit)),
+            (tiles.finish_grid(t, d), dict(finish, PDL=pdl, launch_pdl=pdl))]
 
 
 class FusedMhc:

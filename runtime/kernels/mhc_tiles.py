@@ -452,9 +452,11 @@ class MhcPolicy:
     every 3.6 cycles; DRAM 49 % busy, L2 62 % (benchmarks/results/ncu_h100_session49_mhc.md).
     Its loop spends about 42 static instructions per (row, column, stream) element; without
     the projection the sweep compiles to about 15, on 16 x 64 tiles in 103 registers (four
-    programs of 4 warps an SM; benchmarks/tile_sweep.py's "apart" variants have the counts). Apart, the sweep is elementwise work and the projection a
-    skinny GEMM. The price: X' is read once more (a third more bytes) and there are two
-    more launches. Untimed until the GPU's sweep, so off (2^30).
+    programs of 4 warps an SM; benchmarks/tile_sweep.py's "apart" variants have the
+    counts). Apart, the sweep is elementwise work and the projection a skinny GEMM. The
+    price: the projection reads X' once more and the finish reads and writes x once more
+    (at ``mid`` 4,096 rows 268 MB against the tail's 169), and there are two more
+    launches. Untimed until the GPU's sweep, so off (2^30).
 
     The defaults are the H200's best of benchmarks/results/tile_sweep_h200_mhc_3.md: at 1-8
     rows the finish with 1 warp (mid: 8.2 / 9.3 / 16.8 us at 1 / 2 / 8 rows vs 8.8 / 10.1 /
