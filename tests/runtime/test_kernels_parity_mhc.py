@@ -156,10 +156,12 @@ def test_mhc_projection_apart_matches_the_reference(fused, gen, projection, t, d
     split (32 columns of a 96-column split, the last split running past D), then the
     finishing launch, against the reference at the usual tolerances.
 
-    bf16 streams on 3 rows, as test_mhc_parity_small: at ``tiny`` with 12-40 rows the bf16
-    coefficients' bound against the full reference (1e-2) is exceeded in 2-3 of 40 seeds by
-    every tiling, the default interpreted one included (ulp flips of X' feeding the
-    projections; 0 of 40 at 3 rows, largest 5.8e-3)."""
+    bf16 streams on 3 rows, as test_mhc_parity_small: Triton's interpreter rounds float32 to
+    bf16 toward zero where the reference rounds to nearest (test_mhc_bf16x3_matches_the_reference
+    says more), so with a previous output mixed in about half of X' differs in its last bit,
+    and at ``tiny`` with 12-40 rows the coefficients passed check_mhc's 1e-2 in 2-3 of 40
+    seeds under every tiling, the default interpreted one included; at 3 rows in none
+    (largest 5.8e-3)."""
     from runtime.kernels.mhc import FusedMhc
     from runtime.kernels.mhc_tiles import MhcPolicy
 
